@@ -1,0 +1,21 @@
+/*
+ * store.h - saved graphs (.rvg): import once, query many times.
+ * The format is described in src/store/store.c and in the README.
+ */
+#ifndef REVERIE_STORE_H
+#define REVERIE_STORE_H
+
+#include <glib.h>
+#include "reverie/graph.h"
+
+G_BEGIN_DECLS
+
+/* TRUE if the file starts with the .rvg magic number (content, not name). */
+gboolean rv_store_is_graph_file(const char *path);
+gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error);
+/* Load a saved graph; every corruption is an RV_ERROR_INPUT error, never a crash. */
+rv_graph *rv_store_load(const char *path, GError **error);
+
+G_END_DECLS
+
+#endif

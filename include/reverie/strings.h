@@ -1,0 +1,42 @@
+/*
+ * strings.h - an interned string table.
+ *
+ * Traces repeat the same few thousand names (kernels, operators, threads)
+ * hundreds of thousands of times.  Every stage refers to a name by a dense
+ * integer id into one table, so tasks stay small and the saved-graph format
+ * can write the table once.  Id 0 is always the empty string.
+ *
+ * The table is safe to intern into from several threads (the importer parses
+ * in parallel); lookups of an id are lock-free because strings never move
+ * (GStringChunk) and the id array only grows under the lock.
+ */
+#ifndef REVERIE_STRINGS_H
+#define REVERIE_STRINGS_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct rv_strings rv_strings;
+
+/* Tables are reference-counted: a trace and the graphs built from it share one. */
+rv_strings *rv_strings_new(void);
+rv_strings *rv_strings_ref(rv_strings *strings);
+/* Drop a reference; the table is freed with the last one. */
+void rv_strings_free(rv_strings *strings);
+
+/* The id of text, adding it if new.  Thread-safe. */
+int32_t rv_strings_intern(rv_strings *strings, const char *text);
+/* Like rv_strings_intern for a text of known length (need not be NUL-terminated). */
+int32_t rv_strings_intern_len(rv_strings *strings, const char *text, gsize length);
+/* The id of text, or -1 if it was never interned. */
+int32_t rv_strings_lookup(rv_strings *strings, const char *text);
+/* The text of an id; "" for id 0 or an id out of range. */
+const char *rv_strings_get(const rv_strings *strings, int32_t id);
+/* How many ids exist (ids are 0 .. count-1). */
+int32_t rv_strings_count(const rv_strings *strings);
+
+G_END_DECLS
+
+#endif

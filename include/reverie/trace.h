@@ -1,0 +1,108 @@
+/*
+ * trace.h - a PyTorch profiler (Kineto) trace, read into flat events.
+ *
+ * The importer (src/import/) turns a Chrome-trace JSON file, plain or
+ * gzipped, modern or 2021-legacy schema, into an array of rv_event in file
+ * order.  Everything schema-specific stops here: the category spelling, the
+ * "External id" / "external id" key, string thread ids, microsecond floats.
+ * Later stages see integer nanoseconds and a small closed set of kinds.
+ *
+ * Untidy input (events with no duration, unpaired flows, unknown
+ * categories) is skipped and counted in rv_trace_stats.  Input that is not a
+ * trace at all fails with one RV_ERROR_INPUT line naming the file, the event
+ * index or byte offset, and the problem.
+ */
+#ifndef REVERIE_TRACE_H
+#define REVERIE_TRACE_H
+
+#include <glib.h>
+#include <stdint.h>
+#include "reverie/strings.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+    RV_EV_CPU_OP,          /* cpu_op / Operator: tags only, not simulated */
+    RV_EV_USER_ANNOTATION, /* user_annotation: ProfilerStep#, Optimizer.step#, DataLoader */
+    RV_EV_PYTHON_FUNCTION, /* python_function: nn.Module scopes */
+    RV_EV_RUNTIME,         /* cuda_runtime / cuda_driver / Runtime: a CPU task */
+    RV_EV_KERNEL,          /* kernel / Kernel */
+    RV_EV_MEMCPY,          /* gpu_memcpy / Memcpy */
+    RV_EV_MEMSET,          /* gpu_memset / Memset */
+    RV_EV_CUDA_SYNC,       /* cuda_sync: exact synchronization facts */
+    RV_EV_FLOW_START,      /* ph "s" */
+    RV_EV_FLOW_END,        /* ph "f" */
+    RV_EV_KIND_COUNT
+} rv_event_kind;
+
+typedef enum { RV_FLOW_LAUNCH, RV_FLOW_FWDBWD, RV_FLOW_OTHER } rv_flow_category;
+
+typedef enum {
+    RV_SYNC_NONE, RV_SYNC_STREAM, RV_SYNC_CONTEXT, RV_SYNC_EVENT, RV_SYNC_STREAM_WAIT_EVENT
+} rv_sync_kind;
+
+/*
+ * One event.  Invariants the importer guarantees: dur_ns >= 0; ts_ns is
+ * finite; for GPU kinds device >= 0.  Fields that a kind does not have are -1.
+ */
+typedef struct {
+    int64_t ts_ns;
+    int64_t dur_ns;
+    int64_t pid, tid;          /* numeric; non-numeric ids are mapped to negative ids */
+    int64_t correlation;       /* links a runtime call to its GPU task */
+    int64_t external_id;       /* links both to the cpu_op that issued them */
+    int64_t flow_id;           /* flows only */
+    int64_t bytes;             /* memcpy/memset payload */
+    int64_t wait_on_stream;    /* cuda_sync */
+    int64_t wait_on_record_correlation; /* cuda_sync: the cudaEventRecord waited on */
+    int32_t name;              /* string id */
+    int32_t input_dims;        /* string id of compact "Input Dims" JSON, or -1 */
+    int32_t device;            /* GPU kinds */
+    int32_t stream;            /* GPU kinds and cuda_sync; -1 if unknown */
+    uint32_t file_index;       /* position in traceEvents, for messages */
+    uint8_t kind;              /* rv_event_kind */
+    uint8_t flow_category;     /* rv_flow_category, flows only */
+    uint8_t sync_kind;         /* rv_sync_kind, cuda_sync only */
+    uint8_t schema_legacy;     /* 1 if the category came from the 2021 schema */
+} rv_event;
+
+typedef struct {
+    uint64_t events_total;       /* entries in traceEvents */
+    uint64_t events_used;        /* kept in rv_trace.events */
+    uint64_t skipped_no_duration;/* complete events without "dur" */
+    uint64_t skipped_no_ph;      /* entries without a phase */
+    uint64_t ignored_category;   /* complete events of categories we do not use */
+    uint64_t ignored_phase;      /* metadata, instant, counter events */
+    uint64_t gpu_annotations;    /* gpu_user_annotation duplicates of CPU annotations */
+    uint64_t bytes_uncompressed;
+} rv_trace_stats;
+
+typedef struct {
+    char *source;                /* path as given */
+    rv_strings *strings;         /* shared with the graph built from it */
+    GArray *events;              /* rv_event, in file order */
+    GPtrArray *device_names;     /* char*, from deviceProperties */
+    int64_t rank, world_size;    /* distributedInfo, -1 if absent */
+    char *backend;               /* distributedInfo.backend or NULL */
+    gboolean legacy_schema;      /* any 2021-schema category seen */
+    rv_trace_stats stats;
+} rv_trace;
+
+typedef void (*rv_progress_fn)(uint64_t bytes_done, uint64_t events_done, void *user_data);
+
+typedef struct {
+    int threads;                 /* parser threads; 0 = number of processors */
+    rv_progress_fn progress;     /* called every few MB from the calling thread */
+    void *progress_data;
+} rv_import_options;
+
+/* Read a trace.  strings may be NULL (a new table is made) or shared. */
+rv_trace *rv_trace_load(const char *path, rv_strings *strings,
+                        const rv_import_options *options, GError **error);
+void rv_trace_free(rv_trace *trace);
+
+const char *rv_event_kind_name(rv_event_kind kind);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * cli.h - what the subcommands (one file each) share: loading an input,
+ * option parsing with GOptionContext, and reporting errors.
+ */
+#ifndef REVERIE_CLI_H
+#define REVERIE_CLI_H
+
+#include <glib.h>
+#include <stdio.h>
+#include "reverie/error.h"
+#include "reverie/graph.h"
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} rv_command;
+
+int rv_cmd_info(int argc, char **argv);
+int rv_cmd_simulate(int argc, char **argv);
+int rv_cmd_import(int argc, char **argv);
+int rv_cmd_query(int argc, char **argv);
+int rv_cmd_export_graph(int argc, char **argv);
+
+/* Load a trace or a saved graph, told apart by content.  Progress goes to
+ * stderr only when it is a terminal. */
+rv_graph *rv_cli_load(const char *path, GError **error);
+/* Load one graph from several rank traces (or one file). */
+rv_graph *rv_cli_load_many(char **paths, int count, GError **error);
+
+/* Parse options; on failure prints one line and returns FALSE with *status set. */
+gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status);
+/* Print "reverie: message" and return the exit status for the error. */
+int rv_cli_fail(GError *error);
+/* Print a usage error and return exit status 1. */
+int rv_cli_usage(const char *command, const char *message);
+
+/* "12.345 ms" style formatting with units, for tables. */
+void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * common.c - helpers every subcommand uses: input loading with progress,
+ * option parsing and error reporting.  Only the command line prints.
+ */
+#include "cli.h"
+#include "reverie/store.h"
+#include "reverie/trace.h"
+#include <string.h>
+#include <unistd.h>
+
+static void show_progress(uint64_t bytes, uint64_t events, void *data)
+{
+    const char *path = data;
+    fprintf(stderr, "\rimporting %s: %.0f MB, %" G_GUINT64_FORMAT " events", path, bytes / 1e6, events);
+    fflush(stderr);
+}
+
+static rv_graph *load_trace(const char *path, GError **error)
+{
+    rv_import_options options = { 0 };
+    gboolean terminal = isatty(STDERR_FILENO);
+    if (terminal) {
+        options.progress = show_progress;
+        options.progress_data = (void *)path;
+    }
+    rv_trace *trace = rv_trace_load(path, NULL, &options, error);
+    if (terminal) fprintf(stderr, "\r\033[K");
+    if (trace == NULL) return NULL;
+    rv_graph *graph = rv_graph_build(trace, error);
+    rv_trace_free(trace);
+    return graph;
+}
+
+rv_graph *rv_cli_load(const char *path, GError **error)
+{
+    if (rv_store_is_graph_file(path))
+        return rv_store_load(path, error);
+    return load_trace(path, error);
+}
+
+rv_graph *rv_cli_load_many(char **paths, int count, GError **error)
+{
+    if (count == 1) return rv_cli_load(paths[0], error);
+    g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
+                "several traces in one graph are not supported yet; give one rank's trace at a time");
+    return NULL;
+}
+
+gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status)
+{
+    GError *error = NULL;
+    if (g_option_context_parse(context, argc, argv, &error)) return TRUE;
+    fprintf(stderr, "reverie: %s (see --help)\n", error->message);
+    g_error_free(error);
+    *status = RV_EXIT_USAGE;
+    return FALSE;
+}
+
+int rv_cli_fail(GError *error)
+{
+    int status = rv_error_exit_status(error);
+    fprintf(stderr, "reverie: %s\n", error ? error->message : "unknown error");
+    g_clear_error(&error);
+    return status;
+}
+
+int rv_cli_usage(const char *command, const char *message)
+{
+    fprintf(stderr, "reverie %s: %s (see reverie %s --help)\n", command, message, command);
+    return RV_EXIT_USAGE;
+}
+
+void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)
+{
+    g_snprintf(buffer, size, "%.3f ms", ns / 1e6);
+}

@@ -1,0 +1,174 @@
+/*
+ * info.c - `reverie info`: what a trace or saved graph holds - tasks by kind
+ * and phase, resources, edges by type, steps, and what the importer skipped.
+ */
+#include "cli.h"
+#include <jansson.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t by_kind_phase[RV_TASK_KIND_COUNT][RV_PHASE_COUNT];
+    uint64_t by_kind[RV_TASK_KIND_COUNT];
+    uint64_t by_phase[RV_PHASE_COUNT];
+    uint64_t edges_by_kind[RV_EDGE_KIND_COUNT];
+    uint64_t *tasks_per_resource;
+    uint64_t live_tasks;
+} graph_counts;
+
+static void count_graph(const rv_graph *graph, graph_counts *counts)
+{
+    memset(counts, 0, sizeof *counts);
+    counts->tasks_per_resource = g_new0(uint64_t, graph->resources->len);
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (task->flags & RV_TASK_FLAG_REMOVED) continue;
+        counts->by_kind_phase[task->kind][task->phase]++;
+        counts->by_kind[task->kind]++;
+        counts->by_phase[task->phase]++;
+        counts->tasks_per_resource[task->resource]++;
+        counts->live_tasks++;
+    }
+    for (guint e = 0; e < graph->edges->len; e++)
+        counts->edges_by_kind[g_array_index(graph->edges, rv_edge, e).kind]++;
+}
+
+static void print_tasks(const graph_counts *counts)
+{
+    printf("tasks: %" G_GUINT64_FORMAT "\n  %-10s", counts->live_tasks, "kind");
+    for (int p = 0; p < RV_PHASE_COUNT; p++) printf(" %10s", rv_phase_name(p));
+    printf(" %10s\n", "total");
+    for (int k = 0; k < RV_TASK_KIND_COUNT; k++) {
+        if (counts->by_kind[k] == 0) continue;
+        printf("  %-10s", rv_task_kind_name(k));
+        for (int p = 0; p < RV_PHASE_COUNT; p++) printf(" %10" G_GUINT64_FORMAT, counts->by_kind_phase[k][p]);
+        printf(" %10" G_GUINT64_FORMAT "\n", counts->by_kind[k]);
+    }
+}
+
+static void print_resources(const rv_graph *graph, const graph_counts *counts)
+{
+    printf("resources: %u\n", graph->resources->len);
+    for (guint r = 0; r < graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        printf("  %-32s %-10s %10" G_GUINT64_FORMAT " tasks\n", rv_strings_get(graph->strings, resource->name),
+               rv_resource_kind_name(resource->kind), counts->tasks_per_resource[r]);
+    }
+}
+
+static void print_edges_and_steps(const rv_graph *graph, const graph_counts *counts)
+{
+    printf("edges: %u\n", graph->edges->len);
+    for (int k = 0; k < RV_EDGE_KIND_COUNT; k++)
+        if (counts->edges_by_kind[k]) printf("  %-14s %10" G_GUINT64_FORMAT "\n", rv_edge_kind_name(k), counts->edges_by_kind[k]);
+    printf("steps: %u%s\n", graph->steps->len, graph->whole_trace_step ? " (no ProfilerStep annotations: the whole trace is one step)" : "");
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+        int64_t from = s ? g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns : step->recorded_begin_ns;
+        printf("  %-20s recorded %12.3f ms\n", rv_strings_get(graph->strings, step->name), (step->recorded_end_ns - from) / 1e6);
+    }
+}
+
+static void print_skipped(const rv_graph *graph)
+{
+    const rv_trace_stats *t = &graph->trace_stats;
+    const rv_build_stats *b = &graph->build_stats;
+    printf("import: %" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " used, %.1f MB of JSON%s\n",
+           t->events_total, t->events_used, t->bytes_uncompressed / 1e6, graph->legacy_schema ? " (2021 legacy schema)" : "");
+    printf("skipped: %" G_GUINT64_FORMAT " without duration, %" G_GUINT64_FORMAT " without phase, %"
+           G_GUINT64_FORMAT " of unused categories, %" G_GUINT64_FORMAT " metadata/instant, %" G_GUINT64_FORMAT
+           " GPU-side annotations\n", t->skipped_no_duration, t->skipped_no_ph, t->ignored_category,
+           t->ignored_phase, t->gpu_annotations);
+    printf("build: %" G_GUINT64_FORMAT " nested runtime calls merged, %" G_GUINT64_FORMAT
+           " GPU tasks without a launch, %" G_GUINT64_FORMAT " blocking calls split, %" G_GUINT64_FORMAT
+           " inter-thread waits inferred, %" G_GUINT64_FORMAT " cuda_sync records used, %" G_GUINT64_FORMAT
+           " impossible edges dropped, %" G_GUINT64_FORMAT " overlapping GPU tasks\n",
+           b->nested_runtime_calls, b->unmatched_gpu_tasks, b->blocking_calls_split, b->inter_thread_inferred,
+           b->sync_events_used, b->dropped_edges, b->overlapping_gpu_tasks);
+}
+
+static void print_text(const rv_graph *graph, const graph_counts *counts)
+{
+    printf("source: %s\n", graph->source);
+    printf("devices: %u", graph->device_names->len);
+    if (graph->device_names->len) printf(" (%s)", (const char *)g_ptr_array_index(graph->device_names, 0));
+    printf("\ndistributed: rank %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT "%s%s\n", graph->rank, graph->world_size,
+           graph->backend ? ", backend " : "", graph->backend ? graph->backend : "");
+    print_tasks(counts);
+    print_resources(graph, counts);
+    print_edges_and_steps(graph, counts);
+    print_skipped(graph);
+}
+
+static json_t *json_counts(const char *(*name_of)(int), const uint64_t *values, int count)
+{
+    json_t *object = json_object();
+    for (int i = 0; i < count; i++)
+        if (values[i]) json_object_set_new(object, name_of(i), json_integer((json_int_t)values[i]));
+    return object;
+}
+
+static const char *task_kind_name_int(int k) { return rv_task_kind_name(k); }
+static const char *phase_name_int(int p) { return rv_phase_name(p); }
+static const char *edge_kind_name_int(int k) { return rv_edge_kind_name(k); }
+
+static void print_json(const rv_graph *graph, const graph_counts *counts)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "source", json_string(graph->source));
+    json_object_set_new(root, "tasks", json_integer((json_int_t)counts->live_tasks));
+    json_object_set_new(root, "tasks_by_kind", json_counts(task_kind_name_int, counts->by_kind, RV_TASK_KIND_COUNT));
+    json_object_set_new(root, "tasks_by_phase", json_counts(phase_name_int, counts->by_phase, RV_PHASE_COUNT));
+    json_object_set_new(root, "edges", json_integer(graph->edges->len));
+    json_object_set_new(root, "edges_by_kind", json_counts(edge_kind_name_int, counts->edges_by_kind, RV_EDGE_KIND_COUNT));
+    json_t *resources = json_array();
+    for (guint r = 0; r < graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        json_array_append_new(resources, json_pack("{s:s,s:s,s:I}", "name", rv_strings_get(graph->strings, resource->name),
+                                                   "kind", rv_resource_kind_name(resource->kind),
+                                                   "tasks", (json_int_t)counts->tasks_per_resource[r]));
+    }
+    json_object_set_new(root, "resources", resources);
+    json_t *steps = json_array();
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+        int64_t from = s ? g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns : step->recorded_begin_ns;
+        json_array_append_new(steps, json_pack("{s:s,s:f}", "name", rv_strings_get(graph->strings, step->name),
+                                               "recorded_us", (step->recorded_end_ns - from) / 1e3));
+    }
+    json_object_set_new(root, "steps", steps);
+    const rv_trace_stats *t = &graph->trace_stats;
+    json_object_set_new(root, "skipped", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "events_total", (json_int_t)t->events_total,
+                        "no_duration", (json_int_t)t->skipped_no_duration, "no_phase", (json_int_t)t->skipped_no_ph,
+                        "unused_category", (json_int_t)t->ignored_category, "metadata_or_instant", (json_int_t)t->ignored_phase,
+                        "gpu_annotations", (json_int_t)t->gpu_annotations));
+    char *text = json_dumps(root, JSON_INDENT(2));
+    printf("%s\n", text);
+    free(text);
+    json_decref(root);
+}
+
+int rv_cmd_info(int argc, char **argv)
+{
+    gboolean as_json = FALSE;
+    GOptionEntry entries[] = {
+        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON", NULL },
+        { NULL }
+    };
+    GOptionContext *context = g_option_context_new("TRACE|GRAPH - what the dependency graph holds");
+    g_option_context_add_main_entries(context, entries, NULL);
+    int status = RV_EXIT_OK;
+    if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
+    if (argc != 2) { status = rv_cli_usage("info", "give exactly one trace or graph"); goto out; }
+    GError *error = NULL;
+    rv_graph *graph = rv_cli_load(argv[1], &error);
+    if (graph == NULL) { status = rv_cli_fail(error); goto out; }
+    graph_counts counts;
+    count_graph(graph, &counts);
+    if (as_json) print_json(graph, &counts);
+    else print_text(graph, &counts);
+    g_free(counts.tasks_per_resource);
+    rv_graph_free(graph);
+out:
+    g_option_context_free(context);
+    return status;
+}

@@ -1,0 +1,47 @@
+/*
+ * main.c - `reverie COMMAND ...`: find the subcommand and run it.
+ * Each subcommand lives in its own file (git style).
+ */
+#include "cli.h"
+#include <string.h>
+
+static const rv_command commands[] = {
+    { "import", "build the dependency graph of a trace and save it (.rvg)", rv_cmd_import },
+    { "info", "what a trace or saved graph holds: tasks, resources, edges, steps", rv_cmd_info },
+    { "simulate", "replay: per-step recorded vs simulated time", rv_cmd_simulate },
+    { "query", "list the tasks matching a selection, with totals", rv_cmd_query },
+    { "export-graph", "write the dependency graph as GraphML or DOT", rv_cmd_export_graph },
+};
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: reverie COMMAND [OPTIONS] ...\n\n"
+                 "reverie predicts how long a PyTorch training step would take after an\n"
+                 "optimization, from one profiler trace of the job as it runs today.\n\n"
+                 "commands:\n");
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+        fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'reverie COMMAND --help' explains one command.\n"
+                 "exit status: 0 success, 1 bad usage, 2 bad input, 3 plugin error\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_usage(stderr);
+        return RV_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        print_usage(stdout);
+        return RV_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("reverie %s\n", REVERIE_VERSION);
+        return RV_EXIT_OK;
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", name);
+    return RV_EXIT_USAGE;
+}

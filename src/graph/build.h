@@ -1,0 +1,60 @@
+/*
+ * build.h - internals of the graph builder (not public).
+ *
+ * Building runs in passes over one builder: tasks and steps (build.c),
+ * layer/phase/step tags (tags.c), dependency edges (edges.c, sync.c), and
+ * finally gaps and lags (timing.c).  Each pass may rely on the ones before.
+ */
+#ifndef REVERIE_GRAPH_BUILD_H
+#define REVERIE_GRAPH_BUILD_H
+
+#include "reverie/error.h"
+#include "reverie/graph.h"
+
+/* Tolerance for clock disagreement between CPU and GPU timelines when
+ * deciding whether a recorded dependency is possible. */
+#define RV_CAUSAL_TOLERANCE_NS 2000
+
+typedef struct {
+    const rv_trace *trace;
+    rv_graph *graph;
+    GPtrArray *resource_tasks;      /* per resource: GArray of int32 task ids, in time order */
+    GArray *task_event;             /* per task: index into trace->events, or -1 */
+    GArray *task_launch;            /* per task: launching CPU task for GPU tasks, else -1 */
+    GHashTable *cpu_by_correlation; /* correlation -> task id + 1 (the call, or its head) */
+    GHashTable *gpu_by_correlation; /* correlation -> first GPU task id + 1 */
+    GHashTable *cpu_resource;       /* "pid/tid" key -> resource id + 1 */
+    GHashTable *gpu_resource;       /* "device/stream" key -> resource id + 1 */
+    GArray *step_pids;              /* per step: pid of its annotation */
+    int64_t origin_ns;              /* earliest recorded start of any task */
+} builder;
+
+static inline const rv_event *builder_event(const builder *b, int32_t task)
+{
+    int32_t index = g_array_index(b->task_event, int32_t, task);
+    return index >= 0 ? &g_array_index(b->trace->events, rv_event, index) : NULL;
+}
+
+static inline int64_t task_recorded_end(const rv_task *task)
+{
+    return task->recorded_start_ns + task->duration_ns;
+}
+
+static inline GArray *builder_resource_tasks(const builder *b, int32_t resource)
+{
+    return g_ptr_array_index(b->resource_tasks, resource);
+}
+
+int32_t builder_add_task(builder *b, const rv_task *task, int32_t event_index);
+int32_t builder_cpu_resource(builder *b, int64_t pid, int64_t tid);
+void builder_sort_resource(builder *b, int32_t resource);
+gboolean builder_is_gpu_task(const rv_task *task);
+
+void rv_build_tags(builder *b);
+void rv_build_sync_edges(builder *b);
+void rv_build_cross_stream_edges(builder *b);
+void rv_build_inter_thread_edges(builder *b);
+void rv_build_order_edges(builder *b);
+void rv_build_timing(builder *b);
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * edges.c - cross-stream, communication, inter-thread and order edges
+ * (DESIGN edge rules 1, 2, 5, 6 and 7).
+ *
+ * Cross-stream waits are exact where the trace has cuda_sync "Stream Wait
+ * Event" records; otherwise they are read from the order of event-record and
+ * stream-wait calls on each thread.  Inter-thread waits are inferred: a
+ * thread that sat idle and resumed just after another thread of the same
+ * process finished something was waiting for it.
+ */
+#include "streams.h"
+#include <string.h>
+
+/* A thread idle longer than this before a call may have been waiting. */
+#define LONG_GAP_NS 50000
+/* ... if it resumed within this long of another thread's call ending. */
+#define WAKE_WINDOW_NS 200000
+
+static void add_causal_edge(builder *b, int32_t from, int32_t to, rv_edge_kind kind)
+{
+    if (from < 0 || to < 0 || from == to) return;
+    const rv_task *producer = rv_graph_task(b->graph, from), *consumer = rv_graph_task(b->graph, to);
+    if (producer->resource == consumer->resource) return;
+    if (task_recorded_end(producer) > consumer->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS) {
+        b->graph->build_stats.dropped_edges++;
+        return;
+    }
+    rv_graph_add_edge(b->graph, from, to, kind, FALSE);
+}
+
+static gboolean name_contains(const builder *b, int32_t name, const char *needle)
+{
+    return strstr(rv_strings_get(b->graph->strings, name), needle) != NULL;
+}
+
+static int32_t cpu_task_of_correlation(const builder *b, int64_t correlation)
+{
+    gpointer found = correlation >= 0 ? g_hash_table_lookup(b->cpu_by_correlation, &correlation) : NULL;
+    return found ? GPOINTER_TO_INT(found) - 1 : -1;
+}
+
+static int32_t gpu_task_of_correlation(const builder *b, int64_t correlation)
+{
+    gpointer found = correlation >= 0 ? g_hash_table_lookup(b->gpu_by_correlation, &correlation) : NULL;
+    return found ? GPOINTER_TO_INT(found) - 1 : -1;
+}
+
+/* cuda_sync "Stream Wait Event": stream `stream` waits for the work that
+ * `wait_on_stream` had been given when the event was recorded. */
+static guint edges_from_sync_events(builder *b, const stream_index *index)
+{
+    guint used = 0;
+    GArray *events = b->trace->events;
+    for (guint i = 0; i < events->len; i++) {
+        const rv_event *sync = &g_array_index(events, rv_event, i);
+        if (sync->kind != RV_EV_CUDA_SYNC || sync->sync_kind != RV_SYNC_STREAM_WAIT_EVENT) continue;
+        int32_t wait_call = cpu_task_of_correlation(b, sync->correlation);
+        int32_t record_call = cpu_task_of_correlation(b, sync->wait_on_record_correlation);
+        int32_t waiting = builder_find_gpu_resource(b, sync->device, sync->stream);
+        int32_t producing = builder_find_gpu_resource(b, sync->device, sync->wait_on_stream);
+        if (wait_call < 0 || record_call < 0 || waiting < 0 || producing < 0) continue;
+        int32_t producer = stream_last_launched_before(index, b, producing,
+                                                       rv_graph_task(b->graph, record_call)->recorded_start_ns);
+        int32_t consumer = stream_first_launched_after(index, b, waiting,
+                                                       rv_graph_task(b->graph, wait_call)->recorded_start_ns);
+        add_causal_edge(b, producer, consumer, RV_EDGE_CROSS_STREAM);
+        b->graph->build_stats.sync_events_used++;
+        used++;
+    }
+    return used;
+}
+
+/* Without cuda_sync records: on each thread, an event record captures the
+ * GPU task the thread launched last; a later stream-wait makes the next
+ * launch on another stream wait for it. */
+static void edges_from_call_order(builder *b, int32_t resource)
+{
+    GArray *tasks = builder_resource_tasks(b, resource);
+    int32_t last_launched = -1, recorded = -1, pending = -1;
+    for (guint k = 0; k < tasks->len; k++) {
+        const rv_task *call = rv_graph_task(b->graph, g_array_index(tasks, int32_t, k));
+        if (call->kind != RV_TASK_CPU) continue;
+        if (name_contains(b, call->name, "EventRecord")) {
+            recorded = last_launched;
+            continue;
+        }
+        if (name_contains(b, call->name, "StreamWaitEvent")) {
+            pending = recorded;
+            continue;
+        }
+        int32_t launched = gpu_task_of_correlation(b, call->correlation);
+        if (launched < 0) continue;
+        if (pending >= 0 && rv_graph_task(b->graph, pending)->resource != rv_graph_task(b->graph, launched)->resource) {
+            add_causal_edge(b, pending, launched, RV_EDGE_CROSS_STREAM);
+            pending = -1;
+        }
+        last_launched = launched;
+    }
+}
+
+static gboolean has_cross_stream_in_edge(const builder *b, const gboolean *waited, int32_t task)
+{
+    (void)b;
+    return waited[task];
+}
+
+/* Edge rule 7 within a rank: a collective waits for the work that produced
+ * its data - the last task launched on another stream of its device before
+ * the collective's own launch - unless an explicit wait already says so. */
+static void add_comm_edges(builder *b, const stream_index *index)
+{
+    int32_t count = rv_graph_task_count(b->graph);
+    gboolean *waited = g_new0(gboolean, count);
+    for (guint e = 0; e < b->graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(b->graph->edges, rv_edge, e);
+        if (edge->kind == RV_EDGE_CROSS_STREAM) waited[edge->to] = TRUE;
+    }
+    for (int32_t id = 0; id < count; id++) {
+        const rv_task *task = rv_graph_task(b->graph, id);
+        int32_t launch = g_array_index(b->task_launch, int32_t, id);
+        if (task->kind != RV_TASK_COMM || launch < 0 || has_cross_stream_in_edge(b, waited, id)) continue;
+        int64_t launched_at = rv_graph_task(b->graph, launch)->recorded_start_ns;
+        const rv_resource *own = &g_array_index(b->graph->resources, rv_resource, task->resource);
+        int32_t producer = -1;
+        int64_t producer_launch = G_MININT64;
+        for (guint r = 0; r < b->graph->resources->len; r++) {
+            const rv_resource *other = &g_array_index(b->graph->resources, rv_resource, r);
+            if (other->kind != RV_RES_GPU_STREAM || (int32_t)r == task->resource || other->process != own->process) continue;
+            int32_t candidate = stream_last_launched_before(index, b, (int32_t)r, launched_at);
+            if (candidate < 0 || rv_graph_task(b->graph, candidate)->kind == RV_TASK_COMM) continue;
+            int32_t candidate_launch = g_array_index(b->task_launch, int32_t, candidate);
+            int64_t at = rv_graph_task(b->graph, candidate_launch >= 0 ? candidate_launch : candidate)->recorded_start_ns;
+            if (at > producer_launch) { producer_launch = at; producer = candidate; }
+        }
+        add_causal_edge(b, producer, id, RV_EDGE_COMM);
+    }
+    g_free(waited);
+}
+
+void rv_build_cross_stream_edges(builder *b)
+{
+    stream_index index;
+    stream_index_init(&index, b);
+    if (edges_from_sync_events(b, &index) == 0) {
+        for (guint r = 0; r < b->graph->resources->len; r++)
+            if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
+                edges_from_call_order(b, (int32_t)r);
+    }
+    add_comm_edges(b, &index);
+    stream_index_clear(&index);
+}
+
+/* ---- inter-thread --------------------------------------------------- */
+
+typedef struct { int64_t end_ns; int32_t task; int32_t resource; } ending;
+
+static gint compare_endings(gconstpointer left, gconstpointer right)
+{
+    const ending *a = left, *c = right;
+    return a->end_ns < c->end_ns ? -1 : a->end_ns > c->end_ns;
+}
+
+static gboolean is_work(const rv_task *task)
+{
+    return task->kind == RV_TASK_CPU || task->kind == RV_TASK_SYNC || task->kind == RV_TASK_DATALOAD;
+}
+
+/* The latest-ending work on another thread of the process, ending in (after, before]. */
+static int32_t latest_other_ending(const GArray *endings, const rv_resource *resources, int32_t resource,
+                                   int64_t after, int64_t before)
+{
+    guint low = 0, high = endings->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(endings, ending, middle).end_ns <= before) low = middle + 1;
+        else high = middle;
+    }
+    for (guint i = low; i > 0 && low - i < 256; i--) {
+        const ending *candidate = &g_array_index(endings, ending, i - 1);
+        if (candidate->end_ns <= after) return -1;
+        if (candidate->resource != resource &&
+            resources[candidate->resource].process == resources[resource].process)
+            return candidate->task;
+    }
+    return -1;
+}
+
+void rv_build_inter_thread_edges(builder *b)
+{
+    GArray *endings = g_array_new(FALSE, FALSE, sizeof(ending));
+    const rv_resource *resources = (const rv_resource *)b->graph->resources->data;
+    for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
+        const rv_task *task = rv_graph_task(b->graph, id);
+        if (is_work(task) && !(task->flags & RV_TASK_FLAG_REMOVED) &&
+            resources[task->resource].kind == RV_RES_CPU_THREAD) {
+            ending e = { task_recorded_end(task), id, task->resource };
+            g_array_append_val(endings, e);
+        }
+    }
+    g_array_sort(endings, compare_endings);
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        if (resources[r].kind != RV_RES_CPU_THREAD) continue;
+        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
+        int64_t previous_end = b->origin_ns;
+        for (guint k = 0; k < tasks->len; k++) {
+            int32_t id = g_array_index(tasks, int32_t, k);
+            const rv_task *task = rv_graph_task(b->graph, id);
+            int64_t start = task->recorded_start_ns;
+            if (is_work(task) && start - previous_end > LONG_GAP_NS) {
+                int32_t other = latest_other_ending(endings, resources, (int32_t)r, previous_end, start);
+                if (other >= 0 && start - task_recorded_end(rv_graph_task(b->graph, other)) <= WAKE_WINDOW_NS) {
+                    rv_graph_add_edge(b->graph, other, id, RV_EDGE_INTER_THREAD, FALSE);
+                    b->graph->build_stats.inter_thread_inferred++;
+                }
+            }
+            previous_end = MAX(previous_end, task_recorded_end(task));
+        }
+    }
+    g_array_unref(endings);
+}
+
+/* ---- order ---------------------------------------------------------- */
+
+void rv_build_order_edges(builder *b)
+{
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
+        rv_edge_kind kind = resource->kind == RV_RES_GPU_STREAM ? RV_EDGE_STREAM : RV_EDGE_THREAD;
+        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
+        for (guint k = 1; k < tasks->len; k++)
+            rv_graph_add_edge(b->graph, g_array_index(tasks, int32_t, k - 1), g_array_index(tasks, int32_t, k),
+                              kind, FALSE);
+    }
+}

@@ -1,0 +1,174 @@
+/*
+ * graph.c - the rv_graph container: creation, growth, names of kinds, and
+ * the acyclicity check (igraph).
+ */
+#include "reverie/graph.h"
+#include "reverie/error.h"
+#include <igraph.h>
+#include <string.h>
+
+static const char *const task_kind_names[RV_TASK_KIND_COUNT] = {
+    "cpu", "kernel", "memcpy", "memset", "sync", "comm", "dataload", "marker",
+};
+static const char *const phase_names[RV_PHASE_COUNT] = {
+    "forward", "backward", "optimizer", "dataload", "other",
+};
+static const char *const edge_kind_names[RV_EDGE_KIND_COUNT] = {
+    "thread", "stream", "launch", "sync", "cross_stream", "inter_thread", "comm", "plugin",
+};
+static const char *const resource_kind_names[RV_RES_KIND_COUNT] = {
+    "cpu_thread", "gpu_stream", "channel",
+};
+
+const char *rv_task_kind_name(rv_task_kind kind)
+{
+    return kind < RV_TASK_KIND_COUNT ? task_kind_names[kind] : "?";
+}
+const char *rv_phase_name(rv_phase phase) { return phase < RV_PHASE_COUNT ? phase_names[phase] : "?"; }
+const char *rv_edge_kind_name(rv_edge_kind kind)
+{
+    return kind < RV_EDGE_KIND_COUNT ? edge_kind_names[kind] : "?";
+}
+const char *rv_resource_kind_name(rv_resource_kind kind)
+{
+    return kind < RV_RES_KIND_COUNT ? resource_kind_names[kind] : "?";
+}
+
+static int find_name(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+int rv_task_kind_from_name(const char *name) { return find_name(task_kind_names, RV_TASK_KIND_COUNT, name); }
+int rv_phase_from_name(const char *name) { return find_name(phase_names, RV_PHASE_COUNT, name); }
+
+rv_graph *rv_graph_new(rv_strings *strings, const char *source)
+{
+    rv_graph *graph = g_new0(rv_graph, 1);
+    graph->source = g_strdup(source ? source : "");
+    graph->strings = strings ? rv_strings_ref(strings) : rv_strings_new();
+    graph->resources = g_array_new(FALSE, FALSE, sizeof(rv_resource));
+    graph->tasks = g_array_new(FALSE, FALSE, sizeof(rv_task));
+    graph->edges = g_array_new(FALSE, FALSE, sizeof(rv_edge));
+    graph->steps = g_array_new(FALSE, FALSE, sizeof(rv_step));
+    graph->device_names = g_ptr_array_new_with_free_func(g_free);
+    graph->rank = graph->world_size = -1;
+    return graph;
+}
+
+void rv_graph_free(rv_graph *graph)
+{
+    if (graph == NULL) return;
+    g_free(graph->source);
+    rv_strings_free(graph->strings);
+    g_array_unref(graph->resources);
+    g_array_unref(graph->tasks);
+    g_array_unref(graph->edges);
+    g_array_unref(graph->steps);
+    g_ptr_array_free(graph->device_names, TRUE);
+    g_free(graph->backend);
+    g_free(graph);
+}
+
+int32_t rv_graph_add_resource(rv_graph *graph, rv_resource_kind kind, int64_t process,
+                              int64_t thread, const char *name)
+{
+    rv_resource resource = { process, thread, rv_strings_intern(graph->strings, name),
+                             (uint8_t)kind };
+    g_array_append_val(graph->resources, resource);
+    return (int32_t)graph->resources->len - 1;
+}
+
+int32_t rv_graph_add_task(rv_graph *graph, const rv_task *task)
+{
+    g_array_append_val(graph->tasks, *task);
+    return (int32_t)graph->tasks->len - 1;
+}
+
+void rv_graph_add_edge(rv_graph *graph, int32_t from, int32_t to, rv_edge_kind kind,
+                       gboolean from_start)
+{
+    rv_edge edge = { from, to, (uint8_t)kind, (uint8_t)(from_start ? 1 : 0) };
+    g_array_append_val(graph->edges, edge);
+}
+
+/* ---- acyclicity ----------------------------------------------------- */
+
+/* Walk the vertices igraph could not order (each lies on or behind a
+ * cycle) and return one cycle, as task ids, by depth-first search. */
+static GArray *find_cycle(const rv_graph *graph, const gboolean *unordered)
+{
+    int32_t n = rv_graph_task_count(graph);
+    GArray *cycle = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    int32_t *next = g_new(int32_t, n);
+    for (int32_t i = 0; i < n; i++) next[i] = -1;
+    /* Every unordered vertex has an unordered predecessor; follow those
+     * backwards until a vertex repeats: that loop is a cycle. */
+    int32_t *pred = g_new(int32_t, n);
+    for (int32_t i = 0; i < n; i++) pred[i] = -1;
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        if (unordered[edge->from] && unordered[edge->to]) pred[edge->to] = edge->from;
+    }
+    int32_t start = -1;
+    for (int32_t i = 0; i < n && start < 0; i++) if (unordered[i]) start = i;
+    int32_t *seen = g_new0(int32_t, n);
+    int32_t v = start, step = 1;
+    while (v >= 0 && seen[v] == 0) { seen[v] = step++; v = pred[v]; }
+    if (v >= 0) {
+        int32_t first = v;
+        do { g_array_prepend_val(cycle, v); v = pred[v]; } while (v != first && v >= 0);
+    }
+    g_free(seen); g_free(pred); g_free(next);
+    return cycle;
+}
+
+static void report_cycle(const rv_graph *graph, const gboolean *unordered, GError **error)
+{
+    GArray *cycle = find_cycle(graph, unordered);
+    GString *text = g_string_new(NULL);
+    for (guint i = 0; i < cycle->len && i < 12; i++) {
+        int32_t id = g_array_index(cycle, int32_t, i);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        g_string_append_printf(text, "%s#%d %s", i ? " -> " : "", id,
+                               rv_strings_get(graph->strings, task->name));
+    }
+    if (cycle->len > 12) g_string_append_printf(text, " -> ... (%u tasks)", cycle->len);
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: the dependency graph has a cycle: %s",
+                graph->source, text->str);
+    g_string_free(text, TRUE);
+    g_array_unref(cycle);
+}
+
+gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error)
+{
+    int32_t n = rv_graph_task_count(graph);
+    igraph_vector_int_t edge_list, order;
+    igraph_t ig;
+    igraph_vector_int_init(&edge_list, (igraph_integer_t)graph->edges->len * 2);
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        VECTOR(edge_list)[2 * e] = edge->from;
+        VECTOR(edge_list)[2 * e + 1] = edge->to;
+    }
+    igraph_create(&ig, &edge_list, n, IGRAPH_DIRECTED);
+    igraph_vector_int_init(&order, 0);
+    igraph_warning_handler_t *old = igraph_set_warning_handler(igraph_warning_handler_ignore);
+    igraph_topological_sorting(&ig, &order, IGRAPH_OUT);
+    igraph_set_warning_handler(old);
+    gboolean ok = igraph_vector_int_size(&order) == n;
+    if (!ok) {
+        gboolean *unordered = g_new(gboolean, n);
+        for (int32_t i = 0; i < n; i++) unordered[i] = TRUE;
+        for (igraph_integer_t i = 0; i < igraph_vector_int_size(&order); i++)
+            unordered[VECTOR(order)[i]] = FALSE;
+        report_cycle(graph, unordered, error);
+        g_free(unordered);
+    }
+    igraph_vector_int_destroy(&order);
+    igraph_destroy(&ig);
+    igraph_vector_int_destroy(&edge_list);
+    return ok;
+}

@@ -1,0 +1,313 @@
+/*
+ * event.c - one Kineto JSON event (a jansson object) to one rv_event.
+ *
+ * This is where the two schemas meet.  The modern schema (PyTorch >= 1.10)
+ * and the 2021 legacy one differ in category spellings ("kernel"/"Kernel",
+ * "cuda_runtime"/"Runtime", "cpu_op"/"Operator"), in the external-id key
+ * ("External id"/"external id") and in thread ids (numbers/strings).  After
+ * this file nothing downstream knows which schema a trace used.
+ *
+ * The caller holds no lock; interning is thread-safe.
+ */
+#include "import.h"
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    const char *category;
+    int kind;       /* rv_event_kind, or -1 to ignore */
+    gboolean legacy;
+} category_entry;
+
+static const category_entry categories[] = {
+    { "cpu_op", RV_EV_CPU_OP, FALSE },
+    { "user_annotation", RV_EV_USER_ANNOTATION, FALSE },
+    { "python_function", RV_EV_PYTHON_FUNCTION, FALSE },
+    { "cuda_runtime", RV_EV_RUNTIME, FALSE },
+    { "cuda_driver", RV_EV_RUNTIME, FALSE },
+    { "kernel", RV_EV_KERNEL, FALSE },
+    { "gpu_memcpy", RV_EV_MEMCPY, FALSE },
+    { "gpu_memset", RV_EV_MEMSET, FALSE },
+    { "cuda_sync", RV_EV_CUDA_SYNC, FALSE },
+    { "Operator", RV_EV_CPU_OP, TRUE },
+    { "Runtime", RV_EV_RUNTIME, TRUE },
+    { "Kernel", RV_EV_KERNEL, TRUE },
+    { "Memcpy", RV_EV_MEMCPY, TRUE },
+    { "Memset", RV_EV_MEMSET, TRUE },
+};
+
+static const char *json_type_name(const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE: case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+static gboolean field_error(event_context *ctx, const char *field, const char *expected,
+                            const json_t *value)
+{
+    g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
+                "%s: event #%u (byte %" G_GUINT64_FORMAT "): field \"%s\" must be %s, not %s",
+                ctx->path, ctx->file_index, ctx->byte_offset, field, expected,
+                json_type_name(value));
+    return FALSE;
+}
+
+/* Microseconds (int or float) to integer nanoseconds without losing the
+ * integer part to double rounding at epoch-sized timestamps. */
+static int64_t us_to_ns(double us)
+{
+    double whole = floor(us);
+    return (int64_t)whole * 1000 + (int64_t)llround((us - whole) * 1000.0);
+}
+
+static gboolean read_time(event_context *ctx, json_t *object, const char *field,
+                          gboolean required, int64_t *out_ns, gboolean *present)
+{
+    json_t *value = json_object_get(object, field);
+    *present = value != NULL;
+    if (value == NULL) {
+        if (required) {
+            g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
+                        "%s: event #%u (byte %" G_GUINT64_FORMAT "): missing field \"%s\"",
+                        ctx->path, ctx->file_index, ctx->byte_offset, field);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    if (!json_is_number(value))
+        return field_error(ctx, field, "a number of microseconds", value);
+    double us = json_number_value(value);
+    if (!isfinite(us) || fabs(us) > 9.0e15) {
+        g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: event #%u (byte %" G_GUINT64_FORMAT "): field \"%s\" is out of range (%g)",
+                    ctx->path, ctx->file_index, ctx->byte_offset, field, us);
+        return FALSE;
+    }
+    *out_ns = us_to_ns(us);
+    return TRUE;
+}
+
+/* An integer argument; absent or null gives -1.  Reals with an integral
+ * value are accepted (some exporters write 7.0). */
+static gboolean read_int(event_context *ctx, json_t *object, const char *field, int64_t *out)
+{
+    json_t *value = json_object_get(object, field);
+    *out = -1;
+    if (value == NULL || json_is_null(value))
+        return TRUE;
+    if (json_is_integer(value)) {
+        *out = json_integer_value(value);
+        return TRUE;
+    }
+    if (json_is_real(value) && isfinite(json_real_value(value))) {
+        *out = (int64_t)json_real_value(value);
+        return TRUE;
+    }
+    return field_error(ctx, field, "an integer", value);
+}
+
+/* pid and tid: numbers, numeric strings ("25738"), or labels ("stream 7",
+ * "Spans").  Labels become negative ids so they never collide with real ones. */
+static gboolean read_id(event_context *ctx, json_t *object, const char *field, int64_t *out)
+{
+    json_t *value = json_object_get(object, field);
+    *out = 0;
+    if (value == NULL || json_is_null(value))
+        return TRUE;
+    if (json_is_integer(value)) {
+        *out = json_integer_value(value);
+        return TRUE;
+    }
+    if (json_is_real(value)) {
+        *out = (int64_t)json_real_value(value);
+        return TRUE;
+    }
+    if (json_is_string(value)) {
+        const char *text = json_string_value(value);
+        char *end = NULL;
+        gint64 number = g_ascii_strtoll(text, &end, 10);
+        if (end != text && *end == '\0') {
+            *out = number;
+            return TRUE;
+        }
+        *out = -(int64_t)1000000000 - rv_strings_intern(ctx->strings, text);
+        return TRUE;
+    }
+    return field_error(ctx, field, "a number or a string", value);
+}
+
+static int category_kind(const char *category, gboolean *legacy)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(categories); i++) {
+        if (strcmp(categories[i].category, category) == 0) {
+            *legacy = categories[i].legacy;
+            return categories[i].kind;
+        }
+    }
+    return -1;
+}
+
+static rv_sync_kind sync_kind_of(const char *text)
+{
+    if (text == NULL) return RV_SYNC_NONE;
+    if (strcmp(text, "Stream Sync") == 0) return RV_SYNC_STREAM;
+    if (strcmp(text, "Context Sync") == 0) return RV_SYNC_CONTEXT;
+    if (strcmp(text, "Event Sync") == 0) return RV_SYNC_EVENT;
+    if (strcmp(text, "Stream Wait Event") == 0) return RV_SYNC_STREAM_WAIT_EVENT;
+    return RV_SYNC_NONE;
+}
+
+static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
+{
+    int64_t external_id = -1, device = -1, stream = -1;
+    if (!read_int(ctx, args, "correlation", &event->correlation)) return FALSE;
+    if (!read_int(ctx, args, "External id", &external_id)) return FALSE;
+    if (external_id < 0 && !read_int(ctx, args, "external id", &external_id)) return FALSE;
+    event->external_id = external_id;
+    if (!read_int(ctx, args, "device", &device)) return FALSE;
+    if (!read_int(ctx, args, "stream", &stream)) return FALSE;
+    if (!read_int(ctx, args, "bytes", &event->bytes)) return FALSE;
+    event->device = (int32_t)device;
+    event->stream = (int32_t)stream;
+    if (event->kind == RV_EV_CUDA_SYNC) {
+        json_t *kind = json_object_get(args, "cuda_sync_kind");
+        event->sync_kind = sync_kind_of(json_is_string(kind) ? json_string_value(kind) : NULL);
+        if (!read_int(ctx, args, "wait_on_stream", &event->wait_on_stream)) return FALSE;
+        if (!read_int(ctx, args, "wait_on_cuda_event_record_corr_id",
+                      &event->wait_on_record_correlation)) return FALSE;
+    }
+    if (event->kind == RV_EV_CPU_OP) {
+        json_t *dims = json_object_get(args, "Input Dims");
+        if (dims != NULL && json_is_array(dims)) {
+            char *text = json_dumps(dims, JSON_COMPACT);
+            if (text != NULL) {
+                event->input_dims = rv_strings_intern(ctx->strings, text);
+                free(text);
+            }
+        }
+    }
+    return TRUE;
+}
+
+static void event_init(rv_event *event, const event_context *ctx)
+{
+    memset(event, 0, sizeof *event);
+    event->correlation = event->external_id = event->flow_id = event->bytes = -1;
+    event->wait_on_stream = event->wait_on_record_correlation = -1;
+    event->input_dims = -1;
+    event->device = event->stream = -1;
+    event->file_index = ctx->file_index;
+}
+
+static gboolean read_flow(event_context *ctx, json_t *object, const char *phase,
+                          const char *category, rv_event *event, event_outcome *outcome)
+{
+    gboolean present;
+    json_t *id = json_object_get(object, "id");
+    event->kind = phase[0] == 's' ? RV_EV_FLOW_START : RV_EV_FLOW_END;
+    if (strcmp(category, "fwdbwd") == 0)
+        event->flow_category = RV_FLOW_FWDBWD;
+    else if (strcmp(category, "ac2g") == 0 || strcmp(category, "async") == 0)
+        event->flow_category = RV_FLOW_LAUNCH;
+    else
+        event->flow_category = RV_FLOW_OTHER;
+    if (id == NULL) {
+        g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: event #%u (byte %" G_GUINT64_FORMAT "): flow event has no \"id\"",
+                    ctx->path, ctx->file_index, ctx->byte_offset);
+        return FALSE;
+    }
+    if (json_is_integer(id))
+        event->flow_id = json_integer_value(id);
+    else if (json_is_string(id))
+        event->flow_id = rv_strings_intern(ctx->strings, json_string_value(id));
+    else
+        return field_error(ctx, "id", "an integer or a string", id);
+    if (!read_time(ctx, object, "ts", TRUE, &event->ts_ns, &present)) return FALSE;
+    if (!read_id(ctx, object, "pid", &event->pid)) return FALSE;
+    if (!read_id(ctx, object, "tid", &event->tid)) return FALSE;
+    *outcome = EVENT_KEPT;
+    return TRUE;
+}
+
+static gboolean read_complete(event_context *ctx, json_t *object, const char *category,
+                              rv_event *event, event_outcome *outcome)
+{
+    gboolean legacy = FALSE, has_dur = FALSE, present;
+    int kind = category_kind(category, &legacy);
+    if (kind < 0) {
+        *outcome = strcmp(category, "gpu_user_annotation") == 0 ? EVENT_GPU_ANNOTATION
+                                                                 : EVENT_IGNORED_CATEGORY;
+        return TRUE;
+    }
+    event->kind = (uint8_t)kind;
+    event->schema_legacy = (uint8_t)legacy;
+    json_t *name = json_object_get(object, "name");
+    if (name != NULL && !json_is_string(name))
+        return field_error(ctx, "name", "a string", name);
+    event->name = rv_strings_intern(ctx->strings, name ? json_string_value(name) : "");
+    if (!read_time(ctx, object, "ts", TRUE, &event->ts_ns, &present)) return FALSE;
+    if (!read_time(ctx, object, "dur", FALSE, &event->dur_ns, &has_dur)) return FALSE;
+    if (!has_dur) {
+        *outcome = EVENT_NO_DURATION;
+        return TRUE;
+    }
+    if (event->dur_ns < 0) {
+        g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: event #%u (byte %" G_GUINT64_FORMAT "): negative duration %.3f us",
+                    ctx->path, ctx->file_index, ctx->byte_offset, event->dur_ns / 1000.0);
+        return FALSE;
+    }
+    if (!read_id(ctx, object, "pid", &event->pid)) return FALSE;
+    if (!read_id(ctx, object, "tid", &event->tid)) return FALSE;
+    json_t *args = json_object_get(object, "args");
+    if (args != NULL && !json_is_object(args))
+        return field_error(ctx, "args", "an object", args);
+    if (args != NULL && !read_args(ctx, args, event))
+        return FALSE;
+    if (kind == RV_EV_KERNEL || kind == RV_EV_MEMCPY || kind == RV_EV_MEMSET) {
+        if (event->device < 0)
+            event->device = event->pid >= 0 && event->pid < 4096 ? (int32_t)event->pid : 0;
+        if (event->stream < 0)
+            event->stream = (int32_t)event->tid;
+    }
+    *outcome = EVENT_KEPT;
+    return TRUE;
+}
+
+gboolean rv_import_convert_event(event_context *ctx, json_t *object, rv_event *event,
+                                 event_outcome *outcome)
+{
+    event_init(event, ctx);
+    *outcome = EVENT_IGNORED_PHASE;
+    if (!json_is_object(object)) {
+        g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: event #%u (byte %" G_GUINT64_FORMAT "): expected an object, found %s",
+                    ctx->path, ctx->file_index, ctx->byte_offset, json_type_name(object));
+        return FALSE;
+    }
+    json_t *phase = json_object_get(object, "ph");
+    if (phase == NULL) {
+        *outcome = EVENT_NO_PHASE;
+        return TRUE;
+    }
+    if (!json_is_string(phase))
+        return field_error(ctx, "ph", "a string", phase);
+    json_t *category = json_object_get(object, "cat");
+    if (category != NULL && !json_is_string(category))
+        return field_error(ctx, "cat", "a string", category);
+    const char *ph = json_string_value(phase);
+    const char *cat = category ? json_string_value(category) : "";
+    if (strcmp(ph, "X") == 0)
+        return read_complete(ctx, object, cat, event, outcome);
+    if (strcmp(ph, "s") == 0 || strcmp(ph, "f") == 0)
+        return read_flow(ctx, object, ph, cat, event, outcome);
+    return TRUE;
+}

@@ -1,0 +1,32 @@
+/*
+ * import.h - internals shared by the importer's files (not public).
+ */
+#ifndef REVERIE_IMPORT_INTERNAL_H
+#define REVERIE_IMPORT_INTERNAL_H
+
+#include <jansson.h>
+#include "reverie/error.h"
+#include "reverie/trace.h"
+
+typedef enum {
+    EVENT_KEPT,
+    EVENT_NO_PHASE,
+    EVENT_NO_DURATION,
+    EVENT_IGNORED_CATEGORY,
+    EVENT_IGNORED_PHASE,
+    EVENT_GPU_ANNOTATION
+} event_outcome;
+
+/* Where an event came from, for error messages. */
+typedef struct {
+    const char *path;
+    rv_strings *strings;
+    uint32_t file_index;
+    guint64 byte_offset;
+    GError **error;
+} event_context;
+
+gboolean rv_import_convert_event(event_context *ctx, json_t *object, rv_event *event,
+                                 event_outcome *outcome);
+
+#endif
