@@ -117,6 +117,7 @@ typedef struct {
     uint64_t overlapping_gpu_tasks;  /* GPU tasks starting before the previous ended */
     uint64_t inter_thread_inferred;  /* inter-thread edges from long gaps */
     uint64_t sync_events_used;       /* cuda_sync events that gave exact edges */
+    uint64_t implicit_waits;         /* long calls released by a GPU task's end (full launch queue) */
 } rv_build_stats;
 
 typedef struct {

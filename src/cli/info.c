@@ -81,9 +81,10 @@ static void print_skipped(const rv_graph *graph)
     printf("build: %" G_GUINT64_FORMAT " nested runtime calls merged, %" G_GUINT64_FORMAT
            " GPU tasks without a launch, %" G_GUINT64_FORMAT " blocking calls split, %" G_GUINT64_FORMAT
            " inter-thread waits inferred, %" G_GUINT64_FORMAT " cuda_sync records used, %" G_GUINT64_FORMAT
-           " impossible edges dropped, %" G_GUINT64_FORMAT " overlapping GPU tasks\n",
+           " impossible edges dropped, %" G_GUINT64_FORMAT " overlapping GPU tasks, %" G_GUINT64_FORMAT
+           " implicit waits for the GPU\n",
            b->nested_runtime_calls, b->unmatched_gpu_tasks, b->blocking_calls_split, b->inter_thread_inferred,
-           b->sync_events_used, b->dropped_edges, b->overlapping_gpu_tasks);
+           b->sync_events_used, b->dropped_edges, b->overlapping_gpu_tasks, b->implicit_waits);
 }
 
 static void print_text(const rv_graph *graph, const graph_counts *counts)

@@ -9,6 +9,8 @@ static const rv_command commands[] = {
     { "import", "build the dependency graph of a trace and save it (.rvg)", rv_cmd_import },
     { "info", "what a trace or saved graph holds: tasks, resources, edges, steps", rv_cmd_info },
     { "simulate", "replay: per-step recorded vs simulated time", rv_cmd_simulate },
+    { "whatif", "predict step times after optimizations (--opt NAME[:k=v,...])", rv_cmd_whatif },
+    { "plugins", "list the optimizations and their parameters", rv_cmd_plugins },
     { "query", "list the tasks matching a selection, with totals", rv_cmd_query },
     { "export-graph", "write the dependency graph as GraphML or DOT", rv_cmd_export_graph },
 };

@@ -13,8 +13,10 @@
 
 /* A thread idle longer than this before a call may have been waiting. */
 #define LONG_GAP_NS 50000
-/* ... if it resumed within this long of another thread's call ending. */
+/* ... if it resumed within this long of another thread's call ending, or
+ * within a twentieth of the gap (Python work after a long wait is longer). */
 #define WAKE_WINDOW_NS 200000
+#define WAKE_WINDOW_FRACTION 20
 
 static void add_causal_edge(builder *b, int32_t from, int32_t to, rv_edge_kind kind)
 {
@@ -208,7 +210,8 @@ void rv_build_inter_thread_edges(builder *b)
             int64_t start = task->recorded_start_ns;
             if (is_work(task) && start - previous_end > LONG_GAP_NS) {
                 int32_t other = latest_other_ending(endings, resources, (int32_t)r, previous_end, start);
-                if (other >= 0 && start - task_recorded_end(rv_graph_task(b->graph, other)) <= WAKE_WINDOW_NS) {
+                int64_t window = MAX(WAKE_WINDOW_NS, (start - previous_end) / WAKE_WINDOW_FRACTION);
+                if (other >= 0 && start - task_recorded_end(rv_graph_task(b->graph, other)) <= window) {
                     rv_graph_add_edge(b->graph, other, id, RV_EDGE_INTER_THREAD, FALSE);
                     b->graph->build_stats.inter_thread_inferred++;
                 }

@@ -18,6 +18,18 @@
 
 typedef enum { WAIT_NONE, WAIT_OWN, WAIT_STREAM, WAIT_EVENT, WAIT_DEVICE } wait_kind;
 
+/* A call this long that returns within RELEASE_WINDOW_NS of some GPU task's
+ * end was held up by it: a launch into a full queue, or an implicit
+ * synchronization (cudaFree, pageable copies). */
+#define IMPLICIT_WAIT_MIN_NS 50000
+#define RELEASE_WINDOW_NS 50000
+
+typedef struct {
+    int64_t end_ns;
+    int64_t launch_ns;
+    int32_t task;
+} gpu_ending;
+
 static wait_kind wait_kind_of_name(const char *name)
 {
     if (strstr(name, "DeviceSynchronize") || strstr(name, "CtxSynchronize")) return WAIT_DEVICE;
@@ -93,8 +105,47 @@ static void awaited_from_sync_event(GArray *awaited, const builder *b, const str
     }
 }
 
+static gint compare_gpu_endings(gconstpointer left, gconstpointer right)
+{
+    const gpu_ending *a = left, *c = right;
+    return a->end_ns < c->end_ns ? -1 : a->end_ns > c->end_ns;
+}
+
+static GArray *gpu_tasks_by_end(const builder *b)
+{
+    GArray *endings = g_array_new(FALSE, FALSE, sizeof(gpu_ending));
+    for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
+        const rv_task *task = rv_graph_task(b->graph, id);
+        if (!builder_is_gpu_task(task)) continue;
+        int32_t launch = g_array_index(b->task_launch, int32_t, id);
+        gpu_ending e = { task_recorded_end(task),
+                         launch >= 0 ? rv_graph_task(b->graph, launch)->recorded_start_ns : task->recorded_start_ns, id };
+        g_array_append_val(endings, e);
+    }
+    g_array_sort(endings, compare_gpu_endings);
+    return endings;
+}
+
+/* The GPU task, launched before the call began, whose end released it. */
+static int32_t releasing_task(const GArray *endings, const rv_task *call)
+{
+    int64_t start = call->recorded_start_ns, end = task_recorded_end(call);
+    guint low = 0, high = endings->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(endings, gpu_ending, middle).end_ns <= end) low = middle + 1;
+        else high = middle;
+    }
+    for (guint i = low; i > 0; i--) {
+        const gpu_ending *candidate = &g_array_index(endings, gpu_ending, i - 1);
+        if (candidate->end_ns < start || end - candidate->end_ns > RELEASE_WINDOW_NS) return -1;
+        if (candidate->launch_ns < start) return candidate->task;
+    }
+    return -1;
+}
+
 static void find_awaited(GArray *awaited, builder *b, const stream_index *index, GHashTable *syncs,
-                         int32_t id)
+                         const GArray *endings, int32_t id)
 {
     const rv_task *call = rv_graph_task(b->graph, id);
     int64_t start = call->recorded_start_ns, end = task_recorded_end(call);
@@ -119,6 +170,13 @@ static void find_awaited(GArray *awaited, builder *b, const stream_index *index,
                 g_array_append_val(awaited, gpu);
         }
     }
+    if (awaited->len == 0 && call->duration_ns >= IMPLICIT_WAIT_MIN_NS) {
+        int32_t releaser = releasing_task(endings, call);
+        if (releaser >= 0) {
+            g_array_append_val(awaited, releaser);
+            b->graph->build_stats.implicit_waits++;
+        }
+    }
 }
 
 /* Split call `id` into head and tail; returns the tail's id. */
@@ -141,7 +199,8 @@ static int32_t split_blocking_call(builder *b, int32_t id, int64_t awaited_end)
     return tail_id;
 }
 
-static void split_thread(builder *b, int32_t resource, const stream_index *index, GHashTable *syncs)
+static void split_thread(builder *b, int32_t resource, const stream_index *index, GHashTable *syncs,
+                         const GArray *endings)
 {
     GArray *tasks = builder_resource_tasks(b, resource);
     GArray *rebuilt = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), tasks->len);
@@ -151,7 +210,7 @@ static void split_thread(builder *b, int32_t resource, const stream_index *index
         g_array_append_val(rebuilt, id);
         if (rv_graph_task(b->graph, id)->kind != RV_TASK_CPU) continue;
         g_array_set_size(awaited, 0);
-        find_awaited(awaited, b, index, syncs, id);
+        find_awaited(awaited, b, index, syncs, endings, id);
         if (awaited->len == 0) continue;
         int64_t awaited_end = G_MININT64;
         for (guint i = 0; i < awaited->len; i++)
@@ -172,10 +231,12 @@ void rv_build_sync_edges(builder *b)
     stream_index index;
     stream_index_init(&index, b);
     GHashTable *syncs = sync_events_by_correlation(b);
+    GArray *endings = gpu_tasks_by_end(b);
     for (guint r = 0; r < b->graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
-        if (resource->kind == RV_RES_CPU_THREAD) split_thread(b, (int32_t)r, &index, syncs);
+        if (resource->kind == RV_RES_CPU_THREAD) split_thread(b, (int32_t)r, &index, syncs, endings);
     }
+    g_array_unref(endings);
     g_hash_table_destroy(syncs);
     stream_index_clear(&index);
 }

@@ -106,13 +106,14 @@ int32_t rv_strings_lookup(rv_strings *strings, const char *text)
 
 const char *rv_strings_get(const rv_strings *strings, int32_t id)
 {
-    const char **texts = g_atomic_pointer_get(&strings->texts);
-    if (id <= 0 || id >= g_atomic_int_get(&strings->count))
+    rv_strings *mutable_strings = (rv_strings *)strings; /* atomics take non-const */
+    const char **texts = g_atomic_pointer_get(&mutable_strings->texts);
+    if (id <= 0 || id >= g_atomic_int_get(&mutable_strings->count))
         return "";
     return texts[id];
 }
 
 int32_t rv_strings_count(const rv_strings *strings)
 {
-    return g_atomic_int_get(&strings->count);
+    return g_atomic_int_get(&((rv_strings *)strings)->count);
 }

@@ -1,0 +1,102 @@
+/*
+ * plugin.h - the optimization plugin ABI.
+ *
+ * An optimization is a shared object that exports one symbol,
+ * `rv_plugin_descriptor`, of type rv_plugin.  reverie loads it with GModule
+ * from the build folder, the install folder, REVERIE_PLUGIN_PATH, or a path
+ * given on the command line (--opt ./my.so:k=v).  The descriptor carries a
+ * typed parameter table; reverie parses the user's k=v text (with units)
+ * against it before calling apply(), so a plugin never parses strings.
+ *
+ * ABI rules: bump RV_PLUGIN_ABI_VERSION when rv_plugin, rv_param_spec,
+ * rv_params or any graph struct changes layout.  A plugin built for another
+ * version is refused with a message naming both versions.
+ */
+#ifndef REVERIE_PLUGIN_H
+#define REVERIE_PLUGIN_H
+
+#include <glib.h>
+#include <gmodule.h>
+#include <stdint.h>
+#include "reverie/graph.h"
+#include "reverie/sim.h"
+
+G_BEGIN_DECLS
+
+#define RV_PLUGIN_ABI_VERSION 1u
+#define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
+
+typedef enum {
+    RV_PARAM_NUMBER,     /* a plain number: 1.5 */
+    RV_PARAM_INTEGER,    /* a whole number: 8 */
+    RV_PARAM_DURATION,   /* 5us, 2ms */
+    RV_PARAM_BYTES,      /* 25MiB, 1GB */
+    RV_PARAM_BANDWIDTH,  /* 25GB/s, 100Gbps */
+    RV_PARAM_CHOICE,     /* one of spec->choices, "a|b|c" */
+    RV_PARAM_STRING      /* free text: a selection, a file name */
+} rv_param_type;
+
+typedef struct {
+    const char *name;
+    rv_param_type type;
+    const char *default_value;  /* text, parsed like user input; NULL = required */
+    const char *unit;           /* shown in `reverie plugins`: "us", "bytes", "B/s", "x" */
+    const char *help;
+    const char *choices;        /* RV_PARAM_CHOICE only: "ring|tree|hierarchical" */
+} rv_param_spec;
+
+/* Parsed parameter values, looked up by name. */
+typedef struct rv_params rv_params;
+
+double rv_params_number(const rv_params *params, const char *name);
+int64_t rv_params_integer(const rv_params *params, const char *name);
+int64_t rv_params_duration_ns(const rv_params *params, const char *name);
+int64_t rv_params_bytes(const rv_params *params, const char *name);
+double rv_params_bandwidth(const rv_params *params, const char *name); /* bytes per second */
+const char *rv_params_string(const rv_params *params, const char *name); /* also CHOICE */
+/* TRUE if the user gave the parameter (rather than its default). */
+gboolean rv_params_given(const rv_params *params, const char *name);
+
+/* What apply() may hand back besides a transformed graph. */
+typedef struct {
+    rv_policy policy;      /* a replacement scheduling priority, or {NULL} */
+    GDestroyNotify free_policy_data;
+    GString *notes;        /* free-form lines for the report ("4 buckets, 97.5 MiB") */
+} rv_plugin_output;
+
+typedef struct {
+    uint32_t abi_version;       /* RV_PLUGIN_ABI_VERSION */
+    const char *name;
+    const char *summary;
+    const rv_param_spec *params; /* terminated by an entry with name == NULL */
+    /* Transform the graph.  Returning FALSE with an RV_ERROR_PLUGIN error
+     * aborts the what-if (exit 3); "found nothing to act on" is such an error. */
+    gboolean (*apply)(rv_graph *graph, const rv_params *params, rv_plugin_output *output,
+                      GError **error);
+} rv_plugin;
+
+/* ---- host side ------------------------------------------------------ */
+
+typedef struct rv_loaded_plugin rv_loaded_plugin;
+
+/* Load by name (searching the plugin path) or by file path. */
+rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error);
+void rv_plugin_unload(rv_loaded_plugin *plugin);
+const rv_plugin *rv_plugin_descriptor_of(const rv_loaded_plugin *plugin);
+
+/* Parse "k=v,k=v" against the plugin's table (defaults filled in). */
+rv_params *rv_params_parse(const rv_plugin *plugin, const char *text, GError **error);
+void rv_params_free(rv_params *params);
+/* The effective values as text, in table order (for reports). */
+GPtrArray *rv_params_describe(const rv_params *params);
+
+/* Every plugin found on the search path, sorted by name (loaded). */
+GPtrArray *rv_plugin_discover(GError **error);
+/* The folders searched, in order. */
+GPtrArray *rv_plugin_search_path(void);
+
+const char *rv_param_type_name(rv_param_type type);
+
+G_END_DECLS
+
+#endif

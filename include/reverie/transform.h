@@ -1,0 +1,71 @@
+/*
+ * transform.h - Daydream's transformation primitives over a graph.
+ *
+ * Every optimization plugin is written with these and nothing else.  Each
+ * primitive keeps the graph valid: tasks of a resource stay chained by order
+ * edges, removed tasks are bypassed by edges from their predecessors to
+ * their successors, and inserted GPU work brings its launch call.
+ * Selection ("which tasks?") lives in select.h; scheduling priority in sim.h.
+ *
+ * Removal is logical (RV_TASK_FLAG_REMOVED): ids stay stable while a plugin
+ * works, and the simulator skips removed tasks and their edges.
+ */
+#ifndef REVERIE_TRANSFORM_H
+#define REVERIE_TRANSFORM_H
+
+#include <glib.h>
+#include "reverie/graph.h"
+
+G_BEGIN_DECLS
+
+/* Multiply the duration of each task by factor (>= 0). */
+void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor);
+void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns);
+
+typedef enum {
+    RV_REMOVE_DROP_GAP = 0,  /* the idle time after the task goes with it */
+    RV_REMOVE_KEEP_GAP = 1   /* the previous task on the resource inherits it */
+} rv_remove_mode;
+
+/*
+ * Remove a task.  Its predecessors are reconnected to its successors.
+ * Removing a GPU task also removes the CPU call that launched it (found
+ * through its launch edge).  Returns how many tasks were removed.
+ */
+int rv_transform_remove(rv_graph *graph, int32_t task, rv_remove_mode mode);
+/* The same for many tasks at once (one edge index for the whole batch). */
+int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode);
+
+typedef struct {
+    rv_task task;           /* kind, name, resource, duration, tags; flags are set for you */
+    int32_t after;          /* place it after this task in its resource's order; -1: first/unordered */
+    int32_t launch_after;   /* GPU tasks: insert a launch call after this CPU task (-1: no launch) */
+} rv_insert_spec;
+
+/*
+ * Insert a task.  If spec->after >= 0 the task is spliced into its
+ * resource's order right after that task.  For a GPU task with
+ * launch_after >= 0 a "cudaLaunchKernel" call is inserted on that task's
+ * thread, costed at the median launch call of the trace, with a launch
+ * edge to the new task.  Returns the new task's id, or -1 with error set.
+ */
+int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError **error);
+
+/* An extra dependency: `to` may not start before `from` ends. */
+void rv_transform_add_edge(rv_graph *graph, int32_t from, int32_t to);
+
+/* A new resource, e.g. a network channel ("net") or a copy engine ("pcie.d2h"). */
+int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
+
+/* The median duration of the trace's kernel-launch calls (for inserted launches). */
+int64_t rv_graph_typical_launch_ns(const rv_graph *graph);
+
+/* Predecessor / successor of a task in its resource's order, or -1. */
+int32_t rv_graph_resource_previous(const rv_graph *graph, int32_t task);
+int32_t rv_graph_resource_next(const rv_graph *graph, int32_t task);
+/* The CPU call that launched a GPU task, or -1. */
+int32_t rv_graph_launch_of(const rv_graph *graph, int32_t task);
+
+G_END_DECLS
+
+#endif

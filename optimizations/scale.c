@@ -1,0 +1,47 @@
+/*
+ * scale.c - the smallest optimization: Daydream's shrink/scale primitive on
+ * any selection.  "What if these tasks took factor times as long?"
+ *
+ *   reverie whatif trace.json.gz --opt 'scale:select=kind=kernel phase=backward,factor=0.5'
+ *
+ * It is also the template for writing a plugin: declare a parameter table,
+ * implement apply() with the transform API, export rv_plugin_descriptor.
+ */
+#include "reverie/plugin.h"
+#include "reverie/error.h"
+#include "reverie/select.h"
+#include "reverie/transform.h"
+
+static const rv_param_spec scale_params[] = {
+    { "select", RV_PARAM_STRING, "kind=gpu", NULL, "which tasks (selection syntax of 'reverie query')", NULL },
+    { "factor", RV_PARAM_NUMBER, "1", "x", "multiply their durations by this", NULL },
+    { NULL }
+};
+
+static gboolean scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    double factor = rv_params_number(params, "factor");
+    if (factor < 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "factor must be >= 0, not %g", factor);
+        return FALSE;
+    }
+    rv_selection *selection = rv_selection_parse(rv_params_string(params, "select"), error);
+    if (selection == NULL) return FALSE;
+    GArray *tasks = rv_select(graph, selection);
+    rv_selection_free(selection);
+    if (tasks->len == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the selection '%s' matches no task",
+                    rv_params_string(params, "select"));
+        g_array_unref(tasks);
+        return FALSE;
+    }
+    rv_transform_scale(graph, tasks, factor);
+    g_string_append_printf(output->notes, "    scaled %u tasks by %g\n", tasks->len, factor);
+    g_array_unref(tasks);
+    return TRUE;
+}
+
+G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
+    RV_PLUGIN_ABI_VERSION, "scale", "scale the duration of any selection of tasks (Daydream's shrink)",
+    scale_params, scale_apply,
+};
