@@ -164,6 +164,38 @@ static rv_sync_kind sync_kind_of(const char *text)
     return RV_SYNC_NONE;
 }
 
+/*
+ * Intern the text of an array-valued field exactly as written, without
+ * white space.  Printing it back with json_dumps cost more than parsing the
+ * whole event; jansson has already checked that the value is a valid array.
+ */
+static int32_t intern_raw_array(event_context *ctx, const char *quoted_key)
+{
+    const char *text = ctx->text, *end = text + ctx->text_length;
+    const char *at = g_strstr_len(text, (gssize)ctx->text_length, quoted_key);
+    if (at == NULL) return -1;
+    at = memchr(at, '[', (size_t)(end - at));
+    if (at == NULL) return -1;
+    GString *compact = g_string_sized_new(64);
+    int depth = 0;
+    gboolean in_string = FALSE, escaped = FALSE;
+    for (; at < end; at++) {
+        char c = *at;
+        if (!in_string && (c == ' ' || c == '\n' || c == '\t' || c == '\r')) continue;
+        g_string_append_c(compact, c);
+        if (in_string) {
+            if (escaped) escaped = FALSE;
+            else if (c == '\\') escaped = TRUE;
+            else if (c == '"') in_string = FALSE;
+        } else if (c == '"') in_string = TRUE;
+        else if (c == '[') depth++;
+        else if (c == ']' && --depth == 0) break;
+    }
+    int32_t id = rv_strings_intern(ctx->strings, compact->str);
+    g_string_free(compact, TRUE);
+    return id;
+}
+
 static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
 {
     int64_t external_id = -1, device = -1, stream = -1;
@@ -183,16 +215,8 @@ static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
         if (!read_int(ctx, args, "wait_on_cuda_event_record_corr_id",
                       &event->wait_on_record_correlation)) return FALSE;
     }
-    if (event->kind == RV_EV_CPU_OP) {
-        json_t *dims = json_object_get(args, "Input Dims");
-        if (dims != NULL && json_is_array(dims)) {
-            char *text = json_dumps(dims, JSON_COMPACT);
-            if (text != NULL) {
-                event->input_dims = rv_strings_intern(ctx->strings, text);
-                free(text);
-            }
-        }
-    }
+    if (event->kind == RV_EV_CPU_OP && json_is_array(json_object_get(args, "Input Dims")))
+        event->input_dims = intern_raw_array(ctx, "\"Input Dims\"");
     return TRUE;
 }
 

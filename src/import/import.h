@@ -24,6 +24,8 @@ typedef struct {
     uint32_t file_index;
     guint64 byte_offset;
     GError **error;
+    const char *text;      /* the event's JSON text, for fields copied verbatim */
+    gsize text_length;
 } event_context;
 
 gboolean rv_import_convert_event(event_context *ctx, json_t *object, rv_event *event,
