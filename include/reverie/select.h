@@ -51,7 +51,8 @@ typedef struct rv_selection rv_selection;
     "  phase=forward|backward|optimizer|dataload|other\n"                                    \
     "  layer=, name=, op= (innermost operator), resource= (name or kind)\n"                  \
     "  step=N (0-based), step=A..B, step=ProfilerStep#12, step=none\n"                       \
-    "Example: kind=kernel phase=backward 'layer~conv' name=*gemm*\n"
+    "Example: kind=kernel phase=backward layer~conv 'name=*gemm*'\n"                     \
+    "(quote globs, and terms with !~, from the shell)\n"
 
 /* Parse a selection; NULL with one RV_ERROR_USAGE line naming the bad key or
  * value.  NULL or empty text gives a selection that matches every task. */

@@ -15,6 +15,9 @@ gboolean rv_store_is_graph_file(const char *path);
 gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error);
 /* Load a saved graph; every corruption is an RV_ERROR_INPUT error, never a crash. */
 rv_graph *rv_store_load(const char *path, GError **error);
+/* The same for a file already in memory; name is used in messages only.
+ * For tests and the fuzz harness. */
+rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *name, GError **error);
 
 G_END_DECLS
 

@@ -35,6 +35,13 @@ rv_graph *rv_cli_load(const char *path, GError **error)
 {
     if (rv_store_is_graph_file(path))
         return rv_store_load(path, error);
+    /* A .rvg name promises a graph: say so rather than fail as a bad trace.
+     * A missing file goes on to the loader, which names the real problem. */
+    if (g_str_has_suffix(path, ".rvg") && g_file_test(path, G_FILE_TEST_EXISTS)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: named .rvg but is not a reverie graph (it does not start with the graph magic number)", path);
+        return NULL;
+    }
     return load_trace(path, error);
 }
 

@@ -225,6 +225,11 @@ static gboolean compile_values(select_term *term, const char *value, GError **er
 {
     char **items = g_strsplit(value, ",", -1);
     gboolean ok = TRUE;
+    if (items[0] == NULL) { /* g_strsplit gives no items at all for "" */
+        g_strfreev(items);
+        items = g_new0(char *, 2);
+        items[0] = g_strdup("");
+    }
     for (char **item = items; ok && *item; item++) {
         g_strstrip(*item);
         if (**item == '\0') {

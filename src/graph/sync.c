@@ -138,7 +138,8 @@ static int32_t releasing_task(const GArray *endings, const rv_task *call)
     }
     for (guint i = low; i > 0; i--) {
         const gpu_ending *candidate = &g_array_index(endings, gpu_ending, i - 1);
-        if (candidate->end_ns < start || end - candidate->end_ns > RELEASE_WINDOW_NS) return -1;
+        /* The call must have spent most of its time waiting for it. */
+        if (candidate->end_ns - start < (end - start) / 2 || end - candidate->end_ns > RELEASE_WINDOW_NS) return -1;
         if (candidate->launch_ns < start) return candidate->task;
     }
     return -1;
@@ -161,11 +162,14 @@ static void find_awaited(GArray *awaited, builder *b, const stream_index *index,
     } else if (kind == WAIT_STREAM || kind == WAIT_EVENT) {
         add_releasing_stream(awaited, b, index, start, end);
     } else if (call->correlation >= 0) {
-        /* A copy that returns only after its GPU side finished is blocking. */
+        /* A copy that returns only after its GPU side finished is blocking.
+         * (A tiny kernel finishing inside its own launch call is not: the
+         * call did not wait for it.) */
         gpointer own = g_hash_table_lookup(b->gpu_by_correlation, &call->correlation);
         if (own != NULL) {
             int32_t gpu = GPOINTER_TO_INT(own) - 1;
-            if (g_array_index(b->task_launch, int32_t, gpu) == id &&
+            if (rv_graph_task(b->graph, gpu)->kind == RV_TASK_MEMCPY &&
+                g_array_index(b->task_launch, int32_t, gpu) == id &&
                 task_recorded_end(rv_graph_task(b->graph, gpu)) <= end)
                 g_array_append_val(awaited, gpu);
         }

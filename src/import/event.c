@@ -84,7 +84,10 @@ static gboolean read_time(event_context *ctx, json_t *object, const char *field,
     if (!json_is_number(value))
         return field_error(ctx, field, "a number of microseconds", value);
     double us = json_number_value(value);
-    if (!isfinite(us) || fabs(us) > 9.0e15) {
+    /* Bounds that keep ts + dur, and the difference of any two times, inside
+     * int64 nanoseconds: timestamps within +-4e15 us (epoch microseconds
+     * until 2096), durations up to 1e12 us (11 days). */
+    if (!isfinite(us) || fabs(us) > (strcmp(field, "dur") == 0 ? 1.0e12 : 4.0e15)) {
         g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
                     "%s: event #%u (byte %" G_GUINT64_FORMAT "): field \"%s\" is out of range (%g)",
                     ctx->path, ctx->file_index, ctx->byte_offset, field, us);
@@ -95,7 +98,9 @@ static gboolean read_time(event_context *ctx, json_t *object, const char *field,
 }
 
 /* An integer argument; absent or null gives -1.  Reals with an integral
- * value are accepted (some exporters write 7.0). */
+ * value are accepted (some exporters write 7.0), and so are numeric strings,
+ * decimal or hex: ROCm writes "stream": "0x0".  Args are vendor-defined, so
+ * a string that is not a number counts as absent rather than as an error. */
 static gboolean read_int(event_context *ctx, json_t *object, const char *field, int64_t *out)
 {
     json_t *value = json_object_get(object, field);
@@ -106,8 +111,15 @@ static gboolean read_int(event_context *ctx, json_t *object, const char *field, 
         *out = json_integer_value(value);
         return TRUE;
     }
-    if (json_is_real(value) && isfinite(json_real_value(value))) {
+    if (json_is_real(value) && fabs(json_real_value(value)) < 9.0e18) {
         *out = (int64_t)json_real_value(value);
+        return TRUE;
+    }
+    if (json_is_string(value)) {
+        const char *text = json_string_value(value);
+        char *end = NULL;
+        gint64 number = g_ascii_strtoll(text, &end, 0);
+        if (end != text && *end == '\0') *out = number;
         return TRUE;
     }
     return field_error(ctx, field, "an integer", value);
@@ -126,6 +138,8 @@ static gboolean read_id(event_context *ctx, json_t *object, const char *field, i
         return TRUE;
     }
     if (json_is_real(value)) {
+        if (!(fabs(json_real_value(value)) < 9.0e18))
+            return field_error(ctx, field, "an integer id", value);
         *out = (int64_t)json_real_value(value);
         return TRUE;
     }

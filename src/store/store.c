@@ -1,16 +1,889 @@
-/* store.c - placeholder until the .rvg format lands. */
+/*
+ * store.c - saved graphs (.rvg): import a trace once, query it many times.
+ *
+ * `reverie import` builds the dependency graph of a trace and saves it here;
+ * every other command can then load the graph without parsing JSON again.
+ * A loaded graph is indistinguishable from the one the builder made: the
+ * same string ids, the same resource, task, edge and step arrays in the same
+ * order, the same metadata and the same import and build counters.  Its
+ * source is the path of the original trace, so reports name the recording.
+ *
+ * A file is trusted only after every byte of it has been checked: a
+ * truncated, corrupted or foreign file gives one RV_ERROR_INPUT line that
+ * names the file, the section and the problem, never a crash and never a
+ * graph that differs from the one saved.
+ *
+ * FILE FORMAT, VERSION 1
+ *
+ * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
+ * two's complement).  Nothing is padded and no C struct is written as it
+ * lies in memory, so a file reads the same on every machine.  "str" is a u32
+ * byte count followed by that many bytes of text, with no terminating NUL;
+ * the bytes themselves contain no NUL.
+ *
+ * Header: 24 bytes at offset 0.
+ *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
+ *    8   4  u32 format version: 1
+ *   12   4  u32 section count N, 1 to 64 (version 1 writes 6)
+ *   16   4  u32 CRC-32 of the header and the section table, with these
+ *           four bytes counted as zero
+ *   20   4  u32 reserved: 0
+ *
+ * Section table: N entries of 24 bytes, from offset 24.
+ *    0   4  u32 section id (below)
+ *    4   4  u32 CRC-32 of the section's bytes (zlib's crc32)
+ *    8   8  u64 offset of the section from the start of the file
+ *   16   8  u64 length of the section in bytes
+ *
+ * Sections, by id.  Each starts with a u32 record count where it has
+ * records; index fields refer to positions in the other sections.
+ *   1 strings    u32 count, then count x str.  Entry i is string id i of
+ *                graph->strings; entry 0 is the empty string and no two
+ *                entries are equal, so interning them in order gives back
+ *                exactly the same ids.
+ *   2 resources  u32 count, then count x 21 bytes:
+ *                i64 process, i64 thread, i32 name (string), u8 kind
+ *   3 tasks      u32 count, then count x 76 bytes:
+ *                i64 duration_ns, i64 gap_ns, i64 lag_ns,
+ *                i64 recorded_start_ns, i64 correlation, i64 bytes,
+ *                i32 resource, i32 name, i32 op, i32 layer (strings),
+ *                i32 input_dims (string or -1), i32 step (step or -1),
+ *                u8 kind, u8 phase, u16 flags
+ *   4 edges      u32 count, then count x 10 bytes:
+ *                i32 from, i32 to (tasks), u8 kind, u8 from_start (0 or 1)
+ *   5 steps      u32 count, then count x 28 bytes:
+ *                i32 name (string), i64 recorded_begin_ns,
+ *                i64 recorded_end_ns, i32 begin_marker, i32 end_marker (tasks)
+ *   6 metadata   str source (the trace the graph was built from);
+ *                u32 device count, then that many str device names;
+ *                i64 rank; i64 world_size;
+ *                u8 has_backend (0 or 1), then str backend if it is 1;
+ *                u8 legacy_schema (0 or 1); u8 whole_trace_step (0 or 1);
+ *                u32 8, then the 8 rv_trace_stats counters as u64 in the
+ *                order of the struct (events_total .. bytes_uncompressed);
+ *                u32 8, then the 8 rv_build_stats counters as u64 in the
+ *                order of the struct (nested_runtime_calls .. implicit_waits)
+ *
+ * Invariants that a version-1 reader checks, rejecting the file otherwise:
+ *   - the magic matches and the version is 1 (a newer version asks the user
+ *     to re-import; there is no older one);
+ *   - the header CRC matches and the reserved field is 0;
+ *   - each of the six ids appears exactly once and no other id appears;
+ *   - the sections follow the table in table order with no gaps or
+ *     overlaps, and the file ends exactly where the last section ends;
+ *   - every section's CRC matches;
+ *   - every record count agrees with its section's length exactly, and every
+ *     section is consumed to its last byte;
+ *   - every kind, phase and edge kind is below its *_COUNT enum, task flags
+ *     use only the bits graph.h defines, flags stored as u8 are 0 or 1;
+ *   - every string id is below the string count (input_dims may be -1),
+ *     every task's resource is a resource, every edge endpoint a task, every
+ *     task's step a step or -1, and every step marker a task (the step
+ *     report reads the markers unconditionally, so -1 is not allowed);
+ *   - durations, gaps and lags are not negative.
+ * The writer runs the same graph checks before writing, so it never writes
+ * a file that the reader would reject.
+ *
+ * Compatibility: any change to this layout bumps the version.  Readers
+ * reject unknown section ids rather than skip them, because a section they
+ * do not understand may change what the graph means.
+ */
 #include "reverie/store.h"
 #include "reverie/error.h"
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
 
-gboolean rv_store_is_graph_file(const char *path) { (void)path; return FALSE; }
-gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error)
+#define RVG_VERSION 1u
+#define RVG_HEADER_SIZE 24u
+#define RVG_ENTRY_SIZE 24u
+#define RVG_MAX_SECTIONS 64u
+#define RVG_RESOURCE_SIZE 21u
+#define RVG_TASK_SIZE 76u
+#define RVG_EDGE_SIZE 10u
+#define RVG_STEP_SIZE 28u
+/* Every flag graph.h defines; anything else in a file is corruption. */
+#define RVG_KNOWN_TASK_FLAGS ((uint16_t)((RV_TASK_FLAG_REMOVED << 1) - 1))
+
+static const guint8 rvg_magic[8] = { 'R', 'V', 'G', 'R', 'A', 'P', 'H', '\0' };
+
+enum {
+    SECTION_STRINGS = 1,
+    SECTION_RESOURCES,
+    SECTION_TASKS,
+    SECTION_EDGES,
+    SECTION_STEPS,
+    SECTION_METADATA,
+    SECTION_COUNT = SECTION_METADATA
+};
+
+static const char *const section_names[SECTION_COUNT + 1] = {
+    "?", "strings", "resources", "tasks", "edges", "steps", "metadata",
+};
+
+/* The counters of the metadata section, in file order. */
+static const size_t trace_stat_offsets[] = {
+    offsetof(rv_trace_stats, events_total),      offsetof(rv_trace_stats, events_used),
+    offsetof(rv_trace_stats, skipped_no_duration), offsetof(rv_trace_stats, skipped_no_ph),
+    offsetof(rv_trace_stats, ignored_category),  offsetof(rv_trace_stats, ignored_phase),
+    offsetof(rv_trace_stats, gpu_annotations),   offsetof(rv_trace_stats, bytes_uncompressed),
+};
+static const size_t build_stat_offsets[] = {
+    offsetof(rv_build_stats, nested_runtime_calls), offsetof(rv_build_stats, unmatched_gpu_tasks),
+    offsetof(rv_build_stats, blocking_calls_split), offsetof(rv_build_stats, dropped_edges),
+    offsetof(rv_build_stats, overlapping_gpu_tasks), offsetof(rv_build_stats, inter_thread_inferred),
+    offsetof(rv_build_stats, sync_events_used), offsetof(rv_build_stats, implicit_waits),
+};
+G_STATIC_ASSERT(sizeof(rv_trace_stats) == sizeof trace_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
+G_STATIC_ASSERT(sizeof(rv_build_stats) == sizeof build_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
+/* Tripwires: a field added to a graph struct changes its size.  Save the new
+ * field here, document it above, and bump RVG_VERSION; then update these. */
+#if GLIB_SIZEOF_VOID_P == 8
+G_STATIC_ASSERT(sizeof(rv_resource) == 24);
+G_STATIC_ASSERT(sizeof(rv_task) == 80);
+G_STATIC_ASSERT(sizeof(rv_edge) == 12);
+G_STATIC_ASSERT(sizeof(rv_step) == 32);
+G_STATIC_ASSERT(sizeof(rv_graph) == 216);
+#endif
+
+typedef struct {
+    uint32_t id;
+    uint32_t crc;
+    uint64_t offset;
+    uint64_t length;
+} section_entry;
+
+static uint32_t crc_of(const guint8 *data, gsize length)
 {
-    (void)graph;
-    g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s: saving graphs is not implemented yet", path);
+    return (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), data, length);
+}
+
+/* The header CRC covers the header and table with the CRC field as zero. */
+static uint32_t header_crc(const guint8 *data, gsize table_end)
+{
+    static const guint8 zero[4] = { 0 };
+    uLong crc = crc32_z(0L, Z_NULL, 0);
+    crc = crc32_z(crc, data, 16);
+    crc = crc32_z(crc, zero, 4);
+    crc = crc32_z(crc, data + 20, table_end - 20);
+    return (uint32_t)crc;
+}
+
+/* ---- graph checks, shared by the writer and the reader ---------------- */
+
+static gboolean string_ok(int32_t id, int32_t string_count)
+{
+    return id >= 0 && id < string_count;
+}
+
+static gboolean check_resources(const rv_graph *graph, int32_t string_count, GString *why)
+{
+    for (guint r = 0; r < graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        if (resource->kind >= RV_RES_KIND_COUNT)
+            g_string_printf(why, "resource %u has kind %u (there are %d kinds)", r, resource->kind, RV_RES_KIND_COUNT);
+        else if (!string_ok(resource->name, string_count))
+            g_string_printf(why, "resource %u names string %d (there are %d strings)", r, resource->name, string_count);
+        else
+            continue;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The string fields of a task; input_dims may also be -1 (no shapes). */
+static gboolean check_task_strings(const rv_task *task, int32_t id, int32_t string_count, GString *why)
+{
+    const struct { const char *field; int32_t value; } fields[] = {
+        { "name", task->name }, { "op", task->op }, { "layer", task->layer },
+        { "input_dims", task->input_dims == -1 ? 0 : task->input_dims },
+    };
+    for (gsize f = 0; f < G_N_ELEMENTS(fields); f++) {
+        if (string_ok(fields[f].value, string_count)) continue;
+        g_string_printf(why, "task %d: %s is string %d (there are %d strings)", id, fields[f].field,
+                        fields[f].value, string_count);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean check_task_times(const rv_task *task, int32_t id, GString *why)
+{
+    if (task->duration_ns >= 0 && task->gap_ns >= 0 && task->lag_ns >= 0) return TRUE;
+    g_string_printf(why, "task %d has a negative time (duration %" G_GINT64_FORMAT ", gap %" G_GINT64_FORMAT
+                    ", lag %" G_GINT64_FORMAT " ns)", id, task->duration_ns, task->gap_ns, task->lag_ns);
     return FALSE;
 }
+
+static gboolean check_task(const rv_graph *graph, int32_t id, int32_t string_count, GString *why)
+{
+    const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+    if (task->resource < 0 || (guint)task->resource >= graph->resources->len)
+        g_string_printf(why, "task %d runs on resource %d (there are %u resources)", id, task->resource,
+                        graph->resources->len);
+    else if (task->kind >= RV_TASK_KIND_COUNT)
+        g_string_printf(why, "task %d has kind %u (there are %d kinds)", id, task->kind, RV_TASK_KIND_COUNT);
+    else if (task->phase >= RV_PHASE_COUNT)
+        g_string_printf(why, "task %d has phase %u (there are %d phases)", id, task->phase, RV_PHASE_COUNT);
+    else if (task->flags & ~RVG_KNOWN_TASK_FLAGS)
+        g_string_printf(why, "task %d has unknown flags 0x%x", id, task->flags & ~RVG_KNOWN_TASK_FLAGS);
+    else if (task->step < -1 || (task->step >= 0 && (guint)task->step >= graph->steps->len))
+        g_string_printf(why, "task %d belongs to step %d (there are %u steps)", id, task->step, graph->steps->len);
+    else
+        return check_task_strings(task, id, string_count, why) && check_task_times(task, id, why);
+    return FALSE;
+}
+
+static gboolean check_tasks(const rv_graph *graph, int32_t string_count, GString *why)
+{
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+        if (!check_task(graph, id, string_count, why)) return FALSE;
+    return TRUE;
+}
+
+static gboolean task_ok(const rv_graph *graph, int32_t id)
+{
+    return id >= 0 && id < rv_graph_task_count(graph);
+}
+
+static gboolean check_edges(const rv_graph *graph, GString *why)
+{
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        if (!task_ok(graph, edge->from) || !task_ok(graph, edge->to))
+            g_string_printf(why, "edge %u joins tasks %d -> %d (there are %d tasks)", e, edge->from, edge->to,
+                            rv_graph_task_count(graph));
+        else if (edge->kind >= RV_EDGE_KIND_COUNT)
+            g_string_printf(why, "edge %u has kind %u (there are %d kinds)", e, edge->kind, RV_EDGE_KIND_COUNT);
+        else if (edge->from_start > 1)
+            g_string_printf(why, "edge %u has from_start %u (must be 0 or 1)", e, edge->from_start);
+        else
+            continue;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean check_steps(const rv_graph *graph, int32_t string_count, GString *why)
+{
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+        if (!string_ok(step->name, string_count))
+            g_string_printf(why, "step %u names string %d (there are %d strings)", s, step->name, string_count);
+        else if (!task_ok(graph, step->begin_marker) || !task_ok(graph, step->end_marker))
+            g_string_printf(why, "step %u has marker tasks %d and %d (there are %d tasks)", s, step->begin_marker,
+                            step->end_marker, rv_graph_task_count(graph));
+        else
+            continue;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* NULL if the graph is consistent, else the section at fault with *why. */
+static const char *check_graph(const rv_graph *graph, GString *why)
+{
+    int32_t string_count = rv_strings_count(graph->strings);
+    if (!check_resources(graph, string_count, why)) return section_names[SECTION_RESOURCES];
+    if (!check_tasks(graph, string_count, why)) return section_names[SECTION_TASKS];
+    if (!check_edges(graph, why)) return section_names[SECTION_EDGES];
+    if (!check_steps(graph, string_count, why)) return section_names[SECTION_STEPS];
+    return NULL;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static void put_le(GString *out, uint64_t value, int width)
+{
+    char bytes[8];
+    for (int i = 0; i < width; i++) bytes[i] = (char)(value >> (8 * i));
+    g_string_append_len(out, bytes, width);
+}
+static void put_u8(GString *out, uint8_t value) { put_le(out, value, 1); }
+static void put_u16(GString *out, uint16_t value) { put_le(out, value, 2); }
+static void put_u32(GString *out, uint32_t value) { put_le(out, value, 4); }
+static void put_i32(GString *out, int32_t value) { put_le(out, (uint32_t)value, 4); }
+static void put_u64(GString *out, uint64_t value) { put_le(out, value, 8); }
+static void put_i64(GString *out, int64_t value) { put_le(out, (uint64_t)value, 8); }
+
+static void put_str(GString *out, const char *text)
+{
+    gsize length = strlen(text);
+    put_u32(out, (uint32_t)length);
+    g_string_append_len(out, text, (gssize)length);
+}
+
+/* Overwrite bytes already written (the header, once the sections are known). */
+static void patch_le(GString *out, gsize at, uint64_t value, int width)
+{
+    for (int i = 0; i < width; i++) out->str[at + i] = (char)(value >> (8 * i));
+}
+
+static void write_strings(GString *out, const rv_graph *graph)
+{
+    int32_t count = rv_strings_count(graph->strings);
+    put_u32(out, (uint32_t)count);
+    for (int32_t id = 0; id < count; id++) put_str(out, rv_strings_get(graph->strings, id));
+}
+
+static void write_resources(GString *out, const rv_graph *graph)
+{
+    put_u32(out, graph->resources->len);
+    for (guint r = 0; r < graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        put_i64(out, resource->process);
+        put_i64(out, resource->thread);
+        put_i32(out, resource->name);
+        put_u8(out, resource->kind);
+    }
+}
+
+static void write_tasks(GString *out, const rv_graph *graph)
+{
+    put_u32(out, graph->tasks->len);
+    for (guint t = 0; t < graph->tasks->len; t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        put_i64(out, task->duration_ns);
+        put_i64(out, task->gap_ns);
+        put_i64(out, task->lag_ns);
+        put_i64(out, task->recorded_start_ns);
+        put_i64(out, task->correlation);
+        put_i64(out, task->bytes);
+        put_i32(out, task->resource);
+        put_i32(out, task->name);
+        put_i32(out, task->op);
+        put_i32(out, task->layer);
+        put_i32(out, task->input_dims);
+        put_i32(out, task->step);
+        put_u8(out, task->kind);
+        put_u8(out, task->phase);
+        put_u16(out, task->flags);
+    }
+}
+
+static void write_edges(GString *out, const rv_graph *graph)
+{
+    put_u32(out, graph->edges->len);
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        put_i32(out, edge->from);
+        put_i32(out, edge->to);
+        put_u8(out, edge->kind);
+        put_u8(out, edge->from_start);
+    }
+}
+
+static void write_steps(GString *out, const rv_graph *graph)
+{
+    put_u32(out, graph->steps->len);
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+        put_i32(out, step->name);
+        put_i64(out, step->recorded_begin_ns);
+        put_i64(out, step->recorded_end_ns);
+        put_i32(out, step->begin_marker);
+        put_i32(out, step->end_marker);
+    }
+}
+
+static void write_counters(GString *out, const void *stats, const size_t *offsets, gsize count)
+{
+    put_u32(out, (uint32_t)count);
+    for (gsize i = 0; i < count; i++) put_u64(out, *(const uint64_t *)((const char *)stats + offsets[i]));
+}
+
+static void write_metadata(GString *out, const rv_graph *graph)
+{
+    put_str(out, graph->source ? graph->source : "");
+    put_u32(out, graph->device_names->len);
+    for (guint d = 0; d < graph->device_names->len; d++)
+        put_str(out, g_ptr_array_index(graph->device_names, d));
+    put_i64(out, graph->rank);
+    put_i64(out, graph->world_size);
+    put_u8(out, graph->backend != NULL);
+    if (graph->backend != NULL) put_str(out, graph->backend);
+    put_u8(out, graph->legacy_schema ? 1 : 0);
+    put_u8(out, graph->whole_trace_step ? 1 : 0);
+    write_counters(out, &graph->trace_stats, trace_stat_offsets, G_N_ELEMENTS(trace_stat_offsets));
+    write_counters(out, &graph->build_stats, build_stat_offsets, G_N_ELEMENTS(build_stat_offsets));
+}
+
+typedef void (*section_writer)(GString *out, const rv_graph *graph);
+
+static const section_writer section_writers[SECTION_COUNT + 1] = {
+    NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
+};
+
+/* The whole file in memory: header, table, then the sections by id. */
+static GString *encode_graph(const rv_graph *graph)
+{
+    gsize table_end = RVG_HEADER_SIZE + RVG_ENTRY_SIZE * SECTION_COUNT;
+    GString *out = g_string_sized_new(table_end + (gsize)graph->tasks->len * (RVG_TASK_SIZE + 2 * RVG_EDGE_SIZE));
+    g_string_append_len(out, (const char *)rvg_magic, sizeof rvg_magic);
+    put_u32(out, RVG_VERSION);
+    put_u32(out, SECTION_COUNT);
+    put_u32(out, 0); /* header CRC, patched below */
+    put_u32(out, 0); /* reserved */
+    g_string_set_size(out, table_end);
+    for (uint32_t id = 1; id <= SECTION_COUNT; id++) {
+        gsize offset = out->len;
+        section_writers[id](out, graph);
+        gsize entry = RVG_HEADER_SIZE + RVG_ENTRY_SIZE * (id - 1);
+        patch_le(out, entry, id, 4);
+        patch_le(out, entry + 4, crc_of((const guint8 *)out->str + offset, out->len - offset), 4);
+        patch_le(out, entry + 8, offset, 8);
+        patch_le(out, entry + 16, out->len - offset, 8);
+    }
+    patch_le(out, 16, header_crc((const guint8 *)out->str, table_end), 4);
+    return out;
+}
+
+gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error)
+{
+    GString *why = g_string_new(NULL);
+    const char *section = check_graph(graph, why);
+    if (section != NULL) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot save %s: the graph is inconsistent (%s: %s)",
+                    path, section, why->str);
+        g_string_free(why, TRUE);
+        return FALSE;
+    }
+    g_string_free(why, TRUE);
+    GString *file = encode_graph(graph);
+    GError *io_error = NULL;
+    /* CONSISTENT: GLib writes a temporary file beside the target and renames
+     * it, so a failed write never leaves half a graph under the name. */
+    gboolean ok = g_file_set_contents_full(path, file->str, (gssize)file->len, G_FILE_SET_CONTENTS_CONSISTENT,
+                                           0666, &io_error);
+    if (!ok) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s", path, io_error->message);
+        g_error_free(io_error);
+    }
+    g_string_free(file, TRUE);
+    return ok;
+}
+
+/* ---- reading: bounds-checked little-endian cursor ----------------------- */
+
+/* Reads past the end return zeros and set overrun, which the caller checks
+ * once per record or string rather than after every field. */
+typedef struct {
+    const guint8 *data;
+    gsize length, pos;
+    gboolean overrun;
+} cursor;
+
+static const guint8 *take(cursor *c, gsize count)
+{
+    if (c->overrun || c->length - c->pos < count) {
+        c->overrun = TRUE;
+        return NULL;
+    }
+    const guint8 *at = c->data + c->pos;
+    c->pos += count;
+    return at;
+}
+
+static uint64_t get_le(cursor *c, int width)
+{
+    const guint8 *at = take(c, (gsize)width);
+    uint64_t value = 0;
+    for (int i = 0; at != NULL && i < width; i++) value |= (uint64_t)at[i] << (8 * i);
+    return value;
+}
+static uint8_t get_u8(cursor *c) { return (uint8_t)get_le(c, 1); }
+static uint16_t get_u16(cursor *c) { return (uint16_t)get_le(c, 2); }
+static uint32_t get_u32(cursor *c) { return (uint32_t)get_le(c, 4); }
+static int32_t get_i32(cursor *c) { return (int32_t)(uint32_t)get_le(c, 4); }
+static uint64_t get_u64(cursor *c) { return get_le(c, 8); }
+static int64_t get_i64(cursor *c) { return (int64_t)get_le(c, 8); }
+
+static gsize remaining(const cursor *c) { return c->length - c->pos; }
+
+/* A str as a new NUL-terminated string; NULL (with *why) if it is cut off
+ * or holds a NUL byte. */
+static char *get_str(cursor *c, const char *what, GString *why)
+{
+    uint32_t length = get_u32(c);
+    const guint8 *text = take(c, length);
+    if (text == NULL) {
+        g_string_printf(why, "%s (%u bytes) runs past the end of the section", what, length);
+        return NULL;
+    }
+    if (memchr(text, '\0', length) != NULL) {
+        g_string_printf(why, "%s contains a NUL byte", what);
+        return NULL;
+    }
+    return g_strndup((const char *)text, length);
+}
+
+/* ---- reading: header and section table ---------------------------------- */
+
+typedef struct {
+    const char *name;           /* the file, for messages */
+    const guint8 *data;
+    gsize length;
+    section_entry sections[SECTION_COUNT + 1];  /* by id */
+    GError **error;
+} reader;
+
+static gboolean fail(reader *r, const char *section, const char *format, ...) G_GNUC_PRINTF(3, 4);
+static gboolean fail(reader *r, const char *section, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    char *detail = g_strdup_vprintf(format, args);
+    va_end(args);
+    if (section != NULL)
+        g_set_error(r->error, RV_ERROR, RV_ERROR_INPUT, "%s: section '%s': %s", r->name, section, detail);
+    else
+        g_set_error(r->error, RV_ERROR, RV_ERROR_INPUT, "%s: %s", r->name, detail);
+    g_free(detail);
+    return FALSE;
+}
+
+static uint32_t read_u32_at(const guint8 *at)
+{
+    return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
+}
+static uint64_t read_u64_at(const guint8 *at)
+{
+    return (uint64_t)read_u32_at(at) | (uint64_t)read_u32_at(at + 4) << 32;
+}
+
+/* Magic, version and the size of the section table. */
+static gboolean read_header(reader *r, uint32_t *section_count)
+{
+    if (r->length < sizeof rvg_magic || memcmp(r->data, rvg_magic, sizeof rvg_magic) != 0)
+        return fail(r, NULL, "not a reverie graph (it does not start with the graph magic number)");
+    if (r->length < RVG_HEADER_SIZE)
+        return fail(r, NULL, "truncated: the file is %zu bytes, shorter than the %u-byte header",
+                    (size_t)r->length, RVG_HEADER_SIZE);
+    uint32_t version = read_u32_at(r->data + 8);
+    if (version > RVG_VERSION)
+        return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
+                    version, RVG_VERSION);
+    if (version != RVG_VERSION)
+        return fail(r, NULL, "format version %u was never written by reverie (this one reads version %u)",
+                    version, RVG_VERSION);
+    *section_count = read_u32_at(r->data + 12);
+    if (*section_count == 0 || *section_count > RVG_MAX_SECTIONS)
+        return fail(r, NULL, "section table: the header gives %u sections (1 to %u are possible)", *section_count,
+                    RVG_MAX_SECTIONS);
+    gsize table_end = RVG_HEADER_SIZE + (gsize)RVG_ENTRY_SIZE * *section_count;
+    if (r->length < table_end)
+        return fail(r, NULL, "truncated: the section table ends at byte %zu but the file is %zu bytes",
+                    (size_t)table_end, (size_t)r->length);
+    uint32_t stored = read_u32_at(r->data + 16), computed = header_crc(r->data, table_end);
+    if (stored != computed)
+        return fail(r, NULL, "section table: checksum mismatch (stored 0x%08x, computed 0x%08x): the header "
+                    "or section table is corrupt", stored, computed);
+    if (read_u32_at(r->data + 20) != 0)
+        return fail(r, NULL, "section table: the reserved header field is 0x%08x, not 0", read_u32_at(r->data + 20));
+    return TRUE;
+}
+
+/* One table entry: a known id, seen once, starting where the last ended. */
+static gboolean read_entry(reader *r, uint32_t index, uint64_t *expected_offset)
+{
+    const guint8 *at = r->data + RVG_HEADER_SIZE + (gsize)RVG_ENTRY_SIZE * index;
+    section_entry entry = { read_u32_at(at), read_u32_at(at + 4), read_u64_at(at + 8), read_u64_at(at + 16) };
+    if (entry.id == 0 || entry.id > SECTION_COUNT)
+        return fail(r, NULL, "section table: entry %u has unknown section id %u", index, entry.id);
+    const char *name = section_names[entry.id];
+    if (r->sections[entry.id].id != 0)
+        return fail(r, NULL, "section table: section '%s' appears twice", name);
+    if (entry.offset != *expected_offset)
+        return fail(r, name, "starts at byte %" G_GUINT64_FORMAT ", expected byte %" G_GUINT64_FORMAT
+                    " (right after the previous one)", entry.offset, *expected_offset);
+    if (entry.offset > r->length || entry.length > r->length - entry.offset)
+        return fail(r, NULL, "truncated: section '%s' needs bytes %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                    " but the file is %zu bytes", name, entry.offset, entry.offset + entry.length,
+                    (size_t)r->length);
+    r->sections[entry.id] = entry;
+    *expected_offset = entry.offset + entry.length;
+    return TRUE;
+}
+
+static gboolean read_table(reader *r, uint32_t section_count)
+{
+    uint64_t expected_offset = RVG_HEADER_SIZE + (uint64_t)RVG_ENTRY_SIZE * section_count;
+    for (uint32_t i = 0; i < section_count; i++)
+        if (!read_entry(r, i, &expected_offset)) return FALSE;
+    for (uint32_t id = 1; id <= SECTION_COUNT; id++)
+        if (r->sections[id].id == 0) return fail(r, NULL, "section table: there is no '%s' section", section_names[id]);
+    if (expected_offset != r->length)
+        return fail(r, NULL, "%" G_GUINT64_FORMAT " bytes of unknown data follow the last section",
+                    (uint64_t)r->length - expected_offset);
+    for (uint32_t id = 1; id <= SECTION_COUNT; id++) {
+        const section_entry *entry = &r->sections[id];
+        uint32_t computed = crc_of(r->data + entry->offset, entry->length);
+        if (computed != entry->crc)
+            return fail(r, section_names[id], "checksum mismatch (stored 0x%08x, computed 0x%08x): the file is "
+                        "corrupt", entry->crc, computed);
+    }
+    return TRUE;
+}
+
+static cursor section_cursor(const reader *r, uint32_t id)
+{
+    cursor c = { r->data + r->sections[id].offset, r->sections[id].length, 0, FALSE };
+    return c;
+}
+
+/* ---- reading: sections --------------------------------------------------- */
+
+static gboolean read_strings(reader *r, rv_strings *strings)
+{
+    const char *section = section_names[SECTION_STRINGS];
+    cursor c = section_cursor(r, SECTION_STRINGS);
+    uint32_t count = get_u32(&c);
+    if (c.overrun || count == 0)
+        return fail(r, section, "no strings (string 0, the empty string, must be present)");
+    if (count > remaining(&c) / 4 || count > G_MAXINT32)
+        return fail(r, section, "%u strings cannot fit in %zu bytes", count, (size_t)c.length);
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t length = get_u32(&c);
+        const guint8 *text = take(&c, length);
+        if (text == NULL)
+            return fail(r, section, "string %u (%u bytes) runs past the end of the section", i, length);
+        if (memchr(text, '\0', length) != NULL)
+            return fail(r, section, "string %u contains a NUL byte", i);
+        if (i == 0 && length != 0)
+            return fail(r, section, "string 0 is not the empty string");
+        /* Interning in order reproduces the saved ids unless a text repeats. */
+        int32_t id = i == 0 ? 0 : rv_strings_intern_len(strings, (const char *)text, length);
+        if (id != (int32_t)i)
+            return fail(r, section, "string %u repeats string %d, so ids would shift", i, id);
+    }
+    if (remaining(&c) != 0)
+        return fail(r, section, "%zu bytes left over after the last string", (size_t)remaining(&c));
+    return TRUE;
+}
+
+/* The record count of a section of fixed-size records, which must account
+ * for every byte of it; the array is sized to match. */
+static gboolean read_record_count(reader *r, uint32_t id, gsize record_size, cursor *c, GArray *records)
+{
+    *c = section_cursor(r, id);
+    uint32_t count = get_u32(c);
+    if (c->overrun)
+        return fail(r, section_names[id], "the section is %zu bytes, too short for its record count",
+                    (size_t)c->length);
+    if ((uint64_t)count * record_size != remaining(c))
+        return fail(r, section_names[id], "%u records of %zu bytes need %" G_GUINT64_FORMAT
+                    " bytes but the section has %zu after its count", count, (size_t)record_size,
+                    (uint64_t)count * record_size, (size_t)remaining(c));
+    if (count > G_MAXINT32)
+        return fail(r, section_names[id], "%u records are more than a graph can hold", count);
+    g_array_set_size(records, count);
+    return TRUE;
+}
+
+static gboolean read_resources(reader *r, rv_graph *graph)
+{
+    cursor c;
+    if (!read_record_count(r, SECTION_RESOURCES, RVG_RESOURCE_SIZE, &c, graph->resources)) return FALSE;
+    for (guint i = 0; i < graph->resources->len; i++) {
+        rv_resource *resource = &g_array_index(graph->resources, rv_resource, i);
+        memset(resource, 0, sizeof *resource);
+        resource->process = get_i64(&c);
+        resource->thread = get_i64(&c);
+        resource->name = get_i32(&c);
+        resource->kind = get_u8(&c);
+    }
+    return TRUE;
+}
+
+static gboolean read_tasks(reader *r, rv_graph *graph)
+{
+    cursor c;
+    if (!read_record_count(r, SECTION_TASKS, RVG_TASK_SIZE, &c, graph->tasks)) return FALSE;
+    for (guint i = 0; i < graph->tasks->len; i++) {
+        rv_task *task = &g_array_index(graph->tasks, rv_task, i);
+        memset(task, 0, sizeof *task);
+        task->duration_ns = get_i64(&c);
+        task->gap_ns = get_i64(&c);
+        task->lag_ns = get_i64(&c);
+        task->recorded_start_ns = get_i64(&c);
+        task->correlation = get_i64(&c);
+        task->bytes = get_i64(&c);
+        task->resource = get_i32(&c);
+        task->name = get_i32(&c);
+        task->op = get_i32(&c);
+        task->layer = get_i32(&c);
+        task->input_dims = get_i32(&c);
+        task->step = get_i32(&c);
+        task->kind = get_u8(&c);
+        task->phase = get_u8(&c);
+        task->flags = get_u16(&c);
+    }
+    return TRUE;
+}
+
+static gboolean read_edges(reader *r, rv_graph *graph)
+{
+    cursor c;
+    if (!read_record_count(r, SECTION_EDGES, RVG_EDGE_SIZE, &c, graph->edges)) return FALSE;
+    for (guint i = 0; i < graph->edges->len; i++) {
+        rv_edge *edge = &g_array_index(graph->edges, rv_edge, i);
+        memset(edge, 0, sizeof *edge);
+        edge->from = get_i32(&c);
+        edge->to = get_i32(&c);
+        edge->kind = get_u8(&c);
+        edge->from_start = get_u8(&c);
+    }
+    return TRUE;
+}
+
+static gboolean read_steps(reader *r, rv_graph *graph)
+{
+    cursor c;
+    if (!read_record_count(r, SECTION_STEPS, RVG_STEP_SIZE, &c, graph->steps)) return FALSE;
+    for (guint i = 0; i < graph->steps->len; i++) {
+        rv_step *step = &g_array_index(graph->steps, rv_step, i);
+        memset(step, 0, sizeof *step);
+        step->name = get_i32(&c);
+        step->recorded_begin_ns = get_i64(&c);
+        step->recorded_end_ns = get_i64(&c);
+        step->begin_marker = get_i32(&c);
+        step->end_marker = get_i32(&c);
+    }
+    return TRUE;
+}
+
+/* A u8 that stands for a gboolean; anything but 0 or 1 is corruption. */
+static gboolean get_flag(cursor *c, const char *what, gboolean *value, GString *why)
+{
+    uint8_t byte = get_u8(c);
+    if (c->overrun) {
+        g_string_printf(why, "the section ends before %s", what);
+        return FALSE;
+    }
+    if (byte > 1) {
+        g_string_printf(why, "%s is %u (must be 0 or 1)", what, byte);
+        return FALSE;
+    }
+    *value = byte;
+    return TRUE;
+}
+
+static gboolean get_counters(cursor *c, const char *what, void *stats, const size_t *offsets, gsize count,
+                             GString *why)
+{
+    uint32_t stored = get_u32(c);
+    if (!c->overrun && stored != count) {
+        g_string_printf(why, "%u %s counters stored, this version has %zu", stored, what, (size_t)count);
+        return FALSE;
+    }
+    for (gsize i = 0; i < count; i++) *(uint64_t *)((char *)stats + offsets[i]) = get_u64(c);
+    if (c->overrun) g_string_printf(why, "the section ends inside the %s counters", what);
+    return !c->overrun;
+}
+
+static gboolean get_device_names(cursor *c, GPtrArray *names, GString *why)
+{
+    uint32_t count = get_u32(c);
+    if (c->overrun || count > remaining(c) / 4) {
+        g_string_printf(why, "%u device names cannot fit in the section", count);
+        return FALSE;
+    }
+    for (uint32_t d = 0; d < count; d++) {
+        char *name = get_str(c, "a device name", why);
+        if (name == NULL) return FALSE;
+        g_ptr_array_add(names, name);
+    }
+    return TRUE;
+}
+
+static gboolean get_backend(cursor *c, char **backend, GString *why)
+{
+    gboolean has_backend = FALSE;
+    if (!get_flag(c, "has_backend", &has_backend, why)) return FALSE;
+    if (!has_backend) return TRUE;
+    *backend = get_str(c, "the backend", why);
+    return *backend != NULL;
+}
+
+static gboolean decode_metadata(cursor *c, rv_graph *graph, GString *why)
+{
+    char *source = get_str(c, "the source path", why);
+    if (source == NULL) return FALSE;
+    g_free(graph->source);
+    graph->source = source;
+    if (!get_device_names(c, graph->device_names, why)) return FALSE;
+    graph->rank = get_i64(c);
+    graph->world_size = get_i64(c);
+    return get_backend(c, &graph->backend, why) &&
+           get_flag(c, "legacy_schema", &graph->legacy_schema, why) &&
+           get_flag(c, "whole_trace_step", &graph->whole_trace_step, why) &&
+           get_counters(c, "import", &graph->trace_stats, trace_stat_offsets, G_N_ELEMENTS(trace_stat_offsets), why) &&
+           get_counters(c, "build", &graph->build_stats, build_stat_offsets, G_N_ELEMENTS(build_stat_offsets), why);
+}
+
+static gboolean read_metadata(reader *r, rv_graph *graph)
+{
+    cursor c = section_cursor(r, SECTION_METADATA);
+    GString *why = g_string_new(NULL);
+    gboolean ok = decode_metadata(&c, graph, why);
+    if (ok && remaining(&c) != 0) {
+        g_string_printf(why, "%zu bytes left over after the build counters", (size_t)remaining(&c));
+        ok = FALSE;
+    }
+    if (!ok) fail(r, section_names[SECTION_METADATA], "%s", why->str);
+    g_string_free(why, TRUE);
+    return ok;
+}
+
+static gboolean read_graph_sections(reader *r, rv_graph *graph)
+{
+    if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
+        !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph))
+        return FALSE;
+    GString *why = g_string_new(NULL);
+    const char *section = check_graph(graph, why);
+    if (section != NULL) fail(r, section, "%s", why->str);
+    g_string_free(why, TRUE);
+    return section == NULL;
+}
+
+rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *name, GError **error)
+{
+    reader r = { name ? name : "(buffer)", data, length, { { 0 } }, error };
+    uint32_t section_count = 0;
+    if (!read_header(&r, &section_count) || !read_table(&r, section_count)) return NULL;
+    rv_graph *graph = rv_graph_new(NULL, NULL);
+    if (!read_graph_sections(&r, graph)) {
+        rv_graph_free(graph);
+        return NULL;
+    }
+    return graph;
+}
+
 rv_graph *rv_store_load(const char *path, GError **error)
 {
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: loading graphs is not implemented yet", path);
-    return NULL;
+    gchar *contents = NULL;
+    gsize length = 0;
+    GError *io_error = NULL;
+    if (!g_file_get_contents(path, &contents, &length, &io_error)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s", io_error->message);
+        g_error_free(io_error);
+        return NULL;
+    }
+    rv_graph *graph = rv_store_load_buffer((const guint8 *)contents, length, path, error);
+    g_free(contents);
+    return graph;
+}
+
+gboolean rv_store_is_graph_file(const char *path)
+{
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) return FALSE;
+    guint8 head[sizeof rvg_magic];
+    gboolean is_graph = fread(head, 1, sizeof head, file) == sizeof head &&
+                        memcmp(head, rvg_magic, sizeof head) == 0;
+    fclose(file);
+    return is_graph;
 }

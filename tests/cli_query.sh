@@ -1,0 +1,108 @@
+#!/bin/sh
+# cli_query.sh - command-line tests for `reverie query` and `reverie
+# export-graph`: exit codes for bad selections and options, the text and JSON
+# output, and GraphML / DOT files that standard parsers accept.
+#
+# usage: cli_query.sh REVERIE SOURCE_ROOT [SHARED_TRACES]
+# Uses the trace the project ships (traces/small_ddp.json.gz); the shared
+# traces, when present, add a check on a real ResNet-50 profile.
+set -u
+
+reverie=$1
+root=$2
+shared=${3:-}
+trace="$root/traces/small_ddp.json.gz"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect_status STATUS COMMAND... : run it, keeping stdout/stderr in $work.
+expect_status() {
+    want=$1
+    shift
+    "$@" >"$work/out" 2>"$work/err"
+    got=$?
+    [ "$got" -eq "$want" ] || fail "exit $got, expected $want: $* ($(head -c 300 "$work/err"))"
+}
+
+expect_in() { # FILE TEXT
+    grep -qF -- "$2" "$1" || fail "$1 lacks \"$2\": $(head -c 300 "$1")"
+}
+
+[ -f "$trace" ] || { echo "missing $trace" >&2; exit 1; }
+
+# --- bad usage: exit 1 with one line naming the problem -------------------
+expect_status 1 "$reverie" query "$trace" knd=kernel
+expect_in "$work/err" 'unknown selection key "knd"'
+expect_status 1 "$reverie" query "$trace" kind=kernel phase=bakward
+expect_in "$work/err" 'phase=bakward: unknown phase "bakward"'
+expect_status 1 "$reverie" query "$trace" step=3..1
+expect_in "$work/err" 'empty step range'
+expect_status 1 "$reverie" query "$trace" kind=kernel --group-by colour
+expect_in "$work/err" 'unknown --group-by "colour"'
+expect_status 1 "$reverie" query
+expect_status 1 "$reverie" export-graph "$trace" -o "$work/g.png"
+expect_in "$work/err" '.graphml, .dot or .gv'
+expect_status 1 "$reverie" export-graph "$trace"
+expect_status 1 "$reverie" export-graph "$trace" -o "$work/g.dot" --select kind=kernal
+expect_in "$work/err" '"kernal"'
+expect_status 2 "$reverie" query "$work/does-not-exist.json" kind=kernel
+
+# --- query: totals, task list, groups, JSON ------------------------------
+expect_status 0 "$reverie" query "$trace" kind=kernel phase=backward
+expect_in "$work/out" 'selection: kind=kernel phase=backward'
+expect_in "$work/out" 'matched: '
+expect_status 0 "$reverie" query "$trace" "kind=kernel phase=backward" --json
+python3 - "$work/out" <<'EOF' || fail "query --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["selection"] == "kind=kernel phase=backward", d["selection"]
+assert d["count"] > 0 and d["total_us"] > 0
+assert all(t["kind"] == "kernel" and t["phase"] == "backward" for t in d["tasks"])
+assert len(d["tasks"]) == min(20, d["count"])
+EOF
+expect_status 0 "$reverie" query "$trace" kind=kernel --group-by phase --json --limit 0
+python3 - "$work/out" <<'EOF' || fail "query --group-by --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+groups = d["groups"]
+assert sum(g["count"] for g in groups) == d["count"], "groups do not add up"
+assert abs(sum(g["total_us"] for g in groups) - d["total_us"]) < 1e-3 * max(1, d["total_us"])
+assert [g["total_us"] for g in groups] == sorted((g["total_us"] for g in groups), reverse=True)
+EOF
+expect_status 0 "$reverie" query "$trace" kind=gpu --group-by kind
+expect_in "$work/out" 'share'
+
+# --- export-graph: GraphML and DOT ------------------------------------------
+expect_status 0 "$reverie" export-graph "$trace" -o "$work/g.graphml" --steps 1
+python3 - "$work/g.graphml" <<'EOF' || fail "GraphML does not parse"
+import sys, xml.dom.minidom
+d = xml.dom.minidom.parse(sys.argv[1])
+keys = {k.getAttribute("attr.name") for k in d.getElementsByTagName("key")}
+for want in ("name", "kind", "phase", "layer", "resource", "duration_us", "step"):
+    assert want in keys, want
+assert len(d.getElementsByTagName("node")) > 10
+assert len(d.getElementsByTagName("edge")) > 10
+EOF
+expect_status 0 "$reverie" export-graph "$trace" -o "$work/g.dot" --select kind=gpu
+head -c 200 "$work/g.dot" | grep -v '^/\*' | head -n 1 | grep -q '^digraph' || fail "DOT does not start with digraph"
+expect_status 0 "$reverie" export-graph "$trace" -o - --format dot --select "kind=kernel" phase=backward
+expect_in "$work/out" 'digraph'
+expect_in "$work/out" 'kind=kernel'
+
+# --- a real trace, when the shared traces are there ----------------------
+if [ -n "$shared" ] && [ -f "$shared/hta_resnet50_v100.json.gz" ]; then
+    expect_status 0 "$reverie" query "$shared/hta_resnet50_v100.json.gz" kind=kernel phase=backward --group-by layer
+    expect_in "$work/out" 'ConvolutionBackward'
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)" >&2
+    exit 1
+fi
+echo "all cli_query checks passed"

@@ -1,0 +1,122 @@
+#!/bin/sh
+# cli_store.sh - command-line tests for saved graphs: `reverie import`, the
+# identical output of info and simulate for a trace and its graph, and exit
+# status 2 with a clear message for damaged or foreign .rvg files.
+#
+# usage: cli_store.sh REVERIE SOURCE_ROOT [SHARED_TRACES]
+# Uses the trace the project ships (traces/small_ddp.json.gz) and, when
+# present, two shared traces.  Exits 77 (skipped) if there is no trace.
+set -u
+
+reverie=$1
+root=$2
+shared=${3:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect_status STATUS COMMAND... : run it, keeping stdout/stderr in $work.
+expect_status() {
+    want=$1
+    shift
+    "$@" >"$work/out" 2>"$work/err"
+    got=$?
+    [ "$got" -eq "$want" ] || fail "exit $got, expected $want: $* ($(head -c 300 "$work/err"))"
+}
+
+# expect_error TEXT : the last command's stderr says TEXT on one line.
+expect_error() {
+    grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1': $(head -c 300 "$work/err")"
+    [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr is not one line: $(cat "$work/err")"
+}
+
+traces=""
+[ -f "$root/traces/small_ddp.json.gz" ] && traces="$root/traces/small_ddp.json.gz"
+for name in hta_event_sync.json.gz hta_resnet50_v100.json.gz; do
+    [ -n "$shared" ] && [ -f "$shared/$name" ] && traces="$traces $shared/$name"
+done
+if [ -z "$traces" ]; then
+    echo "no trace to import; skipping"
+    exit 77
+fi
+
+# A trace and its saved graph print the same for every read-only command.
+for trace in $traces; do
+    graph="$work/$(basename "$trace" .json.gz).rvg"
+    expect_status 0 "$reverie" import "$trace" -o "$graph"
+    grep -Eq "^wrote $graph: [0-9]+ tasks, [0-9]+ edges, [0-9]+ steps, [0-9.]+ MB in [0-9.]+ s$" "$work/out" ||
+        fail "import summary: $(cat "$work/out")"
+    for command in "info" "info --json" "simulate" "simulate --json"; do
+        # shellcheck disable=SC2086
+        "$reverie" $command "$trace" >"$work/from_trace" 2>&1
+        # shellcheck disable=SC2086
+        "$reverie" $command "$graph" >"$work/from_graph" 2>&1
+        cmp -s "$work/from_trace" "$work/from_graph" || fail "reverie $command differs for $trace and its graph"
+    done
+done
+set -- $traces
+trace=$1
+graph="$work/$(basename "$trace" .json.gz).rvg"
+size=$(wc -c <"$graph")
+
+# Options and usage.
+expect_status 0 "$reverie" import --quiet "$trace" -o "$work/quiet.rvg"
+[ -s "$work/out" ] && fail "--quiet printed: $(cat "$work/out")"
+cp "$trace" "$work/copy.json.gz"
+expect_status 0 "$reverie" import "$work/copy.json.gz"
+[ -f "$work/copy.rvg" ] || fail "the default output is not the trace's name with .rvg"
+expect_status 1 "$reverie" import
+expect_status 1 "$reverie" import "$trace" "$trace" -o "$work/two.rvg"
+expect_error "several traces"
+expect_status 1 "$reverie" import --no-such-option "$trace"
+expect_status 2 "$reverie" import "$work/missing.json" -o "$work/missing.rvg"
+expect_status 2 "$reverie" import "$trace" -o "$work/no/such/dir/g.rvg"
+expect_error "cannot write $work/no/such/dir/g.rvg"
+
+# Content decides: a graph under another name still loads.
+cp "$graph" "$work/graph.bin"
+expect_status 0 "$reverie" info "$work/graph.bin"
+
+# Damaged graphs: exit 2, one line naming the file.
+for cut in 0 7 8 23 24 100 $((size / 2)) $((size - 1)); do
+    head -c "$cut" "$graph" >"$work/cut.rvg"
+    expect_status 2 "$reverie" info "$work/cut.rvg"
+    expect_error "$work/cut.rvg"
+done
+for at in 0 9 16 30 200 $((size / 2)) $((size - 1)); do
+    cp "$graph" "$work/flip.rvg"
+    byte=$(od -An -tu1 -j "$at" -N1 "$graph" | tr -d ' ')
+    printf "\\$(printf '%03o' $((byte ^ 16)))" | dd of="$work/flip.rvg" bs=1 seek="$at" conv=notrunc 2>/dev/null
+    expect_status 2 "$reverie" simulate "$work/flip.rvg"
+    expect_error "$work/flip.rvg: "
+done
+cp "$graph" "$work/newer.rvg"
+printf '\002' | dd of="$work/newer.rvg" bs=1 seek=8 conv=notrunc 2>/dev/null
+expect_status 2 "$reverie" info "$work/newer.rvg"
+expect_error "$work/newer.rvg: format version 2 is newer than this reverie supports (1); re-import the trace"
+
+# Not graphs at all, under a .rvg name.
+: >"$work/empty.rvg"
+expect_status 2 "$reverie" info "$work/empty.rvg"
+expect_error "$work/empty.rvg: named .rvg but is not a reverie graph (it does not start with the graph magic number)"
+gzip -dc "$trace" >"$work/json.rvg"
+expect_status 2 "$reverie" simulate "$work/json.rvg"
+expect_error "$work/json.rvg: named .rvg but is not a reverie graph"
+cp "$trace" "$work/gz.rvg"
+expect_status 2 "$reverie" info "$work/gz.rvg"
+expect_error "named .rvg but is not a reverie graph"
+
+# Failed writes leave no temporary files behind.
+leftovers=$(find "$work" -name '*.rvg.*' | head -3)
+[ -z "$leftovers" ] || fail "temporary files left: $leftovers"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failures"
+    exit 1
+fi
+echo "all store command-line checks passed"

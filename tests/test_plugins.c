@@ -1,0 +1,452 @@
+/*
+ * test_plugins.c - the optimization plugins (optimizations/NAME.c), loaded
+ * through rv_plugin_load by path exactly as `reverie whatif --opt` does.
+ *
+ * REVERIE_TEST_PLUGIN_DIR (set by tests/meson.build) is the build folder of
+ * the plugins; REVERIE_SHARED_TRACES (default /work/shared/traces) holds the
+ * real traces, and the tests that need one skip when it is absent.
+ *
+ * Each plugin is checked three ways: neutral parameters reproduce the
+ * baseline exactly, a small hand-built graph gives the prediction worked out
+ * by hand in the comments, and a real trace gives a believable answer.
+ */
+#include <check.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "reverie/error.h"
+#include "reverie/graph.h"
+#include "reverie/plugin.h"
+#include "reverie/report.h"
+#include "reverie/sim.h"
+#include "reverie/trace.h"
+#include "reverie/transform.h"
+
+#define US(x) ((int64_t)(x) * 1000)
+
+/* ---- helpers -------------------------------------------------------- */
+
+static char *plugin_path(const char *name)
+{
+    const char *dir = g_getenv("REVERIE_TEST_PLUGIN_DIR");
+    ck_assert_msg(dir != NULL, "REVERIE_TEST_PLUGIN_DIR is not set (run through meson test)");
+    char *file = g_strconcat(name, ".so", NULL);
+    char *path = g_build_filename(dir, file, NULL);
+    g_free(file);
+    return path;
+}
+
+/* Apply one plugin with parameter text; returns the apply() verdict and
+ * leaves the error (if any) in *error.  Notes go to stderr for the log. */
+static gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error)
+{
+    char *path = plugin_path(name);
+    GError *local = NULL;
+    rv_loaded_plugin *plugin = rv_plugin_load(path, &local);
+    ck_assert_msg(plugin != NULL, "loading %s: %s", path, local ? local->message : "?");
+    g_free(path);
+    const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
+    rv_params *params = rv_params_parse(descriptor, text, &local);
+    ck_assert_msg(params != NULL, "%s:%s: %s", name, text, local ? local->message : "?");
+    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    gboolean ok = descriptor->apply(graph, params, &output, error);
+    if (output.notes->len) g_printerr("%s:%s\n%s", name, text, output.notes->str);
+    if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
+    g_string_free(output.notes, TRUE);
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
+    return ok;
+}
+
+static void apply_ok(rv_graph *graph, const char *name, const char *text)
+{
+    GError *error = NULL;
+    gboolean ok = apply_plugin(graph, name, text, &error);
+    ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
+    GError *cycle = NULL;
+    ck_assert_msg(rv_graph_check_acyclic(graph, &cycle), "%s made a cycle: %s", name, cycle ? cycle->message : "");
+}
+
+static int64_t makespan(const rv_graph *graph)
+{
+    rv_sim_result sim = { 0 };
+    GError *error = NULL;
+    ck_assert_msg(rv_simulate(graph, NULL, &sim, &error), "simulate: %s", error ? error->message : "");
+    int64_t span = sim.makespan_ns;
+    rv_sim_result_clear(&sim);
+    return span;
+}
+
+/* Sum of the simulated step times (the what-if "total" line). */
+static int64_t step_total(const rv_graph *graph)
+{
+    rv_sim_result sim = { 0 };
+    GError *error = NULL;
+    ck_assert_msg(rv_simulate(graph, NULL, &sim, &error), "simulate: %s", error ? error->message : "");
+    GArray *steps = rv_step_times(graph, &sim);
+    int64_t total = 0;
+    for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
+    g_array_unref(steps);
+    rv_sim_result_clear(&sim);
+    return total;
+}
+
+static char *shared_trace(const char *name)
+{
+    const char *dir = g_getenv("REVERIE_SHARED_TRACES");
+    char *path = g_build_filename(dir ? dir : "/work/shared/traces", name, NULL);
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) { g_free(path); return NULL; }
+    return path;
+}
+
+/* The graph of a real trace, or NULL (test skipped) when it is absent. */
+static rv_graph *load_shared(const char *name)
+{
+    char *path = shared_trace(name);
+    if (path == NULL) { g_printerr("skipped: %s not found\n", name); return NULL; }
+    GError *error = NULL;
+    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
+    ck_assert_msg(trace != NULL, "%s: %s", path, error ? error->message : "");
+    rv_graph *graph = rv_graph_build(trace, &error);
+    ck_assert_msg(graph != NULL, "%s: %s", path, error ? error->message : "");
+    rv_trace_free(trace);
+    g_free(path);
+    return graph;
+}
+
+/* Predicted step total after one plugin, and the baseline, on a real trace. */
+static gboolean predict_shared(const char *trace, const char *plugin, const char *text,
+                               int64_t *baseline, int64_t *predicted)
+{
+    rv_graph *graph = load_shared(trace);
+    if (graph == NULL) return FALSE;
+    *baseline = step_total(graph);
+    apply_ok(graph, plugin, text);
+    *predicted = step_total(graph);
+    g_printerr("%s %s:%s  %.3f ms -> %.3f ms (%.3fx)\n", trace, plugin, text, *baseline / 1e6, *predicted / 1e6,
+               (double)*baseline / (double)*predicted);
+    rv_graph_free(graph);
+    return TRUE;
+}
+
+/* Neutral parameters: the prediction equals the baseline, to the ns. */
+static void check_neutral(const char *trace, const char *plugin, const char *text)
+{
+    int64_t baseline, predicted;
+    if (!predict_shared(trace, plugin, text, &baseline, &predicted)) return;
+    ck_assert_msg(predicted == baseline, "%s:%s on %s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT,
+                  plugin, text, trace, predicted, baseline);
+}
+
+/* ---- hand-built graphs ---------------------------------------------- */
+
+typedef struct {
+    rv_graph *graph;
+    int32_t cpu, gpu;
+} tiny;
+
+static tiny tiny_new(void)
+{
+    tiny t;
+    t.graph = rv_graph_new(NULL, "hand-built");
+    t.cpu = rv_graph_add_resource(t.graph, RV_RES_CPU_THREAD, 1, 1, "thread 1/1");
+    t.gpu = rv_graph_add_resource(t.graph, RV_RES_GPU_STREAM, 0, 7, "gpu 0 stream 7");
+    return t;
+}
+
+static int32_t tiny_task(tiny *t, int32_t resource, rv_task_kind kind, const char *name, int64_t duration_ns,
+                         rv_phase phase)
+{
+    rv_task task = { 0 };
+    task.duration_ns = duration_ns;
+    task.correlation = -1;
+    task.resource = resource;
+    task.name = rv_strings_intern(t->graph->strings, name);
+    task.input_dims = -1;
+    task.step = -1;
+    task.kind = (uint8_t)kind;
+    task.phase = (uint8_t)phase;
+    if (resource == t->gpu) task.flags = RV_TASK_FLAG_GPU;
+    int32_t id = rv_graph_add_task(t->graph, &task);
+    int32_t previous = -1;
+    for (int32_t other = id - 1; other >= 0 && previous < 0; other--)
+        if (rv_graph_task(t->graph, other)->resource == resource) previous = other;
+    if (previous >= 0)
+        rv_graph_add_edge(t->graph, previous, id, resource == t->gpu ? RV_EDGE_STREAM : RV_EDGE_THREAD, FALSE);
+    return id;
+}
+
+/* A launch call on the CPU and its kernel on the stream. */
+static int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kernel_ns, rv_phase phase,
+                           rv_task_kind kind)
+{
+    int32_t call = tiny_task(t, t->cpu, RV_TASK_CPU, "cudaLaunchKernel", launch_ns, phase);
+    int32_t gpu = tiny_task(t, t->gpu, kind, kernel, kernel_ns, phase);
+    rv_graph_add_edge(t->graph, call, gpu, RV_EDGE_LAUNCH, TRUE);
+    return gpu;
+}
+
+/* ---- amp ------------------------------------------------------------ */
+
+/*
+ * CPU:  launch A 5us | launch B 5us | launch C 5us
+ * GPU:  sgemm 300us (from A) | elementwise 100us (from B) | fp16 gemm 40us (from C)
+ * The kernels start as soon as their launch starts (launch edge from_start)
+ * and queue on the stream: 0-300, 300-400, 400-440 -> 440us.
+ * amp (3x / 2x): sgemm 100, elementwise 50, fp16 kernel unchanged 40
+ * -> 0-100, 100-150, 150-190 -> 190us.
+ */
+static tiny amp_graph(void)
+{
+    tiny t = tiny_new();
+    tiny_launch(&t, "volta_sgemm_128x64_nn", US(5), US(300), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "void at::native::vectorized_elementwise_kernel<4>", US(5), US(100), RV_PHASE_FORWARD,
+                RV_TASK_KERNEL);
+    tiny_launch(&t, "volta_fp16_s884gemm_fp16_128x128_nn", US(5), US(40), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    return t;
+}
+
+START_TEST(amp_hand_built)
+{
+    tiny t = amp_graph();
+    ck_assert_int_eq(makespan(t.graph), US(440));
+    apply_ok(t.graph, "amp", "");
+    ck_assert_int_eq(makespan(t.graph), US(190));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(amp_neutral_hand_built)
+{
+    tiny t = amp_graph();
+    apply_ok(t.graph, "amp", "compute_speedup=1,memory_speedup=1");
+    ck_assert_int_eq(makespan(t.graph), US(440));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* The optimizer phase stays FP32 unless optimizer=shrink; host copies and
+ * CPU tasks never change.  CPU: launch 5us, copy call 5us, launch 5us.
+ * GPU: elementwise 100 (forward), HtoD copy 60, optimizer kernel 80.
+ * keep:   50 + 60 + 80 = 190us;  shrink: 50 + 60 + 40 = 150us. */
+static tiny amp_optimizer_graph(void)
+{
+    tiny t = tiny_new();
+    tiny_launch(&t, "elementwise_kernel", US(5), US(100), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "Memcpy HtoD (Pageable -> Device)", US(5), US(60), RV_PHASE_FORWARD, RV_TASK_MEMCPY);
+    tiny_launch(&t, "multi_tensor_apply_kernel", US(5), US(80), RV_PHASE_OPTIMIZER, RV_TASK_KERNEL);
+    return t;
+}
+
+START_TEST(amp_optimizer_modes)
+{
+    tiny t = amp_optimizer_graph();
+    ck_assert_int_eq(makespan(t.graph), US(240));
+    apply_ok(t.graph, "amp", "");
+    ck_assert_int_eq(makespan(t.graph), US(190));
+    rv_graph_free(t.graph);
+    t = amp_optimizer_graph();
+    apply_ok(t.graph, "amp", "optimizer=shrink");
+    ck_assert_int_eq(makespan(t.graph), US(150));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(amp_nothing_to_do)
+{
+    tiny t = tiny_new();
+    tiny_task(&t, t.cpu, RV_TASK_CPU, "aten::add", US(10), RV_PHASE_FORWARD);
+    GError *error = NULL;
+    ck_assert(!apply_plugin(t.graph, "amp", "", &error));
+    ck_assert(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN));
+    g_error_free(error);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(amp_neutral_real)
+{
+    check_neutral("hta_resnet50_v100.json.gz", "amp", "compute_speedup=1,memory_speedup=1,optimizer=shrink");
+}
+END_TEST
+
+START_TEST(amp_real)
+{
+    int64_t base, pred;
+    if (!predict_shared("hta_resnet50_v100.json.gz", "amp", "", &base, &pred)) return;
+    double gpu_bound = (double)base / (double)pred;
+    ck_assert_msg(gpu_bound >= 1.3 && gpu_bound <= 3.0, "resnet50 amp speedup %.3f", gpu_bound);
+    const char *cpu_bound_traces[] = { "param_linear_2080ti.json.gz", "kineto_legacy_resnet50_v100.json.gz" };
+    for (int i = 0; i < 2; i++) {
+        if (!predict_shared(cpu_bound_traces[i], "amp", "", &base, &pred)) continue;
+        double speedup = (double)base / (double)pred;
+        ck_assert_msg(speedup >= 1.0 && speedup < gpu_bound, "%s: amp speedup %.3f (resnet50: %.3f)",
+                      cpu_bound_traces[i], speedup, gpu_bound);
+    }
+}
+END_TEST
+
+
+/* ---- fused-adam ----------------------------------------------------- */
+
+/*
+ * CPU:  L0 5us | L1 5us +10us gap | L2 5us +10 | L3 5us +10 | E 5us (not a launch)
+ * GPU:  K0 10us (forward, from L0) | O1, O2, O3 2us each (optimizer, from L1-L3)
+ * Baseline: L0 0-5, L1 5-10, L2 20-25, L3 35-40, E 50-55; K0 0-10, O1 10-12,
+ * O2 20-22, O3 35-37 -> 55us (the Python loop between launches dominates).
+ * Fused: L1-L3 and their gaps go; one launch (the median launch, 5us) is
+ * spliced after L0: L0 0-5, Lf 5-10, E 10-15; the fused kernel (6us) is
+ * ready at 5 (launch edge from start), the stream is free at 10 -> 10-16.
+ * -> 16us.
+ */
+static tiny fused_graph(void)
+{
+    tiny t = tiny_new();
+    tiny_launch(&t, "elementwise_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    for (int i = 0; i < 3; i++) {
+        int32_t kernel = tiny_launch(&t, "multi_tensor_apply_kernel", US(5), US(2), RV_PHASE_OPTIMIZER, RV_TASK_KERNEL);
+        rv_graph_task(t.graph, rv_graph_launch_of(t.graph, kernel))->gap_ns = US(10);
+    }
+    tiny_task(&t, t.cpu, RV_TASK_CPU, "cudaStreamSynchronize", US(5), RV_PHASE_OTHER);
+    return t;
+}
+
+START_TEST(fused_hand_built)
+{
+    tiny t = fused_graph();
+    ck_assert_int_eq(makespan(t.graph), US(55));
+    apply_ok(t.graph, "fused-adam", "");
+    ck_assert_int_eq(makespan(t.graph), US(16));
+    int live_kernels = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) {
+        const rv_task *task = rv_graph_task(t.graph, id);
+        if (!(task->flags & RV_TASK_FLAG_REMOVED) && task->kind == RV_TASK_KERNEL) live_kernels++;
+    }
+    ck_assert_int_eq(live_kernels, 2);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(fused_no_optimizer)
+{
+    tiny t = amp_graph(); /* forward kernels only */
+    GError *error = NULL;
+    ck_assert(!apply_plugin(t.graph, "fused-adam", "", &error));
+    ck_assert(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN));
+    g_clear_error(&error);
+    rv_graph_free(t.graph);
+    rv_graph *graph = load_shared("hta_simple_add_a100.json.gz");
+    if (graph == NULL) return;
+    ck_assert(!apply_plugin(graph, "fused-adam", "", &error));
+    ck_assert(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN));
+    g_clear_error(&error);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* The legacy ResNet-50 trace runs a per-parameter optimizer (2898 kernels
+ * in 6 steps): fusing them must help, and never hurt. */
+START_TEST(fused_real)
+{
+    int64_t base, pred;
+    if (predict_shared("kineto_legacy_resnet50_v100.json.gz", "fused-adam", "", &base, &pred))
+        ck_assert_msg(pred < base && pred > base / 2, "%" G_GINT64_FORMAT " vs %" G_GINT64_FORMAT, pred, base);
+    if (predict_shared("hta_resnet50_v100.json.gz", "fused-adam", "", &base, &pred))
+        ck_assert_msg(pred <= base, "%" G_GINT64_FORMAT " vs %" G_GINT64_FORMAT, pred, base);
+}
+END_TEST
+
+
+/* ---- dataloader ----------------------------------------------------- */
+
+/*
+ * CPU:  D dataload 100us | L launch 5us       GPU: K 50us (from L)
+ * Baseline: D 0-100, L 100-105, K 100-150 -> 150us.
+ * remaining=10us: D 0-10, L 10-15, K 10-60 -> 60us.
+ * remaining=100us or more: unchanged, 150us.
+ */
+static tiny dataloader_graph(void)
+{
+    tiny t = tiny_new();
+    tiny_task(&t, t.cpu, RV_TASK_DATALOAD, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", US(100),
+              RV_PHASE_DATALOAD);
+    tiny_launch(&t, "elementwise_kernel", US(5), US(50), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    return t;
+}
+
+START_TEST(dataloader_hand_built)
+{
+    tiny t = dataloader_graph();
+    ck_assert_int_eq(makespan(t.graph), US(150));
+    apply_ok(t.graph, "dataloader", "remaining=10us");
+    ck_assert_int_eq(makespan(t.graph), US(60));
+    rv_graph_free(t.graph);
+    const char *neutral[] = { "remaining=100us", "remaining=1s" };
+    for (int i = 0; i < 2; i++) {
+        t = dataloader_graph();
+        apply_ok(t.graph, "dataloader", neutral[i]);
+        ck_assert_int_eq(makespan(t.graph), US(150));
+        rv_graph_free(t.graph);
+    }
+}
+END_TEST
+
+START_TEST(dataloader_nothing)
+{
+    tiny t = amp_graph();
+    GError *error = NULL;
+    ck_assert(!apply_plugin(t.graph, "dataloader", "", &error));
+    ck_assert(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN));
+    g_error_free(error);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* kineto_legacy_resnet50_v100 loads data in the main thread (~69 ms a step). */
+START_TEST(dataloader_real)
+{
+    check_neutral("kineto_legacy_resnet50_v100.json.gz", "dataloader", "remaining=10s");
+    int64_t base, pred;
+    if (!predict_shared("kineto_legacy_resnet50_v100.json.gz", "dataloader", "", &base, &pred)) return;
+    ck_assert_msg(pred < base * 0.8, "%" G_GINT64_FORMAT " vs %" G_GINT64_FORMAT, pred, base);
+}
+END_TEST
+
+/* ---- suite ---------------------------------------------------------- */
+
+static Suite *plugins_suite(void)
+{
+    Suite *suite = suite_create("plugins");
+    TCase *tc = tcase_create("amp");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, amp_hand_built);
+    tcase_add_test(tc, amp_neutral_hand_built);
+    tcase_add_test(tc, amp_optimizer_modes);
+    tcase_add_test(tc, amp_nothing_to_do);
+    tcase_add_test(tc, amp_neutral_real);
+    tcase_add_test(tc, amp_real);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("fused-adam");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, fused_hand_built);
+    tcase_add_test(tc, fused_no_optimizer);
+    tcase_add_test(tc, fused_real);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("dataloader");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, dataloader_hand_built);
+    tcase_add_test(tc, dataloader_nothing);
+    tcase_add_test(tc, dataloader_real);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(plugins_suite());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

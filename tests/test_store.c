@@ -1,0 +1,789 @@
+/*
+ * test_store.c - Check tests for saved graphs (src/store/store.c).
+ *
+ * Round trips: a graph saved and loaded again must equal the original in
+ * every field and replay to exactly the same step times, for a hand-built
+ * graph and for every trace in ../shared/traces and traces/ (where present).
+ * Robustness: every truncation, every single-bit flip, a newer version, an
+ * empty file, a JSON trace under a .rvg name, hand-forged fields with valid
+ * checksums and the fuzzer's regression inputs must each fail with one
+ * RV_ERROR_INPUT message, never crash and never load.
+ *
+ * Directories come from the environment (set by tests/meson.build):
+ *   REVERIE_SHARED_TRACES      ../shared/traces (skipped when absent)
+ *   REVERIE_PROJECT_TRACES     traces/
+ *   REVERIE_FUZZ_REGRESSIONS   tests/fuzz/regressions
+ */
+#define _GNU_SOURCE /* memmem */
+#include "reverie/error.h"
+#include "reverie/graph.h"
+#include "reverie/report.h"
+#include "reverie/sim.h"
+#include "reverie/store.h"
+#include "reverie/trace.h"
+
+#include <check.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <zlib.h>
+
+/* The layout constants the tests forge against (see store.c). */
+enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 76, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 21 };
+enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA };
+
+/* ---- helpers: files and bytes ------------------------------------------ */
+
+static char *temp_dir(void)
+{
+    GError *error = NULL;
+    char *dir = g_dir_make_tmp("test_store-XXXXXX", &error);
+    ck_assert_msg(dir != NULL, "%s", error ? error->message : "");
+    return dir;
+}
+
+static void remove_dir(char *dir)
+{
+    GDir *handle = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (handle && (name = g_dir_read_name(handle)) != NULL) {
+        char *path = g_build_filename(dir, name, NULL);
+        g_remove(path);
+        g_free(path);
+    }
+    if (handle) g_dir_close(handle);
+    g_rmdir(dir);
+    g_free(dir);
+}
+
+/* The bytes rv_store_save writes for graph. */
+static guint8 *save_bytes(const rv_graph *graph, gsize *length)
+{
+    char *dir = temp_dir();
+    char *path = g_build_filename(dir, "graph.rvg", NULL);
+    GError *error = NULL;
+    ck_assert_msg(rv_store_save(graph, path, &error), "save: %s", error ? error->message : "");
+    gchar *contents = NULL;
+    ck_assert(g_file_get_contents(path, &contents, length, NULL));
+    g_free(path);
+    remove_dir(dir);
+    return (guint8 *)contents;
+}
+
+static rv_graph *load_bytes(const guint8 *data, gsize length)
+{
+    GError *error = NULL;
+    rv_graph *graph = rv_store_load_buffer(data, length, "test.rvg", &error);
+    ck_assert_msg(graph != NULL, "load: %s", error ? error->message : "");
+    return graph;
+}
+
+/* Loading must fail with RV_ERROR_INPUT, naming the file, and (if want is
+ * given) saying want. */
+static void expect_load_error(const guint8 *data, gsize length, const char *want, const char *what)
+{
+    GError *error = NULL;
+    rv_graph *graph = rv_store_load_buffer(data, length, "test.rvg", &error);
+    ck_assert_msg(graph == NULL, "%s: a damaged file loaded", what);
+    ck_assert_msg(error != NULL, "%s: no error set", what);
+    ck_assert_msg(error->domain == RV_ERROR && error->code == RV_ERROR_INPUT, "%s: error code %d: %s", what,
+                  error->code, error->message);
+    ck_assert_msg(g_str_has_prefix(error->message, "test.rvg: "), "%s: message lacks the file: %s", what,
+                  error->message);
+    ck_assert_msg(strchr(error->message, '\n') == NULL, "%s: message is not one line", what);
+    if (want != NULL)
+        ck_assert_msg(strstr(error->message, want) != NULL, "%s: message \"%s\" lacks \"%s\"", what,
+                      error->message, want);
+    g_error_free(error);
+}
+
+static uint32_t le32(const guint8 *at)
+{
+    return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
+}
+
+static void put_le(guint8 *at, uint64_t value, int width)
+{
+    for (int i = 0; i < width; i++) at[i] = (guint8)(value >> (8 * i));
+}
+
+/* Where section id starts in the file (its table entry's offset). */
+static gsize section_offset(const guint8 *data, uint32_t id)
+{
+    uint32_t count = le32(data + 12);
+    for (uint32_t i = 0; i < count; i++) {
+        const guint8 *entry = data + HEADER_SIZE + ENTRY_SIZE * i;
+        if (le32(entry) == id) return (gsize)le32(entry + 8) | (gsize)le32(entry + 12) << 32;
+    }
+    ck_abort_msg("no section %u", id);
+    return 0;
+}
+
+/* Recompute every checksum, so a forged field reaches the graph checks. */
+static void fix_checksums(guint8 *data, gsize length)
+{
+    uint32_t count = le32(data + 12);
+    gsize table_end = HEADER_SIZE + (gsize)ENTRY_SIZE * count;
+    if (table_end > length) return; /* the reader rejects the count first */
+    for (uint32_t i = 0; i < count; i++) {
+        guint8 *entry = data + HEADER_SIZE + ENTRY_SIZE * i;
+        gsize offset = (gsize)le32(entry + 8) | (gsize)le32(entry + 12) << 32;
+        gsize size = (gsize)le32(entry + 16) | (gsize)le32(entry + 20) << 32;
+        if (offset <= length && size <= length - offset)
+            put_le(entry + 4, crc32_z(0, data + offset, size), 4);
+    }
+    static const guint8 zero[4] = { 0 };
+    uLong crc = crc32_z(0, data, 16);
+    crc = crc32_z(crc, zero, 4);
+    crc = crc32_z(crc, data + 20, table_end - 20);
+    put_le(data + 16, crc, 4);
+}
+
+/* ---- helpers: graphs ------------------------------------------------------ */
+
+static rv_task make_task(int32_t resource, const rv_graph *graph, const char *name, rv_task_kind kind,
+                         int64_t start, int64_t duration)
+{
+    rv_task task = { 0 };
+    task.resource = resource;
+    task.name = rv_strings_intern(graph->strings, name);
+    task.kind = (uint8_t)kind;
+    task.phase = RV_PHASE_FORWARD;
+    task.recorded_start_ns = start;
+    task.duration_ns = duration;
+    task.correlation = -1;
+    task.input_dims = -1;
+    task.step = 0;
+    return task;
+}
+
+/* A small graph using every section and most fields, built through the
+ * public API so these tests need no trace files. */
+static rv_graph *hand_built_graph(void)
+{
+    rv_graph *graph = rv_graph_new(NULL, "hand-built.json");
+    int32_t cpu = rv_graph_add_resource(graph, RV_RES_CPU_THREAD, 11, 12, "thread 11/12");
+    int32_t gpu = rv_graph_add_resource(graph, RV_RES_GPU_STREAM, 0, 7, "gpu 0 stream 7");
+    rv_graph_add_resource(graph, RV_RES_CHANNEL, -1, -1, "net");
+    int32_t step_name = rv_strings_intern(graph->strings, "ProfilerStep#1");
+
+    rv_task begin = make_task(cpu, graph, "ProfilerStep#1", RV_TASK_MARKER, 1000, 0);
+    begin.flags = RV_TASK_FLAG_STEP_BEGIN;
+    begin.phase = RV_PHASE_OTHER;
+    rv_task launch = make_task(cpu, graph, "cudaLaunchKernel", RV_TASK_CPU, 1000, 5000);
+    launch.gap_ns = 700;
+    launch.correlation = 42;
+    launch.op = rv_strings_intern(graph->strings, "aten::mm");
+    launch.layer = rv_strings_intern(graph->strings, "layerA");
+    launch.input_dims = rv_strings_intern(graph->strings, "[[2, 3], [3, 4]]");
+    rv_task kernel = make_task(gpu, graph, "gemm_kernel", RV_TASK_KERNEL, 4000, 20000);
+    kernel.flags = RV_TASK_FLAG_GPU;
+    kernel.lag_ns = 1500;
+    kernel.correlation = 42;
+    kernel.layer = rv_strings_intern(graph->strings, "layerB");
+    kernel.bytes = 1 << 20;
+    kernel.phase = RV_PHASE_BACKWARD;
+    rv_task sync = make_task(cpu, graph, "cudaDeviceSynchronize", RV_TASK_SYNC, 6700, 300);
+    sync.flags = RV_TASK_FLAG_BLOCKING;
+    sync.phase = RV_PHASE_OPTIMIZER;
+    rv_task end = make_task(cpu, graph, "ProfilerStep#1", RV_TASK_MARKER, 30000, 0);
+    end.flags = RV_TASK_FLAG_STEP_END;
+    end.phase = RV_PHASE_OTHER;
+
+    int32_t ids[5] = {
+        rv_graph_add_task(graph, &begin), rv_graph_add_task(graph, &launch), rv_graph_add_task(graph, &kernel),
+        rv_graph_add_task(graph, &sync), rv_graph_add_task(graph, &end),
+    };
+    rv_graph_add_edge(graph, ids[0], ids[1], RV_EDGE_THREAD, FALSE);
+    rv_graph_add_edge(graph, ids[1], ids[2], RV_EDGE_LAUNCH, TRUE);
+    rv_graph_add_edge(graph, ids[1], ids[3], RV_EDGE_THREAD, FALSE);
+    rv_graph_add_edge(graph, ids[2], ids[3], RV_EDGE_SYNC, FALSE);
+    rv_graph_add_edge(graph, ids[3], ids[4], RV_EDGE_THREAD, FALSE);
+
+    rv_step step = { step_name, 1000, 24000, ids[0], ids[4] };
+    g_array_append_val(graph->steps, step);
+    g_ptr_array_add(graph->device_names, g_strdup("Tesla V100-SXM2-32GB"));
+    g_ptr_array_add(graph->device_names, g_strdup("Tesla V100-SXM2-32GB"));
+    graph->rank = 1;
+    graph->world_size = 8;
+    graph->backend = g_strdup("nccl");
+    graph->legacy_schema = TRUE;
+    graph->trace_stats = (rv_trace_stats){ 100, 90, 1, 2, 3, 4, 5, 123456789 };
+    graph->build_stats.nested_runtime_calls = 6;
+    graph->build_stats.sync_events_used = 7;
+    graph->build_stats.dropped_edges = 8;
+    return graph;
+}
+
+static void assert_strings_equal(const rv_graph *a, const rv_graph *b)
+{
+    ck_assert_int_eq(rv_strings_count(a->strings), rv_strings_count(b->strings));
+    for (int32_t id = 0; id < rv_strings_count(a->strings); id++)
+        ck_assert_str_eq(rv_strings_get(a->strings, id), rv_strings_get(b->strings, id));
+}
+
+static void assert_resources_equal(const rv_graph *a, const rv_graph *b)
+{
+    ck_assert_uint_eq(a->resources->len, b->resources->len);
+    for (guint r = 0; r < a->resources->len; r++) {
+        const rv_resource *x = &g_array_index(a->resources, rv_resource, r);
+        const rv_resource *y = &g_array_index(b->resources, rv_resource, r);
+        ck_assert(x->process == y->process && x->thread == y->thread);
+        ck_assert(x->name == y->name && x->kind == y->kind);
+    }
+}
+
+static void assert_task_equal(const rv_task *x, const rv_task *y, guint id)
+{
+    ck_assert_msg(x->duration_ns == y->duration_ns && x->gap_ns == y->gap_ns && x->lag_ns == y->lag_ns &&
+                  x->recorded_start_ns == y->recorded_start_ns && x->correlation == y->correlation &&
+                  x->bytes == y->bytes, "task %u: times, correlation or bytes differ", id);
+    ck_assert_msg(x->resource == y->resource && x->name == y->name && x->op == y->op && x->layer == y->layer &&
+                  x->input_dims == y->input_dims && x->step == y->step, "task %u: indices differ", id);
+    ck_assert_msg(x->kind == y->kind && x->phase == y->phase && x->flags == y->flags,
+                  "task %u: kind, phase or flags differ", id);
+}
+
+static void assert_tasks_edges_steps_equal(const rv_graph *a, const rv_graph *b)
+{
+    ck_assert_uint_eq(a->tasks->len, b->tasks->len);
+    for (guint t = 0; t < a->tasks->len; t++)
+        assert_task_equal(&g_array_index(a->tasks, rv_task, t), &g_array_index(b->tasks, rv_task, t), t);
+    ck_assert_uint_eq(a->edges->len, b->edges->len);
+    for (guint e = 0; e < a->edges->len; e++) {
+        const rv_edge *x = &g_array_index(a->edges, rv_edge, e), *y = &g_array_index(b->edges, rv_edge, e);
+        ck_assert_msg(x->from == y->from && x->to == y->to && x->kind == y->kind && x->from_start == y->from_start,
+                      "edge %u differs", e);
+    }
+    ck_assert_uint_eq(a->steps->len, b->steps->len);
+    for (guint s = 0; s < a->steps->len; s++) {
+        const rv_step *x = &g_array_index(a->steps, rv_step, s), *y = &g_array_index(b->steps, rv_step, s);
+        ck_assert_msg(x->name == y->name && x->recorded_begin_ns == y->recorded_begin_ns &&
+                      x->recorded_end_ns == y->recorded_end_ns && x->begin_marker == y->begin_marker &&
+                      x->end_marker == y->end_marker, "step %u differs", s);
+    }
+}
+
+static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
+{
+    ck_assert_str_eq(a->source, b->source);
+    ck_assert_uint_eq(a->device_names->len, b->device_names->len);
+    for (guint d = 0; d < a->device_names->len; d++)
+        ck_assert_str_eq(g_ptr_array_index(a->device_names, d), g_ptr_array_index(b->device_names, d));
+    ck_assert(a->rank == b->rank && a->world_size == b->world_size);
+    ck_assert(g_strcmp0(a->backend, b->backend) == 0);
+    ck_assert(!a->legacy_schema == !b->legacy_schema && !a->whole_trace_step == !b->whole_trace_step);
+    ck_assert(memcmp(&a->trace_stats, &b->trace_stats, sizeof a->trace_stats) == 0);
+    ck_assert(memcmp(&a->build_stats, &b->build_stats, sizeof a->build_stats) == 0);
+}
+
+/* Replays of both graphs agree task by task and step by step. */
+static void assert_same_replay(const rv_graph *a, const rv_graph *b)
+{
+    rv_sim_result sim_a = { 0 }, sim_b = { 0 };
+    GError *error = NULL;
+    gboolean ok_a = rv_simulate(a, NULL, &sim_a, &error);
+    g_clear_error(&error);
+    gboolean ok_b = rv_simulate(b, NULL, &sim_b, &error);
+    g_clear_error(&error);
+    ck_assert(ok_a == ok_b);
+    if (!ok_a) return;
+    ck_assert(memcmp(sim_a.start_ns, sim_b.start_ns, sizeof(int64_t) * (gsize)sim_a.task_count) == 0);
+    ck_assert(memcmp(sim_a.end_ns, sim_b.end_ns, sizeof(int64_t) * (gsize)sim_a.task_count) == 0);
+    GArray *times_a = rv_step_times(a, &sim_a), *times_b = rv_step_times(b, &sim_b);
+    ck_assert_uint_eq(times_a->len, times_b->len);
+    for (guint s = 0; s < times_a->len; s++) {
+        const rv_step_time *x = &g_array_index(times_a, rv_step_time, s);
+        const rv_step_time *y = &g_array_index(times_b, rv_step_time, s);
+        ck_assert_str_eq(x->name, y->name);
+        ck_assert(x->recorded_ns == y->recorded_ns && x->simulated_ns == y->simulated_ns);
+    }
+    g_array_unref(times_a);
+    g_array_unref(times_b);
+    rv_sim_result_clear(&sim_a);
+    rv_sim_result_clear(&sim_b);
+}
+
+/* Save, load, compare everything; saving the loaded graph gives the same bytes. */
+static void assert_round_trip(const rv_graph *graph)
+{
+    gsize length = 0, again_length = 0;
+    guint8 *bytes = save_bytes(graph, &length);
+    rv_graph *loaded = load_bytes(bytes, length);
+    assert_strings_equal(graph, loaded);
+    assert_resources_equal(graph, loaded);
+    assert_tasks_edges_steps_equal(graph, loaded);
+    assert_metadata_equal(graph, loaded);
+    assert_same_replay(graph, loaded);
+    guint8 *again = save_bytes(loaded, &again_length);
+    ck_assert(length == again_length && memcmp(bytes, again, length) == 0);
+    g_free(again);
+    rv_graph_free(loaded);
+    g_free(bytes);
+}
+
+static guint8 *hand_built_bytes(gsize *length)
+{
+    rv_graph *graph = hand_built_graph();
+    guint8 *bytes = save_bytes(graph, length);
+    rv_graph_free(graph);
+    return bytes;
+}
+
+/* The graph of a trace, or NULL (with a note) if the importer rejects it. */
+static rv_graph *graph_of_trace(const char *path)
+{
+    GError *error = NULL;
+    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
+    rv_graph *graph = trace ? rv_graph_build(trace, &error) : NULL;
+    if (graph == NULL) {
+        fprintf(stderr, "note: %s does not import (%s); not round-tripped\n", path, error ? error->message : "?");
+        g_clear_error(&error);
+    }
+    if (trace) rv_trace_free(trace);
+    return graph;
+}
+
+/* Every .json / .json.gz file in the folder named by env_name; 0 if none. */
+static int for_each_trace(const char *env_name, void (*check)(const char *path))
+{
+    const char *dir_name = g_getenv(env_name);
+    GDir *dir = dir_name ? g_dir_open(dir_name, 0, NULL) : NULL;
+    if (dir == NULL) {
+        fprintf(stderr, "note: %s is not set or not a folder; skipping its traces\n", env_name);
+        return 0;
+    }
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+    while ((name = g_dir_read_name(dir)) != NULL)
+        if (g_str_has_suffix(name, ".json") || g_str_has_suffix(name, ".json.gz")) g_ptr_array_add(names, g_strdup(name));
+    g_dir_close(dir);
+    for (guint i = 0; i < names->len; i++) {
+        char *path = g_build_filename(dir_name, g_ptr_array_index(names, i), NULL);
+        check(path);
+        g_free(path);
+    }
+    int count = (int)names->len;
+    g_ptr_array_unref(names);
+    return count;
+}
+
+static void round_trip_trace(const char *path)
+{
+    rv_graph *graph = graph_of_trace(path);
+    if (graph == NULL) return;
+    assert_round_trip(graph);
+    rv_graph_free(graph);
+}
+
+/* A small real graph for the exhaustive damage tests, if shared/ is there. */
+static guint8 *event_sync_bytes(gsize *length)
+{
+    const char *dir = g_getenv("REVERIE_SHARED_TRACES");
+    char *path = dir ? g_build_filename(dir, "hta_event_sync.json.gz", NULL) : NULL;
+    rv_graph *graph = path && g_file_test(path, G_FILE_TEST_EXISTS) ? graph_of_trace(path) : NULL;
+    g_free(path);
+    if (graph == NULL) return NULL;
+    guint8 *bytes = save_bytes(graph, length);
+    rv_graph_free(graph);
+    return bytes;
+}
+
+/* ---- round trips ------------------------------------------------------------ */
+
+START_TEST(round_trip_hand_built)
+{
+    rv_graph *graph = hand_built_graph();
+    assert_round_trip(graph);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(round_trip_empty_graph)
+{
+    rv_graph *graph = rv_graph_new(NULL, NULL);
+    graph->whole_trace_step = TRUE;
+    assert_round_trip(graph);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(round_trip_shared_traces)
+{
+    int count = for_each_trace("REVERIE_SHARED_TRACES", round_trip_trace);
+    fprintf(stderr, "round-tripped the traces of %d files in REVERIE_SHARED_TRACES\n", count);
+}
+END_TEST
+
+START_TEST(round_trip_project_traces)
+{
+    for_each_trace("REVERIE_PROJECT_TRACES", round_trip_trace);
+}
+END_TEST
+
+START_TEST(saving_is_deterministic)
+{
+    gsize first_length, second_length;
+    guint8 *first = hand_built_bytes(&first_length);
+    guint8 *second = hand_built_bytes(&second_length);
+    ck_assert(first_length == second_length && memcmp(first, second, first_length) == 0);
+    /* The header is the documented, stable one. */
+    ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
+    ck_assert_uint_eq(le32(first + 8), 1);
+    ck_assert_uint_eq(le32(first + 12), 6);
+    ck_assert_uint_eq(le32(first + 20), 0);
+    g_free(first);
+    g_free(second);
+}
+END_TEST
+
+START_TEST(is_graph_file_reads_content)
+{
+    char *dir = temp_dir();
+    char *graph_path = g_build_filename(dir, "g.rvg", NULL);
+    char *short_path = g_build_filename(dir, "short.rvg", NULL);
+    rv_graph *graph = hand_built_graph();
+    ck_assert(rv_store_save(graph, graph_path, NULL));
+    ck_assert(g_file_set_contents(short_path, "RVGRAP", 6, NULL));
+    ck_assert(rv_store_is_graph_file(graph_path));
+    ck_assert(!rv_store_is_graph_file(short_path));
+    ck_assert(!rv_store_is_graph_file(dir));
+    ck_assert(!rv_store_is_graph_file("/nonexistent/graph.rvg"));
+    rv_graph *loaded = rv_store_load(graph_path, NULL);
+    ck_assert_ptr_nonnull(loaded);
+    ck_assert_str_eq(loaded->source, "hand-built.json");
+    rv_graph_free(loaded);
+    rv_graph_free(graph);
+    g_free(graph_path);
+    g_free(short_path);
+    remove_dir(dir);
+}
+END_TEST
+
+/* ---- damaged files ---------------------------------------------------------- */
+
+static void every_truncation_fails(const guint8 *bytes, gsize length)
+{
+    for (gsize cut = 0; cut < length; cut++) {
+        guint8 *copy = g_memdup2(bytes, cut); /* exact size, so ASan sees any overread */
+        char what[64];
+        g_snprintf(what, sizeof what, "cut at %zu of %zu bytes", (size_t)cut, (size_t)length);
+        expect_load_error(copy, cut, NULL, what);
+        g_free(copy);
+    }
+}
+
+static void every_bit_flip_fails(const guint8 *bytes, gsize length)
+{
+    guint8 *copy = g_memdup2(bytes, length);
+    for (gsize at = 0; at < length; at++) {
+        for (int bit = 0; bit < 8; bit++) {
+            copy[at] ^= (guint8)(1u << bit);
+            char what[64];
+            g_snprintf(what, sizeof what, "bit %d of byte %zu flipped", bit, (size_t)at);
+            expect_load_error(copy, length, NULL, what);
+            copy[at] ^= (guint8)(1u << bit);
+        }
+    }
+    g_free(copy);
+}
+
+START_TEST(truncated_hand_built)
+{
+    gsize length;
+    guint8 *bytes = hand_built_bytes(&length);
+    every_truncation_fails(bytes, length);
+    g_free(bytes);
+}
+END_TEST
+
+START_TEST(bit_flips_hand_built)
+{
+    gsize length;
+    guint8 *bytes = hand_built_bytes(&length);
+    every_bit_flip_fails(bytes, length);
+    g_free(bytes);
+}
+END_TEST
+
+START_TEST(truncated_and_flipped_real_graph)
+{
+    gsize length;
+    guint8 *bytes = event_sync_bytes(&length);
+    if (bytes == NULL) {
+        fprintf(stderr, "note: hta_event_sync.json.gz not found; the hand-built graph covers this\n");
+        return;
+    }
+    every_truncation_fails(bytes, length);
+    every_bit_flip_fails(bytes, length);
+    g_free(bytes);
+}
+END_TEST
+
+START_TEST(newer_version)
+{
+    gsize length;
+    guint8 *bytes = hand_built_bytes(&length);
+    put_le(bytes + 8, 2, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length,
+                      "test.rvg: format version 2 is newer than this reverie supports (1); re-import the trace",
+                      "version 2");
+    put_le(bytes + 8, 0, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "format version 0", "version 0");
+    g_free(bytes);
+}
+END_TEST
+
+START_TEST(empty_file)
+{
+    char *dir = temp_dir();
+    char *path = g_build_filename(dir, "empty.rvg", NULL);
+    ck_assert(g_file_set_contents(path, "", 0, NULL));
+    ck_assert(!rv_store_is_graph_file(path));
+    GError *error = NULL;
+    ck_assert_ptr_null(rv_store_load(path, &error));
+    ck_assert(error && error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);
+    ck_assert(strstr(error->message, "magic number") != NULL);
+    g_error_free(error);
+    expect_load_error((const guint8 *)"", 0, "magic number", "empty buffer");
+    g_free(path);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(json_trace_named_rvg)
+{
+    static const char json[] = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+                               "\"ts\": 1, \"dur\": 2, \"pid\": 0, \"tid\": 7}]}";
+    char *dir = temp_dir();
+    char *path = g_build_filename(dir, "trace.rvg", NULL);
+    ck_assert(g_file_set_contents(path, json, sizeof json - 1, NULL));
+    ck_assert(!rv_store_is_graph_file(path));
+    GError *error = NULL;
+    ck_assert_ptr_null(rv_store_load(path, &error));
+    ck_assert(error && error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);
+    ck_assert_msg(strstr(error->message, path) && strstr(error->message, "magic number"), "%s", error->message);
+    g_error_free(error);
+    g_free(path);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+    GError *error = NULL;
+    ck_assert_ptr_null(rv_store_load("/nonexistent/graph.rvg", &error));
+    ck_assert(error && error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);
+    ck_assert(strstr(error->message, "/nonexistent/graph.rvg") != NULL);
+    g_error_free(error);
+}
+END_TEST
+
+/* One forgery: width bytes at section id + at set to value, checksums
+ * fixed so only the graph checks can catch it. */
+typedef struct {
+    uint32_t section;   /* 0: at is a file offset */
+    gsize at;
+    uint64_t value;
+    int width;
+    const char *want;
+} forgery;
+
+static const forgery forgeries[] = {
+    /* header and table */
+    { 0, 12, 0, 4, "the header gives 0 sections" },
+    { 0, 12, 1000, 4, "the header gives 1000 sections" },
+    { 0, 20, 1, 4, "reserved header field" },
+    { 0, HEADER_SIZE, 99, 4, "unknown section id 99" },
+    { 0, HEADER_SIZE + ENTRY_SIZE, SEC_STRINGS, 4, "section 'strings' appears twice" },
+    { 0, HEADER_SIZE + 8, 1, 8, "section 'strings': starts at byte 1" },
+    { 0, HEADER_SIZE + 16, 1u << 30, 8, "truncated: section 'strings'" },
+    /* records */
+    { SEC_RESOURCES, 0, 4, 4, "section 'resources': 4 records of 21 bytes" },
+    { SEC_RESOURCES, 4 + 16, 9999, 4, "resource 0 names string 9999" },
+    { SEC_RESOURCES, 4 + 20, RV_RES_KIND_COUNT, 1, "resource 0 has kind 3" },
+    { SEC_TASKS, 0, 0, 4, "section 'tasks': 0 records of 76 bytes" },
+    { SEC_TASKS, 4 + TASK_SIZE + 48, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
+    { SEC_TASKS, 4 + TASK_SIZE + 48, (uint32_t)-1, 4, "task 1 runs on resource -1" },
+    { SEC_TASKS, 4 + TASK_SIZE + 52, 10000, 4, "task 1: name is string 10000" },
+    { SEC_TASKS, 4 + TASK_SIZE + 56, (uint32_t)-1, 4, "task 1: op is string -1" },
+    { SEC_TASKS, 4 + TASK_SIZE + 60, 10000, 4, "task 1: layer is string 10000" },
+    { SEC_TASKS, 4 + TASK_SIZE + 64, (uint32_t)-2, 4, "task 1: input_dims is string -2" },
+    { SEC_TASKS, 4 + TASK_SIZE + 68, 1, 4, "task 1 belongs to step 1 (there are 1 steps)" },
+    { SEC_TASKS, 4 + TASK_SIZE + 68, (uint32_t)-2, 4, "task 1 belongs to step -2" },
+    { SEC_TASKS, 4 + TASK_SIZE + 72, RV_TASK_KIND_COUNT, 1, "task 1 has kind 8" },
+    { SEC_TASKS, 4 + TASK_SIZE + 73, RV_PHASE_COUNT, 1, "task 1 has phase 5" },
+    { SEC_TASKS, 4 + TASK_SIZE + 74, 0x8000, 2, "task 1 has unknown flags 0x8000" },
+    { SEC_TASKS, 4 + TASK_SIZE + 0, (uint64_t)-5, 8, "task 1 has a negative time" },
+    { SEC_TASKS, 4 + TASK_SIZE + 8, (uint64_t)-5, 8, "task 1 has a negative time" },
+    { SEC_EDGES, 4 + EDGE_SIZE + 0, 5, 4, "edge 1 joins tasks 5 -> 2 (there are 5 tasks)" },
+    { SEC_EDGES, 4 + EDGE_SIZE + 4, (uint32_t)-1, 4, "edge 1 joins tasks 1 -> -1" },
+    { SEC_EDGES, 4 + EDGE_SIZE + 8, RV_EDGE_KIND_COUNT, 1, "edge 1 has kind 8" },
+    { SEC_EDGES, 4 + EDGE_SIZE + 9, 2, 1, "edge 1 has from_start 2" },
+    { SEC_EDGES, 0, 6, 4, "section 'edges': 6 records of 10 bytes" },
+    { SEC_STEPS, 4 + 0, 10000, 4, "step 0 names string 10000" },
+    { SEC_STEPS, 4 + 20, (uint32_t)-1, 4, "step 0 has marker tasks -1 and 4" },
+    { SEC_STEPS, 4 + 24, 5, 4, "step 0 has marker tasks 0 and 5" },
+    /* strings and metadata */
+    { SEC_STRINGS, 0, 0, 4, "no strings" },
+    { SEC_STRINGS, 0, 0x7fffffff, 4, "2147483647 strings cannot fit" },
+    { SEC_STRINGS, 4, 3, 4, "string 0" },
+    { SEC_METADATA, 0, 1000, 4, "the source path (1000 bytes) runs past the end" },
+    { SEC_METADATA, 4, 0, 1, "the source path contains a NUL byte" },
+};
+
+static void apply_forgery(const guint8 *bytes, gsize length, const forgery *f)
+{
+    guint8 *copy = g_memdup2(bytes, length);
+    gsize at = f->at + (f->section ? section_offset(copy, f->section) : 0);
+    put_le(copy + at, f->value, f->width);
+    fix_checksums(copy, length);
+    expect_load_error(copy, length, f->want, f->want);
+    g_free(copy);
+}
+
+START_TEST(forged_fields_with_valid_checksums)
+{
+    gsize length;
+    guint8 *bytes = hand_built_bytes(&length);
+    for (gsize i = 0; i < G_N_ELEMENTS(forgeries); i++) apply_forgery(bytes, length, &forgeries[i]);
+    g_free(bytes);
+}
+END_TEST
+
+/* Replace the first occurrence of a text in the file (same length). */
+static guint8 *with_text_replaced(const guint8 *bytes, gsize length, const char *from, const char *to)
+{
+    guint8 *copy = g_memdup2(bytes, length);
+    const guint8 *found = memmem(copy, length, from, strlen(from));
+    ck_assert_ptr_nonnull(found);
+    memcpy(copy + (found - copy), to, strlen(to));
+    fix_checksums(copy, length);
+    return copy;
+}
+
+START_TEST(forged_strings)
+{
+    gsize length;
+    guint8 *bytes = hand_built_bytes(&length);
+    guint8 *duplicate = with_text_replaced(bytes, length, "layerB", "layerA");
+    expect_load_error(duplicate, length, "section 'strings': string", "duplicate string");
+    expect_load_error(duplicate, length, "repeats string", "duplicate string");
+    guint8 *nul = g_memdup2(bytes, length);
+    guint8 *found = memmem(nul, length, "layerB", 6);
+    found[3] = '\0';
+    fix_checksums(nul, length);
+    expect_load_error(nul, length, "contains a NUL byte", "NUL in a string");
+    g_free(nul);
+    g_free(duplicate);
+    g_free(bytes);
+}
+END_TEST
+
+/* Bytes appended: after the last section, or inside the metadata section
+ * (its table length grown to cover them). */
+START_TEST(extra_bytes)
+{
+    gsize length;
+    guint8 *bytes = hand_built_bytes(&length);
+    guint8 *longer = g_malloc0(length + 3);
+    memcpy(longer, bytes, length);
+    expect_load_error(longer, length + 3, "3 bytes of unknown data follow the last section", "trailing bytes");
+    uint32_t count = le32(longer + 12);
+    guint8 *last_entry = longer + HEADER_SIZE + ENTRY_SIZE * (count - 1);
+    ck_assert_uint_eq(le32(last_entry), SEC_METADATA);
+    put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
+    fix_checksums(longer, length + 3);
+    expect_load_error(longer, length + 3, "section 'metadata': 3 bytes left over", "metadata too long");
+    g_free(longer);
+    g_free(bytes);
+}
+END_TEST
+
+START_TEST(save_refuses_inconsistent_graph)
+{
+    rv_graph *graph = hand_built_graph();
+    g_array_index(graph->edges, rv_edge, 0).to = 77;
+    char *dir = temp_dir();
+    char *path = g_build_filename(dir, "bad.rvg", NULL);
+    GError *error = NULL;
+    ck_assert(!rv_store_save(graph, path, &error));
+    ck_assert(error && error->domain == RV_ERROR && strstr(error->message, "edge 0") != NULL);
+    ck_assert(!g_file_test(path, G_FILE_TEST_EXISTS));
+    g_clear_error(&error);
+    rv_graph *good = hand_built_graph();
+    ck_assert(!rv_store_save(good, "/nonexistent/dir/g.rvg", &error));
+    ck_assert(error && error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);
+    ck_assert(strstr(error->message, "cannot write /nonexistent/dir/g.rvg") != NULL);
+    g_clear_error(&error);
+    rv_graph_free(good);
+    g_free(path);
+    remove_dir(dir);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(fuzz_regressions_fail_cleanly)
+{
+    const char *dir_name = g_getenv("REVERIE_FUZZ_REGRESSIONS");
+    GDir *dir = dir_name ? g_dir_open(dir_name, 0, NULL) : NULL;
+    if (dir == NULL) return;
+    const char *name;
+    int count = 0;
+    while ((name = g_dir_read_name(dir)) != NULL) {
+        if (name[0] == '.' || g_str_has_suffix(name, ".md") || strcmp(name, "README") == 0) continue;
+        char *path = g_build_filename(dir_name, name, NULL);
+        gchar *contents = NULL;
+        gsize length = 0;
+        ck_assert(g_file_get_contents(path, &contents, &length, NULL));
+        guint8 *exact = g_memdup2(contents, length);
+        expect_load_error(exact, length, NULL, path);
+        g_free(exact);
+        g_free(contents);
+        g_free(path);
+        count++;
+    }
+    g_dir_close(dir);
+    fprintf(stderr, "%d fuzz regression inputs rejected cleanly\n", count);
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+    Suite *suite = suite_create("store");
+    TCase *trips = tcase_create("round_trip");
+    tcase_set_timeout(trips, 600);
+    tcase_add_test(trips, round_trip_hand_built);
+    tcase_add_test(trips, round_trip_empty_graph);
+    tcase_add_test(trips, round_trip_shared_traces);
+    tcase_add_test(trips, round_trip_project_traces);
+    tcase_add_test(trips, saving_is_deterministic);
+    tcase_add_test(trips, is_graph_file_reads_content);
+    suite_add_tcase(suite, trips);
+    TCase *damage = tcase_create("damage");
+    tcase_set_timeout(damage, 600);
+    tcase_add_test(damage, truncated_hand_built);
+    tcase_add_test(damage, bit_flips_hand_built);
+    tcase_add_test(damage, truncated_and_flipped_real_graph);
+    tcase_add_test(damage, newer_version);
+    tcase_add_test(damage, empty_file);
+    tcase_add_test(damage, json_trace_named_rvg);
+    tcase_add_test(damage, missing_file);
+    tcase_add_test(damage, forged_fields_with_valid_checksums);
+    tcase_add_test(damage, forged_strings);
+    tcase_add_test(damage, extra_bytes);
+    tcase_add_test(damage, save_refuses_inconsistent_graph);
+    tcase_add_test(damage, fuzz_regressions_fail_cleanly);
+    suite_add_tcase(suite, damage);
+    return suite;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(store_suite());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? 0 : 1;
+}
