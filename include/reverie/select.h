@@ -43,14 +43,14 @@ G_BEGIN_DECLS
 typedef struct rv_selection rv_selection;
 
 /* The syntax above in a few lines, for --help texts. */
-#define RV_SELECTION_HELP                                                                    \
-    "SELECT is space-separated terms KEY=VALUE, all of which must match; a comma list\n"     \
-    "means any of.  = is exact or a glob (* ?), ~ is a case-insensitive substring,\n"        \
-    "!= and !~ negate.  Keys:\n"                                                             \
-    "  kind=cpu|kernel|memcpy|memset|sync|comm|dataload|marker|gpu\n"                        \
-    "  phase=forward|backward|optimizer|dataload|other\n"                                    \
-    "  layer=, name=, op= (innermost operator), resource= (name or kind)\n"                  \
-    "  step=N (0-based), step=A..B, step=ProfilerStep#12, step=none\n"                       \
+#define RV_SELECTION_HELP                                                                \
+    "SELECT is space-separated terms KEY=VALUE, all of which must match; a comma list\n" \
+    "means any of.  = is exact or a glob (* ?), ~ is a case-insensitive substring,\n"    \
+    "!= and !~ negate.  Keys:\n"                                                         \
+    "  kind=cpu|kernel|memcpy|memset|sync|comm|dataload|marker|gpu\n"                    \
+    "  phase=forward|backward|optimizer|dataload|other\n"                                \
+    "  layer=, name=, op= (innermost operator), resource= (name or kind)\n"              \
+    "  step=N (0-based), step=A..B, step=ProfilerStep#12, step=none\n"                   \
     "Example: kind=kernel phase=backward layer~conv 'name=*gemm*'\n"                     \
     "(quote globs, and terms with !~, from the shell)\n"
 

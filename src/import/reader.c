@@ -210,6 +210,8 @@ typedef struct {
 } arena;
 
 static __thread arena thread_arena;
+/* Owns each thread's arena block so that GLib frees it when the thread ends. */
+static GPrivate arena_memory = G_PRIVATE_INIT(g_free);
 
 static void *arena_malloc(size_t size)
 {
@@ -233,7 +235,10 @@ static void arena_free(void *block)
 
 static void arena_begin(void)
 {
-    if (thread_arena.base == NULL) thread_arena.base = g_malloc(ARENA_BYTES);
+    if (thread_arena.base == NULL) {
+        thread_arena.base = g_malloc(ARENA_BYTES);
+        g_private_set(&arena_memory, thread_arena.base);
+    }
     thread_arena.used = 0;
     thread_arena.active = TRUE;
 }
@@ -298,7 +303,9 @@ static void parse_batch(batch *b, reader *r)
         ctx.text = (const char *)b->text->data + span->offset;
         ctx.text_length = span->length;
         thread_arena.used = 0;
-        json_t *object = json_loadb(ctx.text, span->length, 0, &json_error);
+        /* Any value, so that a number or string in place of an event gets
+         * event.c's "expected an object" rather than a parser message. */
+        json_t *object = json_loadb(ctx.text, span->length, JSON_DECODE_ANY, &json_error);
         if (object == NULL) {
             g_set_error(&b->error, RV_ERROR, RV_ERROR_INPUT,
                         "%s: event #%u (byte %" G_GUINT64_FORMAT "): invalid JSON: %s",
@@ -505,7 +512,8 @@ static gboolean read_document(reader *r, GError **error)
     char c;
     if (!peek(r, &c, error)) return FALSE;
     if (c == '\0') {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: the file is empty", r->path);
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": the file is empty",
+                    r->path, here(r));
         return FALSE;
     }
     if (c == '[') {
@@ -602,8 +610,8 @@ gboolean rv_import_stream(rv_trace *trace, const rv_import_options *options, GEr
     if (r.pool) g_thread_pool_free(r.pool, FALSE, TRUE);
     if (ok && !r.saw_events_array) {
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: no \"traceEvents\" array - this JSON is not a PyTorch profiler trace",
-                    r.path);
+                    "%s: byte %" G_GUINT64_FORMAT " (end of file): no \"traceEvents\" array - "
+                    "this JSON is not a PyTorch profiler trace", r.path, here(&r));
         ok = FALSE;
     }
     ok = ok && join_batches(&r, error);
