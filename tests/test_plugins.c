@@ -15,6 +15,7 @@
 #include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/plugin.h"
@@ -413,6 +414,135 @@ START_TEST(dataloader_real)
 }
 END_TEST
 
+
+/* ---- network -------------------------------------------------------- */
+
+/*
+ * CPU:  L 5us | L2 5us        GPU: K 100us (from L) | C all-reduce 200us (comm, from L2)
+ * Baseline: K 0-100, C ready at 5, stream free at 100: 100-300 -> 300us.
+ * bandwidth_factor=2: C 100us -> 200us.
+ * bandwidth_factor=2, added_latency=10us: C 110 -> 210us.
+ * bandwidth_factor=2, fixed_latency=40us: C 40 + 160/2 = 120 -> 220us.
+ */
+static tiny network_graph(void)
+{
+    tiny t = tiny_new();
+    tiny_launch(&t, "volta_sgemm_128x64_nn", US(5), US(100), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "ncclKernel_AllReduce_RING_LL_Sum_float", US(5), US(200), RV_PHASE_BACKWARD, RV_TASK_COMM);
+    return t;
+}
+
+START_TEST(network_hand_built)
+{
+    const struct { const char *text; int64_t expected; } cases[] = {
+        { "bandwidth_factor=1", US(300) },
+        { "bandwidth_factor=2", US(200) },
+        { "bandwidth_factor=2,added_latency=10us", US(210) },
+        { "bandwidth_factor=2,fixed_latency=40us", US(220) },
+        { "bandwidth_factor=0.5", US(500) },
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        tiny t = network_graph();
+        apply_ok(t.graph, "network", cases[i].text);
+        ck_assert_msg(makespan(t.graph) == cases[i].expected, "%s: %" G_GINT64_FORMAT, cases[i].text, makespan(t.graph));
+        rv_graph_free(t.graph);
+    }
+    tiny t = amp_graph();
+    GError *error = NULL;
+    ck_assert(!apply_plugin(t.graph, "network", "", &error));
+    ck_assert(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN));
+    g_error_free(error);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(network_real)
+{
+    /* its all-reduces overlap the backward pass: a faster network gains nothing,
+     * a slower one shows up */
+    const char *trace = "hta_transformer_ddp_v100_rank1.json.gz";
+    check_neutral(trace, "network", "bandwidth_factor=1");
+    int64_t base, fast, slow;
+    if (!predict_shared(trace, "network", "bandwidth_factor=4", &base, &fast)) return;
+    predict_shared(trace, "network", "bandwidth_factor=0.5", &base, &slow);
+    ck_assert_msg(fast <= base && base < slow, "fast %" G_GINT64_FORMAT " base %" G_GINT64_FORMAT " slow %" G_GINT64_FORMAT,
+                  fast, base, slow);
+}
+END_TEST
+
+
+/* ---- ddp ------------------------------------------------------------ */
+
+/*
+ * CPU:  Lf 5us (aten::linear, dims [[32,1024],[1024,1024],[1024]]) | Lb 5us (AddmmBackward0) | Lo 5us (optimizer)
+ * GPU:  Kf 100us | Kb 100us | Ko 10us (from Lf, Lb, Lo)
+ * Baseline: Kf 0-100, Kb 100-200, Lo 10-15, Ko 200-210 -> 210us.
+ * Gradient: 4 * (1024*1024 + 1024) = 4198400 B, one bucket.  world=2 with
+ * gpus_per_node=1: ring over 2 nodes = 2*(p-1)*5us + 2(p-1)/p * S/B with
+ * B = 41.984 GB/s -> 10 + 100 = 110us.  The all-reduce follows Kb
+ * (200-310), Lo waits for it (310-315), Ko 310-320 -> 320us.
+ */
+static tiny ddp_graph(void)
+{
+    tiny t = tiny_new();
+    int32_t kf = tiny_launch(&t, "volta_sgemm_128x64_nn", US(5), US(100), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    int32_t layer = rv_strings_intern(t.graph->strings, "aten::linear");
+    int32_t dims = rv_strings_intern(t.graph->strings, "[[32,1024],[1024,1024],[1024]]");
+    rv_task *call = rv_graph_task(t.graph, rv_graph_launch_of(t.graph, kf));
+    call->layer = layer;
+    call->input_dims = dims;
+    rv_graph_task(t.graph, kf)->layer = layer;
+    int32_t kb = tiny_launch(&t, "volta_sgemm_128x64_nt", US(5), US(100), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    rv_graph_task(t.graph, kb)->layer = rv_strings_intern(t.graph->strings, "autograd::engine::evaluate_function: AddmmBackward0");
+    tiny_launch(&t, "multi_tensor_apply_kernel", US(5), US(10), RV_PHASE_OPTIMIZER, RV_TASK_KERNEL);
+    return t;
+}
+
+START_TEST(ddp_hand_built)
+{
+    tiny t = ddp_graph();
+    ck_assert_int_eq(makespan(t.graph), US(210));
+    apply_ok(t.graph, "ddp", "world=1");
+    ck_assert_int_eq(makespan(t.graph), US(210));
+    rv_graph_free(t.graph);
+    t = ddp_graph();
+    apply_ok(t.graph, "ddp", "world=2,gpus_per_node=1,bandwidth=41984MB/s,latency=5us");
+    ck_assert_int_eq(makespan(t.graph), US(320));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* hta_resnet50_v100 has no Input Dims: gradient sizes come from a file,
+ * 50 tensors of 2 MiB (about ResNet-50's 97.5 MiB). */
+START_TEST(ddp_real)
+{
+    check_neutral("hta_resnet50_v100.json.gz", "ddp", "world=1");
+    GString *list = g_string_new("[");
+    for (int i = 0; i < 50; i++) g_string_append_printf(list, "%s2097152", i ? "," : "");
+    g_string_append_c(list, ']');
+    char *path = NULL;
+    int fd = g_file_open_tmp("rv-params-XXXXXX.json", &path, NULL);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(write(fd, list->str, list->len) == (ssize_t)list->len);
+    close(fd);
+    int64_t base, previous = 0;
+    const char *bandwidths[] = { "100Gbps", "25Gbps", "10Gbps" };
+    for (int i = 0; i < 3; i++) {
+        char *text = g_strdup_printf("world=16,bandwidth=%s,param_sizes=%s", bandwidths[i], path);
+        int64_t pred;
+        gboolean ran = predict_shared("hta_resnet50_v100.json.gz", "ddp", text, &base, &pred);
+        g_free(text);
+        if (!ran) break;
+        ck_assert_msg(pred >= base && pred > previous, "%s: %" G_GINT64_FORMAT " after %" G_GINT64_FORMAT,
+                      bandwidths[i], pred, previous);
+        previous = pred;
+    }
+    g_unlink(path);
+    g_free(path);
+    g_string_free(list, TRUE);
+}
+END_TEST
+
 /* ---- suite ---------------------------------------------------------- */
 
 static Suite *plugins_suite(void)
@@ -438,6 +568,16 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, dataloader_hand_built);
     tcase_add_test(tc, dataloader_nothing);
     tcase_add_test(tc, dataloader_real);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("network");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, network_hand_built);
+    tcase_add_test(tc, network_real);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("ddp");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, ddp_hand_built);
+    tcase_add_test(tc, ddp_real);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -155,9 +155,13 @@ gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error)
     }
     igraph_create(&ig, &edge_list, n, IGRAPH_DIRECTED);
     igraph_vector_int_init(&order, 0);
-    igraph_warning_handler_t *old = igraph_set_warning_handler(igraph_warning_handler_ignore);
+    /* igraph's default handlers print, and abort on a cycle; we report it
+     * ourselves from the partial order. */
+    igraph_warning_handler_t *old_warning = igraph_set_warning_handler(igraph_warning_handler_ignore);
+    igraph_error_handler_t *old_error = igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_topological_sorting(&ig, &order, IGRAPH_OUT);
-    igraph_set_warning_handler(old);
+    igraph_set_error_handler(old_error);
+    igraph_set_warning_handler(old_warning);
     gboolean ok = igraph_vector_int_size(&order) == n;
     if (!ok) {
         gboolean *unordered = g_new(gboolean, n);

@@ -196,8 +196,10 @@ static int32_t split_blocking_call(builder *b, int32_t id, int64_t awaited_end)
     head->duration_ns = 0;
     head->flags |= RV_TASK_FLAG_BLOCKING;
     int32_t tail_id = rv_graph_add_task(b->graph, &tail);
-    int32_t none = -1;
-    g_array_append_val(b->task_event, g_array_index(b->task_event, int32_t, id));
+    /* Copied out first: append_val takes the address of its argument, and
+     * the append may move the array it points into. */
+    int32_t none = -1, event_index = g_array_index(b->task_event, int32_t, id);
+    g_array_append_val(b->task_event, event_index);
     g_array_append_val(b->task_launch, none);
     b->graph->build_stats.blocking_calls_split++;
     return tail_id;

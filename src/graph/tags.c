@@ -30,6 +30,14 @@ static unsigned scope_flags(const char *name)
     return flags;
 }
 
+/* The 2021 schema records annotations (ProfilerStep#, Optimizer.step#,
+ * the DataLoader) as operators; they are scopes, not layers. */
+static gboolean is_annotation_name(const char *name)
+{
+    return g_str_has_prefix(name, "ProfilerStep#") || g_str_has_prefix(name, "Optimizer.") ||
+           g_str_has_prefix(name, "enumerate(DataLoader)") || g_str_has_prefix(name, "## ");
+}
+
 static scope push_scope(const rv_strings *strings, const scope *outer, const rv_event *event)
 {
     scope inner = *outer;
@@ -38,7 +46,7 @@ static scope push_scope(const rv_strings *strings, const scope *outer, const rv_
     inner.flags |= scope_flags(name);
     if (event->kind == RV_EV_PYTHON_FUNCTION && g_str_has_prefix(name, "nn.Module: "))
         inner.module = event->name;
-    if (event->kind == RV_EV_CPU_OP) {
+    if (event->kind == RV_EV_CPU_OP && !is_annotation_name(name)) {
         if (outer->outer_op == 0) {
             inner.outer_op = event->name;
             inner.outer_dims = event->input_dims;

@@ -59,6 +59,16 @@ typedef struct {
 
 /* ---- input ---------------------------------------------------------- */
 
+/* zlib's message, without the "PATH: " it puts in front of it. */
+static const char *gz_message(const reader *r, int *code)
+{
+    const char *message = gzerror(r->file, code);
+    gsize length = strlen(r->path);
+    if (strncmp(message, r->path, length) == 0 && message[length] == ':' && message[length + 1] == ' ')
+        message += length + 2;
+    return message;
+}
+
 static gboolean fill(reader *r, GError **error)
 {
     if (r->eof)
@@ -76,7 +86,7 @@ static gboolean fill(reader *r, GError **error)
     int got = gzread(r->file, r->buffer + r->length, READ_BLOCK);
     if (got < 0) {
         int code = 0;
-        const char *message = gzerror(r->file, &code);
+        const char *message = gz_message(r, &code);
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
                     "%s: cannot decompress after byte %" G_GUINT64_FORMAT ": %s",
                     r->path, r->base + r->length, code == Z_ERRNO ? g_strerror(errno) : message);
@@ -84,7 +94,7 @@ static gboolean fill(reader *r, GError **error)
     }
     if (got == 0) {
         int code = 0;
-        const char *message = gzerror(r->file, &code);
+        const char *message = gz_message(r, &code);
         if (code != Z_OK && code != Z_STREAM_END) {
             g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
                         "%s: truncated or corrupt gzip data after %" G_GUINT64_FORMAT

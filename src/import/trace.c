@@ -54,20 +54,22 @@ static gboolean validate(rv_trace *trace, GError **error)
 {
     if (trace->stats.events_total == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: \"traceEvents\" is empty - the profiler recorded nothing", trace->source);
+                    "%s: byte %" G_GUINT64_FORMAT " (end of file): \"traceEvents\" is empty - "
+                    "the profiler recorded nothing", trace->source, trace->stats.bytes_uncompressed);
         return FALSE;
     }
     if (!has_complete_event(trace)) {
         guint unpaired = trace->events->len ? count_unpaired_flows(trace) : 0;
         if (unpaired > 0)
             g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                        "%s: no complete (ph \"X\") events, and %u flow events without partners "
-                        "- nothing to simulate", trace->source, unpaired);
+                        "%s: byte %" G_GUINT64_FORMAT " (end of file): no complete (ph \"X\") "
+                        "events, and %u flow events without partners - nothing to simulate",
+                        trace->source, trace->stats.bytes_uncompressed, unpaired);
         else
             g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                        "%s: none of the %" G_GUINT64_FORMAT " events is a complete (ph \"X\") "
-                        "event of a known category - nothing to simulate",
-                        trace->source, trace->stats.events_total);
+                        "%s: byte %" G_GUINT64_FORMAT " (end of file): none of the %" G_GUINT64_FORMAT
+                        " events is a complete (ph \"X\") event of a known category - nothing to simulate",
+                        trace->source, trace->stats.bytes_uncompressed, trace->stats.events_total);
         return FALSE;
     }
     for (guint i = 0; i < trace->events->len; i++) {

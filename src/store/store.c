@@ -80,7 +80,11 @@
  *     every task's resource is a resource, every edge endpoint a task, every
  *     task's step a step or -1, and every step marker a task (the step
  *     report reads the markers unconditionally, so -1 is not allowed);
- *   - durations, gaps and lags are not negative.
+ *   - durations, gaps and lags are not negative and add up, over all tasks,
+ *     to less than 2^61 ns; recorded task starts and step begin and end
+ *     times lie in [-2^60, 2^62) ns.  Any real recording is far inside
+ *     these bounds; they keep the replay's and the reports' int64 sums
+ *     from overflowing on a forged file.
  * The writer runs the same graph checks before writing, so it never writes
  * a file that the reader would reject.
  *
@@ -104,6 +108,15 @@
 #define RVG_TASK_SIZE 76u
 #define RVG_EDGE_SIZE 10u
 #define RVG_STEP_SIZE 28u
+/* Bounds on times that keep every sum the simulator and the step report
+ * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
+ * the epoch is the year 2116), and the durations, gaps and lags of all
+ * tasks add up to less than 2^61 ns (73 years).  A replay never exceeds the
+ * total work, and a recorded time plus a duration minus another recorded
+ * time stays below 2^63. */
+#define RVG_RECORDED_MIN_NS (-((int64_t)1 << 60))
+#define RVG_RECORDED_MAX_NS ((int64_t)1 << 62)
+#define RVG_WORK_MAX_NS ((uint64_t)1 << 61)
 /* Every flag graph.h defines; anything else in a file is corruption. */
 #define RVG_KNOWN_TASK_FLAGS ((uint16_t)((RV_TASK_FLAG_REMOVED << 1) - 1))
 
@@ -209,15 +222,38 @@ static gboolean check_task_strings(const rv_task *task, int32_t id, int32_t stri
     return TRUE;
 }
 
-static gboolean check_task_times(const rv_task *task, int32_t id, GString *why)
+static gboolean recorded_time_ok(int64_t ns)
 {
-    if (task->duration_ns >= 0 && task->gap_ns >= 0 && task->lag_ns >= 0) return TRUE;
-    g_string_printf(why, "task %d has a negative time (duration %" G_GINT64_FORMAT ", gap %" G_GINT64_FORMAT
-                    ", lag %" G_GINT64_FORMAT " ns)", id, task->duration_ns, task->gap_ns, task->lag_ns);
-    return FALSE;
+    return ns >= RVG_RECORDED_MIN_NS && ns < RVG_RECORDED_MAX_NS;
 }
 
-static gboolean check_task(const rv_graph *graph, int32_t id, int32_t string_count, GString *why)
+/* Times are non-negative and, added up over the graph (*work), small enough
+ * that no replay or report sum can overflow. */
+static gboolean check_task_times(const rv_task *task, int32_t id, uint64_t *work, GString *why)
+{
+    if (task->duration_ns < 0 || task->gap_ns < 0 || task->lag_ns < 0) {
+        g_string_printf(why, "task %d has a negative time (duration %" G_GINT64_FORMAT ", gap %" G_GINT64_FORMAT
+                        ", lag %" G_GINT64_FORMAT " ns)", id, task->duration_ns, task->gap_ns, task->lag_ns);
+        return FALSE;
+    }
+    if (!recorded_time_ok(task->recorded_start_ns)) {
+        g_string_printf(why, "task %d was recorded at an impossible time (%" G_GINT64_FORMAT " ns)", id,
+                        task->recorded_start_ns);
+        return FALSE;
+    }
+    /* Each term is checked before it is added, so the sum cannot wrap. */
+    const int64_t terms[] = { task->duration_ns, task->gap_ns, task->lag_ns };
+    for (gsize i = 0; i < G_N_ELEMENTS(terms); i++) {
+        if ((uint64_t)terms[i] >= RVG_WORK_MAX_NS - *work) {
+            g_string_printf(why, "the durations, gaps and lags of tasks 0 to %d add up to more than 2^61 ns", id);
+            return FALSE;
+        }
+        *work += (uint64_t)terms[i];
+    }
+    return TRUE;
+}
+
+static gboolean check_task(const rv_graph *graph, int32_t id, int32_t string_count, uint64_t *work, GString *why)
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
     if (task->resource < 0 || (guint)task->resource >= graph->resources->len)
@@ -232,14 +268,15 @@ static gboolean check_task(const rv_graph *graph, int32_t id, int32_t string_cou
     else if (task->step < -1 || (task->step >= 0 && (guint)task->step >= graph->steps->len))
         g_string_printf(why, "task %d belongs to step %d (there are %u steps)", id, task->step, graph->steps->len);
     else
-        return check_task_strings(task, id, string_count, why) && check_task_times(task, id, why);
+        return check_task_strings(task, id, string_count, why) && check_task_times(task, id, work, why);
     return FALSE;
 }
 
 static gboolean check_tasks(const rv_graph *graph, int32_t string_count, GString *why)
 {
+    uint64_t work = 0;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        if (!check_task(graph, id, string_count, why)) return FALSE;
+        if (!check_task(graph, id, string_count, &work, why)) return FALSE;
     return TRUE;
 }
 
@@ -275,6 +312,9 @@ static gboolean check_steps(const rv_graph *graph, int32_t string_count, GString
         else if (!task_ok(graph, step->begin_marker) || !task_ok(graph, step->end_marker))
             g_string_printf(why, "step %u has marker tasks %d and %d (there are %d tasks)", s, step->begin_marker,
                             step->end_marker, rv_graph_task_count(graph));
+        else if (!recorded_time_ok(step->recorded_begin_ns) || !recorded_time_ok(step->recorded_end_ns))
+            g_string_printf(why, "step %u was recorded at impossible times (%" G_GINT64_FORMAT " to %"
+                            G_GINT64_FORMAT " ns)", s, step->recorded_begin_ns, step->recorded_end_ns);
         else
             continue;
         return FALSE;

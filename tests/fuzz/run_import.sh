@@ -1,0 +1,59 @@
+#!/bin/sh
+# run_import.sh - build the importer fuzzer (fuzz_import.c) with clang's
+# libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer, seed it with
+# small real traces (gunzipped, and one still gzipped) and the bad inputs of
+# tests/data/bad, and run it.
+#
+# usage: tests/fuzz/run_import.sh [SECONDS] [BUILD_DIR] [-- LIBFUZZER_OPTIONS...]
+#   SECONDS    how long to fuzz (default 60)
+#   BUILD_DIR  where to build and keep the corpus (default: build); everything
+#              goes under BUILD_DIR/fuzz-import/, which git ignores
+#   JOBS=N     in the environment: N fuzzing processes in parallel
+# A crashing input lands in BUILD_DIR/fuzz-import/crashes/.  Fix the code,
+# then copy the input into tests/data/bad/ with a name saying what it is;
+# test_import.c and cli_errors.sh check every file there fails cleanly (add
+# it to bad_cases in test_import.c with the message it must give).
+set -eu
+
+seconds=${1:-60}
+build=${2:-build}
+[ $# -ge 2 ] && shift 2 || shift $#
+[ "${1:-}" = "--" ] && shift
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+out=$build/fuzz-import
+mkdir -p "$out/corpus" "$out/crashes"
+binary=$out/fuzz_import
+
+# Signed overflow stays a warning: the simulator does not saturate, so a
+# trace of absurd (but in-range) durations can overflow a replay time; that
+# gives nonsense numbers, not a crash.  Everything else is fatal.
+# shellcheck disable=SC2046
+clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    -fsanitize-recover=signed-integer-overflow -Iinclude \
+    tests/fuzz/fuzz_import.c src/import/*.c src/util/strings.c src/util/error.c \
+    src/graph/graph.c src/graph/build.c src/graph/tags.c src/graph/streams.c src/graph/sync.c \
+    src/graph/edges.c src/graph/timing.c src/sim/sim.c src/report/steps.c \
+    $(pkg-config --cflags --libs glib-2.0 gthread-2.0 igraph zlib jansson) -lm -o "$binary"
+
+# Seeds: the small shared traces, the project's own, and the bad inputs.
+traces=../shared/traces
+for trace in hta_cpu_only hta_triton_a100 hta_event_sync hta_event_sync_multi_stream \
+             hta_simple_add_small_a100 hta_rank_non_gpu; do
+    [ -f "$traces/$trace.json.gz" ] && gzip -dc "$traces/$trace.json.gz" >"$out/corpus/seed-$trace.json"
+done
+[ -f "$traces/hta_triton_a100.json.gz" ] && cp "$traces/hta_triton_a100.json.gz" "$out/corpus/seed-gzipped.json.gz"
+[ -f "$traces/kineto_legacy_resnet50_v100.json.gz" ] &&
+    gzip -dc "$traces/kineto_legacy_resnet50_v100.json.gz" | head -c 60000 >"$out/corpus/seed-legacy-head.json"
+for file in tests/data/bad/*; do
+    [ -f "$file" ] && cp "$file" "$out/corpus/bad-$(basename "$file")"
+done
+
+jobs=${JOBS:-1}
+set -- -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+    -dict=tests/fuzz/import.dict -artifact_prefix="$out/crashes/" -print_final_stats=1 "$@"
+if [ "$jobs" -gt 1 ]; then
+    set -- -jobs="$jobs" -workers="$jobs" "$@"
+fi
+exec "$binary" "$@" "$out/corpus"
