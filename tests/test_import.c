@@ -155,12 +155,12 @@ static void truncate_file(const char *path, double fraction)
  * fails cleanly, whichever the cut falls in. */
 START_TEST(test_truncated_gzip_generated)
 {
-    char *text = many_events_text(20000); /* ~8 MB of JSON, several read blocks */
+    char *text = many_events_text(5000); /* ~2 MB of JSON, several of the reader's 1 MiB blocks */
     char *path = write_gzip(text, strlen(text));
     GError *error = NULL;
     rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
     ck_assert_msg(trace != NULL, "%s", error ? error->message : "?");
-    ck_assert_uint_eq(trace->events->len, 40000);
+    ck_assert_uint_eq(trace->events->len, 10000);
     rv_trace_free(trace);
     g_unlink(path);
     g_free(path);
@@ -254,7 +254,7 @@ END_TEST
 /* The parallel reader gives the same events, in file order, as one thread. */
 START_TEST(test_parallel_matches_serial)
 {
-    char *text = many_events_text(30000);
+    char *text = many_events_text(8000); /* ~3 MB: two of the reader's 2 MiB batches */
     char *path = tt_write_temp(text, strlen(text), ".json");
     g_free(text);
     rv_import_options serial = { 1, NULL, NULL }, parallel = { 4, NULL, NULL };
@@ -285,12 +285,12 @@ END_TEST
  * it is parsed by a worker thread in a later batch. */
 START_TEST(test_bad_event_deep_in_file)
 {
-    char *good = many_events_text(20000);
-    /* Break the 30001st event (index 30000): a kernel's "dur" becomes a string. */
+    char *good = many_events_text(8000); /* ~3 MB: event #12000 is in the second batch */
+    /* Break the 12001st event (index 12000): a call's "dur" becomes a string. */
     GString *text = g_string_new(good);
     g_free(good);
     const char *at = text->str;
-    for (int i = 0; i <= 30000; i++) {
+    for (int i = 0; i <= 12000; i++) {
         at = strstr(at + 1, "{\"ph\"");
         ck_assert_ptr_nonnull(at);
     }
@@ -301,7 +301,7 @@ START_TEST(test_bad_event_deep_in_file)
     g_string_insert_c(text, (gssize)(end - text->str), '"');
     char *path = tt_write_temp(text->str, text->len, ".json");
     g_string_free(text, TRUE);
-    expect_failure(path, "event #30000", FALSE, 0);
+    expect_failure(path, "event #12000", FALSE, 0);
     expect_failure(path, "\"dur\" must be a number", FALSE, 1);
     g_unlink(path);
     g_free(path);
@@ -319,7 +319,7 @@ static Suite *import_suite(void)
     suite_add_tcase(suite, bad);
 
     TCase *generated = tcase_create("generated");
-    tcase_set_timeout(generated, 60);
+    tcase_set_timeout(generated, 110);
     tcase_add_test(generated, test_truncated_gzip_generated);
     tcase_add_test(generated, test_truncated_json_every_cut);
     tcase_add_test(generated, test_untidy_trace_loads);

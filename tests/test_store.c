@@ -716,6 +716,13 @@ START_TEST(save_refuses_inconsistent_graph)
     ck_assert(error && error->domain == RV_ERROR && strstr(error->message, "edge 0") != NULL);
     ck_assert(!g_file_test(path, G_FILE_TEST_EXISTS));
     g_clear_error(&error);
+    rv_graph *huge = hand_built_graph();
+    g_array_index(huge->tasks, rv_task, 1).duration_ns = (int64_t)1 << 60;
+    g_array_index(huge->tasks, rv_task, 2).duration_ns = (int64_t)1 << 60;
+    ck_assert(!rv_store_save(huge, path, &error));
+    ck_assert(strstr(error->message, "tasks 0 to 2 add up to more than 2^61 ns") != NULL);
+    g_clear_error(&error);
+    rv_graph_free(huge);
     rv_graph *good = hand_built_graph();
     ck_assert(!rv_store_save(good, "/nonexistent/dir/g.rvg", &error));
     ck_assert(error && error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);

@@ -94,7 +94,6 @@
  */
 #include "reverie/store.h"
 #include "reverie/error.h"
-#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
