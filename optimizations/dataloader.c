@@ -25,19 +25,13 @@ static const rv_param_spec dataloader_params[] = {
 static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     int64_t remaining = rv_params_duration_ns(params, "remaining");
-    GHashTable *by_step = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    GHashTable *by_step = rv_tasks_by_step_new();
     guint tasks = 0;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = rv_graph_task(graph, id);
         if (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) continue;
         if (task->kind != RV_TASK_DATALOAD && !(task->kind == RV_TASK_CPU && task->phase == RV_PHASE_DATALOAD)) continue;
-        gpointer key = GINT_TO_POINTER(task->step + 2);
-        GArray *list = g_hash_table_lookup(by_step, key);
-        if (list == NULL) {
-            list = g_array_new(FALSE, FALSE, sizeof(int32_t));
-            g_hash_table_insert(by_step, key, list);
-        }
-        g_array_append_val(list, id);
+        rv_tasks_by_step_add(by_step, task->step, id);
         tasks++;
     }
     if (tasks == 0) {

@@ -56,18 +56,12 @@ static int32_t previous_survivor(const rv_graph *graph, int32_t task, GHashTable
 static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     /* optimizer-phase GPU work, by step (step -1 = outside every step) */
-    GHashTable *by_step = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    GHashTable *by_step = rv_tasks_by_step_new();
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = rv_graph_task(graph, id);
         if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
         if (task->phase != RV_PHASE_OPTIMIZER || task->kind == RV_TASK_COMM) continue;
-        gpointer key = GINT_TO_POINTER(task->step + 2);
-        GArray *list = g_hash_table_lookup(by_step, key);
-        if (list == NULL) {
-            list = g_array_new(FALSE, FALSE, sizeof(int32_t));
-            g_hash_table_insert(by_step, key, list);
-        }
-        g_array_append_val(list, id);
+        rv_tasks_by_step_add(by_step, task->step, id);
     }
     if (g_hash_table_size(by_step) == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,

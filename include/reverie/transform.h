@@ -57,6 +57,14 @@ void rv_transform_add_edge(rv_graph *graph, int32_t from, int32_t to);
 /* A new resource, e.g. a network channel ("net") or a copy engine ("pcie.d2h"). */
 int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
 
+/*
+ * Tasks grouped by step, for plugins that act once per step.  Keys are
+ * GINT_TO_POINTER(step + 2), so that step -1 (outside every step) is a valid
+ * key; values are GArrays of int32 task ids, freed with the table.
+ */
+GHashTable *rv_tasks_by_step_new(void);
+void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task);
+
 /* The median duration of the trace's kernel-launch calls (for inserted launches). */
 int64_t rv_graph_typical_launch_ns(const rv_graph *graph);
 

@@ -37,6 +37,10 @@ int rv_cli_fail(GError *error);
 /* Print a usage error and return exit status 1. */
 int rv_cli_usage(const char *command, const char *message);
 
+/* Print a JSON document to stdout (indented, 12 significant digits) and
+ * release it.  Takes jansson's json_t as void so this header needs no jansson. */
+void rv_cli_print_json(void *root);
+
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);
 

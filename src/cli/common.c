@@ -5,6 +5,8 @@
 #include "cli.h"
 #include "reverie/store.h"
 #include "reverie/trace.h"
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -75,6 +77,14 @@ int rv_cli_usage(const char *command, const char *message)
 {
     fprintf(stderr, "reverie %s: %s (see reverie %s --help)\n", command, message, command);
     return RV_EXIT_USAGE;
+}
+
+void rv_cli_print_json(void *root)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    printf("%s\n", text);
+    free(text);
+    json_decref(root);
 }
 
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)

@@ -142,10 +142,7 @@ static void print_json(const rv_graph *graph, const graph_counts *counts)
                         "no_duration", (json_int_t)t->skipped_no_duration, "no_phase", (json_int_t)t->skipped_no_ph,
                         "unused_category", (json_int_t)t->ignored_category, "metadata_or_instant", (json_int_t)t->ignored_phase,
                         "gpu_annotations", (json_int_t)t->gpu_annotations));
-    char *text = json_dumps(root, JSON_INDENT(2));
-    printf("%s\n", text);
-    free(text);
-    json_decref(root);
+    rv_cli_print_json(root);
 }
 
 int rv_cmd_info(int argc, char **argv)

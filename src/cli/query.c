@@ -238,10 +238,7 @@ static void print_json(const rv_graph *graph, const rv_selection *sel, const GAr
     } else {
         json_object_set_new(root, "tasks", json_tasks(graph, ids, limit));
     }
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    printf("%s\n", text);
-    free(text);
-    json_decref(root);
+    rv_cli_print_json(root);
 }
 
 /* ---- the command -------------------------------------------------------- */

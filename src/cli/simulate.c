@@ -66,10 +66,7 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
     json_object_set_new(root, "whole_trace", json_boolean(graph->whole_trace_step));
     json_object_set_new(root, "tasks", json_integer(rv_graph_task_count(graph)));
     json_object_set_new(root, "edges", json_integer(graph->edges->len));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    printf("%s\n", text);
-    free(text);
-    json_decref(root);
+    rv_cli_print_json(root);
 }
 
 int rv_cmd_simulate(int argc, char **argv)

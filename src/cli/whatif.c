@@ -124,10 +124,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
     json_object_set_new(root, "baseline_us", json_real(base_total / 1e3));
     json_object_set_new(root, "predicted_us", json_real(pred_total / 1e3));
     json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-    printf("%s\n", text);
-    free(text);
-    json_decref(root);
+    rv_cli_print_json(root);
 }
 
 static GArray *replay(rv_graph *graph, const rv_policy *policy, GError **error)

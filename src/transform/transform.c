@@ -85,6 +85,22 @@ int64_t rv_graph_typical_launch_ns(const rv_graph *graph)
     return typical;
 }
 
+GHashTable *rv_tasks_by_step_new(void)
+{
+    return g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+}
+
+void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task)
+{
+    gpointer key = GINT_TO_POINTER(step + 2);
+    GArray *list = g_hash_table_lookup(groups, key);
+    if (list == NULL) {
+        list = g_array_new(FALSE, FALSE, sizeof(int32_t));
+        g_hash_table_insert(groups, key, list);
+    }
+    g_array_append_val(list, task);
+}
+
 /* ---- removal -------------------------------------------------------- */
 
 typedef struct {
