@@ -50,10 +50,13 @@ for file in tests/data/bad/*; do
     [ -f "$file" ] && cp "$file" "$out/corpus/bad-$(basename "$file")"
 done
 
+# Run inside $out: with -jobs, libFuzzer writes fuzz-N.log to the current folder.
+out=$(cd "$out" && pwd)
 jobs=${JOBS:-1}
 set -- -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
-    -dict=tests/fuzz/import.dict -artifact_prefix="$out/crashes/" -print_final_stats=1 "$@"
+    -dict="$root/tests/fuzz/import.dict" -artifact_prefix="$out/crashes/" -print_final_stats=1 "$@"
 if [ "$jobs" -gt 1 ]; then
     set -- -jobs="$jobs" -workers="$jobs" "$@"
 fi
-exec "$binary" "$@" "$out/corpus"
+cd "$out"
+exec ./fuzz_import "$@" corpus
