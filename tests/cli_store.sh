@@ -11,23 +11,7 @@ set -u
 reverie=$1
 root=$2
 shared=${3:-}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect_status STATUS COMMAND... : run it, keeping stdout/stderr in $work.
-expect_status() {
-    want=$1
-    shift
-    "$@" >"$work/out" 2>"$work/err"
-    got=$?
-    [ "$got" -eq "$want" ] || fail "exit $got, expected $want: $* ($(head -c 300 "$work/err"))"
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 # expect_error TEXT : the last command's stderr says TEXT on one line.
 expect_error() {

@@ -27,8 +27,6 @@ int rv_cmd_plugins(int argc, char **argv);
 /* Load a trace or a saved graph, told apart by content.  Progress goes to
  * stderr only when it is a terminal. */
 rv_graph *rv_cli_load(const char *path, GError **error);
-/* Load one graph from several rank traces (or one file). */
-rv_graph *rv_cli_load_many(char **paths, int count, GError **error);
 
 /* Parse options; on failure prints one line and returns FALSE with *status set. */
 gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status);

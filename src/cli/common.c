@@ -47,14 +47,6 @@ rv_graph *rv_cli_load(const char *path, GError **error)
     return load_trace(path, error);
 }
 
-rv_graph *rv_cli_load_many(char **paths, int count, GError **error)
-{
-    if (count == 1) return rv_cli_load(paths[0], error);
-    g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
-                "several traces in one graph are not supported yet; give one rank's trace at a time");
-    return NULL;
-}
-
 gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status)
 {
     GError *error = NULL;

@@ -8,7 +8,7 @@
  * on its annotation's thread so that the simulator can say when the
  * annotation would have ended.
  */
-#include "build.h"
+#include "streams.h"
 #include <string.h>
 
 gboolean builder_is_gpu_task(const rv_task *task)
@@ -380,8 +380,11 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error)
     b.graph->whole_trace_step = b.graph->steps->len == 0;
     add_launch_edges(&b);
     rv_build_tags(&b);
-    rv_build_sync_edges(&b);
-    rv_build_cross_stream_edges(&b);
+    stream_index streams;
+    stream_index_init(&streams, &b);
+    rv_build_sync_edges(&b, &streams);
+    rv_build_cross_stream_edges(&b, &streams);
+    stream_index_clear(&streams);
     rv_build_inter_thread_edges(&b);
     rv_build_order_edges(&b);
     rv_build_timing(&b);

@@ -51,8 +51,6 @@ void builder_sort_resource(builder *b, int32_t resource);
 gboolean builder_is_gpu_task(const rv_task *task);
 
 void rv_build_tags(builder *b);
-void rv_build_sync_edges(builder *b);
-void rv_build_cross_stream_edges(builder *b);
 void rv_build_inter_thread_edges(builder *b);
 void rv_build_order_edges(builder *b);
 void rv_build_timing(builder *b);

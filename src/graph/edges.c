@@ -100,12 +100,6 @@ static void edges_from_call_order(builder *b, int32_t resource)
     }
 }
 
-static gboolean has_cross_stream_in_edge(const builder *b, const gboolean *waited, int32_t task)
-{
-    (void)b;
-    return waited[task];
-}
-
 /* Edge rule 7 within a rank: a collective waits for the work that produced
  * its data - the last task launched on another stream of its device before
  * the collective's own launch - unless an explicit wait already says so. */
@@ -120,7 +114,7 @@ static void add_comm_edges(builder *b, const stream_index *index)
     for (int32_t id = 0; id < count; id++) {
         const rv_task *task = rv_graph_task(b->graph, id);
         int32_t launch = g_array_index(b->task_launch, int32_t, id);
-        if (task->kind != RV_TASK_COMM || launch < 0 || has_cross_stream_in_edge(b, waited, id)) continue;
+        if (task->kind != RV_TASK_COMM || launch < 0 || waited[id]) continue;
         int64_t launched_at = rv_graph_task(b->graph, launch)->recorded_start_ns;
         const rv_resource *own = &g_array_index(b->graph->resources, rv_resource, task->resource);
         int32_t producer = -1;
@@ -139,17 +133,14 @@ static void add_comm_edges(builder *b, const stream_index *index)
     g_free(waited);
 }
 
-void rv_build_cross_stream_edges(builder *b)
+void rv_build_cross_stream_edges(builder *b, const stream_index *index)
 {
-    stream_index index;
-    stream_index_init(&index, b);
-    if (edges_from_sync_events(b, &index) == 0) {
+    if (edges_from_sync_events(b, index) == 0) {
         for (guint r = 0; r < b->graph->resources->len; r++)
             if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
                 edges_from_call_order(b, (int32_t)r);
     }
-    add_comm_edges(b, &index);
-    stream_index_clear(&index);
+    add_comm_edges(b, index);
 }
 
 /* ---- inter-thread --------------------------------------------------- */

@@ -102,8 +102,6 @@ static GArray *find_cycle(const rv_graph *graph, const gboolean *unordered)
 {
     int32_t n = rv_graph_task_count(graph);
     GArray *cycle = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    int32_t *next = g_new(int32_t, n);
-    for (int32_t i = 0; i < n; i++) next[i] = -1;
     /* Every unordered vertex has an unordered predecessor; follow those
      * backwards until a vertex repeats: that loop is a cycle. */
     int32_t *pred = g_new(int32_t, n);
@@ -121,7 +119,7 @@ static GArray *find_cycle(const rv_graph *graph, const gboolean *unordered)
         int32_t first = v;
         do { g_array_prepend_val(cycle, v); v = pred[v]; } while (v != first && v >= 0);
     }
-    g_free(seen); g_free(pred); g_free(next);
+    g_free(seen); g_free(pred);
     return cycle;
 }
 

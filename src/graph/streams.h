@@ -24,4 +24,9 @@ int32_t stream_first_launched_after(const stream_index *index, const builder *b,
 /* The GPU resource for (device, stream), or -1. */
 int32_t builder_find_gpu_resource(const builder *b, int64_t device, int64_t stream);
 
+/* The passes that ask those questions.  Splitting blocking calls adds CPU
+ * tasks only, so one index built after the launch edges serves both. */
+void rv_build_sync_edges(builder *b, const stream_index *index);
+void rv_build_cross_stream_edges(builder *b, const stream_index *index);
+
 #endif

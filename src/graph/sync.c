@@ -232,17 +232,14 @@ static void split_thread(builder *b, int32_t resource, const stream_index *index
     g_array_unref(awaited);
 }
 
-void rv_build_sync_edges(builder *b)
+void rv_build_sync_edges(builder *b, const stream_index *index)
 {
-    stream_index index;
-    stream_index_init(&index, b);
     GHashTable *syncs = sync_events_by_correlation(b);
     GArray *endings = gpu_tasks_by_end(b);
     for (guint r = 0; r < b->graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
-        if (resource->kind == RV_RES_CPU_THREAD) split_thread(b, (int32_t)r, &index, syncs, endings);
+        if (resource->kind == RV_RES_CPU_THREAD) split_thread(b, (int32_t)r, index, syncs, endings);
     }
     g_array_unref(endings);
     g_hash_table_destroy(syncs);
-    stream_index_clear(&index);
 }
