@@ -1,0 +1,187 @@
+/*
+ * plugin_harness.c - shared helpers for the plugin test suites (see the header).
+ */
+#include "plugin_harness.h"
+#include <glib/gstdio.h>
+#include <string.h>
+
+char *plugin_path(const char *name)
+{
+    const char *dir = g_getenv("REVERIE_TEST_PLUGIN_DIR");
+    ck_assert_msg(dir != NULL, "REVERIE_TEST_PLUGIN_DIR is not set (run through meson test)");
+    char *file = g_strconcat(name, ".so", NULL);
+    char *path = g_build_filename(dir, file, NULL);
+    g_free(file);
+    return path;
+}
+
+/* Replay with a policy (NULL: the default); makespan and step total. */
+static void replay(const rv_graph *graph, const rv_policy *policy, int64_t *makespan_ns, int64_t *step_total_ns)
+{
+    rv_sim_result sim = { 0 };
+    GError *error = NULL;
+    ck_assert_msg(rv_simulate(graph, policy, &sim, &error), "simulate: %s", error ? error->message : "");
+    if (makespan_ns) *makespan_ns = sim.makespan_ns;
+    if (step_total_ns) {
+        GArray *steps = rv_step_times(graph, &sim);
+        int64_t total = 0;
+        for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
+        g_array_unref(steps);
+        *step_total_ns = total;
+    }
+    rv_sim_result_clear(&sim);
+}
+
+/* Load, parse, apply; when `simulate` is set, replay with the plugin's own
+ * priority before the plugin (and the priority function) is unloaded. */
+static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, GError **error, gboolean simulate,
+                           int64_t *makespan_ns, int64_t *step_total_ns)
+{
+    char *path = plugin_path(name);
+    GError *local = NULL;
+    rv_loaded_plugin *plugin = rv_plugin_load(path, &local);
+    ck_assert_msg(plugin != NULL, "loading %s: %s", path, local ? local->message : "?");
+    g_free(path);
+    const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
+    rv_params *params = rv_params_parse(descriptor, text, &local);
+    ck_assert_msg(params != NULL, "%s:%s: %s", name, text, local ? local->message : "?");
+    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    gboolean ok = descriptor->apply(graph, params, &output, error);
+    if (output.notes->len) g_printerr("%s:%s\n%s", name, text, output.notes->str);
+    if (ok && simulate) {
+        GError *cycle = NULL;
+        ck_assert_msg(rv_graph_check_acyclic(graph, &cycle), "%s made a cycle: %s", name, cycle ? cycle->message : "");
+        replay(graph, output.policy.priority ? &output.policy : NULL, makespan_ns, step_total_ns);
+    }
+    if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
+    g_string_free(output.notes, TRUE);
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
+    return ok;
+}
+
+gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error)
+{
+    return run_plugin(graph, name, text, error, FALSE, NULL, NULL);
+}
+
+void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
+                        int64_t *step_total_ns)
+{
+    GError *error = NULL;
+    gboolean ok = run_plugin(graph, name, text, &error, TRUE, makespan_ns, step_total_ns);
+    ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
+}
+
+void apply_ok(rv_graph *graph, const char *name, const char *text)
+{
+    GError *error = NULL;
+    gboolean ok = apply_plugin(graph, name, text, &error);
+    ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
+    GError *cycle = NULL;
+    ck_assert_msg(rv_graph_check_acyclic(graph, &cycle), "%s made a cycle: %s", name, cycle ? cycle->message : "");
+}
+
+int64_t makespan(const rv_graph *graph)
+{
+    int64_t span;
+    replay(graph, NULL, &span, NULL);
+    return span;
+}
+
+int64_t step_total(const rv_graph *graph)
+{
+    int64_t total;
+    replay(graph, NULL, NULL, &total);
+    return total;
+}
+
+char *shared_trace(const char *name)
+{
+    const char *dir = g_getenv("REVERIE_SHARED_TRACES");
+    char *path = g_build_filename(dir ? dir : "/work/shared/traces", name, NULL);
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) { g_free(path); return NULL; }
+    return path;
+}
+
+/* The graph of a real trace, or NULL (test skipped) when it is absent. */
+rv_graph *load_shared(const char *name)
+{
+    char *path = shared_trace(name);
+    if (path == NULL) { g_printerr("skipped: %s not found\n", name); return NULL; }
+    GError *error = NULL;
+    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
+    ck_assert_msg(trace != NULL, "%s: %s", path, error ? error->message : "");
+    rv_graph *graph = rv_graph_build(trace, &error);
+    ck_assert_msg(graph != NULL, "%s: %s", path, error ? error->message : "");
+    rv_trace_free(trace);
+    g_free(path);
+    return graph;
+}
+
+/* Predicted step total after one plugin, and the baseline, on a real trace. */
+gboolean predict_shared(const char *trace, const char *plugin, const char *text,
+                               int64_t *baseline, int64_t *predicted)
+{
+    rv_graph *graph = load_shared(trace);
+    if (graph == NULL) return FALSE;
+    *baseline = step_total(graph);
+    apply_and_simulate(graph, plugin, text, NULL, predicted);
+    g_printerr("%s %s:%s  %.3f ms -> %.3f ms (%.3fx)\n", trace, plugin, text, *baseline / 1e6, *predicted / 1e6,
+               (double)*baseline / (double)*predicted);
+    rv_graph_free(graph);
+    return TRUE;
+}
+
+/* Neutral parameters: the prediction equals the baseline, to the ns. */
+void check_neutral(const char *trace, const char *plugin, const char *text)
+{
+    int64_t baseline, predicted;
+    if (!predict_shared(trace, plugin, text, &baseline, &predicted)) return;
+    ck_assert_msg(predicted == baseline, "%s:%s on %s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT,
+                  plugin, text, trace, predicted, baseline);
+}
+
+/* ---- hand-built graphs ---------------------------------------------- */
+
+
+tiny tiny_new(void)
+{
+    tiny t;
+    t.graph = rv_graph_new(NULL, "hand-built");
+    t.cpu = rv_graph_add_resource(t.graph, RV_RES_CPU_THREAD, 1, 1, "thread 1/1");
+    t.gpu = rv_graph_add_resource(t.graph, RV_RES_GPU_STREAM, 0, 7, "gpu 0 stream 7");
+    return t;
+}
+
+int32_t tiny_task(tiny *t, int32_t resource, rv_task_kind kind, const char *name, int64_t duration_ns,
+                         rv_phase phase)
+{
+    rv_task task = { 0 };
+    task.duration_ns = duration_ns;
+    task.correlation = -1;
+    task.resource = resource;
+    task.name = rv_strings_intern(t->graph->strings, name);
+    task.input_dims = -1;
+    task.step = -1;
+    task.kind = (uint8_t)kind;
+    task.phase = (uint8_t)phase;
+    if (resource == t->gpu) task.flags = RV_TASK_FLAG_GPU;
+    int32_t id = rv_graph_add_task(t->graph, &task);
+    int32_t previous = -1;
+    for (int32_t other = id - 1; other >= 0 && previous < 0; other--)
+        if (rv_graph_task(t->graph, other)->resource == resource) previous = other;
+    if (previous >= 0)
+        rv_graph_add_edge(t->graph, previous, id, resource == t->gpu ? RV_EDGE_STREAM : RV_EDGE_THREAD, FALSE);
+    return id;
+}
+
+/* A launch call on the CPU and its kernel on the stream. */
+int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kernel_ns, rv_phase phase,
+                           rv_task_kind kind)
+{
+    int32_t call = tiny_task(t, t->cpu, RV_TASK_CPU, "cudaLaunchKernel", launch_ns, phase);
+    int32_t gpu = tiny_task(t, t->gpu, kind, kernel, kernel_ns, phase);
+    rv_graph_add_edge(t->graph, call, gpu, RV_EDGE_LAUNCH, TRUE);
+    return gpu;
+}

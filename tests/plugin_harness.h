@@ -1,0 +1,63 @@
+/*
+ * plugin_harness.h - shared helpers for the plugin test suites.
+ *
+ * Plugins are loaded by path from REVERIE_TEST_PLUGIN_DIR exactly as
+ * `reverie whatif --opt` loads them; real traces come from
+ * REVERIE_SHARED_TRACES and the tests that need one skip when it is absent.
+ * Hand-built graphs have one CPU thread and one GPU stream; tiny_task chains
+ * each new task after the previous one on its resource, as the builder does.
+ */
+#ifndef REVERIE_TESTS_PLUGIN_HARNESS_H
+#define REVERIE_TESTS_PLUGIN_HARNESS_H
+
+#include <check.h>
+#include <glib.h>
+#include <stdint.h>
+#include "reverie/error.h"
+#include "reverie/graph.h"
+#include "reverie/plugin.h"
+#include "reverie/report.h"
+#include "reverie/sim.h"
+#include "reverie/trace.h"
+#include "reverie/transform.h"
+
+#define US(x) ((int64_t)(x) * 1000)
+
+char *plugin_path(const char *name);
+/* Apply one plugin with parameter text; returns the apply() verdict and
+ * leaves the error (if any) in *error.  Notes go to stderr for the log.
+ * A replacement priority the plugin returns is dropped: use
+ * apply_and_simulate for plugins that set one (p3, vdnn). */
+gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error);
+/* apply_plugin, asserting success and that the graph stays acyclic. */
+void apply_ok(rv_graph *graph, const char *name, const char *text);
+/* apply_ok, then replay with the plugin's own priority (if it sets one);
+ * either output may be NULL. */
+void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
+                        int64_t *step_total_ns);
+int64_t makespan(const rv_graph *graph);
+/* Sum of the simulated step times (the what-if "total" line). */
+int64_t step_total(const rv_graph *graph);
+char *shared_trace(const char *name);
+/* The graph of a real trace, or NULL (test skipped) when it is absent. */
+rv_graph *load_shared(const char *name);
+/* Predicted step total after one plugin, and the baseline, on a real trace.
+ * The plugin's replacement priority, if any, is used for the prediction. */
+gboolean predict_shared(const char *trace, const char *plugin, const char *text, int64_t *baseline,
+                        int64_t *predicted);
+/* Neutral parameters: the prediction equals the baseline, to the ns. */
+void check_neutral(const char *trace, const char *plugin, const char *text);
+
+typedef struct {
+    rv_graph *graph;
+    int32_t cpu, gpu;
+} tiny;
+
+tiny tiny_new(void);
+int32_t tiny_task(tiny *t, int32_t resource, rv_task_kind kind, const char *name, int64_t duration_ns,
+                  rv_phase phase);
+/* A launch call on the CPU and its kernel on the stream. */
+int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kernel_ns, rv_phase phase,
+                    rv_task_kind kind);
+
+#endif
