@@ -23,7 +23,7 @@
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 1u
+#define RV_PLUGIN_ABI_VERSION 2u  /* 2: rv_priority_fn became a rank (sim.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

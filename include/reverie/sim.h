@@ -2,10 +2,18 @@
  * sim.h - discrete-event replay of a dependency graph (Daydream's Algorithm 1).
  *
  * The simulator reads durations, gaps, lags and edges, never recorded start
- * times.  Ready tasks wait in a binary heap ordered by the policy's
- * priority; by default the task that can start earliest goes first, ties
- * broken by task id (recorded order).  A plugin may replace the priority,
- * for example to favour layers near the input (P3).
+ * times.  Ready tasks wait in a binary heap; by default the task that can
+ * start earliest goes first, ties broken by task id (recorded order).
+ *
+ * A plugin may add a policy (Daydream's overridden Schedule function, e.g.
+ * P3's "layers near the input first").  With a policy, a task is dispatched
+ * only at the moment it can really start - when its dependencies are met
+ * AND its resource is free - and among tasks that can start at the same
+ * moment the smaller rank goes first.  So when a network channel frees up,
+ * the queued transfer of lowest rank takes it, whatever order the transfers
+ * became ready in.  Without a policy the two rules give the same schedule
+ * whenever each resource's tasks are chained by order edges (every built
+ * graph); the default path skips the re-queueing and is faster.
  */
 #ifndef REVERIE_SIM_H
 #define REVERIE_SIM_H
@@ -17,14 +25,14 @@
 G_BEGIN_DECLS
 
 /*
- * A replacement priority: smaller goes first.  ready_ns is when the task's
- * dependencies are met (plus its lag).  The default is ready_ns itself.
+ * A task's rank under a policy: among tasks that could start at the same
+ * moment, smaller goes first (ties: task id).  Called once per time a task
+ * is queued, so it should be cheap (a table lookup).
  */
-typedef int64_t (*rv_priority_fn)(const rv_graph *graph, int32_t task, int64_t ready_ns,
-                                  void *user_data);
+typedef int64_t (*rv_priority_fn)(const rv_graph *graph, int32_t task, void *user_data);
 
 typedef struct {
-    rv_priority_fn priority;  /* NULL: earliest start first */
+    rv_priority_fn priority;  /* NULL: no policy, earliest start first */
     void *user_data;
 } rv_policy;
 

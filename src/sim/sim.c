@@ -2,10 +2,15 @@
  * sim.c - Daydream's Algorithm 1 over flat arrays and a binary heap.
  *
  * Each task waits until all its predecessors have been dispatched; it then
- * enters the ready heap keyed by the policy's priority (default: the time
- * its dependencies are met plus its lag).  Popping a task dispatches it:
+ * enters the ready heap keyed by the time its dependencies are met plus its
+ * lag.  Popping a task dispatches it:
  *   start = max(free[resource], ready + lag);  end = start + duration;
  *   free[resource] = end + gap.
+ * With a policy (sim.h) the key is (time, rank), and a popped task whose
+ * resource is still busy is queued again at the time the resource frees,
+ * so a resource goes to the lowest-ranked task that can use it then.
+ * Invariant relied on: popped times never decrease, because a task's
+ * successors become ready no earlier than its start.
  * Start times recorded in the trace are not read here.  Removed tasks are
  * skipped as if absent; edges touching them are ignored (transform.c
  * reconnects their neighbours before marking them).
@@ -17,7 +22,8 @@
 #include <string.h>
 
 typedef struct {
-    int64_t key;
+    int64_t key;   /* when the task can start, as far as is known */
+    int64_t rank;  /* the policy's rank; 0 without a policy */
     int32_t task;
 } heap_entry;
 
@@ -28,13 +34,15 @@ typedef struct {
 
 static inline gboolean entry_before(const heap_entry *a, const heap_entry *b)
 {
-    return a->key < b->key || (a->key == b->key && a->task < b->task);
+    if (a->key != b->key) return a->key < b->key;
+    if (a->rank != b->rank) return a->rank < b->rank;
+    return a->task < b->task;
 }
 
-static void heap_push(ready_heap *heap, int64_t key, int32_t task)
+static void heap_push(ready_heap *heap, int64_t key, int64_t rank, int32_t task)
 {
     int32_t i = heap->size++;
-    heap_entry entry = { key, task };
+    heap_entry entry = { key, rank, task };
     while (i > 0) {
         int32_t parent = (i - 1) / 2;
         if (!entry_before(&entry, &heap->entries[parent])) break;
@@ -125,10 +133,9 @@ static void free_adjacency(adjacency *adj)
     g_free(adj->waiting);
 }
 
-static inline int64_t priority_of(const rv_graph *graph, const rv_policy *policy, int32_t task,
-                                  int64_t ready)
+static inline int64_t rank_of(const rv_graph *graph, const rv_policy *policy, int32_t task)
 {
-    return policy && policy->priority ? policy->priority(graph, task, ready, policy->user_data) : ready;
+    return policy ? policy->priority(graph, task, policy->user_data) : 0;
 }
 
 gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
@@ -136,6 +143,7 @@ gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_resu
 {
     int32_t n = rv_graph_task_count(graph);
     const rv_task *tasks = (const rv_task *)graph->tasks->data;
+    if (policy && policy->priority == NULL) policy = NULL;
     adjacency adj;
     build_adjacency(graph, &adj);
     int64_t *ready = g_new0(int64_t, n);
@@ -148,13 +156,19 @@ gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_resu
         start[t] = end[t] = -1;
         if (!live(tasks, t)) continue;
         live_count++;
-        if (adj.waiting[t] == 0) heap_push(&heap, priority_of(graph, policy, t, tasks[t].lag_ns), t);
+        if (adj.waiting[t] == 0) heap_push(&heap, tasks[t].lag_ns, rank_of(graph, policy, t), t);
     }
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;
     while (heap.size > 0) {
-        int32_t t = heap_pop(&heap).task;
+        heap_entry top = heap_pop(&heap);
+        int32_t t = top.task;
         const rv_task *task = &tasks[t];
         int64_t begin = MAX(resource_free[task->resource], ready[t] + task->lag_ns);
+        if (policy && begin > top.key) {
+            /* busy resource: compete again when it frees */
+            heap_push(&heap, begin, top.rank, t);
+            continue;
+        }
         start[t] = begin;
         end[t] = begin + task->duration_ns;
         resource_free[task->resource] = end[t] + task->gap_ns;
@@ -168,7 +182,7 @@ gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_resu
                 if (at > ready[next]) ready[next] = at;
             }
             if (--adj.waiting[next] == 0)
-                heap_push(&heap, priority_of(graph, policy, next, ready[next] + tasks[next].lag_ns), next);
+                heap_push(&heap, ready[next] + tasks[next].lag_ns, rank_of(graph, policy, next), next);
         }
     }
     g_free(heap.entries);
