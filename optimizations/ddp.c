@@ -29,6 +29,7 @@
 #include "reverie/plugin.h"
 #include "reverie/comm.h"
 #include "reverie/error.h"
+#include "reverie/shapes.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include <jansson.h>
@@ -78,25 +79,18 @@ static gboolean weighted_backward(const char *layer)
     return yes;
 }
 
-static int64_t dims_elements(json_t *dims)
+/* Weight + bias bytes of one forward operator from its Input Dims
+ * (inputs 1 and 2; for addmm(bias, input, weight) inputs 2 and 0). */
+static int64_t weight_bytes(const rv_graph *graph, int32_t task, const char *layer)
 {
-    if (!json_is_array(dims) || json_array_size(dims) == 0) return 0;
-    int64_t n = 1;
-    size_t i;
-    json_t *d;
-    json_array_foreach(dims, i, d) n *= json_is_integer(d) ? json_integer_value(d) : 0;
-    return n;
-}
-
-/* Weight + bias bytes of one forward operator from its Input Dims. */
-static int64_t weight_bytes(const char *layer, const char *dims_text)
-{
-    json_t *dims = json_loads(dims_text, JSON_DECODE_ANY, NULL);
-    if (!json_is_array(dims)) { json_decref(dims); return 0; }
-    gboolean addmm = strstr(layer, "addmm") != NULL;
-    int64_t elements = addmm ? dims_elements(json_array_get(dims, 2)) + dims_elements(json_array_get(dims, 0))
-                             : dims_elements(json_array_get(dims, 1)) + dims_elements(json_array_get(dims, 2));
-    json_decref(dims);
+    rv_shapes shapes;
+    int64_t elements = 0;
+    if (rv_shapes_of_task(graph, task, &shapes)) {
+        gboolean addmm = strstr(layer, "addmm") != NULL;
+        elements = addmm ? rv_shapes_elements(&shapes, 2) + rv_shapes_elements(&shapes, 0)
+                         : rv_shapes_elements(&shapes, 1) + rv_shapes_elements(&shapes, 2);
+    }
+    rv_shapes_clear(&shapes);
     return 4 * elements;
 }
 
@@ -129,12 +123,13 @@ static GArray *gradients_from_trace(rv_graph *graph)
     g_array_sort_with_data(tasks, by_start, graph);
     int32_t last_layer = -1, last_dims = -1, last_resource = -1;
     for (guint i = 0; i < tasks->len; i++) {
-        const rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
+        int32_t id = g_array_index(tasks, int32_t, i);
+        const rv_task *task = rv_graph_task(graph, id);
         if (task->step != first_step) continue;
         if (task->layer == last_layer && task->input_dims == last_dims && task->resource == last_resource) continue;
         last_layer = task->layer; last_dims = task->input_dims; last_resource = task->resource;
         if (task->input_dims < 0 || !weighted_forward(str(graph, task->layer))) continue;
-        int64_t bytes = weight_bytes(str(graph, task->layer), str(graph, task->input_dims));
+        int64_t bytes = weight_bytes(graph, id, str(graph, task->layer));
         if (bytes > 0) g_array_append_val(sizes, bytes);
     }
     g_array_unref(tasks);
