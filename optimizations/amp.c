@@ -24,6 +24,7 @@
  */
 #include "reverie/plugin.h"
 #include "reverie/error.h"
+#include "reverie/kernels.h"
 #include "reverie/transform.h"
 #include <string.h>
 
@@ -37,70 +38,15 @@ static const rv_param_spec amp_params[] = {
 
 typedef enum { CLASS_COMPUTE, CLASS_MEMORY, CLASS_HALF, CLASS_HOST_COPY, CLASS_COMM, CLASS_OPTIMIZER, CLASS_COUNT } amp_class;
 
-static gboolean contains_any(const char *lower, const char *const *words)
-{
-    for (; *words != NULL; words++)
-        if (strstr(lower, *words) != NULL) return TRUE;
-    return FALSE;
-}
-
-static const char *const half_markers[] = { "fp16", "bf16", "half", "h884", "h1688", "h16816", "hgemm", "f16", NULL };
-static const char *const compute_names[] = {
-    "gemm", "cutlass", "scudnn", "winograd", "implicit_gemm", "xmma", "wgrad", "dgrad",
-    "conv2d", "convolve", "cudnn::detail::conv", "fprop", "gemv", NULL };
-static const char *const memory_names[] = {
-    "elementwise", "reduce", "norm", "softmax", "pointwise", "vectorized", "copy", "fill",
-    "relu", "pool", "index", "cat_", "unrolled", "bias", NULL };
-
-/* The operator word after "aten::" (or a module name) names a GEMM / conv. */
-static gboolean compute_op(const char *text)
-{
-    if (text == NULL || *text == '\0') return FALSE;
-    char *lower = g_ascii_strdown(text, -1);
-    gboolean yes = strstr(lower, "conv") != NULL || strstr(lower, "linear") != NULL ||
-                   strstr(lower, "matmul") != NULL;
-    /* mm / addmm / bmm / baddbmm as whole operator words, not "comm" or "summary" */
-    static const char *const mm_ops[] = { "mm", "addmm", "bmm", "baddbmm", "addbmm", "addmv", "mv", NULL };
-    const char *word = strstr(lower, "::");
-    word = word ? word + 2 : lower;
-    for (int i = 0; !yes && mm_ops[i]; i++)
-        if (strcmp(word, mm_ops[i]) == 0 || (g_str_has_prefix(word, mm_ops[i]) && !g_ascii_isalpha(word[strlen(mm_ops[i])])))
-            yes = TRUE;
-    /* autograd names: "AddmmBackward0", "MmBackward0", "BmmBackward0" */
-    if (!yes && (strstr(lower, "addmmbackward") || strstr(lower, "evaluate_function: mmbackward") ||
-                 strstr(lower, "bmmbackward")))
-        yes = TRUE;
-    g_free(lower);
-    return yes;
-}
-
+/* The kernel class, with the optimizer phase set aside when it stays FP32. */
 static amp_class classify(const rv_graph *graph, const rv_task *task, gboolean keep_optimizer)
 {
-    if (task->kind == RV_TASK_COMM) return CLASS_COMM;
-    const char *name = rv_strings_get(graph->strings, task->name);
-    char *lower = g_ascii_strdown(name ? name : "", -1);
-    amp_class result;
-    if (task->kind == RV_TASK_MEMCPY) {
-        gboolean device = strstr(lower, "dtod") != NULL || strstr(lower, "device -> device") != NULL;
-        result = device ? CLASS_MEMORY : CLASS_HOST_COPY;
-    } else if (keep_optimizer && task->phase == RV_PHASE_OPTIMIZER) {
-        result = CLASS_OPTIMIZER;
-    } else if (task->kind == RV_TASK_MEMSET) {
-        result = CLASS_MEMORY;
-    } else if (contains_any(lower, half_markers)) {
-        result = CLASS_HALF;
-    } else if (contains_any(lower, compute_names)) {
-        result = CLASS_COMPUTE;
-    } else if (contains_any(lower, memory_names)) {
-        result = CLASS_MEMORY;
-    } else if (compute_op(task->op ? rv_strings_get(graph->strings, task->op) : NULL) ||
-               compute_op(task->layer ? rv_strings_get(graph->strings, task->layer) : NULL)) {
-        result = CLASS_COMPUTE;
-    } else {
-        result = CLASS_MEMORY;
-    }
-    g_free(lower);
-    return result;
+    rv_kernel_class kernel = rv_kernel_classify(graph, task);
+    if (kernel == RV_KERNEL_COMM) return CLASS_COMM;
+    if (kernel == RV_KERNEL_HOST_COPY) return CLASS_HOST_COPY;
+    if (keep_optimizer && task->phase == RV_PHASE_OPTIMIZER) return CLASS_OPTIMIZER;
+    if (kernel == RV_KERNEL_HALF) return CLASS_HALF;
+    return kernel == RV_KERNEL_COMPUTE ? CLASS_COMPUTE : CLASS_MEMORY;
 }
 
 static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
