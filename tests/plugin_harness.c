@@ -35,7 +35,7 @@ static void replay(const rv_graph *graph, const rv_policy *policy, int64_t *make
 /* Load, parse, apply; when `simulate` is set, replay with the plugin's own
  * priority before the plugin (and the priority function) is unloaded. */
 static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, GError **error, gboolean simulate,
-                           int64_t *makespan_ns, int64_t *step_total_ns)
+                           int64_t *makespan_ns, int64_t *step_total_ns, GString *notes)
 {
     char *path = plugin_path(name);
     GError *local = NULL;
@@ -48,6 +48,7 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
     gboolean ok = descriptor->apply(graph, params, &output, error);
     if (output.notes->len) g_printerr("%s:%s\n%s", name, text, output.notes->str);
+    if (notes) g_string_append(notes, output.notes->str);
     if (ok && simulate) {
         GError *cycle = NULL;
         ck_assert_msg(rv_graph_check_acyclic(graph, &cycle), "%s made a cycle: %s", name, cycle ? cycle->message : "");
@@ -62,14 +63,23 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
 
 gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error)
 {
-    return run_plugin(graph, name, text, error, FALSE, NULL, NULL);
+    return run_plugin(graph, name, text, error, FALSE, NULL, NULL, NULL);
+}
+
+char *apply_notes(rv_graph *graph, const char *name, const char *text)
+{
+    GError *error = NULL;
+    GString *notes = g_string_new(NULL);
+    gboolean ok = run_plugin(graph, name, text, &error, FALSE, NULL, NULL, notes);
+    ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
+    return g_string_free(notes, FALSE);
 }
 
 void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
                         int64_t *step_total_ns)
 {
     GError *error = NULL;
-    gboolean ok = run_plugin(graph, name, text, &error, TRUE, makespan_ns, step_total_ns);
+    gboolean ok = run_plugin(graph, name, text, &error, TRUE, makespan_ns, step_total_ns, NULL);
     ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
 }
 

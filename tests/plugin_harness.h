@@ -29,6 +29,8 @@ char *plugin_path(const char *name);
  * A replacement priority the plugin returns is dropped: use
  * apply_and_simulate for plugins that set one (p3, vdnn). */
 gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error);
+/* apply_plugin, asserting success; returns the plugin's notes (g_free). */
+char *apply_notes(rv_graph *graph, const char *name, const char *text);
 /* apply_plugin, asserting success and that the graph stays acyclic. */
 void apply_ok(rv_graph *graph, const char *name, const char *text);
 /* apply_ok, then replay with the plugin's own priority (if it sets one);

@@ -26,6 +26,9 @@ typedef enum {
 /* The class of a GPU task (callers skip CPU tasks). */
 rv_kernel_class rv_kernel_classify(const rv_graph *graph, const rv_task *task);
 
+/* Does the kernel name itself say GEMM / convolution (not just its operator)?
+ * An operator launches one such kernel plus epilogues, so this counts GEMMs. */
+gboolean rv_kernel_name_is_compute(const char *kernel_name);
 /* Does an operator or layer name ("aten::addmm", "AddmmBackward0",
  * "nn.Module: Linear_3") name a GEMM or convolution? */
 gboolean rv_op_is_compute(const char *name);

@@ -56,6 +56,14 @@ gboolean rv_op_is_attention(const char *text)
     return yes;
 }
 
+gboolean rv_kernel_name_is_compute(const char *kernel_name)
+{
+    char *lower = g_ascii_strdown(kernel_name ? kernel_name : "", -1);
+    gboolean yes = contains_any(lower, compute_names) && !contains_any(lower, half_markers);
+    g_free(lower);
+    return yes;
+}
+
 static const char *text_of(const rv_graph *graph, int32_t id)
 {
     return id > 0 ? rv_strings_get(graph->strings, id) : NULL;

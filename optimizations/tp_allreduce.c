@@ -1,0 +1,473 @@
+/*
+ * tp_allreduce.c - Megatron-style tensor parallelism predicted from a
+ * single-GPU trace, after "Tale of Two Cs" (Pati et al., equations 1-9).
+ *
+ *   reverie whatif trace.json.gz --opt 'tp-allreduce:degree=4'
+ *   reverie whatif trace.json.gz --opt 'tp-allreduce:degree=8,batch=8,seq=512,hidden=1024'
+ *
+ * The model (per Transformer block, TP = degree):
+ *   - every GEMM of the block - QKV, attention output projection, FC1, FC2
+ *     and the attention GEMMs - does 1/TP of the work (eqs 1-3), so its
+ *     kernels' durations divide by degree; so do the optimizer's kernels
+ *     (each rank updates 1/TP of the weights).  Elementwise kernels,
+ *     LayerNorm and dropout are replicated and stay as they are;
+ *   - four serialized all-reduces of B*S*H*dtype_bytes bytes (eq 5): in the
+ *     forward after the attention output projection and after FC2, in the
+ *     backward after FC1's and after QKV's input gradient.  Each is a ring
+ *     all-reduce over `degree` GPUs (comm.h) inserted on the compute stream
+ *     right after its GEMM, so the next kernel waits for it.
+ *
+ * Finding the blocks.  The traces reverie sees rarely say where a block
+ * begins: module tags name only the innermost module ("Linear_3"), and
+ * compiled or custom models have no fixed operator sequence.  So a step's
+ * GPU kernels of one phase become a token string - L for a linear GEMM
+ * (one per GEMM kernel, by kernel name: an operator's epilogue kernels
+ * do not count, though they are sliced with it), A
+ * for an attention / batched GEMM, N for a norm, S for softmax, G for an
+ * activation - and the blocks are the repeats of that string: the k-gram
+ * (4 <= k <= 48, holding at least one L and one A) whose non-overlapping
+ * occurrences are evenly spaced (largest gap <= 1.5x the smallest) and
+ * score best: tokens covered times how alike neighbouring blocks are (the
+ * overlap of their letter counts, which tells whole blocks from halves);
+ * among near-ties (within 5%) more occurrences win, then the longer gram.  Block i runs from occurrence i
+ * to occurrence i+1 (the last block is as long as the mean spacing).  A
+ * model with no attention GEMM has no block and the plugin says so.
+ *
+ * Placement inside a block is approximate: a block's linear GEMMs are cut
+ * in half (attention part, MLP part) and an all-reduce follows the last
+ * linear GEMM of each half.  As all-reduces are serialized on the stream,
+ * the position moves the prediction only where the CPU limits the step.
+ *
+ * B*S*H comes from batch, seq and hidden when all three are given, else
+ * from the Input Dims of each block's first linear GEMM (its activation
+ * input is B*S x H; addmm's is input 1, the others' input 0), the median
+ * over blocks.  degree=1 leaves the graph unchanged.
+ */
+#include "reverie/plugin.h"
+#include "reverie/comm.h"
+#include "reverie/error.h"
+#include "reverie/kernels.h"
+#include "reverie/shapes.h"
+#include "reverie/transform.h"
+#include "reverie/units.h"
+#include <string.h>
+
+static const rv_param_spec tp_params[] = {
+    { "degree", RV_PARAM_INTEGER, "8", "GPUs", "tensor-parallel degree (GPUs sharing each layer)", NULL },
+    { "bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s",
+      "per-GPU link bandwidth per direction (NVLink V100: 6 links x 25 GB/s)", NULL },
+    { "latency", RV_PARAM_DURATION, "2us", "ns", "per-message latency", NULL },
+    { "efficiency", RV_PARAM_NUMBER, "1", "x", "bandwidth derating in (0,1]", NULL },
+    { "dtype_bytes", RV_PARAM_INTEGER, "4", "bytes", "bytes per activation element (4: fp32, 2: fp16/bf16)", NULL },
+    { "batch", RV_PARAM_INTEGER, "0", "", "B, micro-batch size (0: from the trace's shapes)", NULL },
+    { "seq", RV_PARAM_INTEGER, "0", "", "S, sequence length (0: from the trace's shapes)", NULL },
+    { "hidden", RV_PARAM_INTEGER, "0", "", "H, hidden size (0: from the trace's shapes)", NULL },
+    { NULL }
+};
+
+#define MIN_GRAM 4
+#define MAX_GRAM 48
+
+/* ---- tokens ----------------------------------------------------------- */
+
+static const char *text_of(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
+
+static gboolean has_word(const char *text, const char *const *words)
+{
+    char *lower = g_ascii_strdown(text, -1);
+    gboolean yes = FALSE;
+    for (; *words && !yes; words++) yes = strstr(lower, *words) != NULL;
+    g_free(lower);
+    return yes;
+}
+
+/* One letter per kernel that shapes a block, 0 for the rest. */
+static char token_of(const rv_graph *graph, const rv_task *task)
+{
+    static const char *const norms[] = { "norm", "aten::var", NULL };
+    static const char *const softmax[] = { "softmax", NULL };
+    static const char *const activations[] = { "gelu", "relu", "tanh", "sigmoid", "silu", NULL };
+    const char *op = text_of(graph, task->op), *name = text_of(graph, task->name);
+    if (rv_kernel_name_is_compute(name) || (rv_kernel_classify(graph, task) == RV_KERNEL_HALF && rv_op_is_compute(op)))
+        return rv_op_is_attention(op) || rv_op_is_attention(name) ? 'A' : 'L';
+    if (has_word(op, norms)) return 'N';
+    if (has_word(op, softmax)) return 'S';
+    if (has_word(op, activations)) return 'G';
+    return 0;
+}
+
+/* ---- block detection ---------------------------------------------------- */
+
+typedef struct {
+    GArray *starts;   /* token positions of the occurrences */
+    double score;     /* tokens spanned by the blocks x their likeness */
+    guint gram;       /* k */
+} block_pattern;
+
+#define LETTERS "LANSG"
+
+static double mean_spacing(const GArray *starts)
+{
+    guint c = starts->len;
+    return (double)(g_array_index(starts, guint, c - 1) - g_array_index(starts, guint, 0)) / (c - 1);
+}
+
+/* Evenly spaced?  Largest gap at most 1.5x the smallest. */
+static gboolean evenly_spaced(const GArray *starts)
+{
+    guint smallest = G_MAXUINT, largest = 0;
+    for (guint i = 1; i < starts->len; i++) {
+        guint gap = g_array_index(starts, guint, i) - g_array_index(starts, guint, i - 1);
+        smallest = MIN(smallest, gap);
+        largest = MAX(largest, gap);
+    }
+    return largest * 2 <= smallest * 3;
+}
+
+/* End of block b: the next occurrence, or one mean spacing on for the last. */
+static guint block_end(const GArray *starts, guint b, guint n)
+{
+    if (b + 1 < starts->len) return g_array_index(starts, guint, b + 1);
+    return MIN(n, g_array_index(starts, guint, b) + (guint)(mean_spacing(starts) + 0.5));
+}
+
+static void count_letters(const char *tokens, guint from, guint to, guint counts[sizeof LETTERS])
+{
+    memset(counts, 0, sizeof(guint) * sizeof LETTERS);
+    for (guint i = from; i < to; i++) counts[strchr(LETTERS, tokens[i]) - LETTERS]++;
+}
+
+/*
+ * How alike the blocks are: the worst overlap of the letter counts of two
+ * neighbouring blocks.  Half a block (attention half, MLP half) repeats as
+ * evenly as a whole one but its halves do not look alike; whole blocks do.
+ */
+static double likeness(const char *tokens, guint n, const GArray *starts)
+{
+    double worst = 1.0;
+    guint previous[sizeof LETTERS], current[sizeof LETTERS];
+    for (guint b = 0; b < starts->len; b++) {
+        count_letters(tokens, g_array_index(starts, guint, b), block_end(starts, b, n), current);
+        if (b > 0) {
+            guint shared = 0, total_a = 0, total_b = 0;
+            for (guint x = 0; x < sizeof LETTERS - 1; x++) {
+                shared += MIN(previous[x], current[x]);
+                total_a += previous[x];
+                total_b += current[x];
+            }
+            worst = MIN(worst, (double)shared / MAX(1, MAX(total_a, total_b)));
+        }
+        memcpy(previous, current, sizeof current);
+    }
+    return worst;
+}
+
+static gboolean better(const block_pattern *candidate, const block_pattern *best)
+{
+    if (best->starts == NULL) return TRUE;
+    if (candidate->score > best->score * 1.05) return TRUE;
+    if (candidate->score < best->score * 0.95) return FALSE;
+    if (candidate->starts->len != best->starts->len) return candidate->starts->len > best->starts->len;
+    return candidate->gram > best->gram;
+}
+
+/* Non-overlapping occurrences of every k-gram holding an L and an A. */
+static GHashTable *occurrences(const char *tokens, guint n, guint k)
+{
+    GHashTable *table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
+    for (guint i = 0; i + k <= n; i++) {
+        char *gram = g_strndup(tokens + i, k);
+        if (!strchr(gram, 'A') || !strchr(gram, 'L')) { g_free(gram); continue; }
+        GArray *starts = g_hash_table_lookup(table, gram);
+        if (starts == NULL) {
+            starts = g_array_new(FALSE, FALSE, sizeof(guint));
+            g_hash_table_insert(table, gram, starts);
+        } else {
+            g_free(gram);
+        }
+        if (starts->len == 0 || i - g_array_index(starts, guint, starts->len - 1) >= k) g_array_append_val(starts, i);
+    }
+    return table;
+}
+
+/* The best repeat of the token string, or starts == NULL if there is none. */
+static block_pattern find_blocks(const char *tokens, guint n)
+{
+    block_pattern best = { NULL, 0, 0 };
+    for (guint k = MIN_GRAM; k <= MAX_GRAM && 2 * k <= n; k++) {
+        GHashTable *table = occurrences(tokens, n, k);
+        GHashTableIter iter;
+        gpointer key, value;
+        g_hash_table_iter_init(&iter, table);
+        while (g_hash_table_iter_next(&iter, &key, &value)) {
+            GArray *starts = value;
+            if (starts->len < 2 || !evenly_spaced(starts)) continue;
+            double spacing = mean_spacing(starts);
+            double tail = MIN(spacing, (double)(n - g_array_index(starts, guint, starts->len - 1)));
+            double coverage = (starts->len - 1) * spacing + tail;
+            block_pattern candidate = { starts, coverage * likeness(tokens, n, starts), k };
+            if (!better(&candidate, &best)) continue;
+            if (best.starts) g_array_unref(best.starts);
+            best = candidate;
+            best.starts = g_array_ref(starts);
+        }
+        g_hash_table_destroy(table);
+    }
+    return best;
+}
+
+/* ---- one phase of one step ---------------------------------------------- */
+
+typedef struct {
+    int64_t degree;
+    int64_t message_bytes;    /* B*S*H*dtype_bytes; 0 until known */
+    int64_t allreduce_ns;
+    rv_link link;
+    GArray *activation_elements; /* per forward block, from shapes */
+    guint blocks[2];          /* forward, backward blocks found (all steps) */
+    guint steps;
+    guint allreduces;
+    guint sliced;
+} tp_state;
+
+static gint by_recorded_start(gconstpointer a, gconstpointer b, gpointer data)
+{
+    rv_graph *graph = data;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    int64_t tx = rv_graph_task(graph, x)->recorded_start_ns, ty = rv_graph_task(graph, y)->recorded_start_ns;
+    return tx != ty ? (tx < ty ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+/* The kernels that carry a token, in recorded order, and their letters. */
+static GArray *tokenize(rv_graph *graph, GArray *kernels, GString *letters)
+{
+    g_array_sort_with_data(kernels, by_recorded_start, graph);
+    GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint i = 0; i < kernels->len; i++) {
+        int32_t id = g_array_index(kernels, int32_t, i);
+        char letter = token_of(graph, rv_graph_task(graph, id));
+        if (letter == 0) continue;
+        g_string_append_c(letters, letter);
+        g_array_append_val(ids, id);
+    }
+    return ids;
+}
+
+/* Activation elements entering a linear GEMM (B*S*H for a block's first). */
+static int64_t activation_elements(const rv_graph *graph, int32_t task)
+{
+    rv_shapes shapes;
+    int64_t elements = 0;
+    if (rv_shapes_of_task(graph, task, &shapes)) {
+        gboolean addmm = strstr(text_of(graph, rv_graph_task((rv_graph *)graph, task)->op), "addmm") != NULL;
+        elements = rv_shapes_elements(&shapes, addmm ? 1 : 0);
+    }
+    rv_shapes_clear(&shapes);
+    return elements;
+}
+
+/* Linear GEMMs of tokens [from, to): the last of each half gets an all-reduce. */
+static void block_cut_points(const GString *letters, const GArray *ids, guint from, guint to, int32_t cut[2])
+{
+    guint linear = 0, seen = 0;
+    for (guint i = from; i < to; i++) linear += letters->str[i] == 'L';
+    cut[0] = cut[1] = -1;
+    for (guint i = from; i < to; i++) {
+        if (letters->str[i] != 'L') continue;
+        seen++;
+        if (seen == (linear + 1) / 2) cut[0] = g_array_index(ids, int32_t, i);
+        if (seen == linear) cut[1] = g_array_index(ids, int32_t, i);
+    }
+    if (cut[0] == cut[1]) cut[0] = -1;
+}
+
+static gboolean insert_allreduce(rv_graph *graph, tp_state *state, int32_t after, GError **error)
+{
+    rv_task task = *rv_graph_task(graph, after);
+    task.kind = RV_TASK_COMM;
+    task.flags = 0;
+    task.name = rv_strings_intern(graph->strings, "ncclAllReduce (tensor parallel)");
+    task.op = task.layer;
+    task.duration_ns = state->allreduce_ns;
+    task.gap_ns = task.lag_ns = 0;
+    task.bytes = state->message_bytes;
+    task.correlation = -1;
+    task.input_dims = -1;
+    rv_insert_spec spec = { task, after, rv_graph_launch_of(graph, after) };
+    if (rv_transform_insert(graph, &spec, error) < 0) return FALSE;
+    state->allreduces++;
+    return TRUE;
+}
+
+/* Block ranges of one phase: pairs [from, to) in token positions. */
+static GArray *block_ranges(const GString *letters)
+{
+    GArray *ranges = g_array_new(FALSE, FALSE, sizeof(guint));
+    block_pattern pattern = find_blocks(letters->str, (guint)letters->len);
+    if (pattern.starts == NULL) return ranges;
+    for (guint b = 0; b < pattern.starts->len; b++) {
+        guint from = g_array_index(pattern.starts, guint, b);
+        guint to = block_end(pattern.starts, b, (guint)letters->len);
+        g_array_append_val(ranges, from);
+        g_array_append_val(ranges, to);
+    }
+    g_array_unref(pattern.starts);
+    return ranges;
+}
+
+/* Slice the blocks' GEMMs of one phase and note where all-reduces go. */
+static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboolean forward, GArray *cuts)
+{
+    GString *letters = g_string_new(NULL);
+    GArray *ids = tokenize(graph, kernels, letters);
+    GArray *ranges = block_ranges(letters);
+    GArray *gemms = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint r = 0; r < ranges->len; r += 2) {
+        guint from = g_array_index(ranges, guint, r), to = g_array_index(ranges, guint, r + 1);
+        for (guint i = from; i < to; i++)
+            if (letters->str[i] == 'L' || letters->str[i] == 'A') g_array_append_val(gemms, g_array_index(ids, int32_t, i));
+        int32_t cut[2];
+        block_cut_points(letters, ids, from, to, cut);
+        for (int h = 0; h < 2; h++) if (cut[h] >= 0) g_array_append_val(cuts, cut[h]);
+        for (guint i = from; forward && i < to; i++) {
+            if (letters->str[i] != 'L') continue;
+            int64_t elements = activation_elements(graph, g_array_index(ids, int32_t, i));
+            if (elements > 0) g_array_append_val(state->activation_elements, elements);
+            break;
+        }
+    }
+    rv_transform_scale(graph, gemms, 1.0 / (double)state->degree);
+    state->sliced += gemms->len;
+    guint blocks = ranges->len / 2;
+    g_array_unref(gemms);
+    g_array_unref(ranges);
+    g_array_unref(ids);
+    g_string_free(letters, TRUE);
+    return blocks;
+}
+
+/* ---- the plugin --------------------------------------------------------- */
+
+static gint compare_int64(gconstpointer a, gconstpointer b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* B*S*H*dtype from the parameters, else from the blocks' shapes; 0 if unknown. */
+static int64_t message_bytes(const rv_params *params, GArray *elements)
+{
+    int64_t b = rv_params_integer(params, "batch"), s = rv_params_integer(params, "seq");
+    int64_t h = rv_params_integer(params, "hidden"), dtype = rv_params_integer(params, "dtype_bytes");
+    if (b > 0 && s > 0 && h > 0) return b * s * h * dtype;
+    if (elements->len == 0) return 0;
+    g_array_sort(elements, compare_int64);
+    return g_array_index(elements, int64_t, elements->len / 2) * dtype;
+}
+
+/* GPU kernels of the forward, backward and optimizer phases, by step. */
+static void group_kernels(rv_graph *graph, GHashTable *by_phase[3])
+{
+    for (int p = 0; p < 3; p++) by_phase[p] = rv_tasks_by_step_new();
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) continue;
+        if (task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER)
+            rv_tasks_by_step_add(by_phase[task->phase], task->step, id);
+    }
+}
+
+static gboolean check_params(const rv_params *params, tp_state *state, GError **error)
+{
+    state->degree = rv_params_integer(params, "degree");
+    double efficiency = rv_params_number(params, "efficiency");
+    int64_t dtype = rv_params_integer(params, "dtype_bytes");
+    if (state->degree < 1 || state->degree > 4096 || !(efficiency > 0 && efficiency <= 1) || dtype < 1 || dtype > 16 ||
+        rv_params_integer(params, "batch") < 0 || rv_params_integer(params, "seq") < 0 ||
+        rv_params_integer(params, "hidden") < 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "need 1 <= degree <= 4096, 0 < efficiency <= 1, 1 <= dtype_bytes <= 16 and batch, seq, hidden >= 0");
+        return FALSE;
+    }
+    state->link = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"),
+                               efficiency);
+    return rv_link_check(&state->link, error);
+}
+
+static void write_notes(const tp_state *state, GString *notes)
+{
+    char *size = rv_format_bytes(state->message_bytes), *each = rv_format_duration(state->allreduce_ns);
+    char *bw = rv_format_bandwidth(state->link.bandwidth_Bps);
+    g_string_append_printf(notes,
+                           "    found %u Transformer blocks per step in the forward, %u in the backward (%u steps)\n"
+                           "    sliced %u GEMM and optimizer kernels by 1/%" G_GINT64_FORMAT "; inserted %u all-reduces "
+                           "of %s, %s each (ring over %" G_GINT64_FORMAT " GPUs at %s)\n",
+                           state->steps ? state->blocks[0] / state->steps : 0,
+                           state->steps ? state->blocks[1] / state->steps : 0, state->steps, state->sliced,
+                           state->degree, state->allreduces, size, each, state->degree, bw);
+    g_free(size); g_free(each); g_free(bw);
+}
+
+/* Slice every step, then insert the all-reduces (their size needs every block's shapes). */
+static gboolean transform_steps(rv_graph *graph, const rv_params *params, tp_state *state, GHashTable *by_phase[3],
+                                GError **error)
+{
+    GArray *cuts = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    GHashTableIter iter;
+    gpointer key, value;
+    g_hash_table_iter_init(&iter, by_phase[RV_PHASE_FORWARD]);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        guint forward = slice_phase(graph, state, value, TRUE, cuts);
+        GArray *backward = g_hash_table_lookup(by_phase[RV_PHASE_BACKWARD], key);
+        guint backward_blocks = backward && forward ? slice_phase(graph, state, backward, FALSE, cuts) : 0;
+        GArray *optimizer = g_hash_table_lookup(by_phase[RV_PHASE_OPTIMIZER], key);
+        if (forward && optimizer) {
+            rv_transform_scale(graph, optimizer, 1.0 / (double)state->degree);
+            state->sliced += optimizer->len;
+        }
+        state->blocks[0] += forward;
+        state->blocks[1] += backward_blocks;
+        state->steps += forward > 0;
+    }
+    gboolean ok = TRUE;
+    state->message_bytes = message_bytes(params, state->activation_elements);
+    if (state->steps == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "no Transformer block found: no repeated pattern of linear and attention GEMMs in any step's forward");
+        ok = FALSE;
+    } else if (state->message_bytes <= 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "found %u blocks but the trace has no shapes on their GEMMs: give batch=, seq= and hidden= "
+                    "(each all-reduce moves B*S*H*dtype_bytes)", state->blocks[0] / state->steps);
+        ok = FALSE;
+    }
+    if (ok) state->allreduce_ns = rv_collective_time_ns(RV_COLL_ALLREDUCE_RING, state->message_bytes,
+                                                        (int)state->degree, &state->link);
+    for (guint i = 0; ok && i < cuts->len; i++) ok = insert_allreduce(graph, state, g_array_index(cuts, int32_t, i), error);
+    g_array_unref(cuts);
+    return ok;
+}
+
+static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    tp_state state = { 0 };
+    if (!check_params(params, &state, error)) return FALSE;
+    if (state.degree == 1) {
+        g_string_append(output->notes, "    degree=1: one GPU holds every layer, graph unchanged\n");
+        return TRUE;
+    }
+    GHashTable *by_phase[3];
+    group_kernels(graph, by_phase);
+    state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    gboolean ok = transform_steps(graph, params, &state, by_phase, error);
+    if (ok) write_notes(&state, output->notes);
+    g_array_unref(state.activation_elements);
+    for (int p = 0; p < 3; p++) g_hash_table_destroy(by_phase[p]);
+    return ok;
+}
+
+G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
+    RV_PLUGIN_ABI_VERSION, "tp-allreduce",
+    "tensor parallelism (Megatron): block GEMMs / degree, four all-reduces per Transformer block",
+    tp_params, tp_apply,
+};
