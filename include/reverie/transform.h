@@ -18,7 +18,7 @@
 
 G_BEGIN_DECLS
 
-/* Multiply the duration of each task by factor (>= 0). */
+/* Multiply the duration of each task by factor (a negative factor counts as 0). */
 void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor);
 void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns);
 
@@ -38,7 +38,7 @@ int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mod
 
 typedef struct {
     rv_task task;           /* kind, name, resource, duration, tags; flags are set for you */
-    int32_t after;          /* place it after this task in its resource's order; -1: first/unordered */
+    int32_t after;          /* place it after this task (on the same resource) in that order; -1: unordered */
     int32_t launch_after;   /* GPU tasks: insert a launch call after this CPU task (-1: no launch) */
 } rv_insert_spec;
 

@@ -25,7 +25,7 @@ void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor)
 {
     for (guint i = 0; i < tasks->len; i++) {
         rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
-        task->duration_ns = (int64_t)llround((double)task->duration_ns * factor);
+        task->duration_ns = (int64_t)llround((double)task->duration_ns * MAX(0.0, factor));
     }
 }
 
@@ -196,12 +196,32 @@ static void reconnect(rv_graph *graph, const edge_index *index, int32_t task, GH
     g_array_unref(after);
 }
 
-static void mark_removed(rv_graph *graph, int32_t task, rv_remove_mode mode, int *count)
+/* The live task before `task` in its resource's order, walking back through
+ * removed ones (earlier in the same batch), or -1. */
+static int32_t live_previous(const rv_graph *graph, const edge_index *index, int32_t task)
+{
+    int32_t resource = g_array_index(graph->tasks, rv_task, task).resource;
+    for (int32_t current = task;;) {
+        int32_t removed_previous = -1;
+        for (int32_t i = index->in_first[current]; i < index->in_first[current + 1]; i++) {
+            const rv_edge *edge = &g_array_index(graph->edges, rv_edge, index->in_edges[i]);
+            if (!is_order_kind(edge->kind) ||
+                g_array_index(graph->tasks, rv_task, edge->from).resource != resource) continue;
+            if (!removed(graph, edge->from)) return edge->from;
+            removed_previous = edge->from;
+        }
+        if (removed_previous < 0) return -1;
+        current = removed_previous;
+    }
+}
+
+static void mark_removed(rv_graph *graph, const edge_index *index, int32_t task, rv_remove_mode mode,
+                         int *count)
 {
     rv_task *victim = rv_graph_task(graph, task);
     if (victim->flags & RV_TASK_FLAG_REMOVED) return;
     if (mode == RV_REMOVE_KEEP_GAP) {
-        int32_t previous = rv_graph_resource_previous(graph, task);
+        int32_t previous = live_previous(graph, index, task);
         if (previous >= 0) rv_graph_task(graph, previous)->gap_ns += rv_graph_task(graph, task)->gap_ns;
     }
     rv_graph_task(graph, task)->flags |= RV_TASK_FLAG_REMOVED;
@@ -221,9 +241,10 @@ int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mod
             if (launch >= 0 && !removed(graph, launch)) g_array_append_val(victims, launch);
         }
     }
-    for (guint i = 0; i < victims->len; i++) mark_removed(graph, g_array_index(victims, int32_t, i), mode, &count);
     edge_index index;
     index_build(graph, &index);
+    for (guint i = 0; i < victims->len; i++)
+        mark_removed(graph, &index, g_array_index(victims, int32_t, i), mode, &count);
     GHashTable *added = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     for (guint i = 0; i < victims->len; i++) reconnect(graph, &index, g_array_index(victims, int32_t, i), added);
     g_hash_table_destroy(added);
@@ -281,6 +302,18 @@ int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError 
     if (spec->task.resource < 0 || spec->task.resource >= (int32_t)graph->resources->len ||
         spec->after >= count || spec->launch_after >= count) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "insert: resource or anchor task out of range");
+        return -1;
+    }
+    /* an anchor elsewhere would splice the task into another resource's order */
+    if (spec->after >= 0 && rv_graph_task(graph, spec->after)->resource != spec->task.resource) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "insert: `after` task %d is on another resource", spec->after);
+        return -1;
+    }
+    if (spec->launch_after >= 0 &&
+        g_array_index(graph->resources, rv_resource, rv_graph_task(graph, spec->launch_after)->resource).kind !=
+            RV_RES_CPU_THREAD) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "insert: `launch_after` task %d is not on a CPU thread",
+                    spec->launch_after);
         return -1;
     }
     rv_task task = spec->task;
