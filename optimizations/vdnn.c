@@ -1,0 +1,600 @@
+/*
+ * vdnn.c - virtualized DNN memory (vDNN, Rhu et al., MICRO 2016) as in
+ * Daydream appendix A.8, Algorithm 10: feature maps are offloaded to host
+ * memory during forward and prefetched back before the backward layer that
+ * needs them.  The question it answers: how much slower is a step when the
+ * activations live in host memory between forward and backward?
+ *
+ *   reverie whatif trace.json.gz --opt vdnn
+ *   reverie whatif trace.json.gz --opt 'vdnn:policy=all,pcie_bandwidth=4GB/s'
+ *
+ * The model, and why:
+ *
+ * Layers.  A layer instance is a run of consecutive GPU tasks (in recorded
+ * order, per step and phase) with the same layer tag and Input Dims, i.e.
+ * one call of a top-level operator ("aten::conv2d" forward,
+ * "...ConvolutionBackward0" backward).  Instances belong to a family
+ * (conv, linear, batch_norm, relu, ...) found by name.  policy=conv (vDNN's
+ * vDNN_conv, Daydream's example) offloads the conv family only; policy=all
+ * (vDNN_all) every family in the table below: forward operators whose
+ * backward reads their input and runs GPU work.  Element-wise adds, copies
+ * and views are not offloaded: their backward never reads the input.
+ *
+ * Pairing.  Within a step and a family, the k-th last forward instance is
+ * paired with the k-th backward instance (autograd runs layers in reverse),
+ * as ddp.c pairs gradients with backward runs.  If the counts differ the
+ * extra instances are left out and the notes say so.
+ *
+ * Size.  vDNN offloads X, the input feature map that the layer's backward
+ * needs: the elements of input 0 of the forward operator's Input Dims
+ * (input 1 for addmm(bias, X, W)) times dtype_bytes.  An instance without
+ * shapes is not offloaded.  A trace recorded without shapes can be given
+ * the sizes instead (feature_map_sizes=FILE: one step's byte counts in
+ * forward order, checked against the count of layers found in each step).
+ * In-place or shared tensors are counted once per layer that reads them,
+ * as vDNN (which knows no aliasing) would copy them.
+ *
+ * Offload (D2H).  One copy per instance on a "pcie.d2h" channel, chained in
+ * forward order.  It starts when the layer's first GPU task starts (X is
+ * ready then and is only read by the layer), so it overlaps the layer's
+ * compute as in vDNN.  vDNN releases X once the copy is done and
+ * synchronizes its compute and memory streams at the end of each layer, so
+ * the GPU task that follows the layer waits for the copy: a slow link
+ * stalls forward.  That is the memory-safe choice; PyTorch's saved-tensor
+ * hooks would not stall, which this plugin does not model.
+ *
+ * Prefetch (H2D).  One copy per instance on a "pcie.h2d" channel (PCIe is
+ * full duplex, so offloads and prefetches do not compete), after its
+ * offload.  vDNN's findPrefetchLayer: when the backward of offloaded layer
+ * n starts, it prefetches the nearest offloaded layer below n.  So the
+ * prefetch of instance i starts no earlier than the start of the backward
+ * of offloaded instance i+1; the topmost offloaded instance's prefetch
+ * starts with the step's first backward GPU task (the output layers).  The
+ * backward's first GPU task waits for its prefetch.  Prefetches are not
+ * chained: a replacement priority ranks them so that, when the channel
+ * frees, the one nearer the output (earlier step first) goes.  With mirror
+ * pairing the triggers already release them in that order (prefetch i is
+ * released only after prefetch i+1 has landed); the rank keeps the order
+ * where a fallback trigger does not.  A trigger that would not precede the
+ * waiting task in the recording falls back to the step's first backward
+ * task, then to the end of the GPU task just before the waiter (a network
+ * whose last layer is offloaded), so every new edge follows the recorded
+ * order and the graph stays acyclic.
+ *
+ * Cost of a copy: latency + bytes / pcie_bandwidth.  The host calls that
+ * issue the copies (Daydream's cudaMemcpyAsync launches) and vDNN's
+ * cudaMalloc/cudaFree (vDNN uses a memory pool) are not inserted: a few us
+ * each on a CPU thread that usually runs ahead of the GPU.
+ */
+#include "reverie/plugin.h"
+#include "reverie/error.h"
+#include "reverie/shapes.h"
+#include "reverie/transform.h"
+#include "reverie/units.h"
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+static const rv_param_spec vdnn_params[] = {
+    { "policy", RV_PARAM_CHOICE, "conv", NULL,
+      "which layers to offload: conv = convolutions (vDNN_conv), all = every layer whose backward reads "
+      "its input (vDNN_all)", "conv|all" },
+    { "pcie_bandwidth", RV_PARAM_BANDWIDTH, "12GB/s", "B/s",
+      "effective host<->GPU copy bandwidth per direction; PCIe 3.0 x16 is 15.75 GB/s raw (PCI-SIG), "
+      "~12 GB/s measured for pinned memory by CUDA's bandwidthTest sample", NULL },
+    { "latency", RV_PARAM_DURATION, "5us", "ns", "fixed cost per copy (DMA setup)", NULL },
+    { "dtype_bytes", RV_PARAM_INTEGER, "4", "bytes", "bytes per feature-map element (4: fp32, 2: fp16)", NULL },
+    { "feature_map_sizes", RV_PARAM_STRING, "", NULL,
+      "JSON file: byte counts of the offloaded feature maps of one step, in forward order (for traces "
+      "recorded without record_shapes)", NULL },
+    { NULL }
+};
+
+/* ---- layer families ------------------------------------------------- */
+
+/* Substrings (lowercase, '|' separated) of a forward layer tag and of its
+ * backward layer tag.  Checked in order; conv is first so policy=conv is
+ * family 0. */
+typedef struct {
+    const char *name;
+    const char *forward;
+    const char *backward;
+} layer_family;
+
+static const layer_family families[] = {
+    { "conv", "conv", "conv" },
+    { "linear", "linear|addmm|matmul|aten::mm|aten::bmm", "addmm|mmbackward|linear" },
+    { "batch_norm", "batch_norm|batchnorm", "batchnorm" },
+    { "layer_norm", "layer_norm|layernorm", "layernorm" },
+    { "group_norm", "group_norm|groupnorm", "groupnorm" },
+    { "relu", "relu", "relu" },
+    { "gelu", "gelu", "gelu" },
+    { "max_pool", "max_pool|maxpool", "maxpool" },
+    { "avg_pool", "avg_pool|avgpool", "avgpool|meanbackward" },
+    { "softmax", "softmax", "softmax" },
+    { "dropout", "dropout", "dropout" },
+};
+enum { FAMILY_CONV = 0, FAMILY_COUNT = G_N_ELEMENTS(families) };
+
+static const char *str(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
+
+static gboolean contains_any(const char *lower, const char *alternatives)
+{
+    gchar **words = g_strsplit(alternatives, "|", -1);
+    gboolean found = FALSE;
+    for (int i = 0; words[i] && !found; i++) found = strstr(lower, words[i]) != NULL;
+    g_strfreev(words);
+    return found;
+}
+
+/* The family of a layer tag in a phase, or -1. */
+static int family_of(const char *layer, gboolean backward)
+{
+    char *lower = g_ascii_strdown(layer, -1);
+    int found = -1;
+    for (int f = 0; f < FAMILY_COUNT && found < 0; f++)
+        if (contains_any(lower, backward ? families[f].backward : families[f].forward)) found = f;
+    g_free(lower);
+    return found;
+}
+
+/* ---- layer instances ------------------------------------------------ */
+
+typedef struct {
+    int32_t first, last; /* first and last GPU task, in recorded order */
+    int family;          /* -1: not a family we know */
+} instance;
+
+static gint by_recorded_start(gconstpointer a, gconstpointer b, gpointer data)
+{
+    rv_graph *graph = data;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    int64_t tx = rv_graph_task(graph, x)->recorded_start_ns, ty = rv_graph_task(graph, y)->recorded_start_ns;
+    if (tx != ty) return tx < ty ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static gint compare_keys(gconstpointer a, gconstpointer b)
+{
+    int x = GPOINTER_TO_INT(a), y = GPOINTER_TO_INT(b);
+    return x < y ? -1 : x > y;
+}
+
+/* Cut a step's GPU tasks of one phase (sorted) into layer instances. */
+static GArray *split_instances(rv_graph *graph, GArray *tasks, gboolean backward)
+{
+    GArray *instances = g_array_new(FALSE, FALSE, sizeof(instance));
+    int32_t layer = -1, dims = -2;
+    for (guint i = 0; i < tasks->len; i++) {
+        int32_t id = g_array_index(tasks, int32_t, i);
+        const rv_task *task = rv_graph_task(graph, id);
+        if (instances->len > 0 && task->layer == layer && task->input_dims == dims) {
+            g_array_index(instances, instance, instances->len - 1).last = id;
+            continue;
+        }
+        layer = task->layer;
+        dims = task->input_dims;
+        instance run = { id, id, task->layer > 0 ? family_of(str(graph, task->layer), backward) : -1 };
+        g_array_append_val(instances, run);
+    }
+    return instances;
+}
+
+/* Bytes of the feature map X a forward instance reads (0: no shapes). */
+static int64_t feature_map_bytes(const rv_graph *graph, int32_t task, int64_t dtype_bytes)
+{
+    rv_shapes shapes;
+    int64_t elements = 0;
+    if (rv_shapes_of_task(graph, task, &shapes)) {
+        gboolean addmm = strstr(str(graph, g_array_index(graph->tasks, rv_task, task).layer), "addmm") != NULL;
+        elements = rv_shapes_elements(&shapes, addmm ? 1 : 0);
+    }
+    rv_shapes_clear(&shapes);
+    return elements * dtype_bytes;
+}
+
+/* ---- the plan: which forward instance goes with which backward ----- */
+
+typedef struct {
+    int32_t forward_first, forward_last; /* the forward instance */
+    int32_t backward_first;              /* the first GPU task of its backward */
+    int family;
+    int64_t bytes;                       /* 0: unknown (no shapes) */
+} offload;
+
+/* What the search found, for the notes and the "nothing to act on" error. */
+typedef struct {
+    guint forward_found;   /* selected forward instances */
+    guint without_shapes;  /* ... of which had no Input Dims */
+    guint unpaired;        /* ... of which had no backward partner */
+    guint per_family[FAMILY_COUNT];
+} survey;
+
+static gboolean family_selected(int family, gboolean all)
+{
+    return family == FAMILY_CONV || (all && family >= 0);
+}
+
+/* Pair one step's forward and backward instances, family by family, in
+ * mirror order (sorted into forward order by the caller). */
+static GArray *plan_step(rv_graph *graph, GArray *forward, GArray *backward, gboolean all, int64_t dtype_bytes,
+                         survey *found)
+{
+    GArray *plan = g_array_new(FALSE, FALSE, sizeof(offload));
+    for (int f = 0; f < FAMILY_COUNT; f++) {
+        if (!family_selected(f, all)) continue;
+        GArray *mine = g_array_new(FALSE, FALSE, sizeof(guint)), *theirs = g_array_new(FALSE, FALSE, sizeof(guint));
+        for (guint i = 0; i < forward->len; i++)
+            if (g_array_index(forward, instance, i).family == f) g_array_append_val(mine, i);
+        for (guint i = 0; i < backward->len; i++)
+            if (g_array_index(backward, instance, i).family == f) g_array_append_val(theirs, i);
+        found->forward_found += mine->len;
+        for (guint k = 0; k < mine->len; k++) {
+            const instance *fwd = &g_array_index(forward, instance, g_array_index(mine, guint, mine->len - 1 - k));
+            if (k >= theirs->len) { found->unpaired++; continue; }
+            const instance *bwd = &g_array_index(backward, instance, g_array_index(theirs, guint, k));
+            offload entry = { fwd->first, fwd->last, bwd->first, f,
+                              feature_map_bytes(graph, fwd->first, dtype_bytes) };
+            g_array_append_val(plan, entry);
+        }
+        g_array_unref(mine);
+        g_array_unref(theirs);
+    }
+    return plan;
+}
+
+static gint by_forward_start(gconstpointer a, gconstpointer b, gpointer data)
+{
+    return by_recorded_start(&((const offload *)a)->forward_first, &((const offload *)b)->forward_first, data);
+}
+
+/* ---- the priority: prefetches nearer the output first ---------------- */
+
+typedef struct {
+    int32_t count;
+    int64_t *rank; /* per task id at apply time; 0 for all but prefetches */
+} prefetch_ranks;
+
+static int64_t prefetch_priority(const rv_graph *graph, int32_t task, void *user_data)
+{
+    (void)graph;
+    const prefetch_ranks *ranks = user_data;
+    return task >= 0 && task < ranks->count ? ranks->rank[task] : 0;
+}
+
+static void prefetch_ranks_free(gpointer data)
+{
+    prefetch_ranks *ranks = data;
+    g_free(ranks->rank);
+    g_free(ranks);
+}
+
+/* Earlier steps first; within a step the higher forward position first. */
+static int64_t prefetch_rank(int32_t step, guint position)
+{
+    return ((int64_t)step + 1) * ((int64_t)G_MAXUINT32 + 1) - (int64_t)position;
+}
+
+/* ---- inserting the copies ------------------------------------------- */
+
+typedef struct {
+    int32_t task;
+    int64_t rank;
+} task_rank;
+
+typedef struct {
+    int32_t d2h, h2d;          /* channels */
+    double bandwidth;          /* bytes per second */
+    int64_t latency_ns;
+    int32_t previous_offload;  /* the d2h chain */
+    GArray *ranked;            /* task_rank of each prefetch */
+    guint copies;
+    int64_t bytes, copy_ns;    /* totals over all steps, one direction */
+} inserter;
+
+static int64_t copy_ns(const inserter *ins, int64_t bytes)
+{
+    return ins->latency_ns + (int64_t)llround((double)bytes * 1e9 / ins->bandwidth);
+}
+
+static int32_t insert_copy(rv_graph *graph, inserter *ins, int32_t like, int32_t channel, const char *name,
+                           int64_t bytes, int32_t after, GError **error)
+{
+    rv_task task = *rv_graph_task(graph, like);
+    task.kind = RV_TASK_MEMCPY;
+    task.flags = 0;
+    task.resource = channel;
+    task.name = rv_strings_intern(graph->strings, name);
+    task.duration_ns = copy_ns(ins, bytes);
+    task.gap_ns = task.lag_ns = 0;
+    task.bytes = bytes;
+    task.correlation = -1;
+    rv_insert_spec spec = { task, after, -1 };
+    return rv_transform_insert(graph, &spec, error);
+}
+
+/* The task whose start releases a prefetch for `waiter`: the preferred
+ * trigger if it was recorded before the waiter (so the new edges follow the
+ * recording and cannot close a cycle), else the step's first
+ * backward task; *from_start is FALSE for the last resort, the GPU task just
+ * before the waiter (its end).  -1: none. */
+static int32_t prefetch_trigger(rv_graph *graph, int32_t preferred, int32_t backward_start, int32_t waiter,
+                                gboolean *from_start)
+{
+    int64_t limit = rv_graph_task(graph, waiter)->recorded_start_ns;
+    int32_t candidates[2] = { preferred, backward_start };
+    *from_start = TRUE;
+    for (int c = 0; c < 2; c++) {
+        int32_t id = candidates[c];
+        if (id >= 0 && rv_graph_task(graph, id)->recorded_start_ns < limit) return id;
+    }
+    *from_start = FALSE;
+    return rv_graph_resource_previous(graph, waiter);
+}
+
+/* Offload and prefetch every planned instance of one step. */
+static gboolean insert_step(rv_graph *graph, inserter *ins, GArray *plan, int32_t step, int32_t backward_start,
+                            GError **error)
+{
+    int32_t *offloads = g_new(int32_t, plan->len);
+    for (guint i = 0; i < plan->len; i++) {
+        const offload *entry = &g_array_index(plan, offload, i);
+        int32_t id = insert_copy(graph, ins, entry->forward_first, ins->d2h, "Memcpy DtoH (vdnn offload)",
+                                 entry->bytes, ins->previous_offload, error);
+        if (id < 0) { g_free(offloads); return FALSE; }
+        rv_graph_add_edge(graph, entry->forward_first, id, RV_EDGE_PLUGIN, TRUE); /* X is ready */
+        int32_t next = rv_graph_resource_next(graph, entry->forward_last);
+        if (next >= 0) rv_transform_add_edge(graph, id, next); /* vDNN's end-of-layer sync */
+        offloads[i] = ins->previous_offload = id;
+        ins->bytes += entry->bytes;
+        ins->copy_ns += rv_graph_task(graph, id)->duration_ns;
+    }
+    for (guint i = 0; i < plan->len; i++) {
+        const offload *entry = &g_array_index(plan, offload, i);
+        int32_t id = insert_copy(graph, ins, entry->backward_first, ins->h2d, "Memcpy HtoD (vdnn prefetch)",
+                                 entry->bytes, -1, error);
+        if (id < 0) { g_free(offloads); return FALSE; }
+        rv_graph_task(graph, id)->recorded_start_ns = rv_graph_task(graph, entry->backward_first)->recorded_start_ns;
+        rv_transform_add_edge(graph, offloads[i], id);
+        int32_t above = i + 1 < plan->len ? g_array_index(plan, offload, i + 1).backward_first : -1;
+        gboolean from_start;
+        int32_t trigger = prefetch_trigger(graph, above, backward_start, entry->backward_first, &from_start);
+        if (trigger >= 0) rv_graph_add_edge(graph, trigger, id, RV_EDGE_PLUGIN, from_start);
+        rv_transform_add_edge(graph, id, entry->backward_first);
+        task_rank ranked = { id, prefetch_rank(step, i) };
+        g_array_append_val(ins->ranked, ranked);
+        ins->copies++;
+    }
+    g_free(offloads);
+    return TRUE;
+}
+
+/* ---- apply ---------------------------------------------------------- */
+
+static GHashTable *gpu_tasks_by_step(rv_graph *graph, rv_phase phase)
+{
+    GHashTable *groups = rv_tasks_by_step_new();
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
+        if (task->phase == phase) rv_tasks_by_step_add(groups, task->step, id);
+    }
+    return groups;
+}
+
+/* feature_map_sizes=FILE: a JSON list of byte counts (NULL and an error if bad). */
+static GArray *sizes_from_file(const char *path, GError **error)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    GArray *sizes = json_is_array(root) ? g_array_new(FALSE, FALSE, sizeof(int64_t)) : NULL;
+    if (sizes == NULL)
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "feature_map_sizes %s: %s", path,
+                    root ? "not a JSON list of byte counts" : jerr.text);
+    size_t i;
+    json_t *value;
+    json_array_foreach(root, i, value) {
+        if (sizes == NULL) break;
+        int64_t bytes = json_is_number(value) ? (int64_t)json_number_value(value) : -1;
+        if (bytes <= 0) {
+            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "feature_map_sizes %s: entry %zu is not a positive byte count",
+                        path, i);
+            g_clear_pointer(&sizes, g_array_unref);
+            break;
+        }
+        g_array_append_val(sizes, bytes);
+    }
+    json_decref(root);
+    return sizes;
+}
+
+/* Size a step's plan from the user's list, which must name every layer. */
+static gboolean size_from_list(rv_graph *graph, GArray *plan, const GArray *sizes, int32_t step, GError **error)
+{
+    if (sizes->len != plan->len) {
+        const char *name = step >= 0 && step < (int32_t)graph->steps->len
+                               ? str(graph, g_array_index(graph->steps, rv_step, step).name) : "outside the steps";
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "feature_map_sizes lists %u sizes but step %s has %u layers to offload", sizes->len, name, plan->len);
+        return FALSE;
+    }
+    for (guint i = 0; i < plan->len; i++) g_array_index(plan, offload, i).bytes = g_array_index(sizes, int64_t, i);
+    return TRUE;
+}
+
+/* Drop the layers with no size; count the rest by family. */
+static void keep_sized(GArray *plan, survey *found)
+{
+    guint kept = 0;
+    for (guint i = 0; i < plan->len; i++) {
+        const offload *entry = &g_array_index(plan, offload, i);
+        if (entry->bytes <= 0) { found->without_shapes++; continue; }
+        found->per_family[entry->family]++;
+        g_array_index(plan, offload, kept++) = *entry;
+    }
+    g_array_set_size(plan, kept);
+}
+
+/* One step's plan: the offloads in forward order, and the step's first backward GPU task. */
+typedef struct {
+    int32_t step;
+    int32_t backward_start;
+    GArray *offloads;
+} step_plan;
+
+static void step_plan_free(gpointer data)
+{
+    step_plan *plan = data;
+    g_array_unref(plan->offloads);
+    g_free(plan);
+}
+
+typedef struct {
+    gboolean all;
+    int64_t dtype_bytes;
+    GArray *sizes; /* feature_map_sizes, or NULL: from shapes */
+} plan_options;
+
+/* Plan every step before inserting anything, so a failure leaves the graph as it was. */
+static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, survey *found, GError **error)
+{
+    GHashTable *forward = gpu_tasks_by_step(graph, RV_PHASE_FORWARD);
+    GHashTable *backward = gpu_tasks_by_step(graph, RV_PHASE_BACKWARD);
+    GPtrArray *plans = g_ptr_array_new_with_free_func(step_plan_free);
+    GList *keys = g_list_sort(g_hash_table_get_keys(forward), compare_keys);
+    for (GList *k = keys; k != NULL && plans != NULL; k = k->next) {
+        GArray *fwd_tasks = g_hash_table_lookup(forward, k->data), *bwd_tasks = g_hash_table_lookup(backward, k->data);
+        if (bwd_tasks == NULL) { /* still count its forward layers, for the error */
+            bwd_tasks = g_array_new(FALSE, FALSE, sizeof(int32_t));
+            g_hash_table_insert(backward, k->data, bwd_tasks);
+        }
+        int32_t step = GPOINTER_TO_INT(k->data) - 2;
+        g_array_sort_with_data(fwd_tasks, by_recorded_start, graph);
+        g_array_sort_with_data(bwd_tasks, by_recorded_start, graph);
+        GArray *fwd = split_instances(graph, fwd_tasks, FALSE), *bwd = split_instances(graph, bwd_tasks, TRUE);
+        GArray *offloads = plan_step(graph, fwd, bwd, options->all, options->dtype_bytes, found);
+        g_array_unref(fwd);
+        g_array_unref(bwd);
+        g_array_sort_with_data(offloads, by_forward_start, graph);
+        if (offloads->len > 0 && options->sizes && !size_from_list(graph, offloads, options->sizes, step, error)) {
+            g_array_unref(offloads);
+            g_clear_pointer(&plans, g_ptr_array_unref);
+            break;
+        }
+        keep_sized(offloads, found);
+        if (offloads->len == 0) { g_array_unref(offloads); continue; }
+        step_plan *plan = g_new(step_plan, 1);
+        *plan = (step_plan){ step, g_array_index(bwd_tasks, int32_t, 0), offloads };
+        g_ptr_array_add(plans, plan);
+    }
+    g_list_free(keys);
+    g_hash_table_destroy(forward);
+    g_hash_table_destroy(backward);
+    return plans;
+}
+
+static void nothing_to_offload(GError **error, const survey *found, gboolean all)
+{
+    const char *what = all ? "layers of an offloadable kind (conv, linear, norm, activation, pool, softmax, dropout)"
+                           : "convolution layers";
+    if (found->forward_found == 0)
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "no %s in the forward phase of any step on the GPU: nothing to offload", what);
+    else if (found->without_shapes > 0)
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "found %u forward %s but no Input Dims to size their feature maps "
+                    "(record with record_shapes=True, or give feature_map_sizes=FILE)", found->forward_found, what);
+    else
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "found %u forward %s but no matching backward layer on the GPU: nothing to prefetch",
+                    found->forward_found, what);
+}
+
+static void write_notes(GString *notes, const inserter *ins, const survey *found, guint steps, gboolean all)
+{
+    guint per_step = ins->copies / MAX(steps, 1);
+    char *bytes = rv_format_bytes(ins->bytes / MAX(steps, 1)), *time = rv_format_duration(ins->copy_ns / MAX(steps, 1));
+    char *bw = rv_format_bandwidth(ins->bandwidth), *latency = rv_format_duration(ins->latency_ns);
+    g_string_append_printf(notes,
+                           "    policy=%s: offloaded %u layers per step in %u steps, %s per step each way; copy time %s per "
+                           "step each way at %s + %s per copy; inserted %u offloads (pcie.d2h) and %u prefetches "
+                           "(pcie.h2d)\n",
+                           all ? "all" : "conv", per_step, steps, bytes, time, bw, latency, ins->copies, ins->copies);
+    if (all) {
+        g_string_append(notes, "    by family over all steps:");
+        for (int f = 0; f < FAMILY_COUNT; f++)
+            if (found->per_family[f]) g_string_append_printf(notes, " %s %u", families[f].name, found->per_family[f]);
+        g_string_append_c(notes, '\n');
+    }
+    if (found->without_shapes || found->unpaired)
+        g_string_append_printf(notes, "    left out: %u forward layers without Input Dims, %u without a backward partner\n",
+                               found->without_shapes, found->unpaired);
+    g_free(bytes); g_free(time); g_free(bw); g_free(latency);
+}
+
+/* The rank table handed to the simulator. */
+static prefetch_ranks *ranks_from(rv_graph *graph, const GArray *ranked)
+{
+    prefetch_ranks *ranks = g_new0(prefetch_ranks, 1);
+    ranks->count = rv_graph_task_count(graph);
+    ranks->rank = g_new0(int64_t, ranks->count);
+    for (guint i = 0; i < ranked->len; i++) {
+        const task_rank *entry = &g_array_index(ranked, task_rank, i);
+        ranks->rank[entry->task] = entry->rank;
+    }
+    return ranks;
+}
+
+static gboolean insert_plans(rv_graph *graph, inserter *ins, GPtrArray *plans, GError **error)
+{
+    ins->d2h = rv_transform_add_channel(graph, "pcie.d2h");
+    ins->h2d = rv_transform_add_channel(graph, "pcie.h2d");
+    for (guint p = 0; p < plans->len; p++) {
+        const step_plan *plan = g_ptr_array_index(plans, p);
+        if (!insert_step(graph, ins, plan->offloads, plan->step, plan->backward_start, error)) return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean vdnn_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    plan_options options = { strcmp(rv_params_string(params, "policy"), "all") == 0,
+                             rv_params_integer(params, "dtype_bytes"), NULL };
+    if (options.dtype_bytes < 1 || options.dtype_bytes > 16) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "dtype_bytes must be 1 to 16, not %" G_GINT64_FORMAT,
+                    options.dtype_bytes);
+        return FALSE;
+    }
+    const char *file = rv_params_string(params, "feature_map_sizes");
+    if (file && *file && (options.sizes = sizes_from_file(file, error)) == NULL) return FALSE;
+    survey found = { 0 };
+    GPtrArray *plans = plan_steps(graph, &options, &found, error);
+    if (options.sizes) g_array_unref(options.sizes);
+    if (plans == NULL) return FALSE;
+    if (plans->len == 0) {
+        nothing_to_offload(error, &found, options.all);
+        g_ptr_array_unref(plans);
+        return FALSE;
+    }
+    inserter ins = { 0 };
+    ins.bandwidth = rv_params_bandwidth(params, "pcie_bandwidth");
+    ins.latency_ns = rv_params_duration_ns(params, "latency");
+    ins.previous_offload = -1;
+    ins.ranked = g_array_new(FALSE, FALSE, sizeof(task_rank));
+    gboolean ok = insert_plans(graph, &ins, plans, error);
+    if (ok) {
+        write_notes(output->notes, &ins, &found, plans->len, options.all);
+        output->policy.priority = prefetch_priority;
+        output->policy.user_data = ranks_from(graph, ins.ranked);
+        output->free_policy_data = prefetch_ranks_free;
+    }
+    g_array_unref(ins.ranked);
+    g_ptr_array_unref(plans);
+    return ok;
+}
+
+G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
+    RV_PLUGIN_ABI_VERSION, "vdnn",
+    "vDNN memory virtualization: offload feature maps to the host in forward, prefetch them for backward",
+    vdnn_params, vdnn_apply,
+};

@@ -1,0 +1,510 @@
+/*
+ * test_vdnn.c - the vdnn plugin (optimizations/vdnn.c): feature maps
+ * offloaded on pcie.d2h in forward, prefetched on pcie.h2d for backward by
+ * vDNN's findPrefetchLayer rule, with the plugin's own priority.
+ *
+ * A hand-built two-conv network gives predictions worked out by hand (fast,
+ * slow and latency-bound links, the prefetch's start time, policy=all);
+ * graphs with nothing to offload must fail with one RV_ERROR_PLUGIN line;
+ * the two real ResNet-50 traces must have their 53 convolutions offloaded
+ * and slow down more as the link gets slower.
+ */
+#include <check.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "reverie/error.h"
+#include "reverie/graph.h"
+#include "reverie/plugin.h"
+#include "reverie/sim.h"
+#include "reverie/transform.h"
+#include "plugin_harness.h"
+
+/* ---- helpers -------------------------------------------------------- */
+
+/* A launch and its kernel, tagged as one layer instance of step 0. */
+static int32_t layer_kernel(tiny *t, const char *layer, const char *input_dims, int64_t kernel_us, rv_phase phase)
+{
+    int32_t gpu = tiny_launch(t, "kernel", US(5), US(kernel_us), phase, RV_TASK_KERNEL);
+    int32_t call = gpu - 1; /* tiny_launch adds the call, then the kernel */
+    int32_t layer_id = rv_strings_intern(t->graph->strings, layer);
+    int32_t dims_id = input_dims ? rv_strings_intern(t->graph->strings, input_dims) : -1;
+    int32_t both[2] = { call, gpu };
+    for (int i = 0; i < 2; i++) {
+        rv_task *task = rv_graph_task(t->graph, both[i]);
+        task->layer = layer_id;
+        task->input_dims = dims_id;
+        task->step = 0;
+    }
+    return gpu;
+}
+
+/* Give every task its replayed start as its "recorded" start, as a real
+ * trace would have (the plugin orders layers by recorded time). */
+static void record(rv_graph *graph)
+{
+    rv_sim_result sim = { 0 };
+    GError *error = NULL;
+    ck_assert_msg(rv_simulate(graph, NULL, &sim, &error), "simulate: %s", error ? error->message : "");
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+        rv_graph_task(graph, id)->recorded_start_ns = sim.start_ns[id];
+    rv_sim_result_clear(&sim);
+}
+
+/*
+ * The network, one step, launches of 5us each on one CPU thread (0-40us),
+ * each kernel starting when its launch starts or when the stream frees:
+ *
+ *   forward   conv A 100us  X_A = 25000 floats = 100000 B     0-100
+ *             relu    50us                                   100-150
+ *             conv B 100us  X_B = 12500 floats =  50000 B    150-250
+ *             linear  50us                                   250-300
+ *   backward  AddmmBackward0        50us                     300-350
+ *             ConvolutionBackward0 100us  (conv B)           350-450
+ *             ReluBackward0         50us                     450-500
+ *             ConvolutionBackward0 100us  (conv A)           500-600
+ *
+ * Baseline makespan 600us.
+ */
+typedef struct {
+    tiny t;
+    int32_t conv_a, relu, conv_b, linear, addmm_bw, conv_b_bw, relu_bw, conv_a_bw;
+} two_convs;
+
+static two_convs two_convs_graph(void)
+{
+    two_convs n;
+    n.t = tiny_new();
+    n.conv_a = layer_kernel(&n.t, "aten::conv2d", "[[25000], [1], [], []]", 100, RV_PHASE_FORWARD);
+    n.relu = layer_kernel(&n.t, "aten::relu_", "[[25000]]", 50, RV_PHASE_FORWARD);
+    n.conv_b = layer_kernel(&n.t, "aten::conv2d", "[[12500], [1], [], []]", 100, RV_PHASE_FORWARD);
+    n.linear = layer_kernel(&n.t, "aten::linear", "[[100], [10, 10], [10]]", 50, RV_PHASE_FORWARD);
+    n.addmm_bw = layer_kernel(&n.t, "autograd::engine::evaluate_function: AddmmBackward0", NULL, 50,
+                              RV_PHASE_BACKWARD);
+    n.conv_b_bw = layer_kernel(&n.t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, 100,
+                               RV_PHASE_BACKWARD);
+    n.relu_bw = layer_kernel(&n.t, "autograd::engine::evaluate_function: ReluBackward0", NULL, 50,
+                             RV_PHASE_BACKWARD);
+    n.conv_a_bw = layer_kernel(&n.t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, 100,
+                               RV_PHASE_BACKWARD);
+    record(n.t.graph);
+    ck_assert_int_eq(makespan(n.t.graph), US(600));
+    return n;
+}
+
+/* Inserted tasks on a channel ("pcie.d2h"), and the one with `bytes`. */
+static guint inserted_on(const rv_graph *graph, const char *channel, int64_t bytes, int32_t *found)
+{
+    guint count = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
+        if (!(task->flags & RV_TASK_FLAG_INSERTED) || strcmp(rv_strings_get(graph->strings, resource->name), channel))
+            continue;
+        count++;
+        if (found && task->bytes == bytes) *found = id;
+    }
+    return count;
+}
+
+/* Apply vdnn and replay with its priority; the caller clears *sim and
+ * frees *ranks (each task's rank under the priority). */
+static void apply_and_replay(rv_graph *graph, const char *text, rv_sim_result *sim, int64_t **ranks)
+{
+    char *path = plugin_path("vdnn");
+    GError *error = NULL;
+    rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
+    ck_assert_msg(plugin != NULL, "%s: %s", path, error ? error->message : "");
+    const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
+    rv_params *params = rv_params_parse(descriptor, text, &error);
+    ck_assert_msg(params != NULL, "vdnn:%s: %s", text, error ? error->message : "");
+    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    ck_assert_msg(descriptor->apply(graph, params, &output, &error), "vdnn:%s: %s", text, error ? error->message : "");
+    ck_assert_msg(output.policy.priority != NULL, "vdnn sets no priority");
+    ck_assert_msg(rv_simulate(graph, &output.policy, sim, &error), "simulate: %s", error ? error->message : "");
+    *ranks = g_new(int64_t, rv_graph_task_count(graph));
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+        (*ranks)[id] = output.policy.priority(graph, id, output.policy.user_data);
+    output.free_policy_data(output.policy.user_data);
+    g_string_free(output.notes, TRUE);
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
+    g_free(path);
+}
+
+/* apply_plugin must fail with one RV_ERROR_PLUGIN line containing `words`,
+ * leaving the graph's task count as it was. */
+static void assert_refused(rv_graph *graph, const char *text, const char *words)
+{
+    int32_t before = rv_graph_task_count(graph);
+    GError *error = NULL;
+    ck_assert(!apply_plugin(graph, "vdnn", text, &error));
+    ck_assert_msg(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN), "wrong error: %s", error ? error->message : "none");
+    ck_assert_msg(strstr(error->message, words) != NULL, "'%s' lacks '%s'", error->message, words);
+    ck_assert_msg(strchr(error->message, '\n') == NULL, "not one line: %s", error->message);
+    ck_assert_int_eq(rv_graph_task_count(graph), before);
+    g_error_free(error);
+}
+
+/* ---- hand-built ----------------------------------------------------- */
+
+/*
+ * 1 GB/s, no latency: a copy takes 1ns per byte, X_A 100us, X_B 50us.
+ *   d2h  O_A starts with conv A: 0-100; relu waits for it: 100, as before.
+ *        O_B starts with conv B: 150-200; linear at 250, as before.
+ *   h2d  P_B (topmost conv): released by the first backward task
+ *        (AddmmBackward, 300): 300-350; conv B's backward starts 350.
+ *        P_A: released when conv B's backward starts (350): 350-450;
+ *        conv A's backward starts at 500 anyway.
+ * Nothing waits: 600us, the baseline to the ns.
+ */
+START_TEST(hand_fast_link_hides_copies)
+{
+    two_convs n = two_convs_graph();
+    int64_t span;
+    apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=1GB/s,latency=0us", &span, NULL);
+    ck_assert_int_eq(span, US(600));
+    ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.d2h", 0, NULL), 2);
+    ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.h2d", 0, NULL), 2);
+    rv_graph_free(n.t.graph);
+}
+END_TEST
+
+/*
+ * 500 MB/s, no latency: X_A takes 200us, X_B 100us.
+ *   O_A 0-200; relu waits: 200-250; conv B 250-350; O_B 250-350;
+ *   linear waits: 350-400; AddmmBackward 400-450.
+ *   P_B released at 400: 400-500; conv B backward waits: 500-600;
+ *   ReluBackward 600-650.  P_A released when conv B backward starts
+ *   (500): 500-700; conv A backward waits: 700-800.  Makespan 800us.
+ */
+START_TEST(hand_slow_link_stalls)
+{
+    two_convs n = two_convs_graph();
+    int64_t span;
+    apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=500MB/s,latency=0us", &span, NULL);
+    ck_assert_int_eq(span, US(800));
+    rv_graph_free(n.t.graph);
+}
+END_TEST
+
+/*
+ * findPrefetchLayer: in the slow case above the h2d channel is idle from
+ * 0 to 400us and X_A is on the host at 200us, yet P_A starts only when
+ * conv B's backward starts (500us); P_B starts with the first backward task.
+ * The priority ranks P_B (nearer the output) before P_A.
+ */
+START_TEST(hand_prefetch_waits_for_layer_above)
+{
+    two_convs n = two_convs_graph();
+    rv_sim_result sim = { 0 };
+    int64_t *ranks = NULL;
+    apply_and_replay(n.t.graph, "pcie_bandwidth=500MB/s,latency=0us", &sim, &ranks);
+    int32_t prefetch_a = -1, prefetch_b = -1, offload_a = -1;
+    inserted_on(n.t.graph, "pcie.h2d", 100000, &prefetch_a);
+    inserted_on(n.t.graph, "pcie.h2d", 50000, &prefetch_b);
+    inserted_on(n.t.graph, "pcie.d2h", 100000, &offload_a);
+    ck_assert(prefetch_a >= 0 && prefetch_b >= 0 && offload_a >= 0);
+    ck_assert_int_eq(sim.start_ns[offload_a], sim.start_ns[n.conv_a]);
+    ck_assert_int_eq(sim.end_ns[offload_a], US(200));
+    ck_assert_int_eq(sim.start_ns[prefetch_b], sim.start_ns[n.addmm_bw]);
+    ck_assert_int_eq(sim.start_ns[prefetch_b], US(400));
+    ck_assert_int_eq(sim.start_ns[prefetch_a], sim.start_ns[n.conv_b_bw]);
+    ck_assert_int_eq(sim.start_ns[prefetch_a], US(500));
+    ck_assert_int_eq(sim.start_ns[n.conv_a_bw], sim.end_ns[prefetch_a]);
+    ck_assert_int_eq(sim.end_ns[n.conv_a_bw], US(800));
+    ck_assert_msg(ranks[prefetch_b] < ranks[prefetch_a], "rank %" G_GINT64_FORMAT " !< %" G_GINT64_FORMAT,
+                  ranks[prefetch_b], ranks[prefetch_a]);
+    g_free(ranks);
+    rv_sim_result_clear(&sim);
+    rv_graph_free(n.t.graph);
+}
+END_TEST
+
+/*
+ * 1 GB/s with 10us per copy: X_A 110us, X_B 60us.
+ *   O_A 0-110; relu 110-160; conv B 160-260; O_B 160-220; linear 260-310;
+ *   AddmmBackward 310-360; P_B 310-370; conv B backward waits: 370-470;
+ *   ReluBackward 470-520; P_A 370-480; conv A backward 520-620.
+ */
+START_TEST(hand_latency_counts)
+{
+    two_convs n = two_convs_graph();
+    int64_t span;
+    apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=1GB/s,latency=10us", &span, NULL);
+    ck_assert_int_eq(span, US(620));
+    rv_graph_free(n.t.graph);
+}
+END_TEST
+
+/*
+ * policy=all also offloads relu's input (100000 B, paired with
+ * ReluBackward0) and linear's (100 floats = 400 B, with AddmmBackward0):
+ * four copies each way.  At 1 GB/s, no latency:
+ *   O_A 0-100; relu waits: 100-150.  O_relu starts with relu: 100-200;
+ *   conv B waits: 200-300.  O_B 200-250; linear 300-350 (O_B done).
+ *   O_lin starts with linear: 300-300.4.
+ *   Prefetches: the topmost (linear) would be released by the first
+ *   backward task, but that is linear's own backward, so the GPU task
+ *   before it releases it: linear's end, 350: P_lin 350-350.4;
+ *   AddmmBackward waits: 350.4-400.4.  P_B released by AddmmBackward's
+ *   start: 350.4-400.4; conv B backward 400.4-500.4.  P_relu released at
+ *   400.4: -500.4; ReluBackward 500.4-550.4.  P_A released at 500.4:
+ *   -600.4; conv A backward waits: 600.4-700.4.
+ */
+START_TEST(hand_policy_all)
+{
+    two_convs n = two_convs_graph();
+    int64_t span;
+    apply_and_simulate(n.t.graph, "vdnn", "policy=all,pcie_bandwidth=1GB/s,latency=0us", &span, NULL);
+    ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.d2h", 0, NULL), 4);
+    ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.h2d", 0, NULL), 4);
+    ck_assert_int_eq(span, US(700) + 400);
+    rv_graph_free(n.t.graph);
+}
+END_TEST
+
+/* dtype_bytes=2 halves every copy: the 500 MB/s case becomes the 1 GB/s one. */
+START_TEST(hand_dtype_bytes)
+{
+    two_convs n = two_convs_graph();
+    int64_t span;
+    apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=500MB/s,latency=0us,dtype_bytes=2", &span, NULL);
+    ck_assert_int_eq(span, US(600));
+    rv_graph_free(n.t.graph);
+}
+END_TEST
+
+/* ---- nothing to act on ---------------------------------------------- */
+
+START_TEST(refuses_without_conv)
+{
+    tiny t = tiny_new();
+    layer_kernel(&t, "aten::relu_", "[[1000]]", 50, RV_PHASE_FORWARD);
+    layer_kernel(&t, "autograd::engine::evaluate_function: ReluBackward0", NULL, 50, RV_PHASE_BACKWARD);
+    record(t.graph);
+    assert_refused(t.graph, "", "no convolution layers");
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(refuses_without_shapes)
+{
+    tiny t = tiny_new();
+    layer_kernel(&t, "aten::conv2d", NULL, 100, RV_PHASE_FORWARD);
+    layer_kernel(&t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, 100, RV_PHASE_BACKWARD);
+    record(t.graph);
+    assert_refused(t.graph, "", "record_shapes");
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(refuses_without_backward)
+{
+    tiny t = tiny_new();
+    layer_kernel(&t, "aten::conv2d", "[[1000], [1]]", 100, RV_PHASE_FORWARD);
+    record(t.graph);
+    assert_refused(t.graph, "", "no matching backward");
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* A sizes file must list exactly the layers to offload (two here). */
+START_TEST(refuses_wrong_sizes_file)
+{
+    two_convs n = two_convs_graph();
+    char *path = NULL;
+    int fd = g_file_open_tmp("vdnn-sizes-XXXXXX.json", &path, NULL);
+    ck_assert(fd >= 0);
+    close(fd);
+    ck_assert(g_file_set_contents(path, "[1000, 2000, 3000]", -1, NULL));
+    char *text = g_strdup_printf("feature_map_sizes=%s", path);
+    assert_refused(n.t.graph, text, "lists 3 sizes");
+    ck_assert(g_file_set_contents(path, "[1000, \"big\"]", -1, NULL));
+    assert_refused(n.t.graph, text, "entry 1");
+    g_free(text);
+    g_unlink(path);
+    g_free(path);
+    rv_graph_free(n.t.graph);
+}
+END_TEST
+
+/* ---- real traces ---------------------------------------------------- */
+
+/*
+ * ResNet-50 (torchvision v1.5) at batch 32, fp32: the input feature map of
+ * each of its 53 convolutions in forward order (conv1, then per bottleneck
+ * conv1, conv2, conv3 and, in the first block of a stage, the downsample).
+ * The legacy trace recorded these shapes; the test checks that the plugin
+ * reads the same total from them, and feeds the list to the HTA trace,
+ * which was recorded without shapes (its batch size is not known; 32 is an
+ * assumption).
+ */
+static GArray *resnet50_conv_inputs(int64_t batch)
+{
+    GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    static const int64_t widths[] = { 64, 128, 256, 512 }, sides[] = { 56, 28, 14, 7 }, blocks[] = { 3, 4, 6, 3 };
+    int64_t elements = 3 * 224 * 224, inplanes = 64, side_in = 56;
+    g_array_append_val(sizes, elements);
+    for (int s = 0; s < 4; s++) {
+        int64_t w = widths[s], side = sides[s];
+        int64_t first[4] = { inplanes * side_in * side_in, w * side_in * side_in, w * side * side,
+                             inplanes * side_in * side_in };
+        g_array_append_vals(sizes, first, 4);
+        inplanes = 4 * w;
+        for (int b = 1; b < blocks[s]; b++) {
+            int64_t rest[3] = { inplanes * side * side, w * side * side, w * side * side };
+            g_array_append_vals(sizes, rest, 3);
+        }
+        side_in = side;
+    }
+    for (guint i = 0; i < sizes->len; i++) g_array_index(sizes, int64_t, i) *= 4 * batch;
+    return sizes;
+}
+
+static char *write_sizes_file(const GArray *sizes)
+{
+    GString *json = g_string_new("[");
+    for (guint i = 0; i < sizes->len; i++)
+        g_string_append_printf(json, "%s%" G_GINT64_FORMAT, i ? ", " : "", g_array_index(sizes, int64_t, i));
+    g_string_append(json, "]");
+    char *path = NULL;
+    int fd = g_file_open_tmp("vdnn-resnet50-XXXXXX.json", &path, NULL);
+    ck_assert(fd >= 0);
+    close(fd);
+    ck_assert(g_file_set_contents(path, json->str, -1, NULL));
+    g_string_free(json, TRUE);
+    return path;
+}
+
+/* The bytes of the inserted copies on a channel. */
+static int64_t channel_bytes(const rv_graph *graph, const char *channel)
+{
+    int64_t total = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
+        if ((task->flags & RV_TASK_FLAG_INSERTED) && !strcmp(rv_strings_get(graph->strings, resource->name), channel))
+            total += task->bytes;
+    }
+    return total;
+}
+
+/* Slower links, longer steps: >= baseline at 32 GB/s, and strictly more
+ * at 12 and 4 GB/s.  `extra` is prefixed to the parameters. */
+static void check_slowdown_grows(const char *trace, const char *extra)
+{
+    static const char *bandwidths[] = { "32GB/s", "12GB/s", "4GB/s" };
+    int64_t previous = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(bandwidths); i++) {
+        char *text = g_strdup_printf("%spcie_bandwidth=%s", extra, bandwidths[i]);
+        int64_t base, predicted;
+        gboolean ran = predict_shared(trace, "vdnn", text, &base, &predicted);
+        g_free(text);
+        if (!ran) return;
+        ck_assert_msg(predicted >= base, "%s at %s: %" G_GINT64_FORMAT " < baseline %" G_GINT64_FORMAT, trace,
+                      bandwidths[i], predicted, base);
+        ck_assert_msg(predicted > previous, "%s at %s: %" G_GINT64_FORMAT " not above %" G_GINT64_FORMAT, trace,
+                      bandwidths[i], predicted, previous);
+        previous = predicted;
+    }
+}
+
+/* The legacy trace has shapes: 53 convolutions in each of its 6 steps,
+ * sized exactly as the architecture says. */
+START_TEST(legacy_resnet50_offloads_every_conv)
+{
+    rv_graph *graph = load_shared("kineto_legacy_resnet50_v100.json.gz");
+    if (graph == NULL) return;
+    guint steps = graph->steps->len;
+    ck_assert_uint_eq(steps, 6);
+    apply_and_simulate(graph, "vdnn", "", NULL, NULL);
+    ck_assert_uint_eq(inserted_on(graph, "pcie.d2h", 0, NULL), 53 * steps);
+    ck_assert_uint_eq(inserted_on(graph, "pcie.h2d", 0, NULL), 53 * steps);
+    GArray *sizes = resnet50_conv_inputs(32);
+    int64_t per_step = 0;
+    for (guint i = 0; i < sizes->len; i++) per_step += g_array_index(sizes, int64_t, i);
+    ck_assert_int_eq(channel_bytes(graph, "pcie.d2h"), per_step * steps);
+    ck_assert_int_eq(channel_bytes(graph, "pcie.h2d"), per_step * steps);
+    g_array_unref(sizes);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(legacy_resnet50_slowdown)
+{
+    check_slowdown_grows("kineto_legacy_resnet50_v100.json.gz", "");
+    check_slowdown_grows("kineto_legacy_resnet50_v100.json.gz", "policy=all,");
+}
+END_TEST
+
+/* A link fast enough to hide every copy changes nothing, to the ns. */
+START_TEST(legacy_resnet50_neutral)
+{
+    check_neutral("kineto_legacy_resnet50_v100.json.gz", "vdnn", "pcie_bandwidth=100TB/s,latency=0us");
+    check_neutral("kineto_legacy_resnet50_v100.json.gz", "vdnn", "policy=all,pcie_bandwidth=100TB/s,latency=0us");
+}
+END_TEST
+
+/* The HTA trace has no Input Dims: refused with a hint, then sized from a file. */
+START_TEST(hta_resnet50_needs_sizes)
+{
+    rv_graph *graph = load_shared("hta_resnet50_v100.json.gz");
+    if (graph == NULL) return;
+    assert_refused(graph, "", "feature_map_sizes");
+    GArray *sizes = resnet50_conv_inputs(32);
+    char *path = write_sizes_file(sizes);
+    char *text = g_strdup_printf("feature_map_sizes=%s", path);
+    apply_and_simulate(graph, "vdnn", text, NULL, NULL);
+    ck_assert_uint_eq(inserted_on(graph, "pcie.d2h", 0, NULL), 53 * graph->steps->len);
+    ck_assert_uint_eq(inserted_on(graph, "pcie.h2d", 0, NULL), 53 * graph->steps->len);
+    char *extra = g_strdup_printf("%s,", text);
+    check_slowdown_grows("hta_resnet50_v100.json.gz", extra);
+    g_free(extra);
+    g_free(text);
+    g_unlink(path);
+    g_free(path);
+    g_array_unref(sizes);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* ---- suite ---------------------------------------------------------- */
+
+static Suite *vdnn_suite(void)
+{
+    Suite *suite = suite_create("vdnn");
+    TCase *tc = tcase_create("hand-built");
+    tcase_add_test(tc, hand_fast_link_hides_copies);
+    tcase_add_test(tc, hand_slow_link_stalls);
+    tcase_add_test(tc, hand_prefetch_waits_for_layer_above);
+    tcase_add_test(tc, hand_latency_counts);
+    tcase_add_test(tc, hand_policy_all);
+    tcase_add_test(tc, hand_dtype_bytes);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("nothing to act on");
+    tcase_add_test(tc, refuses_without_conv);
+    tcase_add_test(tc, refuses_without_shapes);
+    tcase_add_test(tc, refuses_without_backward);
+    tcase_add_test(tc, refuses_wrong_sizes_file);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("real traces");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, legacy_resnet50_offloads_every_conv);
+    tcase_add_test(tc, legacy_resnet50_slowdown);
+    tcase_add_test(tc, legacy_resnet50_neutral);
+    tcase_add_test(tc, hta_resnet50_needs_sizes);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(vdnn_suite());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
