@@ -230,18 +230,10 @@ typedef struct {
     guint sliced;
 } tp_state;
 
-static gint by_recorded_start(gconstpointer a, gconstpointer b, gpointer data)
-{
-    rv_graph *graph = data;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    int64_t tx = rv_graph_task(graph, x)->recorded_start_ns, ty = rv_graph_task(graph, y)->recorded_start_ns;
-    return tx != ty ? (tx < ty ? -1 : 1) : (x < y ? -1 : x > y);
-}
-
 /* The kernels that carry a token, in recorded order, and their letters. */
 static GArray *tokenize(rv_graph *graph, GArray *kernels, GString *letters)
 {
-    g_array_sort_with_data(kernels, by_recorded_start, graph);
+    g_array_sort_with_data(kernels, rv_task_compare_recorded, graph);
     GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (guint i = 0; i < kernels->len; i++) {
         int32_t id = g_array_index(kernels, int32_t, i);

@@ -145,21 +145,6 @@ typedef struct {
     int family;          /* -1: not a family we know */
 } instance;
 
-static gint by_recorded_start(gconstpointer a, gconstpointer b, gpointer data)
-{
-    rv_graph *graph = data;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    int64_t tx = rv_graph_task(graph, x)->recorded_start_ns, ty = rv_graph_task(graph, y)->recorded_start_ns;
-    if (tx != ty) return tx < ty ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-static gint compare_keys(gconstpointer a, gconstpointer b)
-{
-    int x = GPOINTER_TO_INT(a), y = GPOINTER_TO_INT(b);
-    return x < y ? -1 : x > y;
-}
-
 /* Cut a step's GPU tasks of one phase (sorted) into layer instances. */
 static GArray *split_instances(rv_graph *graph, GArray *tasks, gboolean backward)
 {
@@ -245,7 +230,7 @@ static GArray *plan_step(rv_graph *graph, GArray *forward, GArray *backward, gbo
 
 static gint by_forward_start(gconstpointer a, gconstpointer b, gpointer data)
 {
-    return by_recorded_start(&((const offload *)a)->forward_first, &((const offload *)b)->forward_first, data);
+    return rv_task_compare_recorded(&((const offload *)a)->forward_first, &((const offload *)b)->forward_first, data);
 }
 
 /* ---- the priority: prefetches nearer the output first ---------------- */
@@ -461,7 +446,7 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
     GHashTable *forward = gpu_tasks_by_step(graph, RV_PHASE_FORWARD);
     GHashTable *backward = gpu_tasks_by_step(graph, RV_PHASE_BACKWARD);
     GPtrArray *plans = g_ptr_array_new_with_free_func(step_plan_free);
-    GList *keys = g_list_sort(g_hash_table_get_keys(forward), compare_keys);
+    GList *keys = rv_tasks_by_step_keys(forward);
     for (GList *k = keys; k != NULL && plans != NULL; k = k->next) {
         GArray *fwd_tasks = g_hash_table_lookup(forward, k->data), *bwd_tasks = g_hash_table_lookup(backward, k->data);
         if (bwd_tasks == NULL) { /* still count its forward layers, for the error */
@@ -469,8 +454,8 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
             g_hash_table_insert(backward, k->data, bwd_tasks);
         }
         int32_t step = GPOINTER_TO_INT(k->data) - 2;
-        g_array_sort_with_data(fwd_tasks, by_recorded_start, graph);
-        g_array_sort_with_data(bwd_tasks, by_recorded_start, graph);
+        g_array_sort_with_data(fwd_tasks, rv_task_compare_recorded, graph);
+        g_array_sort_with_data(bwd_tasks, rv_task_compare_recorded, graph);
         GArray *fwd = split_instances(graph, fwd_tasks, FALSE), *bwd = split_instances(graph, bwd_tasks, TRUE);
         GArray *offloads = plan_step(graph, fwd, bwd, options->all, options->dtype_bytes, found);
         g_array_unref(fwd);

@@ -65,6 +65,18 @@ int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
 GHashTable *rv_tasks_by_step_new(void);
 void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task);
 
+/* The step keys of such a table, in ascending step order (g_list_free). */
+GList *rv_tasks_by_step_keys(GHashTable *groups);
+
+/*
+ * Compare two task ids (pointers to int32) by recorded start, ties by id:
+ * the order the trace shows, for plugins that pair or group tasks (the
+ * simulator never reads recorded times).  user_data is the graph; use
+ * with g_array_sort_with_data, or rv_tasks_sort_recorded.
+ */
+gint rv_task_compare_recorded(gconstpointer a, gconstpointer b, gpointer graph);
+void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks);
+
 /* The median duration of the trace's kernel-launch calls (for inserted launches). */
 int64_t rv_graph_typical_launch_ns(const rv_graph *graph);
 

@@ -345,3 +345,28 @@ int32_t rv_transform_add_channel(rv_graph *graph, const char *name)
     }
     return rv_graph_add_resource(graph, RV_RES_CHANNEL, -1, -1, name);
 }
+
+static gint compare_step_keys(gconstpointer a, gconstpointer b)
+{
+    int x = GPOINTER_TO_INT(a), y = GPOINTER_TO_INT(b);
+    return x < y ? -1 : x > y;
+}
+
+GList *rv_tasks_by_step_keys(GHashTable *groups)
+{
+    return g_list_sort(g_hash_table_get_keys(groups), compare_step_keys);
+}
+
+gint rv_task_compare_recorded(gconstpointer a, gconstpointer b, gpointer graph)
+{
+    const rv_task *tasks = (const rv_task *)((const rv_graph *)graph)->tasks->data;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    int64_t tx = tasks[x].recorded_start_ns, ty = tasks[y].recorded_start_ns;
+    if (tx != ty) return tx < ty ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks)
+{
+    g_array_sort_with_data(tasks, rv_task_compare_recorded, (gpointer)graph);
+}
