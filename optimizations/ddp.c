@@ -5,16 +5,16 @@
  *   reverie whatif trace.json.gz --opt 'ddp:world=16,bandwidth=25Gbps'
  *   reverie whatif trace.json.gz --opt 'ddp:world=32,algorithm=hierarchical,gpus_per_node=8'
  *
- * Gradient sizes come from the weight shapes of the forward operators of
- * the first step (task->input_dims of conv / linear / addmm: the 2nd and
- * 3rd inputs are weight and bias; for addmm the 3rd and 1st), 4 bytes per
- * element, or from param_sizes=FILE (a JSON list of byte counts in forward
- * order).  Gradients are bucketed as DDP does: in backward order (reverse
- * forward order), a bucket closes once it holds bucket_cap bytes.
+ * Gradient sizes are the weight sizes of the weighted layers (layers.h:
+ * conv / linear / addmm forward operators and their Input Dims) of the
+ * first step that has shapes, or come from param_sizes=FILE (a JSON list of
+ * byte counts in forward order).  Gradients are bucketed as DDP does: in
+ * backward order (reverse forward order), a bucket closes once it holds
+ * bucket_cap bytes.
  *
  * Each step's backward GPU work is cut into runs of kernels of weighted
- * layers (ConvolutionBackward, AddmmBackward, ...); gradient k in backward
- * order is produced by run k*runs/gradients.  One all-reduce per bucket is
+ * layers (layers.h); gradient k in backward order is produced by run
+ * k*runs/gradients.  One all-reduce per bucket is
  * inserted on a "net" channel after the last kernel of the run producing
  * its last gradient, in bucket order; the step's first optimizer task (or
  * its end marker) waits for all of them.  Costs: comm.h's alpha-beta model
@@ -29,10 +29,9 @@
 #include "reverie/plugin.h"
 #include "reverie/comm.h"
 #include "reverie/error.h"
-#include "reverie/shapes.h"
+#include "reverie/layers.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
-#include <jansson.h>
 #include <math.h>
 #include <string.h>
 
@@ -62,103 +61,23 @@ static int64_t allreduce_ns(const cost_model *model, int64_t bytes)
 
 static const char *str(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
 
-static gboolean weighted_forward(const char *layer)
-{
-    char *lower = g_ascii_strdown(layer, -1);
-    gboolean yes = strstr(lower, "conv") || strstr(lower, "linear") || strstr(lower, "addmm");
-    g_free(lower);
-    return yes;
-}
-
-static gboolean weighted_backward(const char *layer)
-{
-    char *lower = g_ascii_strdown(layer, -1);
-    gboolean yes = strstr(lower, "convolution") || strstr(lower, "addmmbackward") || strstr(lower, "mmbackward") ||
-                   strstr(lower, "linearbackward") || strstr(lower, "conv");
-    g_free(lower);
-    return yes;
-}
-
-/* Weight + bias bytes of one forward operator from its Input Dims
- * (inputs 1 and 2; for addmm(bias, input, weight) inputs 2 and 0). */
-static int64_t weight_bytes(const rv_graph *graph, int32_t task, const char *layer)
-{
-    rv_shapes shapes;
-    int64_t elements = 0;
-    if (rv_shapes_of_task(graph, task, &shapes)) {
-        gboolean addmm = strstr(layer, "addmm") != NULL;
-        elements = addmm ? rv_shapes_elements(&shapes, 2) + rv_shapes_elements(&shapes, 0)
-                         : rv_shapes_elements(&shapes, 1) + rv_shapes_elements(&shapes, 2);
-    }
-    rv_shapes_clear(&shapes);
-    return 4 * elements;
-}
-
-static gint compare_keys(gconstpointer a, gconstpointer b)
-{
-    int x = GPOINTER_TO_INT(a), y = GPOINTER_TO_INT(b);
-    return x < y ? -1 : x > y;
-}
-
-static gint by_start(gconstpointer a, gconstpointer b, gpointer data)
-{
-    rv_graph *graph = data;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    int64_t tx = rv_graph_task(graph, x)->recorded_start_ns, ty = rv_graph_task(graph, y)->recorded_start_ns;
-    return tx != ty ? (tx < ty ? -1 : 1) : (x < y ? -1 : x > y);
-}
-
-/* Gradient sizes in forward order, from the first step with weighted forward ops. */
+/* Gradient sizes in forward order: the weighted layers with shapes of the
+ * first step that has any (layers.h). */
 static GArray *gradients_from_trace(rv_graph *graph)
 {
     GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    int32_t first_step = G_MAXINT32;
-    GArray *tasks = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if (task->kind != RV_TASK_CPU || task->phase != RV_PHASE_FORWARD || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
-        if (task->input_dims >= 0 && weighted_forward(str(graph, task->layer))) first_step = MIN(first_step, task->step);
-        g_array_append_val(tasks, id);
-    }
-    g_array_sort_with_data(tasks, by_start, graph);
-    int32_t last_layer = -1, last_dims = -1, last_resource = -1;
-    for (guint i = 0; i < tasks->len; i++) {
-        int32_t id = g_array_index(tasks, int32_t, i);
-        const rv_task *task = rv_graph_task(graph, id);
-        if (task->step != first_step) continue;
-        if (task->layer == last_layer && task->input_dims == last_dims && task->resource == last_resource) continue;
-        last_layer = task->layer; last_dims = task->input_dims; last_resource = task->resource;
-        if (task->input_dims < 0 || !weighted_forward(str(graph, task->layer))) continue;
-        int64_t bytes = weight_bytes(graph, id, str(graph, task->layer));
-        if (bytes > 0) g_array_append_val(sizes, bytes);
-    }
-    g_array_unref(tasks);
-    return sizes;
-}
-
-static GArray *gradients_from_file(const char *path, GError **error)
-{
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!json_is_array(root)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "param_sizes %s: %s", path, root ? "not a JSON list" : jerr.text);
-        json_decref(root);
-        return NULL;
-    }
-    GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    size_t i;
-    json_t *v;
-    json_array_foreach(root, i, v) {
-        int64_t bytes = json_is_number(v) ? (int64_t)json_number_value(v) : -1;
-        if (bytes < 0) {
-            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "param_sizes %s: entry %zu is not a byte count", path, i);
-            g_array_unref(sizes);
-            json_decref(root);
-            return NULL;
+    GPtrArray *by_step = rv_weighted_layers_by_step(graph);
+    gboolean found = FALSE;
+    for (guint s = 0; s < by_step->len && !found; s++) {
+        GArray *layers = g_ptr_array_index(by_step, s);
+        for (guint i = 0; i < layers->len; i++) {
+            const rv_weighted_layer *layer = &g_array_index(layers, rv_weighted_layer, i);
+            if (layer->input_dims < 0) continue;
+            found = TRUE;
+            if (layer->weight_bytes > 0) g_array_append_val(sizes, layer->weight_bytes);
         }
-        g_array_append_val(sizes, bytes);
     }
-    json_decref(root);
+    g_ptr_array_unref(by_step);
     return sizes;
 }
 
@@ -189,34 +108,176 @@ static guint recost_existing(rv_graph *graph, const cost_model *model, int world
     return count;
 }
 
-static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+static gboolean cost_model_from_params(const rv_params *params, cost_model *model, int64_t *world, GError **error)
 {
-    int64_t world = rv_params_integer(params, "world"), gpn = rv_params_integer(params, "gpus_per_node");
-    int64_t cap = rv_params_bytes(params, "bucket_cap");
+    int64_t gpn = rv_params_integer(params, "gpus_per_node");
     double efficiency = rv_params_number(params, "efficiency");
-    if (world < 1 || world > 1000000 || gpn < 1 || cap < 1 || !(efficiency > 0 && efficiency <= 1)) {
+    *world = rv_params_integer(params, "world");
+    if (*world < 1 || *world > 1000000 || gpn < 1 || rv_params_bytes(params, "bucket_cap") < 1 ||
+        !(efficiency > 0 && efficiency <= 1)) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "need world >= 1, gpus_per_node >= 1, bucket_cap > 0 and 0 < efficiency <= 1");
         return FALSE;
     }
+    model->cluster.gpus_per_node = (int)MIN(*world, gpn);
+    model->cluster.nodes = (int)((*world + model->cluster.gpus_per_node - 1) / model->cluster.gpus_per_node);
+    model->cluster.inter = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"),
+                                        efficiency);
+    model->cluster.intra = rv_link_make(rv_params_bandwidth(params, "intra_bandwidth"),
+                                        rv_params_duration_ns(params, "intra_latency"), efficiency);
+    const char *algorithm = rv_params_string(params, "algorithm");
+    model->collective = strcmp(algorithm, "tree") == 0 ? RV_COLL_ALLREDUCE_TREE
+                      : strcmp(algorithm, "hierarchical") == 0 ? RV_COLL_ALLREDUCE_HIER : RV_COLL_ALLREDUCE_RING;
+    return TRUE;
+}
+
+/* DDP's buckets: gradients in backward order (k = 0 is the last forward
+ * layer), a bucket closes once it holds `cap` bytes. */
+typedef struct {
+    guint gradients;
+    int *bucket_of;        /* per gradient k in backward order */
+    GArray *bucket_bytes;  /* int64 per bucket */
+    int64_t *cost_ns;      /* all-reduce time per bucket */
+    int64_t total_bytes;
+} bucket_plan;
+
+static void plan_buckets(const GArray *sizes, int64_t cap, const cost_model *model, bucket_plan *plan)
+{
+    guint n = sizes->len;
+    plan->gradients = n;
+    plan->bucket_of = g_new(int, n);
+    plan->bucket_bytes = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    plan->total_bytes = 0;
+    int64_t fill = 0;
+    for (guint k = 0; k < n; k++) {
+        int64_t bytes = g_array_index(sizes, int64_t, n - 1 - k);
+        if (plan->bucket_bytes->len == 0 || fill >= cap) { int64_t zero = 0; g_array_append_val(plan->bucket_bytes, zero); fill = 0; }
+        fill += bytes;
+        plan->total_bytes += bytes;
+        g_array_index(plan->bucket_bytes, int64_t, plan->bucket_bytes->len - 1) = fill;
+        plan->bucket_of[k] = (int)plan->bucket_bytes->len - 1;
+    }
+    plan->cost_ns = g_new(int64_t, plan->bucket_bytes->len);
+    for (guint b = 0; b < plan->bucket_bytes->len; b++)
+        plan->cost_ns[b] = allreduce_ns(model, g_array_index(plan->bucket_bytes, int64_t, b));
+}
+
+static void plan_clear(bucket_plan *plan)
+{
+    g_free(plan->bucket_of);
+    g_free(plan->cost_ns);
+    g_array_unref(plan->bucket_bytes);
+}
+
+/* The last gradient (backward order) of bucket b. */
+static guint last_gradient_of(const bucket_plan *plan, guint b)
+{
+    guint last = 0;
+    for (guint g = 0; g < plan->gradients; g++) if (plan->bucket_of[g] == (int)b) last = g;
+    return last;
+}
+
+/* Per step (index step + 1): its earliest non-GPU optimizer task, or -1. */
+static int32_t *first_optimizer_tasks(rv_graph *graph)
+{
+    guint slots = graph->steps->len + 1;
+    int32_t *first = g_new(int32_t, slots);
+    for (guint s = 0; s < slots; s++) first[s] = -1;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) || task->phase != RV_PHASE_OPTIMIZER) continue;
+        if (task->step < -1 || task->step >= (int32_t)graph->steps->len) continue;
+        int32_t *slot = &first[task->step + 1];
+        if (*slot < 0 || task->recorded_start_ns < rv_graph_task(graph, *slot)->recorded_start_ns) *slot = id;
+    }
+    return first;
+}
+
+/* One all-reduce per bucket after the run producing its last gradient, on
+ * the channel after `*previous`; `waiter` (if any) waits for each. */
+static gboolean insert_step_allreduces(rv_graph *graph, const bucket_plan *plan, const GArray *run_ends,
+                                       int32_t channel, int32_t waiter, int32_t *previous, guint *inserted,
+                                       GError **error)
+{
+    for (guint b = 0; b < plan->bucket_bytes->len; b++) {
+        guint run = rv_gradient_run(last_gradient_of(plan, b), plan->gradients, run_ends->len);
+        int32_t producer = g_array_index(run_ends, int32_t, run);
+        rv_task task = *rv_graph_task(graph, producer);
+        task.kind = RV_TASK_COMM;
+        task.flags = 0;
+        task.resource = channel;
+        task.name = rv_strings_intern(graph->strings, "ncclAllReduce (ddp bucket)");
+        task.duration_ns = plan->cost_ns[b];
+        task.gap_ns = task.lag_ns = 0;
+        task.bytes = g_array_index(plan->bucket_bytes, int64_t, b);
+        task.correlation = -1;
+        rv_insert_spec spec = { task, *previous, -1 };
+        int32_t id = rv_transform_insert(graph, &spec, error);
+        if (id < 0) return FALSE;
+        rv_transform_add_edge(graph, producer, id);
+        if (waiter >= 0) rv_transform_add_edge(graph, id, waiter);
+        *previous = id;
+        (*inserted)++;
+    }
+    return TRUE;
+}
+
+/* Every step's all-reduces, chained on one "net" channel in step order.
+ * Returns the number of steps that got them, or -1 on error. */
+static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, guint *inserted, GError **error)
+{
+    GPtrArray *backward = rv_backward_gpu_tasks_by_step(graph);
+    int32_t *optimizer = first_optimizer_tasks(graph);
+    int32_t channel = rv_transform_add_channel(graph, "net");
+    int32_t previous = -1;
+    int steps = 0;
+    for (guint slot = 0; slot < backward->len && steps >= 0; slot++) {
+        GArray *list = g_ptr_array_index(backward, slot);
+        int step = (int)slot - 1;
+        if (list->len == 0) continue;
+        int32_t waiter = optimizer[slot];
+        if (waiter < 0 && step >= 0) waiter = g_array_index(graph->steps, rv_step, step).end_marker;
+        /* a producer must be launched before the waiter, or the new edge closes a cycle */
+        if (waiter >= 0) rv_keep_launched_by(graph, list, rv_graph_task(graph, waiter)->recorded_start_ns);
+        if (list->len == 0) continue;
+        GArray *run_ends = rv_weighted_backward_runs(graph, list);
+        if (!insert_step_allreduces(graph, plan, run_ends, channel, waiter, &previous, inserted, error)) steps = -1;
+        else steps++;
+        g_array_unref(run_ends);
+    }
+    g_free(optimizer);
+    g_ptr_array_unref(backward);
+    return steps;
+}
+
+static void describe(GString *notes, const bucket_plan *plan, const cost_model *model, const char *algorithm,
+                     int64_t world, guint inserted, int steps)
+{
+    char *size = rv_format_bytes(plan->total_bytes), *bw = rv_format_bandwidth(model->cluster.inter.bandwidth_Bps);
+    int64_t sum = 0;
+    for (guint b = 0; b < plan->bucket_bytes->len; b++) sum += plan->cost_ns[b];
+    char *per_step = rv_format_duration(sum);
+    g_string_append_printf(notes,
+                           "    %u gradients, %s in %u buckets; %s all-reduce over %" G_GINT64_FORMAT
+                           " GPUs (%d nodes x %d, inter %s): %s per step; inserted %u all-reduces in %d steps\n",
+                           plan->gradients, size, plan->bucket_bytes->len, algorithm, world, model->cluster.nodes,
+                           model->cluster.gpus_per_node, bw, per_step, inserted, steps);
+    g_free(size); g_free(bw); g_free(per_step);
+}
+
+static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    cost_model model;
+    int64_t world;
+    if (!cost_model_from_params(params, &model, &world, error)) return FALSE;
     if (world == 1) {
         g_string_append(output->notes, "    world=1: no gradient to exchange, graph unchanged\n");
         return TRUE;
     }
-    cost_model model;
-    model.cluster.gpus_per_node = (int)MIN(world, gpn);
-    model.cluster.nodes = (int)((world + model.cluster.gpus_per_node - 1) / model.cluster.gpus_per_node);
-    model.cluster.inter = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"), efficiency);
-    model.cluster.intra = rv_link_make(rv_params_bandwidth(params, "intra_bandwidth"),
-                                       rv_params_duration_ns(params, "intra_latency"), efficiency);
-    const char *algorithm = rv_params_string(params, "algorithm");
-    model.collective = strcmp(algorithm, "tree") == 0 ? RV_COLL_ALLREDUCE_TREE
-                     : strcmp(algorithm, "hierarchical") == 0 ? RV_COLL_ALLREDUCE_HIER : RV_COLL_ALLREDUCE_RING;
-
     if (recost_existing(graph, &model, (int)world, output->notes) > 0) return TRUE;
 
     const char *file = rv_params_string(params, "param_sizes");
-    GArray *sizes = file && *file ? gradients_from_file(file, error) : gradients_from_trace(graph);
+    GArray *sizes = file && *file ? rv_weight_sizes_from_file(file, error) : gradients_from_trace(graph);
     if (sizes == NULL) return FALSE;
     if (sizes->len == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
@@ -225,134 +286,16 @@ static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
         g_array_unref(sizes);
         return FALSE;
     }
-    /* buckets in backward order: bucket_of[k] for gradient k (k = 0 is the last forward layer) */
-    guint n = sizes->len;
-    int *bucket_of = g_new(int, n);
-    GArray *bucket_bytes = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    int64_t fill = 0, total_bytes = 0;
-    for (guint k = 0; k < n; k++) {
-        int64_t bytes = g_array_index(sizes, int64_t, n - 1 - k);
-        if (bucket_bytes->len == 0 || fill >= cap) { int64_t zero = 0; g_array_append_val(bucket_bytes, zero); fill = 0; }
-        fill += bytes;
-        total_bytes += bytes;
-        g_array_index(bucket_bytes, int64_t, bucket_bytes->len - 1) = fill;
-        bucket_of[k] = (int)bucket_bytes->len - 1;
-    }
-    guint buckets = bucket_bytes->len;
-
-    /* per step: backward GPU tasks in time order, and the optimizer's first task */
-    GHashTable *backward = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
-    GHashTable *optimizer = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if (task->flags & RV_TASK_FLAG_REMOVED) continue;
-        gpointer key = GINT_TO_POINTER(task->step + 2);
-        if (task->phase == RV_PHASE_BACKWARD && (task->flags & RV_TASK_FLAG_GPU)) {
-            GArray *list = g_hash_table_lookup(backward, key);
-            if (list == NULL) { list = g_array_new(FALSE, FALSE, sizeof(int32_t)); g_hash_table_insert(backward, key, list); }
-            g_array_append_val(list, id);
-        } else if (task->phase == RV_PHASE_OPTIMIZER && !(task->flags & RV_TASK_FLAG_GPU)) {
-            gpointer old = g_hash_table_lookup(optimizer, key);
-            if (old == NULL || task->recorded_start_ns < rv_graph_task(graph, GPOINTER_TO_INT(old) - 1)->recorded_start_ns)
-                g_hash_table_insert(optimizer, key, GINT_TO_POINTER(id + 1));
-        }
-    }
-    int32_t channel = rv_transform_add_channel(graph, "net");
-    int64_t *cost = g_new(int64_t, buckets);
-    for (guint b = 0; b < buckets; b++) cost[b] = allreduce_ns(&model, g_array_index(bucket_bytes, int64_t, b));
-    guint steps = 0, inserted = 0;
-    int32_t previous = -1;
-    gboolean ok = TRUE;
-    /* launch call of each GPU task: a producer must be launched before the
-     * task that waits for its all-reduce, or the new edge closes a cycle */
-    int32_t *launch_of = g_new(int32_t, rv_graph_task_count(graph));
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) launch_of[id] = -1;
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (edge->kind == RV_EDGE_LAUNCH && edge->to < (int32_t)graph->tasks->len) launch_of[edge->to] = edge->from;
-    }
-    GList *keys = g_list_sort(g_hash_table_get_keys(backward), compare_keys); /* steps in order: one channel chain */
-    for (GList *k = keys; k && ok; k = k->next) {
-        GArray *list = g_hash_table_lookup(backward, k->data);
-        int step = GPOINTER_TO_INT(k->data) - 2;
-        g_array_sort_with_data(list, by_start, graph);
-        int32_t waiter = -1;
-        gpointer opt = g_hash_table_lookup(optimizer, k->data);
-        if (opt) waiter = GPOINTER_TO_INT(opt) - 1;
-        else if (step >= 0 && step < (int)graph->steps->len) waiter = g_array_index(graph->steps, rv_step, step).end_marker;
-        if (waiter >= 0) {
-            int64_t limit = rv_graph_task(graph, waiter)->recorded_start_ns;
-            guint kept = 0;
-            for (guint i = 0; i < list->len; i++) {
-                int32_t id = g_array_index(list, int32_t, i);
-                if (launch_of[id] < 0 || rv_graph_task(graph, launch_of[id])->recorded_start_ns > limit) continue;
-                g_array_index(list, int32_t, kept++) = id;
-            }
-            g_array_set_size(list, kept);
-            if (kept == 0) continue;
-        }
-        /* runs of weighted-layer kernels: the last kernel of each */
-        GArray *run_ends = g_array_new(FALSE, FALSE, sizeof(int32_t));
-        int32_t run_layer = -1;
-        for (guint i = 0; i < list->len; i++) {
-            int32_t id = g_array_index(list, int32_t, i);
-            const rv_task *task = rv_graph_task(graph, id);
-            gboolean weighted = weighted_backward(str(graph, task->layer));
-            if (weighted && task->layer == run_layer) g_array_index(run_ends, int32_t, run_ends->len - 1) = id;
-            else if (weighted) g_array_append_val(run_ends, id);
-            run_layer = weighted ? task->layer : -1;
-        }
-        if (run_ends->len == 0) g_array_append_val(run_ends, g_array_index(list, int32_t, list->len - 1));
-        for (guint b = 0; b < buckets && ok; b++) {
-            guint last = 0; /* last gradient of bucket b */
-            for (guint g = 0; g < n; g++) if (bucket_of[g] == (int)b) last = g;
-            guint run = MIN(run_ends->len - 1, (guint)((uint64_t)last * run_ends->len / n));
-            int32_t producer = g_array_index(run_ends, int32_t, run);
-            rv_task task = *rv_graph_task(graph, producer);
-            task.kind = RV_TASK_COMM;
-            task.flags = 0;
-            task.resource = channel;
-            task.name = rv_strings_intern(graph->strings, "ncclAllReduce (ddp bucket)");
-            task.duration_ns = cost[b];
-            task.gap_ns = task.lag_ns = 0;
-            task.bytes = g_array_index(bucket_bytes, int64_t, b);
-            task.correlation = -1;
-            rv_insert_spec spec = { task, previous, -1 };
-            int32_t id = rv_transform_insert(graph, &spec, error);
-            if (id < 0) { ok = FALSE; break; }
-            rv_transform_add_edge(graph, producer, id);
-            if (waiter >= 0) rv_transform_add_edge(graph, id, waiter);
-            previous = id;
-            inserted++;
-        }
-        g_array_unref(run_ends);
-        steps++;
-    }
-    g_list_free(keys);
-    g_free(launch_of);
-    if (ok) {
-        char *size = rv_format_bytes(total_bytes), *bw = rv_format_bandwidth(model.cluster.inter.bandwidth_Bps);
-        int64_t sum = 0;
-        for (guint b = 0; b < buckets; b++) sum += cost[b];
-        char *per_step = rv_format_duration(sum);
-        g_string_append_printf(output->notes,
-                               "    %u gradients, %s in %u buckets; %s all-reduce over %" G_GINT64_FORMAT
-                               " GPUs (%d nodes x %d, inter %s): %s per step; inserted %u all-reduces in %u steps\n",
-                               n, size, buckets, algorithm, world, model.cluster.nodes, model.cluster.gpus_per_node, bw,
-                               per_step, inserted, steps);
-        g_free(size); g_free(bw); g_free(per_step);
-        if (steps == 0) {
-            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the trace has no backward-phase GPU work to attach all-reduces to");
-            ok = FALSE;
-        }
-    }
-    g_free(cost);
-    g_free(bucket_of);
-    g_array_unref(bucket_bytes);
+    bucket_plan plan;
+    plan_buckets(sizes, rv_params_bytes(params, "bucket_cap"), &model, &plan);
     g_array_unref(sizes);
-    g_hash_table_destroy(backward);
-    g_hash_table_destroy(optimizer);
-    return ok;
+    guint inserted = 0;
+    int steps = insert_allreduces(graph, &plan, &inserted, error);
+    if (steps >= 0) describe(output->notes, &plan, &model, rv_params_string(params, "algorithm"), world, inserted, steps);
+    plan_clear(&plan);
+    if (steps == 0)
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the trace has no backward-phase GPU work to attach all-reduces to");
+    return steps > 0;
 }
 
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {

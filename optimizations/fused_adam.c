@@ -13,35 +13,108 @@
  * removed launch on that thread, the kernel after the last surviving GPU
  * task before the first removed kernel on its stream.  The fused kernel
  * lasts as long as the removed GPU tasks together (duration=sum, Daydream's
- * estimate: the same bytes move, only the launches and the gaps go).
+ * estimate: the same bytes move, only the launches and the gaps go), or
+ * (duration=bytes) as long as one streaming pass over the optimizer state
+ * takes at the GPU's memory bandwidth:
+ *     parameters x bytes_per_param / (memory_bandwidth x efficiency)
+ * where bytes_per_param = 28 is fp32 Adam's traffic (read param, grad,
+ * exp_avg, exp_avg_sq; write param, exp_avg, exp_avg_sq: 7 x 4 bytes), the
+ * parameter bytes are the weight shapes of the forward layers (layers.h)
+ * or param_bytes, and the bandwidth is the datasheet figure of the trace's
+ * GPU (table below) unless memory_bandwidth is given.
  * Optimizer CPU tasks that launch nothing stay.  Works for any optimizer
  * (SGD, Adam, ...) that runs inside an "Optimizer.step" annotation.
  */
 #include "reverie/plugin.h"
 #include "reverie/error.h"
+#include "reverie/layers.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include <string.h>
 
 static const rv_param_spec fused_params[] = {
     { "duration", RV_PARAM_CHOICE, "sum", NULL,
-      "fused kernel time: sum = the removed GPU tasks' total (Daydream)", "sum" },
+      "fused kernel time: sum = the removed GPU tasks' total (Daydream); bytes = optimizer state traffic / memory bandwidth",
+      "sum|bytes" },
+    { "bytes_per_param", RV_PARAM_NUMBER, "28", "bytes", "duration=bytes: memory traffic per parameter (fp32 Adam: 28; SGD with momentum: 20)", NULL },
+    { "param_bytes", RV_PARAM_BYTES, "0B", "bytes", "duration=bytes: fp32 parameter bytes (0: from the forward layers' weight shapes)", NULL },
+    { "memory_bandwidth", RV_PARAM_BANDWIDTH, "900GB/s", "B/s",
+      "duration=bytes: GPU memory bandwidth; unless given, the datasheet figure of the trace's GPU, this default (V100) if unknown", NULL },
+    { "efficiency", RV_PARAM_NUMBER, "0.8", "x", "duration=bytes: achieved fraction of the memory bandwidth", NULL },
     { NULL }
 };
 
-static gint by_recorded_start(gconstpointer a, gconstpointer b, gpointer data)
+/* Datasheet memory bandwidths; the first name found in the device name wins. */
+static const struct {
+    const char *name;
+    double bandwidth_Bps;
+} memory_bandwidths[] = {
+    { "H200", 4.8e12 },      /* NVIDIA H200 SXM: 4.8 TB/s */
+    { "H100 PCIe", 2.0e12 }, /* NVIDIA H100 PCIe: 2.0 TB/s */
+    { "H100", 3.35e12 },     /* NVIDIA H100 SXM: 3.35 TB/s */
+    { "80GB", 2.039e12 },    /* NVIDIA A100 80GB SXM: 2,039 GB/s */
+    { "A100", 1.555e12 },    /* NVIDIA A100 40GB: 1,555 GB/s */
+    { "V100", 0.9e12 },      /* NVIDIA V100 SXM2: 900 GB/s */
+    { "MI250", 1.6384e12 },  /* AMD MI250: 3.2768 TB/s for two dies; one die per device */
+    { "2080 Ti", 0.616e12 }, /* NVIDIA RTX 2080 Ti: 616 GB/s */
+    { NULL, 0 }
+};
+
+static double device_bandwidth(const rv_graph *graph, const char **device)
 {
-    rv_graph *graph = data;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    int64_t tx = rv_graph_task(graph, x)->recorded_start_ns, ty = rv_graph_task(graph, y)->recorded_start_ns;
-    if (tx != ty) return tx < ty ? -1 : 1;
-    return x < y ? -1 : x > y;
+    for (guint d = 0; graph->device_names && d < graph->device_names->len; d++) {
+        const char *name = g_ptr_array_index(graph->device_names, d);
+        for (int i = 0; name && memory_bandwidths[i].name; i++) {
+            if (strstr(name, memory_bandwidths[i].name) == NULL) continue;
+            *device = name;
+            return memory_bandwidths[i].bandwidth_Bps;
+        }
+    }
+    return 0;
 }
 
-static gint compare_keys(gconstpointer a, gconstpointer b)
+/* fp32 parameter bytes: param_bytes, or the weight shapes of the first step with any. */
+static int64_t parameter_bytes(const rv_graph *graph, const rv_params *params)
 {
-    int x = GPOINTER_TO_INT(a), y = GPOINTER_TO_INT(b);
-    return x < y ? -1 : x > y;
+    int64_t given = rv_params_bytes(params, "param_bytes");
+    if (given > 0) return given;
+    GPtrArray *steps = rv_weighted_layers_by_step(graph);
+    int64_t total = 0;
+    for (guint s = 0; s < steps->len && total == 0; s++) {
+        GArray *layers = g_ptr_array_index(steps, s);
+        for (guint l = 0; l < layers->len; l++) total += g_array_index(layers, rv_weighted_layer, l).weight_bytes;
+    }
+    g_ptr_array_unref(steps);
+    return total;
+}
+
+/* The fused kernel's time under duration=bytes, or -1 with error set. */
+static int64_t streaming_ns(const rv_graph *graph, const rv_params *params, GString *notes, GError **error)
+{
+    const char *device = "memory_bandwidth as given";
+    double bandwidth = rv_params_given(params, "memory_bandwidth") ? 0 : device_bandwidth(graph, &device);
+    if (bandwidth <= 0) {
+        bandwidth = rv_params_bandwidth(params, "memory_bandwidth");
+        if (!rv_params_given(params, "memory_bandwidth")) device = "GPU unknown: V100 default";
+    }
+    double efficiency = rv_params_number(params, "efficiency"), per_param = rv_params_number(params, "bytes_per_param");
+    int64_t bytes = parameter_bytes(graph, params);
+    if (!(efficiency > 0 && efficiency <= 1) || !(per_param > 0)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "need 0 < efficiency <= 1 and bytes_per_param > 0");
+        return -1;
+    }
+    if (bytes <= 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "duration=bytes: the trace has no weight shapes (record_shapes=True) to count parameters; give param_bytes=");
+        return -1;
+    }
+    double traffic = (double)bytes / 4.0 * per_param;
+    int64_t ns = (int64_t)(traffic / (bandwidth * efficiency) * 1e9 + 0.5);
+    char *size = rv_format_bytes(bytes), *moved = rv_format_bytes((int64_t)traffic), *bw = rv_format_bandwidth(bandwidth);
+    g_string_append_printf(notes, "    duration=bytes: %s of parameters, %s moved at %s x %.2f (%s)\n", size, moved, bw,
+                           efficiency, device);
+    g_free(size); g_free(moved); g_free(bw);
+    return ns;
 }
 
 /* The last task before `task` in its resource's order that is not in `doomed`. */
@@ -70,14 +143,20 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         g_hash_table_destroy(by_step);
         return FALSE;
     }
-    GList *keys = g_list_sort(g_hash_table_get_keys(by_step), compare_keys);
+    int64_t streaming = -1;
+    if (strcmp(rv_params_string(params, "duration"), "bytes") == 0 &&
+        (streaming = streaming_ns(graph, params, output->notes, error)) < 0) {
+        g_hash_table_destroy(by_step);
+        return FALSE;
+    }
+    GList *keys = rv_tasks_by_step_keys(by_step);
     guint steps = 0, gpu_removed = 0;
     int removed_total = 0;
     int64_t fused_total = 0, cpu_before = 0, cpu_after = 0;
     gboolean ok = TRUE;
     for (GList *k = keys; k != NULL && ok; k = k->next) {
         GArray *victims = g_hash_table_lookup(by_step, k->data);
-        g_array_sort_with_data(victims, by_recorded_start, graph);
+        g_array_sort_with_data(victims, rv_task_compare_recorded, graph);
         GHashTable *doomed = g_hash_table_new(g_direct_hash, g_direct_equal);
         int64_t sum = 0;
         int32_t first = g_array_index(victims, int32_t, 0), first_launch = -1;
@@ -102,7 +181,7 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         gpu_removed += victims->len;
         fused.kind = RV_TASK_KERNEL;
         fused.name = rv_strings_intern(graph->strings, "fused optimizer kernel (multi_tensor_apply)");
-        fused.duration_ns = sum;
+        fused.duration_ns = streaming >= 0 ? streaming : sum;
         fused.gap_ns = 0;
         fused.correlation = -1;
         fused.bytes = 0;
@@ -110,7 +189,7 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         rv_insert_spec spec = { fused, after, launch_after };
         if (rv_transform_insert(graph, &spec, error) < 0) ok = FALSE;
         if (launch_after >= 0) cpu_after += rv_graph_typical_launch_ns(graph);
-        fused_total += sum;
+        fused_total += fused.duration_ns;
         steps++;
         g_hash_table_destroy(doomed);
     }

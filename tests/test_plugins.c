@@ -166,6 +166,41 @@ START_TEST(fused_hand_built)
 }
 END_TEST
 
+/*
+ * duration=bytes: 1000 fp32 parameters (4000 B) x 28 B of Adam traffic each
+ * = 28,000 B at 1 GB/s x efficiency 1 = 28us.  As above the fused kernel is
+ * ready at 5 and the stream free at 10: 10-38 -> 38us.  Without param_bytes
+ * the graph has no weighted forward layer to count parameters from.
+ */
+START_TEST(fused_bytes_hand_built)
+{
+    tiny t = fused_graph();
+    apply_ok(t.graph, "fused-adam", "duration=bytes,param_bytes=4000B,memory_bandwidth=1GB/s,efficiency=1");
+    ck_assert_int_eq(makespan(t.graph), US(38));
+    rv_graph_free(t.graph);
+    t = fused_graph();
+    GError *error = NULL;
+    ck_assert(!apply_plugin(t.graph, "fused-adam", "duration=bytes", &error));
+    ck_assert_msg(strstr(error->message, "param_bytes=") != NULL, "%s", error->message);
+    g_error_free(error);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* On the legacy ResNet-50 (V100, shapes recorded) the parameters come from
+ * the weight shapes and the bandwidth from the device name. */
+START_TEST(fused_bytes_real)
+{
+    rv_graph *graph = load_shared("kineto_legacy_resnet50_v100.json.gz");
+    if (graph == NULL) return;
+    char *notes = apply_notes(graph, "fused-adam", "duration=bytes");
+    ck_assert_msg(strstr(notes, "97.29 MiB of parameters") && strstr(notes, "900.00 GB/s"), "%s", notes);
+    ck_assert_msg(strstr(notes, "V100"), "%s", notes);
+    g_free(notes);
+    rv_graph_free(graph);
+}
+END_TEST
+
 START_TEST(fused_no_optimizer)
 {
     tiny t = amp_graph(); /* forward kernels only */
@@ -398,6 +433,8 @@ static Suite *plugins_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fused_hand_built);
     tcase_add_test(tc, fused_no_optimizer);
+    tcase_add_test(tc, fused_bytes_hand_built);
+    tcase_add_test(tc, fused_bytes_real);
     tcase_add_test(tc, fused_real);
     suite_add_tcase(suite, tc);
     tc = tcase_create("dataloader");

@@ -1,0 +1,322 @@
+/*
+ * p3.c - priority-based parameter propagation (P3: Jayarajan et al.,
+ * "Priority-based Parameter Propagation for Distributed DNN Training",
+ * SysML 2019) on a parameter server, predicted from a single-GPU trace as
+ * Daydream does it (appendix A.5, Algorithm 7).
+ *
+ *   reverie whatif trace.json.gz --opt 'p3:bandwidth=10Gbps'
+ *   reverie whatif trace.json.gz --opt 'p3:bandwidth=10Gbps,priority=off'
+ *
+ * The model.  Each weighted layer's gradient (layers.h: conv / linear /
+ * addmm, weight + bias bytes from the Input Dims, or param_sizes=FILE for
+ * traces recorded without shapes) is cut into slices of at most slice_size
+ * bytes.  In every step, after the backward kernel run that produces the
+ * layer's gradient (layers.h), each slice is
+ *   pushed to its server on the worker's "ps.send" channel, then
+ *   pulled back, updated, on the worker's "ps.recv" channel,
+ * each transfer taking latency + bytes / bandwidth.  The first forward GPU
+ * task of that layer in the next step waits for all the layer's pulls.
+ * Slices are not chained on their channel, so the scheduler orders them.
+ *
+ * priority=on replaces the scheduler's priority (Daydream's Schedule
+ * override, sim.h): when a channel frees, the waiting slice of the layer
+ * nearest the input takes it.  A slice's rank is its layer's index in
+ * forward order; every other task has rank 0, which only ever competes
+ * with tasks of its own resource, so their schedule is unchanged.  A slice
+ * in flight is not preempted; slices of one layer go in slice order.
+ * priority=off returns no policy: each channel serves slices in the order
+ * they became ready (first come, first served), which is the plain
+ * parameter server, so the gain of P3 itself is the difference of the two.
+ *
+ * Simplifications, each a choice:
+ *  - slices are spread over as many servers as workers (round-robin, as
+ *    MXNet's kvstore does), so the worker's own link is the bottleneck:
+ *    server compute, aggregation and the wait for the other (identical)
+ *    workers are not modelled; a pull follows its push at once;
+ *  - the worker keeps its local optimizer step, as Daydream leaves the
+ *    worker's graph otherwise alone.  A real parameter server applies the
+ *    update itself, so this is slightly pessimistic for both settings;
+ *  - the last step's pulls would gate the next, unrecorded, step.  Its end
+ *    marker waits for the pulls of the first weighted layer, the ones that
+ *    step's first forward kernel would wait for.  So each step pays about
+ *    one communication stall (the first step pays none, the last pays its
+ *    successor's), but stalls of later layers in that unrecorded step are
+ *    not counted;
+ *  - layers are matched across steps by position (layers.h); a step with
+ *    fewer weighted layers than the model gates only those it has.
+ */
+#include "reverie/plugin.h"
+#include "reverie/error.h"
+#include "reverie/layers.h"
+#include "reverie/transform.h"
+#include "reverie/units.h"
+#include <math.h>
+
+/* 40,000 fp32 parameters: MXNET_KVSTORE_SLICE_THRESHOLD, the slice size of
+ * P3's kvstore (dist_p3) in MXNet.  10 Gbps: P3's and Daydream's cluster. */
+static const rv_param_spec p3_params[] = {
+    { "slice_size", RV_PARAM_BYTES, "160KB", "bytes", "largest slice (40,000 fp32 parameters, P3's MXNet default)", NULL },
+    { "bandwidth", RV_PARAM_BANDWIDTH, "10Gbps", "B/s", "worker link bandwidth per direction", NULL },
+    { "latency", RV_PARAM_DURATION, "5us", "ns", "per-slice message latency", NULL },
+    { "priority", RV_PARAM_CHOICE, "on", NULL, "on: layers nearer the input first (P3); off: first come first served",
+      "on|off" },
+    { "param_sizes", RV_PARAM_STRING, "", NULL, "JSON file: weight bytes per weighted layer in forward order", NULL },
+    { NULL }
+};
+
+#define MAX_SLICES_PER_STEP 100000
+
+typedef struct {
+    int64_t slice_bytes;
+    int64_t latency_ns;
+    double bandwidth_Bps;
+} link_model;
+
+static int64_t transfer_ns(const link_model *link, int64_t bytes)
+{
+    double ns = (double)link->latency_ns + (double)bytes * 1e9 / link->bandwidth_Bps;
+    return ns < 1e18 ? (int64_t)llround(ns) : (int64_t)1e18;  /* absurd inputs must not overflow */
+}
+
+/* ---- the policy: rank = layer index of a slice, 0 for anything else ---- */
+
+static int64_t slice_rank(const rv_graph *graph, int32_t task, void *data)
+{
+    const GArray *ranks = data;
+    return task >= 0 && (guint)task < ranks->len ? g_array_index(ranks, int64_t, task) : 0;
+}
+
+static void set_rank(GArray *ranks, int32_t task, int64_t rank)
+{
+    if ((guint)task >= ranks->len) g_array_set_size(ranks, (guint)task + 1);
+    g_array_index(ranks, int64_t, task) = rank;
+}
+
+/* ---- what the model holds ------------------------------------------- */
+
+/* Weight bytes per weighted layer in forward order: from the file, or from
+ * the first step whose layers have shapes. */
+static GArray *layer_sizes(const GPtrArray *layers_by_step, const char *file, GError **error)
+{
+    if (file && *file) return rv_weight_sizes_from_file(file, error);
+    GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (guint slot = 1; slot < layers_by_step->len && sizes->len == 0; slot++) {
+        const GArray *layers = g_ptr_array_index(layers_by_step, slot);
+        int64_t total = 0;
+        for (guint j = 0; j < layers->len; j++) total += g_array_index(layers, rv_weighted_layer, j).weight_bytes;
+        if (total == 0) continue;
+        for (guint j = 0; j < layers->len; j++) g_array_append_val(sizes, g_array_index(layers, rv_weighted_layer, j).weight_bytes);
+    }
+    return sizes;
+}
+
+typedef struct {
+    int64_t bytes;    /* per step */
+    int64_t slices;   /* per step */
+    int64_t busy_ns;  /* per step and channel */
+    int64_t largest;  /* the largest slice */
+    int first_layer;  /* the first layer with a gradient, -1 if none */
+} model_totals;
+
+static model_totals totals_of(const GArray *sizes, const link_model *link)
+{
+    model_totals totals = { 0, 0, 0, 0, -1 };
+    for (guint j = 0; j < sizes->len; j++) {
+        int64_t left = g_array_index(sizes, int64_t, j);
+        if (left > 0 && totals.first_layer < 0) totals.first_layer = (int)j;
+        totals.bytes += left;
+        totals.largest = MAX(totals.largest, MIN(left, link->slice_bytes));
+        for (; left > 0 && totals.slices <= MAX_SLICES_PER_STEP; left -= link->slice_bytes) {
+            totals.slices++;
+            totals.busy_ns += transfer_ns(link, MIN(left, link->slice_bytes));
+        }
+    }
+    return totals;
+}
+
+/* ---- inserting the transfers ---------------------------------------- */
+
+typedef struct {
+    rv_graph *graph;
+    const link_model *link;
+    const GArray *sizes;   /* bytes per layer, forward order */
+    int first_layer;       /* what the last step's end waits for */
+    int32_t send, recv;    /* the two channels */
+    GArray *ranks;         /* NULL with priority=off */
+    guint pushes, steps, mismatched_steps;
+} p3_builder;
+
+/* One transfer of `bytes` on `channel` after task `after`; tagged like it. */
+static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, const char *name, int64_t bytes,
+                               guint layer, GError **error)
+{
+    rv_task task = *rv_graph_task(b->graph, after);
+    task.kind = RV_TASK_COMM;
+    task.flags = 0;
+    task.resource = channel;
+    task.name = rv_strings_intern(b->graph->strings, name);
+    task.duration_ns = transfer_ns(b->link, bytes);
+    task.gap_ns = task.lag_ns = 0;
+    task.bytes = bytes;
+    task.correlation = -1;
+    task.input_dims = -1;
+    rv_insert_spec spec = { task, -1, -1 };  /* unordered on its channel */
+    int32_t id = rv_transform_insert(b->graph, &spec, error);
+    if (id < 0) return -1;
+    rv_transform_add_edge(b->graph, after, id);
+    if (b->ranks) set_rank(b->ranks, id, layer);
+    return id;
+}
+
+/* Push and pull every slice of layer j after `producer`; `waiter` (if any) waits for the pulls. */
+static gboolean insert_layer(p3_builder *b, guint j, int32_t producer, int32_t waiter, GError **error)
+{
+    for (int64_t left = g_array_index(b->sizes, int64_t, j); left > 0; left -= b->link->slice_bytes) {
+        int64_t bytes = MIN(left, b->link->slice_bytes);
+        int32_t push = insert_transfer(b, producer, b->send, "ps push", bytes, j, error);
+        int32_t pull = push < 0 ? -1 : insert_transfer(b, push, b->recv, "ps pull", bytes, j, error);
+        if (pull < 0) return FALSE;
+        if (waiter >= 0) rv_transform_add_edge(b->graph, pull, waiter);
+        b->pushes++;
+    }
+    return TRUE;
+}
+
+/* What waits for layer j's pulls: its first forward GPU task in the next
+ * step; in the last step (next == NULL) the step's end, for the first layer. */
+static int32_t waiter_of(const p3_builder *b, const GArray *next, guint j, int step)
+{
+    if (next == NULL)
+        return (int)j == b->first_layer ? g_array_index(b->graph->steps, rv_step, step).end_marker : -1;
+    if (j >= next->len) return -1;
+    const rv_weighted_layer *layer = &g_array_index(next, rv_weighted_layer, j);
+    return layer->first_gpu >= 0 ? layer->first_gpu : layer->first_call;
+}
+
+/* One step: every layer's slices after the backward run producing its gradient. */
+static gboolean insert_step(p3_builder *b, int step, GArray *backward, const GArray *next, GError **error)
+{
+    if (next == NULL) /* the end marker will wait: its producers must be launched before it */
+        rv_keep_launched_by(b->graph, backward,
+                            rv_graph_task(b->graph, g_array_index(b->graph->steps, rv_step, step).end_marker)->recorded_start_ns);
+    if (backward->len == 0) return TRUE;
+    GArray *runs = rv_weighted_backward_runs(b->graph, backward);
+    guint n = b->sizes->len;
+    gboolean ok = TRUE;
+    for (guint j = 0; j < n && ok; j++) {
+        if (g_array_index(b->sizes, int64_t, j) <= 0) continue;
+        int32_t producer = g_array_index(runs, int32_t, rv_gradient_run(n - 1 - j, n, runs->len));
+        ok = insert_layer(b, j, producer, waiter_of(b, next, j, step), error);
+    }
+    g_array_unref(runs);
+    if (next && next->len != n) b->mismatched_steps++;
+    b->steps++;
+    return ok;
+}
+
+static gboolean insert_all_steps(p3_builder *b, const GPtrArray *layers_by_step, GError **error)
+{
+    GPtrArray *backward = rv_backward_gpu_tasks_by_step(b->graph);
+    guint step_count = b->graph->steps->len;
+    gboolean ok = TRUE;
+    for (guint step = 0; step < step_count && ok; step++) {
+        const GArray *next = step + 1 < step_count ? g_ptr_array_index(layers_by_step, step + 2) : NULL;
+        ok = insert_step(b, (int)step, g_ptr_array_index(backward, step + 1), next, error);
+    }
+    g_ptr_array_unref(backward);
+    return ok;
+}
+
+/* ---- apply ---------------------------------------------------------- */
+
+static gboolean any_weighted_layer(const GPtrArray *layers_by_step)
+{
+    for (guint slot = 1; slot < layers_by_step->len; slot++)
+        if (((const GArray *)g_ptr_array_index(layers_by_step, slot))->len > 0) return TRUE;
+    return FALSE;
+}
+
+/* Why there is nothing to act on, or NULL when there is something. */
+static const char *nothing_to_do(const GPtrArray *layers_by_step, const GArray *sizes, const model_totals *totals)
+{
+    if (!any_weighted_layer(layers_by_step))
+        return "no conv/linear/addmm forward layer in the trace's steps: no parameter to push";
+    if (totals->bytes == 0)
+        return "no gradient sizes: no conv/linear/addmm forward operator with Input Dims in the trace "
+               "(record with record_shapes=True, or give param_sizes=FILE)";
+    if (totals->slices > MAX_SLICES_PER_STEP) return "slice_size too small: more than 100,000 slices per step";
+    return NULL;
+}
+
+static void describe(GString *notes, const p3_builder *b, const model_totals *totals, gboolean priority)
+{
+    char *bytes = rv_format_bytes(totals->bytes), *slice = rv_format_bytes(totals->largest);
+    char *bw = rv_format_bandwidth(b->link->bandwidth_Bps), *latency = rv_format_duration(b->link->latency_ns);
+    char *full = rv_format_duration(transfer_ns(b->link, totals->largest)), *busy = rv_format_duration(totals->busy_ns);
+    g_string_append_printf(notes,
+                           "    %u weighted layers, %s per step in %" G_GINT64_FORMAT " slices of at most %s; such a slice "
+                           "takes %s each way (%s, latency %s): each channel busy %s per step\n",
+                           b->sizes->len, bytes, totals->slices, slice, full, bw, latency, busy);
+    g_string_append_printf(notes,
+                           "    %s; %u pushes + %u pulls in %u steps; a layer's next forward waits for its pulls, "
+                           "the last step's end for layer %d's; server compute not modelled, local optimizer kept\n",
+                           priority ? "priority on: slices of layers nearer the input first"
+                                    : "priority off: slices first come first served (plain parameter server)",
+                           b->pushes, b->pushes, b->steps, totals->first_layer + 1);
+    if (b->mismatched_steps)
+        g_string_append_printf(notes, "    warning: %u steps have a different number of weighted layers than the %u "
+                                      "sizes; matched by position\n", b->mismatched_steps, b->sizes->len);
+    g_free(bytes); g_free(slice); g_free(bw); g_free(latency); g_free(full); g_free(busy);
+}
+
+static gboolean link_from_params(const rv_params *params, link_model *link, GError **error)
+{
+    link->slice_bytes = rv_params_bytes(params, "slice_size");
+    link->latency_ns = rv_params_duration_ns(params, "latency");
+    link->bandwidth_Bps = rv_params_bandwidth(params, "bandwidth");
+    if (link->slice_bytes < 1 || link->latency_ns < 0 || !(link->bandwidth_Bps > 0)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "need slice_size > 0, latency >= 0 and bandwidth > 0");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    link_model link;
+    if (!link_from_params(params, &link, error)) return FALSE;
+    GPtrArray *layers_by_step = rv_weighted_layers_by_step(graph);
+    GArray *sizes = layer_sizes(layers_by_step, rv_params_string(params, "param_sizes"), error);
+    if (sizes == NULL) { g_ptr_array_unref(layers_by_step); return FALSE; }
+    model_totals totals = totals_of(sizes, &link);
+    const char *why = nothing_to_do(layers_by_step, sizes, &totals);
+    gboolean priority = g_strcmp0(rv_params_string(params, "priority"), "on") == 0;
+    p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, NULL, 0, 0, 0 };
+    gboolean ok = why == NULL;
+    if (ok) {
+        b.send = rv_transform_add_channel(graph, "ps.send");
+        b.recv = rv_transform_add_channel(graph, "ps.recv");
+        if (priority) b.ranks = g_array_sized_new(FALSE, TRUE, sizeof(int64_t), (guint)rv_graph_task_count(graph));
+        ok = insert_all_steps(&b, layers_by_step, error);
+        if (ok && b.pushes == 0) why = "the trace has no backward-phase GPU work to attach pushes to";
+        ok = ok && why == NULL;
+    }
+    if (why) g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "%s", why);
+    if (ok) describe(output->notes, &b, &totals, priority);
+    if (ok && b.ranks) {
+        output->policy.priority = slice_rank;
+        output->policy.user_data = b.ranks;
+        output->free_policy_data = (GDestroyNotify)g_array_unref;
+    } else if (b.ranks) {
+        g_array_unref(b.ranks);
+    }
+    g_array_unref(sizes);
+    g_ptr_array_unref(layers_by_step);
+    return ok;
+}
+
+G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
+    RV_PLUGIN_ABI_VERSION, "p3", "priority-based parameter propagation: sliced push/pull to a parameter server, "
+    "layers near the input first",
+    p3_params, p3_apply,
+};

@@ -1,0 +1,416 @@
+/*
+ * test_p3.c - the p3 plugin (optimizations/p3.c: priority-based parameter
+ * propagation on a parameter server) and the weighted-layer model it shares
+ * with ddp (layers.h).
+ *
+ * A hand-built two-step graph gives the schedule worked out by hand below,
+ * with and without P3's priority; error cases say "nothing to act on" in
+ * one line; the real ResNet-50 traces give believable trends (P3 no slower
+ * than the plain parameter server, both slower than one GPU, and slower
+ * still on a slower network).  Plugins are loaded from
+ * REVERIE_TEST_PLUGIN_DIR, real traces from REVERIE_SHARED_TRACES (skipped
+ * when absent), as in test_plugins.c.
+ */
+#include <check.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "reverie/error.h"
+#include "reverie/graph.h"
+#include "reverie/layers.h"
+#include "reverie/plugin.h"
+#include "reverie/sim.h"
+#include "reverie/transform.h"
+#include "plugin_harness.h"
+
+/* ---- the hand-built graph ------------------------------------------- */
+
+/*
+ * Two steps, one CPU thread, one GPU stream.  Each step:
+ *   CPU: begin marker | Fa 1us | Fb 1us | Gb 1us | Ga 1us | end marker
+ *   GPU: Ka 10us (aten::conv2d, layer A, near the input)
+ *        Kb 10us (aten::linear, layer B, near the output)
+ *        KGb 10us (AddmmBackward0: B's gradient, produced first)
+ *        KGa 10us (ConvolutionBackward0: A's gradient)
+ * Each kernel is launched by the call of the same letter.  Weights: A is
+ * conv [2500,1,1,1] = 10,000 B, B is linear [1,7500] = 30,000 B.
+ *
+ * Baseline: the CPU runs 0-4 and 4-8; the kernels queue on the stream:
+ * step 0 Ka 0-10, Kb 10-20, KGb 20-30, KGa 30-40; step 1 40-50 ... 70-80.
+ * Steps end at 40 and 80: total 80us, makespan 80us.
+ *
+ * p3 with slice_size=10000B, bandwidth=1GB/s, latency=1us: every slice is
+ * 10,000 B and takes 1 + 10 = 11us each way.  B has 3 slices (B0 B1 B2),
+ * A has 1.  Pushes go on ps.send after the gradient's kernel, pulls on
+ * ps.recv after their push; step 1's Ka waits for A's pulls, Kb for B's;
+ * step 1's end marker (the last step) waits for A's pulls.
+ *
+ * priority=off (first come, first served):
+ *   step 0 pushes: B0 30-41, B1 41-52, B2 52-63, A 63-74 (A ready at 40 but
+ *     queued behind B's slices)
+ *   pulls: B0 41-52, B1 52-63, B2 63-74, A 74-85
+ *   step 1: Ka waits for pull A: 85-95; Kb 95-105; KGb 105-115; KGa 115-125
+ *   pushes: B0' 115-126, B1' 126-137, B2' 137-148, A' 148-159
+ *   pulls:  B0' 126-137, B1' 137-148, B2' 148-159, A' 159-170
+ *   end marker at 170: steps 40 + 130 = 170us, makespan 170us.
+ * priority=on (layer A outranks B once the channel frees):
+ *   step 0 pushes: B0 30-41, A 41-52 (overtakes B1 and B2), B1 52-63, B2 63-74
+ *   pulls: B0 41-52, A 52-63, B1 63-74, B2 74-85
+ *   step 1: Ka waits for pull A: 63-73; Kb waits for pull B2: 85-95;
+ *     KGb 95-105; KGa 105-115
+ *   pushes: B0' 105-116, A' 116-127, B1' 127-138, B2' 138-149
+ *   pulls:  B0' 116-127, A' 127-138, B1' 138-149, B2' 149-160
+ *   end marker at 138: steps 40 + 98 = 138us, makespan 160us.
+ */
+#define DIMS_A "[[1,1,1,1],[2500,1,1,1],[]]"
+#define DIMS_B "[[1,7500],[1,7500],[]]"
+#define HAND_PARAMS "slice_size=10000B,bandwidth=1GB/s,latency=1us"
+
+static void tag(tiny *t, int32_t task, const char *layer, const char *dims, int32_t step)
+{
+    rv_task *task_ptr = rv_graph_task(t->graph, task);
+    if (layer) task_ptr->layer = rv_strings_intern(t->graph->strings, layer);
+    if (dims) task_ptr->input_dims = rv_strings_intern(t->graph->strings, dims);
+    task_ptr->step = step;
+}
+
+/* A kernel and its launch call, both tagged. */
+static int32_t layer_kernel(tiny *t, const char *layer, const char *dims, rv_phase phase, int32_t step)
+{
+    int32_t kernel = tiny_launch(t, "kernel", US(1), US(10), phase, RV_TASK_KERNEL);
+    tag(t, kernel, layer, dims, step);
+    tag(t, rv_graph_launch_of(t->graph, kernel), layer, dims, step);
+    return kernel;
+}
+
+static int32_t marker(tiny *t, int32_t step, uint16_t flag)
+{
+    int32_t id = tiny_task(t, t->cpu, RV_TASK_MARKER, "ProfilerStep", 0, RV_PHASE_OTHER);
+    tag(t, id, NULL, NULL, step);
+    rv_graph_task(t->graph, id)->flags |= flag;
+    return id;
+}
+
+/* The graph above; with_dims FALSE leaves out the Input Dims; with
+ * backward FALSE leaves out the backward kernels. */
+static tiny p3_graph(gboolean with_dims, gboolean backward)
+{
+    tiny t = tiny_new();
+    for (int32_t s = 0; s < 2; s++) {
+        rv_step step = { rv_strings_intern(t.graph->strings, s ? "ProfilerStep#1" : "ProfilerStep#0"), 0, 0, -1, -1 };
+        step.begin_marker = marker(&t, s, RV_TASK_FLAG_STEP_BEGIN);
+        layer_kernel(&t, "aten::conv2d", with_dims ? DIMS_A : NULL, RV_PHASE_FORWARD, s);
+        layer_kernel(&t, "aten::linear", with_dims ? DIMS_B : NULL, RV_PHASE_FORWARD, s);
+        if (backward) {
+            layer_kernel(&t, "autograd::engine::evaluate_function: AddmmBackward0", NULL, RV_PHASE_BACKWARD, s);
+            layer_kernel(&t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, RV_PHASE_BACKWARD, s);
+        }
+        step.end_marker = marker(&t, s, RV_TASK_FLAG_STEP_END);
+        g_array_append_val(t.graph->steps, step);
+    }
+    return t;
+}
+
+/* Apply p3 and replay with its policy, keeping the per-task times (the
+ * harness gives only totals).  The caller clears the result. */
+static rv_sim_result p3_replay(rv_graph *graph, const char *text)
+{
+    char *path = plugin_path("p3");
+    GError *error = NULL;
+    rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
+    ck_assert_msg(plugin != NULL, "%s: %s", path, error ? error->message : "");
+    g_free(path);
+    const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
+    rv_params *params = rv_params_parse(descriptor, text, &error);
+    ck_assert_msg(params != NULL, "%s: %s", text, error ? error->message : "");
+    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    ck_assert_msg(descriptor->apply(graph, params, &output, &error), "p3:%s: %s", text, error ? error->message : "");
+    rv_sim_result sim = { 0 };
+    ck_assert_msg(rv_simulate(graph, output.policy.priority ? &output.policy : NULL, &sim, &error), "simulate: %s",
+                  error ? error->message : "");
+    if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
+    g_string_free(output.notes, TRUE);
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
+    return sim;
+}
+
+/* The n-th inserted task called `name` of a step whose producer's layer contains `layer`. */
+static int32_t transfer(const rv_graph *graph, const char *name, const char *layer, int32_t step, int n)
+{
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!(task->flags & RV_TASK_FLAG_INSERTED) || task->step != step) continue;
+        if (strcmp(rv_strings_get(graph->strings, task->name), name) != 0) continue;
+        if (strstr(rv_strings_get(graph->strings, task->layer), layer) && n-- == 0) return id;
+    }
+    ck_abort_msg("no %s of %s in step %d", name, layer, step);
+    return -1;
+}
+
+START_TEST(p3_hand_baseline)
+{
+    tiny t = p3_graph(TRUE, TRUE);
+    ck_assert_int_eq(makespan(t.graph), US(80));
+    ck_assert_int_eq(step_total(t.graph), US(80));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(p3_hand_priority_off)
+{
+    tiny t = p3_graph(TRUE, TRUE);
+    int64_t span, total;
+    apply_and_simulate(t.graph, "p3", HAND_PARAMS ",priority=off", &span, &total);
+    ck_assert_int_eq(span, US(170));
+    ck_assert_int_eq(total, US(170));
+    rv_graph_free(t.graph);
+
+    t = p3_graph(TRUE, TRUE);
+    rv_sim_result sim = p3_replay(t.graph, HAND_PARAMS ",priority=off");
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 2)], US(52)); /* B2 */
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Convolution", 0, 0)], US(63)); /* A waits */
+    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 0, 0)], US(85));
+    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 1, 0)], US(170));
+    rv_sim_result_clear(&sim);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(p3_hand_priority_on)
+{
+    tiny t = p3_graph(TRUE, TRUE);
+    int64_t span, total;
+    apply_and_simulate(t.graph, "p3", HAND_PARAMS, &span, &total);  /* priority=on is the default */
+    ck_assert_int_eq(span, US(160));
+    ck_assert_int_eq(total, US(138));
+    rv_graph_free(t.graph);
+
+    t = p3_graph(TRUE, TRUE);
+    rv_sim_result sim = p3_replay(t.graph, HAND_PARAMS ",priority=on");
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 0)], US(30));       /* B0 */
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Convolution", 0, 0)], US(41)); /* A overtakes */
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 1)], US(52));       /* B1 */
+    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 0, 0)], US(63));
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps pull", "Addmm", 1, 2)], US(149));     /* B2' */
+    rv_sim_result_clear(&sim);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+static char *write_temp(const char *text)
+{
+    char *path = NULL;
+    int fd = g_file_open_tmp("rv-p3-XXXXXX.json", &path, NULL);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+/* Without Input Dims the sizes come from param_sizes=FILE: the same answer. */
+START_TEST(p3_hand_param_sizes)
+{
+    char *path = write_temp("[10000, 30000]");
+    char *text = g_strdup_printf(HAND_PARAMS ",param_sizes=%s", path);
+    tiny t = p3_graph(FALSE, TRUE);
+    int64_t span, total;
+    apply_and_simulate(t.graph, "p3", text, &span, &total);
+    ck_assert_int_eq(span, US(160));
+    ck_assert_int_eq(total, US(138));
+    rv_graph_free(t.graph);
+    g_unlink(path);
+    g_free(path);
+    g_free(text);
+}
+END_TEST
+
+/* ---- nothing to act on ---------------------------------------------- */
+
+static void expect_error(rv_graph *graph, const char *text, const char *words)
+{
+    GError *error = NULL;
+    ck_assert(!apply_plugin(graph, "p3", text, &error));
+    ck_assert_msg(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN), "%s", error ? error->message : "(no error)");
+    ck_assert_msg(strstr(error->message, words) && !strchr(error->message, '\n'), "%s", error->message);
+    g_error_free(error);
+}
+
+START_TEST(p3_nothing_to_act_on)
+{
+    tiny t = tiny_new();  /* no weighted layer at all */
+    layer_kernel(&t, "aten::relu", NULL, RV_PHASE_FORWARD, -1);
+    expect_error(t.graph, "", "no conv/linear/addmm forward layer");
+    rv_graph_free(t.graph);
+
+    t = p3_graph(FALSE, TRUE);  /* weighted layers without shapes */
+    expect_error(t.graph, "", "no gradient sizes");
+    rv_graph_free(t.graph);
+
+    t = p3_graph(TRUE, FALSE);  /* no backward pass */
+    expect_error(t.graph, "", "no backward-phase GPU work");
+    rv_graph_free(t.graph);
+
+    char *path = write_temp("{\"not\": \"a list\"}");
+    char *text = g_strdup_printf("param_sizes=%s", path);
+    t = p3_graph(TRUE, TRUE);
+    expect_error(t.graph, text, "not a JSON list");
+    rv_graph_free(t.graph);
+    g_unlink(path);
+    g_free(path);
+    g_free(text);
+}
+END_TEST
+
+/* ---- the weighted-layer model on a real trace ------------------------ */
+
+/* torchvision ResNet-50's weighted layers in forward order, weight + bias
+ * bytes: conv1, then per bottleneck conv 1x1, 3x3, 1x1 (and the downsample
+ * conv in the first block of a stage), then fc. */
+static GArray *resnet50_sizes(void)
+{
+    GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    int64_t first = 4 * 64 * 3 * 7 * 7;
+    g_array_append_val(sizes, first);
+    int64_t in = 64;
+    const int64_t widths[] = { 64, 128, 256, 512 }, blocks[] = { 3, 4, 6, 3 };
+    for (int stage = 0; stage < 4; stage++) {
+        int64_t w = widths[stage];
+        for (int b = 0; b < blocks[stage]; b++) {
+            int64_t convs[] = { 4 * in * w, 4 * w * w * 9, 4 * w * 4 * w, 4 * in * 4 * w };
+            g_array_append_vals(sizes, convs, b == 0 ? 4 : 3);
+            in = 4 * w;
+        }
+    }
+    int64_t fc = 4 * (2048 * 1000 + 1000);
+    g_array_append_val(sizes, fc);
+    return sizes;
+}
+
+/* The legacy ResNet-50 trace records shapes: every step has ResNet-50's
+ * 54 weighted layers with its exact sizes, each with a forward kernel, and
+ * its backward pass has one run of weighted-layer kernels per layer. */
+START_TEST(layers_resnet50)
+{
+    rv_graph *graph = load_shared("kineto_legacy_resnet50_v100.json.gz");
+    if (graph == NULL) return;
+    GArray *expected = resnet50_sizes();
+    ck_assert_int_eq(expected->len, 54);
+    GPtrArray *layers = rv_weighted_layers_by_step(graph);
+    GPtrArray *backward = rv_backward_gpu_tasks_by_step(graph);
+    ck_assert_int_eq(layers->len, graph->steps->len + 1);
+    for (guint slot = 1; slot < layers->len; slot++) {
+        GArray *step = g_ptr_array_index(layers, slot);
+        ck_assert_int_eq(step->len, expected->len);
+        for (guint j = 0; j < step->len; j++) {
+            const rv_weighted_layer *layer = &g_array_index(step, rv_weighted_layer, j);
+            ck_assert_msg(layer->weight_bytes == g_array_index(expected, int64_t, j), "step %u layer %u: %" G_GINT64_FORMAT,
+                          slot - 1, j, layer->weight_bytes);
+            ck_assert_int_ge(layer->first_gpu, 0);
+            ck_assert(rv_graph_task(graph, layer->first_gpu)->flags & RV_TASK_FLAG_GPU);
+        }
+        GArray *runs = rv_weighted_backward_runs(graph, g_ptr_array_index(backward, slot));
+        ck_assert_int_eq(runs->len, expected->len);
+        g_array_unref(runs);
+    }
+    g_ptr_array_unref(backward);
+    g_ptr_array_unref(layers);
+    g_array_unref(expected);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* ---- real traces ---------------------------------------------------- */
+
+/* hta_resnet50_v100 has no Input Dims: it gets ResNet-50's sizes from a file. */
+static char *resnet50_param_file(void)
+{
+    GArray *sizes = resnet50_sizes();
+    GString *list = g_string_new("[");
+    for (guint i = 0; i < sizes->len; i++)
+        g_string_append_printf(list, "%s%" G_GINT64_FORMAT, i ? "," : "", g_array_index(sizes, int64_t, i));
+    g_string_append_c(list, ']');
+    char *path = write_temp(list->str);
+    g_string_free(list, TRUE);
+    g_array_unref(sizes);
+    return path;
+}
+
+/*
+ * From fast to slow networks: both settings cost nothing on a fast one,
+ * more on each slower one, and P3's priority is never slower than first
+ * come, first served.  On 2.5 and 1 Gbps both are slower than one GPU.
+ */
+static void check_trends(const char *trace, const char *extra)
+{
+    const char *bandwidths[] = { "1000Gbps", "10Gbps", "2.5Gbps", "1Gbps" };
+    int64_t previous[2] = { 0, 0 };
+    for (int i = 0; i < 4; i++) {
+        int64_t base = 0, predicted[2];
+        for (int p = 0; p < 2; p++) {
+            char *text = g_strdup_printf("bandwidth=%s,priority=%s%s", bandwidths[i], p ? "off" : "on", extra);
+            gboolean ran = predict_shared(trace, "p3", text, &base, &predicted[p]);
+            g_free(text);
+            if (!ran) return;
+            if (i == 0) ck_assert_msg(predicted[p] == base, "%s: a fast network should cost nothing", trace);
+            if (i >= 2) ck_assert_msg(predicted[p] > base, "%s %s: %" G_GINT64_FORMAT " not above %" G_GINT64_FORMAT,
+                                      trace, bandwidths[i], predicted[p], base);
+            ck_assert_msg(predicted[p] >= previous[p], "%s %s: faster on a slower network", trace, bandwidths[i]);
+            if (i >= 2) ck_assert_msg(predicted[p] > previous[p], "%s %s: no slower than on a faster network", trace,
+                                      bandwidths[i]);
+            previous[p] = predicted[p];
+        }
+        ck_assert_msg(predicted[0] <= predicted[1], "%s %s: priority on %" G_GINT64_FORMAT " > off %" G_GINT64_FORMAT,
+                      trace, bandwidths[i], predicted[0], predicted[1]);
+        if (i >= 2) ck_assert_msg(predicted[0] < predicted[1], "%s %s: P3's priority gains nothing", trace, bandwidths[i]);
+    }
+}
+
+START_TEST(p3_real_legacy)
+{
+    check_trends("kineto_legacy_resnet50_v100.json.gz", "");
+}
+END_TEST
+
+START_TEST(p3_real_hta)
+{
+    char *path = resnet50_param_file();
+    char *extra = g_strdup_printf(",param_sizes=%s", path);
+    check_trends("hta_resnet50_v100.json.gz", extra);
+    g_unlink(path);
+    g_free(path);
+    g_free(extra);
+}
+END_TEST
+
+/* ---- suite ---------------------------------------------------------- */
+
+static Suite *p3_suite(void)
+{
+    Suite *suite = suite_create("p3");
+    TCase *tc = tcase_create("hand-built");
+    tcase_add_test(tc, p3_hand_baseline);
+    tcase_add_test(tc, p3_hand_priority_off);
+    tcase_add_test(tc, p3_hand_priority_on);
+    tcase_add_test(tc, p3_hand_param_sizes);
+    tcase_add_test(tc, p3_nothing_to_act_on);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("real traces");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, layers_resnet50);
+    tcase_add_test(tc, p3_real_legacy);
+    tcase_add_test(tc, p3_real_hta);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(p3_suite());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
