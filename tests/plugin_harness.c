@@ -15,27 +15,30 @@ char *plugin_path(const char *name)
     return path;
 }
 
-/* Replay with a policy (NULL: the default); makespan and step total. */
-static void replay(const rv_graph *graph, const rv_policy *policy, int64_t *makespan_ns, int64_t *step_total_ns)
+/* Replay with a policy (NULL: the default), asserting success. */
+static void simulate_with(const rv_graph *graph, const rv_policy *policy, rv_sim_result *sim)
 {
-    rv_sim_result sim = { 0 };
     GError *error = NULL;
-    ck_assert_msg(rv_simulate(graph, policy, &sim, &error), "simulate: %s", error ? error->message : "");
-    if (makespan_ns) *makespan_ns = sim.makespan_ns;
-    if (step_total_ns) {
-        GArray *steps = rv_step_times(graph, &sim);
-        int64_t total = 0;
-        for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
-        g_array_unref(steps);
-        *step_total_ns = total;
-    }
-    rv_sim_result_clear(&sim);
+    ck_assert_msg(rv_simulate(graph, policy, sim, &error), "simulate: %s", error ? error->message : "");
 }
 
-/* Load, parse, apply; when `simulate` is set, replay with the plugin's own
- * priority before the plugin (and the priority function) is unloaded. */
-static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, GError **error, gboolean simulate,
-                           int64_t *makespan_ns, int64_t *step_total_ns, GString *notes)
+/* Makespan and the sum of the simulated step times of a replay. */
+static void summarize(const rv_graph *graph, const rv_sim_result *sim, int64_t *makespan_ns, int64_t *step_total_ns)
+{
+    if (makespan_ns) *makespan_ns = sim->makespan_ns;
+    if (step_total_ns == NULL) return;
+    GArray *steps = rv_step_times(graph, sim);
+    int64_t total = 0;
+    for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
+    g_array_unref(steps);
+    *step_total_ns = total;
+}
+
+/* Load, parse, apply; when `sim` is not NULL, replay into it with the
+ * plugin's own priority before the plugin (and the priority function) is
+ * unloaded. */
+static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, GError **error, rv_sim_result *sim,
+                           int64_t **ranks, GString *notes)
 {
     char *path = plugin_path(name);
     GError *local = NULL;
@@ -49,10 +52,16 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     gboolean ok = descriptor->apply(graph, params, &output, error);
     if (output.notes->len) g_printerr("%s:%s\n%s", name, text, output.notes->str);
     if (notes) g_string_append(notes, output.notes->str);
-    if (ok && simulate) {
+    if (ok && sim) {
         GError *cycle = NULL;
         ck_assert_msg(rv_graph_check_acyclic(graph, &cycle), "%s made a cycle: %s", name, cycle ? cycle->message : "");
-        replay(graph, output.policy.priority ? &output.policy : NULL, makespan_ns, step_total_ns);
+        simulate_with(graph, output.policy.priority ? &output.policy : NULL, sim);
+    }
+    if (ok && ranks) {
+        ck_assert_msg(output.policy.priority != NULL, "%s sets no priority", name);
+        *ranks = g_new(int64_t, rv_graph_task_count(graph));
+        for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+            (*ranks)[id] = output.policy.priority(graph, id, output.policy.user_data);
     }
     if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
     g_string_free(output.notes, TRUE);
@@ -63,24 +72,32 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
 
 gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error)
 {
-    return run_plugin(graph, name, text, error, FALSE, NULL, NULL, NULL);
+    return run_plugin(graph, name, text, error, NULL, NULL, NULL);
 }
 
 char *apply_notes(rv_graph *graph, const char *name, const char *text)
 {
     GError *error = NULL;
     GString *notes = g_string_new(NULL);
-    gboolean ok = run_plugin(graph, name, text, &error, FALSE, NULL, NULL, notes);
+    gboolean ok = run_plugin(graph, name, text, &error, NULL, NULL, notes);
     ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
     return g_string_free(notes, FALSE);
+}
+
+void apply_and_replay(rv_graph *graph, const char *name, const char *text, rv_sim_result *sim, int64_t **ranks)
+{
+    GError *error = NULL;
+    gboolean ok = run_plugin(graph, name, text, &error, sim, ranks, NULL);
+    ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
 }
 
 void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
                         int64_t *step_total_ns)
 {
-    GError *error = NULL;
-    gboolean ok = run_plugin(graph, name, text, &error, TRUE, makespan_ns, step_total_ns, NULL);
-    ck_assert_msg(ok, "%s:%s failed: %s", name, text, error ? error->message : "(no error set)");
+    rv_sim_result sim = { 0 };
+    apply_and_replay(graph, name, text, &sim, NULL);
+    summarize(graph, &sim, makespan_ns, step_total_ns);
+    rv_sim_result_clear(&sim);
 }
 
 void apply_ok(rv_graph *graph, const char *name, const char *text)
@@ -92,17 +109,26 @@ void apply_ok(rv_graph *graph, const char *name, const char *text)
     ck_assert_msg(rv_graph_check_acyclic(graph, &cycle), "%s made a cycle: %s", name, cycle ? cycle->message : "");
 }
 
+/* A default replay of an untransformed graph, summarized. */
+static void replay(const rv_graph *graph, int64_t *makespan_ns, int64_t *step_total_ns)
+{
+    rv_sim_result sim = { 0 };
+    simulate_with(graph, NULL, &sim);
+    summarize(graph, &sim, makespan_ns, step_total_ns);
+    rv_sim_result_clear(&sim);
+}
+
 int64_t makespan(const rv_graph *graph)
 {
     int64_t span;
-    replay(graph, NULL, &span, NULL);
+    replay(graph, &span, NULL);
     return span;
 }
 
 int64_t step_total(const rv_graph *graph)
 {
     int64_t total;
-    replay(graph, NULL, NULL, &total);
+    replay(graph, NULL, &total);
     return total;
 }
 

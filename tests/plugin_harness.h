@@ -33,6 +33,10 @@ gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GErro
 char *apply_notes(rv_graph *graph, const char *name, const char *text);
 /* apply_plugin, asserting success and that the graph stays acyclic. */
 void apply_ok(rv_graph *graph, const char *name, const char *text);
+/* apply_ok, then replay into *sim with the plugin's own priority (per-task
+ * times kept; the caller clears sim).  With ranks not NULL the plugin must
+ * set a priority, and *ranks gets each task's rank under it (g_free). */
+void apply_and_replay(rv_graph *graph, const char *name, const char *text, rv_sim_result *sim, int64_t **ranks);
 /* apply_ok, then replay with the plugin's own priority (if it sets one);
  * either output may be NULL. */
 void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,

@@ -113,27 +113,12 @@ static tiny p3_graph(gboolean with_dims, gboolean backward)
     return t;
 }
 
-/* Apply p3 and replay with its policy, keeping the per-task times (the
- * harness gives only totals).  The caller clears the result. */
+/* Apply p3 and replay with its policy, keeping the per-task times.  The
+ * caller clears the result. */
 static rv_sim_result p3_replay(rv_graph *graph, const char *text)
 {
-    char *path = plugin_path("p3");
-    GError *error = NULL;
-    rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
-    ck_assert_msg(plugin != NULL, "%s: %s", path, error ? error->message : "");
-    g_free(path);
-    const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
-    rv_params *params = rv_params_parse(descriptor, text, &error);
-    ck_assert_msg(params != NULL, "%s: %s", text, error ? error->message : "");
-    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
-    ck_assert_msg(descriptor->apply(graph, params, &output, &error), "p3:%s: %s", text, error ? error->message : "");
     rv_sim_result sim = { 0 };
-    ck_assert_msg(rv_simulate(graph, output.policy.priority ? &output.policy : NULL, &sim, &error), "simulate: %s",
-                  error ? error->message : "");
-    if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
-    g_string_free(output.notes, TRUE);
-    rv_params_free(params);
-    rv_plugin_unload(plugin);
+    apply_and_replay(graph, "p3", text, &sim, NULL);
     return sim;
 }
 

@@ -109,31 +109,6 @@ static guint inserted_on(const rv_graph *graph, const char *channel, int64_t byt
     return count;
 }
 
-/* Apply vdnn and replay with its priority; the caller clears *sim and
- * frees *ranks (each task's rank under the priority). */
-static void apply_and_replay(rv_graph *graph, const char *text, rv_sim_result *sim, int64_t **ranks)
-{
-    char *path = plugin_path("vdnn");
-    GError *error = NULL;
-    rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
-    ck_assert_msg(plugin != NULL, "%s: %s", path, error ? error->message : "");
-    const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
-    rv_params *params = rv_params_parse(descriptor, text, &error);
-    ck_assert_msg(params != NULL, "vdnn:%s: %s", text, error ? error->message : "");
-    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
-    ck_assert_msg(descriptor->apply(graph, params, &output, &error), "vdnn:%s: %s", text, error ? error->message : "");
-    ck_assert_msg(output.policy.priority != NULL, "vdnn sets no priority");
-    ck_assert_msg(rv_simulate(graph, &output.policy, sim, &error), "simulate: %s", error ? error->message : "");
-    *ranks = g_new(int64_t, rv_graph_task_count(graph));
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        (*ranks)[id] = output.policy.priority(graph, id, output.policy.user_data);
-    output.free_policy_data(output.policy.user_data);
-    g_string_free(output.notes, TRUE);
-    rv_params_free(params);
-    rv_plugin_unload(plugin);
-    g_free(path);
-}
-
 /* apply_plugin must fail with one RV_ERROR_PLUGIN line containing `words`,
  * leaving the graph's task count as it was. */
 static void assert_refused(rv_graph *graph, const char *text, const char *words)
@@ -201,7 +176,7 @@ START_TEST(hand_prefetch_waits_for_layer_above)
     two_convs n = two_convs_graph();
     rv_sim_result sim = { 0 };
     int64_t *ranks = NULL;
-    apply_and_replay(n.t.graph, "pcie_bandwidth=500MB/s,latency=0us", &sim, &ranks);
+    apply_and_replay(n.t.graph, "vdnn", "pcie_bandwidth=500MB/s,latency=0us", &sim, &ranks);
     int32_t prefetch_a = -1, prefetch_b = -1, offload_a = -1;
     inserted_on(n.t.graph, "pcie.h2d", 100000, &prefetch_a);
     inserted_on(n.t.graph, "pcie.h2d", 50000, &prefetch_b);
