@@ -48,6 +48,7 @@
 #include "reverie/error.h"
 #include "reverie/kernels.h"
 #include "reverie/shapes.h"
+#include "reverie/stats.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include <string.h>
@@ -340,21 +341,13 @@ static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboo
 
 /* ---- the plugin --------------------------------------------------------- */
 
-static gint compare_int64(gconstpointer a, gconstpointer b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* B*S*H*dtype from the parameters, else from the blocks' shapes; 0 if unknown. */
 static int64_t message_bytes(const rv_params *params, GArray *elements)
 {
     int64_t b = rv_params_integer(params, "batch"), s = rv_params_integer(params, "seq");
     int64_t h = rv_params_integer(params, "hidden"), dtype = rv_params_integer(params, "dtype_bytes");
     if (b > 0 && s > 0 && h > 0) return b * s * h * dtype;
-    if (elements->len == 0) return 0;
-    g_array_sort(elements, compare_int64);
-    return g_array_index(elements, int64_t, elements->len / 2) * dtype;
+    return rv_median_int64(elements, 0) * dtype;
 }
 
 /* GPU kernels of the forward, backward and optimizer phases, by step. */

@@ -14,6 +14,7 @@
  * predecessor at all starts at its offset from the trace's origin.
  */
 #include "build.h"
+#include "reverie/stats.h"
 #include <string.h>
 
 typedef struct {
@@ -41,19 +42,6 @@ static void compute_readiness(builder *b, readiness *ready)
     }
 }
 
-static gint compare_int64(gconstpointer left, gconstpointer right)
-{
-    int64_t a = *(const int64_t *)left, c = *(const int64_t *)right;
-    return a < c ? -1 : a > c;
-}
-
-static int64_t median(GArray *values, int64_t fallback)
-{
-    if (values->len == 0) return fallback;
-    g_array_sort(values, compare_int64);
-    return g_array_index(values, int64_t, values->len / 2);
-}
-
 /* Typical launch latency and inter-kernel gap of this trace's GPU, from
  * the tasks where each one alone decided the start. */
 static void typical_gpu_delays(builder *b, const readiness *ready, int64_t *launch_lag, int64_t *kernel_gap)
@@ -77,8 +65,8 @@ static void typical_gpu_delays(builder *b, const readiness *ready, int64_t *laun
             }
         }
     }
-    *launch_lag = median(lags, 5000);
-    *kernel_gap = median(gaps, 1000);
+    *launch_lag = rv_median_int64(lags, 5000);
+    *kernel_gap = rv_median_int64(gaps, 1000);
     g_array_unref(lags);
     g_array_unref(gaps);
 }

@@ -7,6 +7,7 @@
  * on a batch with one index built for the whole batch.
  */
 #include "reverie/transform.h"
+#include "reverie/stats.h"
 #include "reverie/error.h"
 #include <math.h>
 #include <string.h>
@@ -60,12 +61,6 @@ int32_t rv_graph_launch_of(const rv_graph *graph, int32_t task)
     return -1;
 }
 
-static gint compare_int64(gconstpointer a, gconstpointer b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int64_t rv_graph_typical_launch_ns(const rv_graph *graph)
 {
     GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
@@ -76,11 +71,7 @@ int64_t rv_graph_typical_launch_ns(const rv_graph *graph)
         if (call->kind == RV_TASK_CPU && !(call->flags & RV_TASK_FLAG_BLOCKING))
             g_array_append_val(durations, call->duration_ns);
     }
-    int64_t typical = 5000; /* a CUDA launch costs a few microseconds */
-    if (durations->len) {
-        g_array_sort(durations, compare_int64);
-        typical = g_array_index(durations, int64_t, durations->len / 2);
-    }
+    int64_t typical = rv_median_int64(durations, 5000); /* a CUDA launch costs a few microseconds */
     g_array_unref(durations);
     return typical;
 }

@@ -1,0 +1,23 @@
+/*
+ * stats.h - small summaries of measured values.
+ *
+ * The builder (typical launch lag, inter-kernel gap), the transform API
+ * (typical launch call) and plugins (a block's activation size) all take
+ * the median of a list of nanoseconds or element counts: one function, so
+ * they agree on which median (the upper one for an even count).
+ */
+#ifndef REVERIE_STATS_H
+#define REVERIE_STATS_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+/* The upper median of a GArray of int64 (sorted in place), or fallback
+ * when it is empty. */
+int64_t rv_median_int64(GArray *values, int64_t fallback);
+
+G_END_DECLS
+
+#endif
