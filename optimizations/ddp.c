@@ -61,23 +61,17 @@ static int64_t allreduce_ns(const cost_model *model, int64_t bytes)
 
 static const char *str(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
 
-/* Gradient sizes in forward order: the weighted layers with shapes of the
- * first step that has any (layers.h). */
+/* Gradient sizes in forward order: the weighted layers of the first step
+ * whose shapes give any weights (layers.h), layers without one left out. */
 static GArray *gradients_from_trace(rv_graph *graph)
 {
-    GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
     GPtrArray *by_step = rv_weighted_layers_by_step(graph);
-    gboolean found = FALSE;
-    for (guint s = 0; s < by_step->len && !found; s++) {
-        GArray *layers = g_ptr_array_index(by_step, s);
-        for (guint i = 0; i < layers->len; i++) {
-            const rv_weighted_layer *layer = &g_array_index(layers, rv_weighted_layer, i);
-            if (layer->input_dims < 0) continue;
-            found = TRUE;
-            if (layer->weight_bytes > 0) g_array_append_val(sizes, layer->weight_bytes);
-        }
-    }
+    GArray *sizes = rv_weight_sizes_of_first_step(by_step);
     g_ptr_array_unref(by_step);
+    guint kept = 0;
+    for (guint i = 0; i < sizes->len; i++)
+        if (g_array_index(sizes, int64_t, i) > 0) g_array_index(sizes, int64_t, kept++) = g_array_index(sizes, int64_t, i);
+    g_array_set_size(sizes, kept);
     return sizes;
 }
 

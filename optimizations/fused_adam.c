@@ -79,11 +79,10 @@ static int64_t parameter_bytes(const rv_graph *graph, const rv_params *params)
     int64_t given = rv_params_bytes(params, "param_bytes");
     if (given > 0) return given;
     GPtrArray *steps = rv_weighted_layers_by_step(graph);
+    GArray *sizes = rv_weight_sizes_of_first_step(steps);
     int64_t total = 0;
-    for (guint s = 0; s < steps->len && total == 0; s++) {
-        GArray *layers = g_ptr_array_index(steps, s);
-        for (guint l = 0; l < layers->len; l++) total += g_array_index(layers, rv_weighted_layer, l).weight_bytes;
-    }
+    for (guint i = 0; i < sizes->len; i++) total += g_array_index(sizes, int64_t, i);
+    g_array_unref(sizes);
     g_ptr_array_unref(steps);
     return total;
 }

@@ -99,15 +99,7 @@ static void set_rank(GArray *ranks, int32_t task, int64_t rank)
 static GArray *layer_sizes(const GPtrArray *layers_by_step, const char *file, GError **error)
 {
     if (file && *file) return rv_weight_sizes_from_file(file, error);
-    GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (guint slot = 1; slot < layers_by_step->len && sizes->len == 0; slot++) {
-        const GArray *layers = g_ptr_array_index(layers_by_step, slot);
-        int64_t total = 0;
-        for (guint j = 0; j < layers->len; j++) total += g_array_index(layers, rv_weighted_layer, j).weight_bytes;
-        if (total == 0) continue;
-        for (guint j = 0; j < layers->len; j++) g_array_append_val(sizes, g_array_index(layers, rv_weighted_layer, j).weight_bytes);
-    }
-    return sizes;
+    return rv_weight_sizes_of_first_step(layers_by_step);
 }
 
 typedef struct {

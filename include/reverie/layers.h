@@ -73,6 +73,13 @@ GArray *rv_weighted_backward_runs(const rv_graph *graph, const GArray *tasks);
 /* Which run produces gradient k (backward order) of n: k * runs / n. */
 guint rv_gradient_run(guint gradient, guint gradients, guint runs);
 
+/* Weight bytes of each weighted layer (0 where unknown), in forward order,
+ * of the first step whose layers have any (element i matches layer i of
+ * that step), else of the tasks outside every step; empty when none has
+ * shapes.  layers_by_step is
+ * rv_weighted_layers_by_step's result. */
+GArray *rv_weight_sizes_of_first_step(const GPtrArray *layers_by_step);
+
 /* Weight byte counts per weighted layer from a JSON list in forward order
  * (for traces recorded without shapes).  RV_ERROR_PLUGIN on a bad file. */
 GArray *rv_weight_sizes_from_file(const char *path, GError **error);

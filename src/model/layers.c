@@ -197,6 +197,21 @@ guint rv_gradient_run(guint gradient, guint gradients, guint runs)
 
 /* ---- sizes from a file ---------------------------------------------- */
 
+GArray *rv_weight_sizes_of_first_step(const GPtrArray *layers_by_step)
+{
+    GArray *sizes = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    /* element 0 holds the tasks outside every step: the last resort (a
+     * trace or hand-built graph without step annotations) */
+    for (guint i = 1; i <= layers_by_step->len && sizes->len == 0; i++) {
+        const GArray *layers = g_ptr_array_index(layers_by_step, i % layers_by_step->len);
+        int64_t total = 0;
+        for (guint j = 0; j < layers->len; j++) total += g_array_index(layers, rv_weighted_layer, j).weight_bytes;
+        if (total == 0) continue;
+        for (guint j = 0; j < layers->len; j++) g_array_append_val(sizes, g_array_index(layers, rv_weighted_layer, j).weight_bytes);
+    }
+    return sizes;
+}
+
 GArray *rv_weight_sizes_from_file(const char *path, GError **error)
 {
     json_error_t jerr;
