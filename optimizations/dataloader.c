@@ -4,7 +4,7 @@
  *
  *   reverie whatif trace.json.gz --opt 'dataloader:remaining=1ms'
  *
- * The data-loading CPU time of a step is the duration plus the trailing gap
+ * The data-loading CPU time of a step is the duration plus the host overhead
  * of its data-loading tasks: tasks of kind dataload and CPU tasks in the
  * dataload phase (inside an "enumerate(DataLoader)" annotation).  When that
  * exceeds `remaining`, all of them are scaled by remaining / recorded, so
@@ -50,7 +50,7 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
         int64_t total = 0;
         for (guint i = 0; i < list->len; i++) {
             const rv_task *task = rv_graph_task(graph, g_array_index(list, int32_t, i));
-            total += task->duration_ns + task->gap_ns;
+            total += task->duration_ns + task->host_overhead_ns;
         }
         steps++;
         before += total;
@@ -60,8 +60,8 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
             rv_task *task = rv_graph_task(graph, g_array_index(list, int32_t, i));
             rv_transform_set_duration(graph, g_array_index(list, int32_t, i),
                                       (int64_t)llround((double)task->duration_ns * factor));
-            task->gap_ns = (int64_t)llround((double)task->gap_ns * factor);
-            after += task->duration_ns + task->gap_ns;
+            task->host_overhead_ns = (int64_t)llround((double)task->host_overhead_ns * factor);
+            after += task->duration_ns + task->host_overhead_ns;
         }
         shrunk++;
     }

@@ -202,7 +202,7 @@ static gboolean insert_step_allreduces(rv_graph *graph, const bucket_plan *plan,
         task.resource = channel;
         task.name = rv_strings_intern(graph->strings, "ncclAllReduce (ddp bucket)");
         task.duration_ns = plan->cost_ns[b];
-        task.gap_ns = task.lag_ns = 0;
+        task.host_overhead_ns = 0;
         task.bytes = g_array_index(plan->bucket_bytes, int64_t, b);
         task.correlation = -1;
         rv_insert_spec spec = { task, *previous, -1 };

@@ -7,7 +7,7 @@
  *
  * For each step: every GPU task of the optimizer phase (kernels, memsets,
  * copies; not collectives) is removed together with the call that launched
- * it and the CPU gap after that call (the per-parameter Python loop), then
+ * it and the host overhead before that call (the per-parameter Python loop), then
  * one launch call and one kernel are inserted where the removed region
  * began: the launch after the last surviving CPU task before the first
  * removed launch on that thread, the kernel after the last surviving GPU
@@ -166,7 +166,7 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
             int32_t launch = rv_graph_launch_of(graph, id);
             if (launch >= 0) {
                 const rv_task *call = rv_graph_task(graph, launch);
-                cpu_before += call->duration_ns + call->gap_ns;
+                cpu_before += call->duration_ns + call->host_overhead_ns;
                 g_hash_table_add(doomed, GINT_TO_POINTER(launch + 1));
                 if (first_launch < 0 ||
                     call->recorded_start_ns < rv_graph_task(graph, first_launch)->recorded_start_ns)
@@ -176,12 +176,12 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         int32_t after = previous_survivor(graph, first, doomed);
         int32_t launch_after = first_launch >= 0 ? previous_survivor(graph, first_launch, doomed) : -1;
         rv_task fused = *rv_graph_task(graph, first);
-        removed_total += rv_transform_remove_many(graph, victims, RV_REMOVE_DROP_GAP);
+        removed_total += rv_transform_remove_many(graph, victims, RV_REMOVE_DROP_OVERHEAD);
         gpu_removed += victims->len;
         fused.kind = RV_TASK_KERNEL;
         fused.name = rv_strings_intern(graph->strings, "fused optimizer kernel (multi_tensor_apply)");
         fused.duration_ns = streaming >= 0 ? streaming : sum;
-        fused.gap_ns = 0;
+        fused.host_overhead_ns = 0;
         fused.correlation = -1;
         fused.bytes = 0;
         fused.flags = RV_TASK_FLAG_GPU;

@@ -148,7 +148,7 @@ static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, co
     task.resource = channel;
     task.name = rv_strings_intern(b->graph->strings, name);
     task.duration_ns = transfer_ns(b->link, bytes);
-    task.gap_ns = task.lag_ns = 0;
+    task.host_overhead_ns = 0;
     task.bytes = bytes;
     task.correlation = -1;
     task.input_dims = -1;

@@ -3,6 +3,11 @@
  * any selection.  "What if these tasks took factor times as long?"
  *
  *   reverie whatif trace.json.gz --opt 'scale:select=kind=kernel phase=backward,factor=0.5'
+ *   reverie whatif trace.json.gz --opt 'scale:select=kind=cpu,factor=0.5'   (a 2x faster host)
+ *
+ * A CPU call carries the host time before it (Python, framework dispatch:
+ * graph.h's host overhead); `part` says whether that scales with the call.
+ * By default it does, so "CPU 2x faster" halves all the host's work.
  *
  * It is also the template for writing a plugin: declare a parameter table,
  * implement apply() with the transform API, export rv_plugin_descriptor.
@@ -15,6 +20,8 @@
 static const rv_param_spec scale_params[] = {
     { "select", RV_PARAM_STRING, "kind=gpu", NULL, "which tasks (selection syntax of 'reverie query')", NULL },
     { "factor", RV_PARAM_NUMBER, "1", "x", "multiply their durations by this", NULL },
+    { "part", RV_PARAM_CHOICE, "all", NULL,
+      "what scales: the task and the host time before it (all), or only one", "all|duration|overhead" },
     { NULL }
 };
 
@@ -35,8 +42,11 @@ static gboolean scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         g_array_unref(tasks);
         return FALSE;
     }
-    rv_transform_scale(graph, tasks, factor);
-    g_string_append_printf(output->notes, "    scaled %u tasks by %g\n", tasks->len, factor);
+    const char *part = rv_params_string(params, "part");
+    if (g_strcmp0(part, "overhead") != 0) rv_transform_scale(graph, tasks, factor);
+    if (g_strcmp0(part, "duration") != 0) rv_transform_scale_host_overhead(graph, tasks, factor);
+    g_string_append_printf(output->notes, "    scaled %u tasks by %g (%s)\n", tasks->len, factor,
+                           g_strcmp0(part, "all") == 0 ? "duration and host overhead" : part);
     g_array_unref(tasks);
     return TRUE;
 }

@@ -282,7 +282,7 @@ static gboolean insert_allreduce(rv_graph *graph, tp_state *state, int32_t after
     task.name = rv_strings_intern(graph->strings, "ncclAllReduce (tensor parallel)");
     task.op = task.layer;
     task.duration_ns = state->allreduce_ns;
-    task.gap_ns = task.lag_ns = 0;
+    task.host_overhead_ns = 0;
     task.bytes = state->message_bytes;
     task.correlation = -1;
     task.input_dims = -1;

@@ -291,7 +291,7 @@ static int32_t insert_copy(rv_graph *graph, inserter *ins, int32_t like, int32_t
     task.resource = channel;
     task.name = rv_strings_intern(graph->strings, name);
     task.duration_ns = copy_ns(ins, bytes);
-    task.gap_ns = task.lag_ns = 0;
+    task.host_overhead_ns = 0;
     task.bytes = bytes;
     task.correlation = -1;
     rv_insert_spec spec = { task, after, -1 };

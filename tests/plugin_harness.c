@@ -218,6 +218,6 @@ int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kern
 {
     int32_t call = tiny_task(t, t->cpu, RV_TASK_CPU, "cudaLaunchKernel", launch_ns, phase);
     int32_t gpu = tiny_task(t, t->gpu, kind, kernel, kernel_ns, phase);
-    rv_graph_add_edge(t->graph, call, gpu, RV_EDGE_LAUNCH, TRUE);
+    rv_graph_add_edge(t->graph, call, gpu, RV_EDGE_LAUNCH, FALSE);
     return gpu;
 }

@@ -13,13 +13,14 @@
  *     assertions fails when the rule's code is taken out.
  *
  * Times in comments are microseconds from the trace's first task, which is
- * where the replay puts time zero.  The timing model (graph.h) is
- *   start = max(free(resource), ready + lag), free = end + gap,
- * with gap and lag derived by timing.c so that the untransformed graph
- * replays the recording exactly; every test also checks that.
- *
- * A launch lag of 5 us and an inter-kernel gap of 1 us are timing.c's
- * defaults when a trace is too small to measure them.
+ * where the replay puts time zero.  The timing model is graph.h's: a GPU
+ * task starts at the latest of its stream's previous task's end plus the
+ * stream's idle gap, its launch call's end plus the launch latency, and its
+ * other dependencies; a CPU call at its thread's previous task's end (or a
+ * later dependency) plus its host overhead.  The latency and gap are
+ * typical values of each trace, so every trace here gives all its launches
+ * one latency: then the rules explain the recording, and every test checks
+ * that the untransformed graph replays it exactly (tt_assert_replay_exact).
  */
 #include "tiny_trace.h"
 
@@ -193,8 +194,9 @@ END_TEST
  *   main: X cudaMalloc [0,10]  L cudaLaunchKernel [12,17]
  *   s7:                               K [20,30]
  *
- * Stretch X to 50 us: L starts at 52 and K 8 us later (its recorded launch
- * lag), at 60.  Without the launch edge K has no predecessor and stays at 20. */
+ * Stretch X to 50 us: L starts at 52 (its 2 us host overhead), ends at 57,
+ * and K starts the trace's launch latency (3 us) later, at 60.  Without the
+ * launch edge K has no predecessor and starts at 0. */
 START_TEST(test_launch_modern)
 {
     tt_trace *trace = tt_new(BASE_US);
@@ -208,7 +210,8 @@ START_TEST(test_launch_modern)
     int32_t launch = tt_find(graph, "cudaLaunchKernel", RV_TASK_CPU);
     int32_t kernel = tt_find(graph, "relu_kernel", RV_TASK_KERNEL);
     assert_edge(graph, launch, kernel, RV_EDGE_LAUNCH);
-    if (!timing_only()) ck_assert(tt_edge_from_start(graph, launch, kernel, RV_EDGE_LAUNCH));
+    /* From the call's end: the kernel is ready a launch latency after it. */
+    if (!timing_only()) ck_assert(!tt_edge_from_start(graph, launch, kernel, RV_EDGE_LAUNCH));
     expect_eq(tt_kind_count(graph, RV_EDGE_LAUNCH), 1);
     expect_eq(graph->build_stats.unmatched_gpu_tasks, 0);
     ck_assert(!graph->legacy_schema);
@@ -253,7 +256,7 @@ START_TEST(test_launch_legacy)
     int32_t launch = tt_find(graph, "cudaLaunchKernel", RV_TASK_CPU);
     int32_t kernel = tt_find(graph, "relu_kernel", RV_TASK_KERNEL);
     assert_edge(graph, launch, kernel, RV_EDGE_LAUNCH);
-    if (!timing_only()) ck_assert(tt_edge_from_start(graph, launch, kernel, RV_EDGE_LAUNCH));
+    if (!timing_only()) ck_assert(!tt_edge_from_start(graph, launch, kernel, RV_EDGE_LAUNCH));
     assert_edge(graph, x, launch, RV_EDGE_THREAD);
     tt_assert_replay_exact(graph);
     set_duration_us(graph, x, 50);
@@ -288,7 +291,7 @@ START_TEST(test_launch_nested_driver_call)
     int32_t kernel = tt_find(graph, "driver_kernel", RV_TASK_KERNEL);
     assert_edge(graph, launch, kernel, RV_EDGE_LAUNCH);
     tt_assert_replay_exact(graph);
-    set_duration_us(graph, x, 50); /* L at 52, K 8 us later */
+    set_duration_us(graph, x, 50); /* L 52-60, K 0 us later (latency: 20 - 20) */
     assert_start_us(graph, kernel, 60);
     rv_graph_free(graph);
 }
@@ -296,12 +299,14 @@ END_TEST
 
 /* ---- rule 4: synchronization and the blocking-call split ------------- */
 
-static void assert_split(rv_graph *graph, int32_t head, int32_t tail, int64_t tail_start_us,
-                         int64_t tail_duration_us)
+/* A pure synchronize keeps no head; a blocking copy keeps the cost of
+ * issuing it (head_us). */
+static void assert_split_with_head(rv_graph *graph, int32_t head, int32_t tail, int64_t head_us,
+                                   int64_t tail_start_us, int64_t tail_duration_us)
 {
     if (timing_only()) return;
     const rv_task *h = rv_graph_task(graph, head), *t = rv_graph_task(graph, tail);
-    ck_assert_int_eq(h->duration_ns, 0);
+    ck_assert_int_eq(h->duration_ns, US(head_us));
     ck_assert(h->flags & RV_TASK_FLAG_BLOCKING);
     ck_assert_int_eq(t->kind, RV_TASK_SYNC);
     ck_assert_int_eq(t->resource, h->resource);
@@ -311,8 +316,14 @@ static void assert_split(rv_graph *graph, int32_t head, int32_t tail, int64_t ta
     assert_edge(graph, head, tail, RV_EDGE_THREAD);
 }
 
-/* cudaStreamSynchronize without cuda_sync records: it waited for the stream
- * whose work released it.  The head keeps no duration, the tail only the
+static void assert_split(rv_graph *graph, int32_t head, int32_t tail, int64_t tail_start_us,
+                         int64_t tail_duration_us)
+{
+    assert_split_with_head(graph, head, tail, 0, tail_start_us, tail_duration_us);
+}
+
+/* cudaStreamSynchronize without cuda_sync records: it waits for the stream
+ * the thread launched on last.  The head keeps no duration, the tail only the
  * call's own 2 us after the wait; a slower kernel makes the tail (and the
  * next call) later, a faster one earlier. */
 START_TEST(test_sync_stream_synchronize)
@@ -363,18 +374,18 @@ END_TEST
  *
  *   main: L1 [0,5] L2 [6,11] S cudaStreamSynchronize [12,62]  C [70,75]
  *   s7:        K1 [10,55]
- *   s20:          K2 [15,60]
+ *   s20:           K2 [16,60]
  *
  * With the "Stream Sync" record naming stream 7 the tail waits for K1 and
- * starts at 55 (own cost 7 us); without it, the heuristic picks the stream
- * that released the call last, K2, and the tail starts at 60. */
+ * starts at 55 (own cost 7 us); without it, the rule takes the stream the
+ * thread launched on last, stream 20: K2, and the tail starts at 60. */
 static rv_graph *two_stream_sync_graph(gboolean with_cuda_sync)
 {
     tt_trace *trace = tt_new(BASE_US);
     tt_runtime(trace, MAIN, "launch_k1", 0, 5, 1);
     tt_kernel(trace, 7, "k1", 10, 45, 1);
     tt_runtime(trace, MAIN, "launch_k2", 6, 5, 2);
-    tt_kernel(trace, 20, "k2", 15, 45, 2);
+    tt_kernel(trace, 20, "k2", 16, 44, 2);
     tt_runtime(trace, MAIN, "cudaStreamSynchronize", 12, 50, 3);
     if (with_cuda_sync) tt_cuda_sync(trace, "Stream Sync", 7, 55, 7, 3, -1, -1);
     tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 70, 5, 4);
@@ -414,9 +425,11 @@ START_TEST(test_sync_stream_sync_without_record)
     assert_no_edge(graph, k1, tail, RV_EDGE_SYNC);
     expect_eq(graph->build_stats.sync_events_used, 0);
     tt_assert_replay_exact(graph);
-    /* K2 [15,115]: tail [115,117]. */
+    /* K2 [16,116]: tail [116,118]; stretching K1 moves nothing. */
     set_duration_us(graph, k2, 100);
-    assert_start_us(graph, tail, 115);
+    assert_start_us(graph, tail, 116);
+    set_duration_us(graph, k1, 200);
+    assert_start_us(graph, tail, 116);
     rv_graph_free(graph);
 }
 END_TEST
@@ -425,7 +438,7 @@ END_TEST
  *
  *   main: L1 [0,5] L2 [6,11] D cudaDeviceSynchronize [12,103]  C [110,115]
  *   s7:        K1 [10,60]
- *   s20:          K2 [15,100]
+ *   s20:           K2 [16,100]
  *
  * Tail [100,103] with SYNC edges from K1 and K2.  Stretch K1 (which did not
  * release the call) to 150 us: K1 ends at 160, so the tail starts at 160 and
@@ -436,7 +449,7 @@ START_TEST(test_sync_device_synchronize)
     tt_runtime(trace, MAIN, "launch_k1", 0, 5, 1);
     tt_kernel(trace, 7, "k1", 10, 50, 1);
     tt_runtime(trace, MAIN, "launch_k2", 6, 5, 2);
-    tt_kernel(trace, 20, "k2", 15, 85, 2);
+    tt_kernel(trace, 20, "k2", 16, 84, 2);
     tt_runtime(trace, MAIN, "cudaDeviceSynchronize", 12, 91, 3);
     tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 110, 5, 4);
     rv_graph *graph = tt_build(trace);
@@ -456,14 +469,18 @@ START_TEST(test_sync_device_synchronize)
 }
 END_TEST
 
-/* "Context Sync" limits a device synchronize to its own device: a kernel on
- * GPU 1 that ended while the call waited is not what it waited for.
+/* A device synchronize waits for one device: the one a "Context Sync"
+ * record names, or without the record the thread's current device, the one
+ * it launched on last.
  *
  *   main: L1 [0,5] L2 [6,11] D cudaDeviceSynchronize [12,63]  C [70,75]
  *   gpu0 s7:   K1 [10,60]
- *   gpu1 s7:      K2 [15,55]
+ *   gpu1 s7:       K2 [16,55]
  *
- * Without the record the call would wait for both GPUs (K2 -> tail too). */
+ * The record names GPU 0 (the thread switched back without a recorded
+ * call): the tail waits for K1.  Without it, the thread last launched on
+ * GPU 1: the tail waits for K2, which ended at 55, so the call's own cost
+ * after the wait is 8 us. */
 static rv_graph *context_sync_graph(gboolean with_cuda_sync)
 {
     tt_trace *trace = tt_new(BASE_US);
@@ -471,8 +488,8 @@ static rv_graph *context_sync_graph(gboolean with_cuda_sync)
     tt_kernel(trace, 7, "k1", 10, 50, 1);
     tt_runtime(trace, MAIN, "launch_k2", 6, 5, 2);
     tt_event(trace, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 1, \"tid\": 7, "
-                    "\"ts\": %.3f, \"dur\": 40, \"args\": {\"device\": 1, \"stream\": 7, "
-                    "\"correlation\": 2, \"External id\": 2}}", BASE_US + 15);
+                    "\"ts\": %.3f, \"dur\": 39, \"args\": {\"device\": 1, \"stream\": 7, "
+                    "\"correlation\": 2, \"External id\": 2}}", BASE_US + 16);
     tt_runtime(trace, MAIN, "cudaDeviceSynchronize", 12, 51, 3);
     if (with_cuda_sync) tt_cuda_sync(trace, "Context Sync", -1, 60, 3, 3, -1, -1);
     tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 70, 5, 4);
@@ -507,13 +524,18 @@ START_TEST(test_sync_context_sync_without_record)
 {
     rv_graph *graph = context_sync_graph(FALSE);
     int32_t k1 = tt_find(graph, "k1", RV_TASK_KERNEL), k2 = tt_find(graph, "k2", RV_TASK_KERNEL);
+    int32_t head = tt_find(graph, "cudaDeviceSynchronize", RV_TASK_CPU);
     int32_t tail = find_tail(graph, "cudaDeviceSynchronize");
-    assert_edge(graph, k1, tail, RV_EDGE_SYNC);
+    assert_split(graph, head, tail, 55, 8);
     assert_edge(graph, k2, tail, RV_EDGE_SYNC);
+    assert_no_edge(graph, k1, tail, RV_EDGE_SYNC);
+    expect_eq(graph->build_stats.syncs_by_api, 1);
     tt_assert_replay_exact(graph);
-    set_duration_us(graph, k2, 200); /* K2 [15,215]: tail [215,218], C at 225 */
-    assert_start_us(graph, tail, 215);
-    assert_start_us(graph, tt_find(graph, "cudaFuncGetAttributes", RV_TASK_CPU), 225);
+    set_duration_us(graph, k1, 200); /* GPU 0 does not hold it */
+    assert_start_us(graph, tail, 55);
+    set_duration_us(graph, k2, 200); /* K2 [16,216]: tail [216,224], C at 224 + 7 = 231 */
+    assert_start_us(graph, tail, 216);
+    assert_start_us(graph, tt_find(graph, "cudaFuncGetAttributes", RV_TASK_CPU), 231);
     rv_graph_free(graph);
 }
 END_TEST
@@ -557,55 +579,120 @@ START_TEST(test_sync_event_sync_record)
 }
 END_TEST
 
-/* A blocking cudaMemcpy: the call returned only after its copy finished,
- * so it waits on its own GPU task.
+/* A blocking cudaMemcpy: the call returns only after its copy finished, so
+ * it waits on its own GPU task.  Its head keeps the cost of issuing it, the
+ * trace's typical launch call (L0's 5 us), and the copy is ready the
+ * launch latency (3 us) after the head ends.
  *
- *   main: M cudaMemcpy [0,60]   C [65,70]
- *   s7:        copy DtoH [10,50]
+ *   main: L0 [0,5]  M cudaMemcpy [10,70]                C [75,80]
+ *   s7:       K0 [8,9]  copy DtoH [18,58]
  *
- * Head [0,0] launches the copy; tail [50,60] waits for it.  Stretch the copy
- * to 100 us: [10,110], tail [110,120], C at 120 + 5 = 125. */
+ * Head [10,15] launches the copy; tail [58,70] waits for it.  Stretch the
+ * copy to 100 us: [18,118], tail [118,130], C at 130 + 5 = 135. */
 START_TEST(test_sync_blocking_memcpy)
 {
     tt_trace *trace = tt_new(BASE_US);
-    tt_runtime(trace, MAIN, "cudaMemcpy", 0, 60, 5);
-    tt_memcpy(trace, 7, "Memcpy DtoH (Device -> Pageable)", 10, 40, 5, 4096);
-    tt_runtime(trace, MAIN, "cudaFree", 65, 5, 6);
+    tt_runtime(trace, MAIN, "cudaLaunchKernel", 0, 5, 4);
+    tt_kernel(trace, 7, "k0", 8, 1, 4);
+    tt_runtime(trace, MAIN, "cudaMemcpy", 10, 60, 5);
+    tt_memcpy(trace, 7, "Memcpy DtoH (Device -> Pageable)", 18, 40, 5, 4096);
+    tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 75, 5, 6);
     rv_graph *graph = tt_build(trace);
     tt_free(trace);
     int32_t copy = tt_find(graph, "Memcpy DtoH (Device -> Pageable)", RV_TASK_MEMCPY);
     int32_t head = tt_find(graph, "cudaMemcpy", RV_TASK_CPU);
     int32_t tail = find_tail(graph, "cudaMemcpy");
-    int32_t next = tt_find(graph, "cudaFree", RV_TASK_CPU);
+    int32_t next = tt_find(graph, "cudaFuncGetAttributes", RV_TASK_CPU);
     ck_assert_int_eq(rv_graph_task(graph, copy)->bytes, 4096);
-    assert_split(graph, head, tail, 50, 10);
+    assert_split_with_head(graph, head, tail, 5, 58, 12);
     assert_edge(graph, head, copy, RV_EDGE_LAUNCH);
     assert_edge(graph, copy, tail, RV_EDGE_SYNC);
     tt_assert_replay_exact(graph);
     set_duration_us(graph, copy, 100);
-    assert_start_us(graph, tail, 110);
-    assert_start_us(graph, next, 125);
+    assert_start_us(graph, tail, 118);
+    assert_start_us(graph, next, 135);
     rv_graph_free(graph);
 }
 END_TEST
 
-/* An asynchronous copy returns before its GPU side ends: not blocking. */
+/* An asynchronous copy from pinned memory returns before its GPU side
+ * ends: not blocking. */
 START_TEST(test_sync_async_memcpy_not_split)
 {
     tt_trace *trace = tt_new(BASE_US);
     tt_runtime(trace, MAIN, "cudaMemcpyAsync", 0, 5, 5);
     tt_memcpy(trace, 7, "Memcpy HtoD (Pinned -> Device)", 10, 40, 5, 4096);
-    tt_runtime(trace, MAIN, "cudaFree", 20, 5, 6);
+    tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 20, 5, 6);
     rv_graph *graph = tt_build(trace);
     tt_free(trace);
     int32_t copy = tt_find(graph, "Memcpy HtoD (Pinned -> Device)", RV_TASK_MEMCPY);
-    int32_t next = tt_find(graph, "cudaFree", RV_TASK_CPU);
+    int32_t next = tt_find(graph, "cudaFuncGetAttributes", RV_TASK_CPU);
     ck_assert_int_eq(tt_find_opt(graph, "cudaMemcpyAsync", RV_TASK_SYNC), -1);
     expect_eq(tt_kind_count(graph, RV_EDGE_SYNC), 0);
     expect_eq(graph->build_stats.blocking_calls_split, 0);
     tt_assert_replay_exact(graph);
     set_duration_us(graph, copy, 100); /* the CPU does not wait */
     assert_start_us(graph, next, 20);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* A large async copy from pageable memory is staged chunk by chunk: the
+ * call stays busy until about the copy's end (RV_STAGED_COPY_BYTES), so it
+ * waits on its copy; a small one does not.
+ *
+ *   main: M cudaMemcpyAsync [0,60] (8 MiB)  C [62,67]
+ *   s7:        copy HtoD [7,61]
+ *
+ * The head keeps the default launch cost (5 us: no plain launch to measure)
+ * and the copy is ready the default latency (2 us) later, at 7.  The call
+ * returned 1 us before its copy ended, so the tail starts at the copy's end
+ * and lasts nothing.  Stretch the copy to 100 us: [7,107], C at 107 + 2. */
+START_TEST(test_sync_staged_pageable_copy)
+{
+    tt_trace *trace = tt_new(BASE_US);
+    tt_runtime(trace, MAIN, "cudaMemcpyAsync", 0, 60, 5);
+    tt_memcpy(trace, 7, "Memcpy HtoD (Pageable -> Device)", 7, 54, 5, 8 << 20);
+    tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 62, 5, 6);
+    rv_graph *graph = tt_build(trace);
+    tt_free(trace);
+    int32_t copy = tt_find(graph, "Memcpy HtoD (Pageable -> Device)", RV_TASK_MEMCPY);
+    int32_t head = tt_find(graph, "cudaMemcpyAsync", RV_TASK_CPU);
+    int32_t tail = find_tail(graph, "cudaMemcpyAsync");
+    int32_t next = tt_find(graph, "cudaFuncGetAttributes", RV_TASK_CPU);
+    assert_split_with_head(graph, head, tail, 5, 60, 0);
+    assert_edge(graph, copy, tail, RV_EDGE_SYNC);
+    set_duration_us(graph, copy, 100);
+    assert_start_us(graph, next, 109);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* cudaFree synchronizes the device implicitly.
+ *
+ *   main: L [0,5]  F cudaFree [6,62]  C [70,75]
+ *   s7:       K [7,60]
+ *
+ * The tail [60,62] waits for K; stretch K to 100 us: [7,107], the tail
+ * [107,109], C at 109 + 8 = 117. */
+START_TEST(test_sync_cuda_free_is_device_sync)
+{
+    tt_trace *trace = tt_new(BASE_US);
+    tt_runtime(trace, MAIN, "cudaLaunchKernel", 0, 5, 1);
+    tt_kernel(trace, 7, "k", 7, 53, 1);
+    tt_runtime(trace, MAIN, "cudaFree", 6, 56, 2);
+    tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 70, 5, 3);
+    rv_graph *graph = tt_build(trace);
+    tt_free(trace);
+    int32_t kernel = tt_find(graph, "k", RV_TASK_KERNEL);
+    int32_t head = tt_find(graph, "cudaFree", RV_TASK_CPU);
+    int32_t tail = find_tail(graph, "cudaFree");
+    assert_split(graph, head, tail, 60, 2);
+    assert_edge(graph, kernel, tail, RV_EDGE_SYNC);
+    tt_assert_replay_exact(graph);
+    set_duration_us(graph, kernel, 100);
+    assert_start_us(graph, tail, 107);
+    assert_start_us(graph, tt_find(graph, "cudaFuncGetAttributes", RV_TASK_CPU), 117);
     rv_graph_free(graph);
 }
 END_TEST
@@ -673,7 +760,7 @@ END_TEST
  *
  *   main: La [0,3] Lb [4,7] R [8,9] W [10,11] Lq [12,14]
  *   s9:        A [5,100]
- *   s7:            B [8,40]
+ *   s7:             B [9,40]
  *   s20:                                    Q [100,110]
  */
 START_TEST(test_cross_stream_record_names_stream)
@@ -682,7 +769,7 @@ START_TEST(test_cross_stream_record_names_stream)
     tt_runtime(trace, MAIN, "launch_a", 0, 3, 1);
     tt_kernel(trace, 9, "a", 5, 95, 1);
     tt_runtime(trace, MAIN, "launch_b", 4, 3, 2);
-    tt_kernel(trace, 7, "b", 8, 32, 2);
+    tt_kernel(trace, 7, "b", 9, 31, 2);
     tt_runtime(trace, MAIN, "cudaEventRecord", 8, 1, 3);
     tt_runtime(trace, MAIN, "cudaStreamWaitEvent", 10, 1, 4);
     tt_cuda_sync(trace, "Stream Wait Event", 20, 11, 0, 4, 9, 3);
@@ -882,9 +969,9 @@ END_TEST
    main: ProfilerStep#1 [0,100]   L1 [90,95]
          ProfilerStep#2 [101,250]  L2 [200,205]
    s7:   K1 [96,130] (launched in step 1, ends after its annotation)
-         K2 [205,210]
+         K2 [206,211]
    Step 1 ends at max(100, 130) = 130 and lasts 130 - 0 = 130 us.
-   Step 2 ends at max(250, 210) = 250 and lasts 250 - 130 = 120 us. */
+   Step 2 ends at max(250, 211) = 250 and lasts 250 - 130 = 120 us. */
 static rv_graph *two_step_graph(void)
 {
     tt_trace *trace = tt_new(BASE_US);
@@ -896,7 +983,7 @@ static rv_graph *two_step_graph(void)
     tt_kernel(trace, 7, "k1", 96, 34, 1);
     tt_annotation(trace, MAIN, "ProfilerStep#2", 101, 149);
     tt_runtime(trace, MAIN, "launch_k2", 200, 5, 2);
-    tt_kernel(trace, 7, "k2", 205, 5, 2);
+    tt_kernel(trace, 7, "k2", 206, 5, 2);
     rv_graph *graph = tt_build(trace);
     tt_free(trace);
     return graph;
@@ -931,7 +1018,7 @@ START_TEST(test_steps_recorded)
 END_TEST
 
 /* Simulated step times follow the same rule.  Stretch K1 to 100 us: it ends
- * at 196, so step 1 lasts 196 us; K2 still runs at [205,210] and step 2 ends
+ * at 196, so step 1 lasts 196 us; K2 still runs at [206,211] and step 2 ends
  * with its annotation at 250: 250 - 196 = 54 us. */
 START_TEST(test_steps_simulated)
 {
@@ -992,6 +1079,8 @@ static Suite *edges_suite(void)
     tcase_add_test(sync, test_sync_event_sync_record);
     tcase_add_test(sync, test_sync_blocking_memcpy);
     tcase_add_test(sync, test_sync_async_memcpy_not_split);
+    tcase_add_test(sync, test_sync_staged_pageable_copy);
+    tcase_add_test(sync, test_sync_cuda_free_is_device_sync);
     suite_add_tcase(suite, sync);
 
     TCase *cross = tcase_create("cross_stream");

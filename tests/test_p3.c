@@ -37,9 +37,12 @@
  * Each kernel is launched by the call of the same letter.  Weights: A is
  * conv [2500,1,1,1] = 10,000 B, B is linear [1,7500] = 30,000 B.
  *
+ * A kernel is ready when its launch call ends (the hand-built stream has
+ * no launch latency or gap).
+ *
  * Baseline: the CPU runs 0-4 and 4-8; the kernels queue on the stream:
- * step 0 Ka 0-10, Kb 10-20, KGb 20-30, KGa 30-40; step 1 40-50 ... 70-80.
- * Steps end at 40 and 80: total 80us, makespan 80us.
+ * step 0 Ka 1-11, Kb 11-21, KGb 21-31, KGa 31-41; step 1 41-51 ... 71-81.
+ * Steps end at 41 and 81: total 81us, makespan 81us.
  *
  * p3 with slice_size=10000B, bandwidth=1GB/s, latency=1us: every slice is
  * 10,000 B and takes 1 + 10 = 11us each way.  B has 3 slices (B0 B1 B2),
@@ -48,21 +51,21 @@
  * step 1's end marker (the last step) waits for A's pulls.
  *
  * priority=off (first come, first served):
- *   step 0 pushes: B0 30-41, B1 41-52, B2 52-63, A 63-74 (A ready at 40 but
+ *   step 0 pushes: B0 31-42, B1 42-53, B2 53-64, A 64-75 (A ready at 41 but
  *     queued behind B's slices)
- *   pulls: B0 41-52, B1 52-63, B2 63-74, A 74-85
- *   step 1: Ka waits for pull A: 85-95; Kb 95-105; KGb 105-115; KGa 115-125
- *   pushes: B0' 115-126, B1' 126-137, B2' 137-148, A' 148-159
- *   pulls:  B0' 126-137, B1' 137-148, B2' 148-159, A' 159-170
- *   end marker at 170: steps 40 + 130 = 170us, makespan 170us.
+ *   pulls: B0 42-53, B1 53-64, B2 64-75, A 75-86
+ *   step 1: Ka waits for pull A: 86-96; Kb 96-106; KGb 106-116; KGa 116-126
+ *   pushes: B0' 116-127, B1' 127-138, B2' 138-149, A' 149-160
+ *   pulls:  B0' 127-138, B1' 138-149, B2' 149-160, A' 160-171
+ *   end marker at 171: steps 41 + 130 = 171us, makespan 171us.
  * priority=on (layer A outranks B once the channel frees):
- *   step 0 pushes: B0 30-41, A 41-52 (overtakes B1 and B2), B1 52-63, B2 63-74
- *   pulls: B0 41-52, A 52-63, B1 63-74, B2 74-85
- *   step 1: Ka waits for pull A: 63-73; Kb waits for pull B2: 85-95;
- *     KGb 95-105; KGa 105-115
- *   pushes: B0' 105-116, A' 116-127, B1' 127-138, B2' 138-149
- *   pulls:  B0' 116-127, A' 127-138, B1' 138-149, B2' 149-160
- *   end marker at 138: steps 40 + 98 = 138us, makespan 160us.
+ *   step 0 pushes: B0 31-42, A 42-53 (overtakes B1 and B2), B1 53-64, B2 64-75
+ *   pulls: B0 42-53, A 53-64, B1 64-75, B2 75-86
+ *   step 1: Ka waits for pull A: 64-74; Kb waits for pull B2: 86-96;
+ *     KGb 96-106; KGa 106-116
+ *   pushes: B0' 106-117, A' 117-128, B1' 128-139, B2' 139-150
+ *   pulls:  B0' 117-128, A' 128-139, B1' 139-150, B2' 150-161
+ *   end marker at 139: steps 41 + 98 = 139us, makespan 161us.
  */
 #define DIMS_A "[[1,1,1,1],[2500,1,1,1],[]]"
 #define DIMS_B "[[1,7500],[1,7500],[]]"
@@ -138,8 +141,8 @@ static int32_t transfer(const rv_graph *graph, const char *name, const char *lay
 START_TEST(p3_hand_baseline)
 {
     tiny t = p3_graph(TRUE, TRUE);
-    ck_assert_int_eq(makespan(t.graph), US(80));
-    ck_assert_int_eq(step_total(t.graph), US(80));
+    ck_assert_int_eq(makespan(t.graph), US(81));
+    ck_assert_int_eq(step_total(t.graph), US(81));
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -149,16 +152,16 @@ START_TEST(p3_hand_priority_off)
     tiny t = p3_graph(TRUE, TRUE);
     int64_t span, total;
     apply_and_simulate(t.graph, "p3", HAND_PARAMS ",priority=off", &span, &total);
-    ck_assert_int_eq(span, US(170));
-    ck_assert_int_eq(total, US(170));
+    ck_assert_int_eq(span, US(171));
+    ck_assert_int_eq(total, US(171));
     rv_graph_free(t.graph);
 
     t = p3_graph(TRUE, TRUE);
     rv_sim_result sim = p3_replay(t.graph, HAND_PARAMS ",priority=off");
-    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 2)], US(52)); /* B2 */
-    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Convolution", 0, 0)], US(63)); /* A waits */
-    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 0, 0)], US(85));
-    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 1, 0)], US(170));
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 2)], US(53)); /* B2 */
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Convolution", 0, 0)], US(64)); /* A waits */
+    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 0, 0)], US(86));
+    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 1, 0)], US(171));
     rv_sim_result_clear(&sim);
     rv_graph_free(t.graph);
 }
@@ -169,17 +172,17 @@ START_TEST(p3_hand_priority_on)
     tiny t = p3_graph(TRUE, TRUE);
     int64_t span, total;
     apply_and_simulate(t.graph, "p3", HAND_PARAMS, &span, &total);  /* priority=on is the default */
-    ck_assert_int_eq(span, US(160));
-    ck_assert_int_eq(total, US(138));
+    ck_assert_int_eq(span, US(161));
+    ck_assert_int_eq(total, US(139));
     rv_graph_free(t.graph);
 
     t = p3_graph(TRUE, TRUE);
     rv_sim_result sim = p3_replay(t.graph, HAND_PARAMS ",priority=on");
-    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 0)], US(30));       /* B0 */
-    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Convolution", 0, 0)], US(41)); /* A overtakes */
-    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 1)], US(52));       /* B1 */
-    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 0, 0)], US(63));
-    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps pull", "Addmm", 1, 2)], US(149));     /* B2' */
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 0)], US(31));       /* B0 */
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Convolution", 0, 0)], US(42)); /* A overtakes */
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps push", "Addmm", 0, 1)], US(53));       /* B1 */
+    ck_assert_int_eq(sim.end_ns[transfer(t.graph, "ps pull", "Convolution", 0, 0)], US(64));
+    ck_assert_int_eq(sim.start_ns[transfer(t.graph, "ps pull", "Addmm", 1, 2)], US(150));     /* B2' */
     rv_sim_result_clear(&sim);
     rv_graph_free(t.graph);
 }
@@ -203,8 +206,8 @@ START_TEST(p3_hand_param_sizes)
     tiny t = p3_graph(FALSE, TRUE);
     int64_t span, total;
     apply_and_simulate(t.graph, "p3", text, &span, &total);
-    ck_assert_int_eq(span, US(160));
-    ck_assert_int_eq(total, US(138));
+    ck_assert_int_eq(span, US(161));
+    ck_assert_int_eq(total, US(139));
     rv_graph_free(t.graph);
     g_unlink(path);
     g_free(path);

@@ -30,10 +30,10 @@
 /*
  * CPU:  launch A 5us | launch B 5us | launch C 5us
  * GPU:  sgemm 300us (from A) | elementwise 100us (from B) | fp16 gemm 40us (from C)
- * The kernels start as soon as their launch starts (launch edge from_start)
- * and queue on the stream: 0-300, 300-400, 400-440 -> 440us.
+ * A kernel is ready when its launch ends (the hand-built stream has no launch
+ * latency) and queues on the stream: 5-305, 305-405, 405-445 -> 445us.
  * amp (3x / 2x): sgemm 100, elementwise 50, fp16 kernel unchanged 40
- * -> 0-100, 100-150, 150-190 -> 190us.
+ * -> 5-105, 105-155, 155-195 -> 195us.
  */
 static tiny amp_graph(void)
 {
@@ -48,9 +48,9 @@ static tiny amp_graph(void)
 START_TEST(amp_hand_built)
 {
     tiny t = amp_graph();
-    ck_assert_int_eq(makespan(t.graph), US(440));
+    ck_assert_int_eq(makespan(t.graph), US(445));
     apply_ok(t.graph, "amp", "");
-    ck_assert_int_eq(makespan(t.graph), US(190));
+    ck_assert_int_eq(makespan(t.graph), US(195));
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -59,7 +59,7 @@ START_TEST(amp_neutral_hand_built)
 {
     tiny t = amp_graph();
     apply_ok(t.graph, "amp", "compute_speedup=1,memory_speedup=1");
-    ck_assert_int_eq(makespan(t.graph), US(440));
+    ck_assert_int_eq(makespan(t.graph), US(445));
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -67,7 +67,9 @@ END_TEST
 /* The optimizer phase stays FP32 unless optimizer=shrink; host copies and
  * CPU tasks never change.  CPU: launch 5us, copy call 5us, launch 5us.
  * GPU: elementwise 100 (forward), HtoD copy 60, optimizer kernel 80.
- * keep:   50 + 60 + 80 = 190us;  shrink: 50 + 60 + 40 = 150us. */
+ * The first kernel starts when its launch ends, at 5us.
+ * baseline: 5 + 100 + 60 + 80 = 245us;
+ * keep:     5 + 50 + 60 + 80 = 195us;  shrink: 5 + 50 + 60 + 40 = 155us. */
 static tiny amp_optimizer_graph(void)
 {
     tiny t = tiny_new();
@@ -80,13 +82,13 @@ static tiny amp_optimizer_graph(void)
 START_TEST(amp_optimizer_modes)
 {
     tiny t = amp_optimizer_graph();
-    ck_assert_int_eq(makespan(t.graph), US(240));
+    ck_assert_int_eq(makespan(t.graph), US(245));
     apply_ok(t.graph, "amp", "");
-    ck_assert_int_eq(makespan(t.graph), US(190));
+    ck_assert_int_eq(makespan(t.graph), US(195));
     rv_graph_free(t.graph);
     t = amp_optimizer_graph();
     apply_ok(t.graph, "amp", "optimizer=shrink");
-    ck_assert_int_eq(makespan(t.graph), US(150));
+    ck_assert_int_eq(makespan(t.graph), US(155));
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -129,14 +131,17 @@ END_TEST
 /* ---- fused-adam ----------------------------------------------------- */
 
 /*
- * CPU:  L0 5us | L1 5us +10us gap | L2 5us +10 | L3 5us +10 | E 5us (not a launch)
+ * CPU:  L0 5us | 10us host overhead, L1 5us | 10, L2 5us | 10, L3 5us | E 5us (not a launch)
  * GPU:  K0 10us (forward, from L0) | O1, O2, O3 2us each (optimizer, from L1-L3)
- * Baseline: L0 0-5, L1 5-10, L2 20-25, L3 35-40, E 50-55; K0 0-10, O1 10-12,
- * O2 20-22, O3 35-37 -> 55us (the Python loop between launches dominates).
- * Fused: L1-L3 and their gaps go; one launch (the median launch, 5us) is
- * spliced after L0: L0 0-5, Lf 5-10, E 10-15; the fused kernel (6us) is
- * ready at 5 (launch edge from start), the stream is free at 10 -> 10-16.
- * -> 16us.
+ * The stream has no launch latency or gap, so a kernel is ready when its
+ * launch call ends.
+ * Baseline: L0 0-5, L1 15-20, L2 30-35, L3 45-50, E 50-55; K0 5-15,
+ * O1 20-22, O2 35-37, O3 50-52 -> 55us (the Python loop before each launch
+ * dominates).
+ * Fused: L1-L3 and their host overheads go; one launch (the median launch,
+ * 5us) is spliced after L0: L0 0-5, Lf 5-10, E 10-15; the fused kernel
+ * (6us, the sum) is ready at 10, the stream is free at 15 -> 15-21.
+ * -> 21us.
  */
 static tiny fused_graph(void)
 {
@@ -144,7 +149,7 @@ static tiny fused_graph(void)
     tiny_launch(&t, "elementwise_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
     for (int i = 0; i < 3; i++) {
         int32_t kernel = tiny_launch(&t, "multi_tensor_apply_kernel", US(5), US(2), RV_PHASE_OPTIMIZER, RV_TASK_KERNEL);
-        rv_graph_task(t.graph, rv_graph_launch_of(t.graph, kernel))->gap_ns = US(10);
+        rv_graph_task(t.graph, rv_graph_launch_of(t.graph, kernel))->host_overhead_ns = US(10);
     }
     tiny_task(&t, t.cpu, RV_TASK_CPU, "cudaStreamSynchronize", US(5), RV_PHASE_OTHER);
     return t;
@@ -155,7 +160,7 @@ START_TEST(fused_hand_built)
     tiny t = fused_graph();
     ck_assert_int_eq(makespan(t.graph), US(55));
     apply_ok(t.graph, "fused-adam", "");
-    ck_assert_int_eq(makespan(t.graph), US(16));
+    ck_assert_int_eq(makespan(t.graph), US(21));
     int live_kernels = 0;
     for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) {
         const rv_task *task = rv_graph_task(t.graph, id);
@@ -169,14 +174,14 @@ END_TEST
 /*
  * duration=bytes: 1000 fp32 parameters (4000 B) x 28 B of Adam traffic each
  * = 28,000 B at 1 GB/s x efficiency 1 = 28us.  As above the fused kernel is
- * ready at 5 and the stream free at 10: 10-38 -> 38us.  Without param_bytes
+ * ready at 10 and the stream free at 15: 15-43 -> 43us.  Without param_bytes
  * the graph has no weighted forward layer to count parameters from.
  */
 START_TEST(fused_bytes_hand_built)
 {
     tiny t = fused_graph();
     apply_ok(t.graph, "fused-adam", "duration=bytes,param_bytes=4000B,memory_bandwidth=1GB/s,efficiency=1");
-    ck_assert_int_eq(makespan(t.graph), US(38));
+    ck_assert_int_eq(makespan(t.graph), US(43));
     rv_graph_free(t.graph);
     t = fused_graph();
     GError *error = NULL;
@@ -235,9 +240,9 @@ END_TEST
 
 /*
  * CPU:  D dataload 100us | L launch 5us       GPU: K 50us (from L)
- * Baseline: D 0-100, L 100-105, K 100-150 -> 150us.
- * remaining=10us: D 0-10, L 10-15, K 10-60 -> 60us.
- * remaining=100us or more: unchanged, 150us.
+ * Baseline: D 0-100, L 100-105, K 105-155 -> 155us.
+ * remaining=10us: D 0-10, L 10-15, K 15-65 -> 65us.
+ * remaining=100us or more: unchanged, 155us.
  */
 static tiny dataloader_graph(void)
 {
@@ -251,15 +256,15 @@ static tiny dataloader_graph(void)
 START_TEST(dataloader_hand_built)
 {
     tiny t = dataloader_graph();
-    ck_assert_int_eq(makespan(t.graph), US(150));
+    ck_assert_int_eq(makespan(t.graph), US(155));
     apply_ok(t.graph, "dataloader", "remaining=10us");
-    ck_assert_int_eq(makespan(t.graph), US(60));
+    ck_assert_int_eq(makespan(t.graph), US(65));
     rv_graph_free(t.graph);
     const char *neutral[] = { "remaining=100us", "remaining=1s" };
     for (int i = 0; i < 2; i++) {
         t = dataloader_graph();
         apply_ok(t.graph, "dataloader", neutral[i]);
-        ck_assert_int_eq(makespan(t.graph), US(150));
+        ck_assert_int_eq(makespan(t.graph), US(155));
         rv_graph_free(t.graph);
     }
 }
@@ -291,10 +296,10 @@ END_TEST
 
 /*
  * CPU:  L 5us | L2 5us        GPU: K 100us (from L) | C all-reduce 200us (comm, from L2)
- * Baseline: K 0-100, C ready at 5, stream free at 100: 100-300 -> 300us.
- * bandwidth_factor=2: C 100us -> 200us.
- * bandwidth_factor=2, added_latency=10us: C 110 -> 210us.
- * bandwidth_factor=2, fixed_latency=40us: C 40 + 160/2 = 120 -> 220us.
+ * Baseline: K 5-105, C ready at 10, stream free at 105: 105-305 -> 305us.
+ * bandwidth_factor=2: C 100us -> 205us.
+ * bandwidth_factor=2, added_latency=10us: C 110 -> 215us.
+ * bandwidth_factor=2, fixed_latency=40us: C 40 + 160/2 = 120 -> 225us.
  */
 static tiny network_graph(void)
 {
@@ -307,11 +312,11 @@ static tiny network_graph(void)
 START_TEST(network_hand_built)
 {
     const struct { const char *text; int64_t expected; } cases[] = {
-        { "bandwidth_factor=1", US(300) },
-        { "bandwidth_factor=2", US(200) },
-        { "bandwidth_factor=2,added_latency=10us", US(210) },
-        { "bandwidth_factor=2,fixed_latency=40us", US(220) },
-        { "bandwidth_factor=0.5", US(500) },
+        { "bandwidth_factor=1", US(305) },
+        { "bandwidth_factor=2", US(205) },
+        { "bandwidth_factor=2,added_latency=10us", US(215) },
+        { "bandwidth_factor=2,fixed_latency=40us", US(225) },
+        { "bandwidth_factor=0.5", US(505) },
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         tiny t = network_graph();
@@ -348,11 +353,12 @@ END_TEST
 /*
  * CPU:  Lf 5us (aten::linear, dims [[32,1024],[1024,1024],[1024]]) | Lb 5us (AddmmBackward0) | Lo 5us (optimizer)
  * GPU:  Kf 100us | Kb 100us | Ko 10us (from Lf, Lb, Lo)
- * Baseline: Kf 0-100, Kb 100-200, Lo 10-15, Ko 200-210 -> 210us.
+ * Baseline: Kf 5-105, Kb 105-205, Lo 10-15, Ko 205-215 -> 215us.
  * Gradient: 4 * (1024*1024 + 1024) = 4198400 B, one bucket.  world=2 with
  * gpus_per_node=1: ring over 2 nodes = 2*(p-1)*5us + 2(p-1)/p * S/B with
  * B = 41.984 GB/s -> 10 + 100 = 110us.  The all-reduce follows Kb
- * (200-310), Lo waits for it (310-315), Ko 310-320 -> 320us.
+ * (205-315), Lo waits for it (315-320), Ko is ready when Lo ends: 320-330
+ * -> 330us.
  */
 static tiny ddp_graph(void)
 {
@@ -373,13 +379,13 @@ static tiny ddp_graph(void)
 START_TEST(ddp_hand_built)
 {
     tiny t = ddp_graph();
-    ck_assert_int_eq(makespan(t.graph), US(210));
+    ck_assert_int_eq(makespan(t.graph), US(215));
     apply_ok(t.graph, "ddp", "world=1");
-    ck_assert_int_eq(makespan(t.graph), US(210));
+    ck_assert_int_eq(makespan(t.graph), US(215));
     rv_graph_free(t.graph);
     t = ddp_graph();
     apply_ok(t.graph, "ddp", "world=2,gpus_per_node=1,bandwidth=41984MB/s,latency=5us");
-    ck_assert_int_eq(makespan(t.graph), US(320));
+    ck_assert_int_eq(makespan(t.graph), US(330));
     rv_graph_free(t.graph);
 }
 END_TEST

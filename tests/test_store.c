@@ -28,7 +28,7 @@
 #include <zlib.h>
 
 /* The layout constants the tests forge against (see store.c). */
-enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 76, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 21 };
+enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 68, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 41 };
 enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
@@ -118,6 +118,19 @@ static gsize section_offset(const guint8 *data, uint32_t id)
     return 0;
 }
 
+/* Where section id ends in the file. */
+static gsize section_end(const guint8 *data, uint32_t id)
+{
+    uint32_t count = le32(data + 12);
+    for (uint32_t i = 0; i < count; i++) {
+        const guint8 *entry = data + HEADER_SIZE + ENTRY_SIZE * i;
+        if (le32(entry) == id)
+            return section_offset(data, id) + ((gsize)le32(entry + 16) | (gsize)le32(entry + 20) << 32);
+    }
+    ck_abort_msg("no section %u", id);
+    return 0;
+}
+
 /* Recompute every checksum, so a forged field reaches the graph checks. */
 static void fix_checksums(guint8 *data, gsize length)
 {
@@ -165,20 +178,23 @@ static rv_graph *hand_built_graph(void)
     int32_t cpu = rv_graph_add_resource(graph, RV_RES_CPU_THREAD, 11, 12, "thread 11/12");
     int32_t gpu = rv_graph_add_resource(graph, RV_RES_GPU_STREAM, 0, 7, "gpu 0 stream 7");
     rv_graph_add_resource(graph, RV_RES_CHANNEL, -1, -1, "net");
+    rv_resource *stream = &g_array_index(graph->resources, rv_resource, gpu);
+    stream->launch_latency_ns = 1500;
+    stream->idle_gap_ns = 900;
+    stream->queue_depth = 1024;
     int32_t step_name = rv_strings_intern(graph->strings, "ProfilerStep#1");
 
     rv_task begin = make_task(cpu, graph, "ProfilerStep#1", RV_TASK_MARKER, 1000, 0);
     begin.flags = RV_TASK_FLAG_STEP_BEGIN;
     begin.phase = RV_PHASE_OTHER;
     rv_task launch = make_task(cpu, graph, "cudaLaunchKernel", RV_TASK_CPU, 1000, 5000);
-    launch.gap_ns = 700;
+    launch.host_overhead_ns = 700;
     launch.correlation = 42;
     launch.op = rv_strings_intern(graph->strings, "aten::mm");
     launch.layer = rv_strings_intern(graph->strings, "layerA");
     launch.input_dims = rv_strings_intern(graph->strings, "[[2, 3], [3, 4]]");
     rv_task kernel = make_task(gpu, graph, "gemm_kernel", RV_TASK_KERNEL, 4000, 20000);
     kernel.flags = RV_TASK_FLAG_GPU;
-    kernel.lag_ns = 1500;
     kernel.correlation = 42;
     kernel.layer = rv_strings_intern(graph->strings, "layerB");
     kernel.bytes = 1 << 20;
@@ -195,7 +211,7 @@ static rv_graph *hand_built_graph(void)
         rv_graph_add_task(graph, &sync), rv_graph_add_task(graph, &end),
     };
     rv_graph_add_edge(graph, ids[0], ids[1], RV_EDGE_THREAD, FALSE);
-    rv_graph_add_edge(graph, ids[1], ids[2], RV_EDGE_LAUNCH, TRUE);
+    rv_graph_add_edge(graph, ids[1], ids[2], RV_EDGE_LAUNCH, FALSE);
     rv_graph_add_edge(graph, ids[1], ids[3], RV_EDGE_THREAD, FALSE);
     rv_graph_add_edge(graph, ids[2], ids[3], RV_EDGE_SYNC, FALSE);
     rv_graph_add_edge(graph, ids[3], ids[4], RV_EDGE_THREAD, FALSE);
@@ -212,6 +228,8 @@ static rv_graph *hand_built_graph(void)
     graph->build_stats.nested_runtime_calls = 6;
     graph->build_stats.sync_events_used = 7;
     graph->build_stats.dropped_edges = 8;
+    graph->build_stats.queue_blocked_launches = 9;
+    graph->timing = (rv_timing){ -2500, -3000, 6000, 1500, 900, 10, 2, 30, 40, 50, 1024, RV_CLOCK_CORRECTED, 1 };
     return graph;
 }
 
@@ -230,12 +248,14 @@ static void assert_resources_equal(const rv_graph *a, const rv_graph *b)
         const rv_resource *y = &g_array_index(b->resources, rv_resource, r);
         ck_assert(x->process == y->process && x->thread == y->thread);
         ck_assert(x->name == y->name && x->kind == y->kind);
+        ck_assert(x->launch_latency_ns == y->launch_latency_ns && x->idle_gap_ns == y->idle_gap_ns &&
+                  x->queue_depth == y->queue_depth);
     }
 }
 
 static void assert_task_equal(const rv_task *x, const rv_task *y, guint id)
 {
-    ck_assert_msg(x->duration_ns == y->duration_ns && x->gap_ns == y->gap_ns && x->lag_ns == y->lag_ns &&
+    ck_assert_msg(x->duration_ns == y->duration_ns && x->host_overhead_ns == y->host_overhead_ns &&
                   x->recorded_start_ns == y->recorded_start_ns && x->correlation == y->correlation &&
                   x->bytes == y->bytes, "task %u: times, correlation or bytes differ", id);
     ck_assert_msg(x->resource == y->resource && x->name == y->name && x->op == y->op && x->layer == y->layer &&
@@ -275,6 +295,7 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
     ck_assert(!a->legacy_schema == !b->legacy_schema && !a->whole_trace_step == !b->whole_trace_step);
     ck_assert(memcmp(&a->trace_stats, &b->trace_stats, sizeof a->trace_stats) == 0);
     ck_assert(memcmp(&a->build_stats, &b->build_stats, sizeof a->build_stats) == 0);
+    ck_assert(memcmp(&a->timing, &b->timing, sizeof a->timing) == 0);
 }
 
 /* Replays of both graphs agree task by task and step by step. */
@@ -429,7 +450,7 @@ START_TEST(saving_is_deterministic)
     ck_assert(first_length == second_length && memcmp(first, second, first_length) == 0);
     /* The header is the documented, stable one. */
     ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
-    ck_assert_uint_eq(le32(first + 8), 1);
+    ck_assert_uint_eq(le32(first + 8), 2);
     ck_assert_uint_eq(le32(first + 12), 6);
     ck_assert_uint_eq(le32(first + 20), 0);
     g_free(first);
@@ -524,11 +545,14 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 2, 4);
+    put_le(bytes + 8, 3, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 2 is newer than this reverie supports (1); re-import the trace",
-                      "version 2");
+                      "test.rvg: format version 3 is newer than this reverie supports (2); re-import the trace",
+                      "version 3");
+    put_le(bytes + 8, 1, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: format version 1 holds an older timing model", "version 1");
     put_le(bytes + 8, 0, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "format version 0", "version 0");
@@ -601,26 +625,29 @@ static const forgery forgeries[] = {
     { 0, HEADER_SIZE + 8, 1, 8, "section 'strings': starts at byte 1" },
     { 0, HEADER_SIZE + 16, 1u << 30, 8, "truncated: section 'strings'" },
     /* records */
-    { SEC_RESOURCES, 0, 4, 4, "section 'resources': 4 records of 21 bytes" },
-    { SEC_RESOURCES, 4 + 16, 9999, 4, "resource 0 names string 9999" },
-    { SEC_RESOURCES, 4 + 20, RV_RES_KIND_COUNT, 1, "resource 0 has kind 3" },
-    { SEC_TASKS, 0, 0, 4, "section 'tasks': 0 records of 76 bytes" },
-    { SEC_TASKS, 4 + TASK_SIZE + 48, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
-    { SEC_TASKS, 4 + TASK_SIZE + 48, (uint32_t)-1, 4, "task 1 runs on resource -1" },
-    { SEC_TASKS, 4 + TASK_SIZE + 52, 10000, 4, "task 1: name is string 10000" },
-    { SEC_TASKS, 4 + TASK_SIZE + 56, (uint32_t)-1, 4, "task 1: op is string -1" },
-    { SEC_TASKS, 4 + TASK_SIZE + 60, 10000, 4, "task 1: layer is string 10000" },
-    { SEC_TASKS, 4 + TASK_SIZE + 64, (uint32_t)-2, 4, "task 1: input_dims is string -2" },
-    { SEC_TASKS, 4 + TASK_SIZE + 68, 1, 4, "task 1 belongs to step 1 (there are 1 steps)" },
-    { SEC_TASKS, 4 + TASK_SIZE + 68, (uint32_t)-2, 4, "task 1 belongs to step -2" },
-    { SEC_TASKS, 4 + TASK_SIZE + 72, RV_TASK_KIND_COUNT, 1, "task 1 has kind 8" },
-    { SEC_TASKS, 4 + TASK_SIZE + 73, RV_PHASE_COUNT, 1, "task 1 has phase 5" },
-    { SEC_TASKS, 4 + TASK_SIZE + 74, 0x8000, 2, "task 1 has unknown flags 0x8000" },
+    { SEC_RESOURCES, 0, 4, 4, "section 'resources': 4 records of 41 bytes" },
+    { SEC_RESOURCES, 4 + RESOURCE_SIZE + 16, (uint64_t)-1, 8, "resource 1 has impossible timing" },
+    { SEC_RESOURCES, 4 + RESOURCE_SIZE + 24, 2000000000, 8, "resource 1 has impossible timing" },
+    { SEC_RESOURCES, 4 + RESOURCE_SIZE + 32, (uint32_t)-1, 4, "resource 1 has impossible timing" },
+    { SEC_RESOURCES, 4 + 36, 9999, 4, "resource 0 names string 9999" },
+    { SEC_RESOURCES, 4 + 40, RV_RES_KIND_COUNT, 1, "resource 0 has kind 3" },
+    { SEC_TASKS, 0, 0, 4, "section 'tasks': 0 records of 68 bytes" },
+    { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
+    { SEC_TASKS, 4 + TASK_SIZE + 40, (uint32_t)-1, 4, "task 1 runs on resource -1" },
+    { SEC_TASKS, 4 + TASK_SIZE + 44, 10000, 4, "task 1: name is string 10000" },
+    { SEC_TASKS, 4 + TASK_SIZE + 48, (uint32_t)-1, 4, "task 1: op is string -1" },
+    { SEC_TASKS, 4 + TASK_SIZE + 52, 10000, 4, "task 1: layer is string 10000" },
+    { SEC_TASKS, 4 + TASK_SIZE + 56, (uint32_t)-2, 4, "task 1: input_dims is string -2" },
+    { SEC_TASKS, 4 + TASK_SIZE + 60, 1, 4, "task 1 belongs to step 1 (there are 1 steps)" },
+    { SEC_TASKS, 4 + TASK_SIZE + 60, (uint32_t)-2, 4, "task 1 belongs to step -2" },
+    { SEC_TASKS, 4 + TASK_SIZE + 64, RV_TASK_KIND_COUNT, 1, "task 1 has kind 8" },
+    { SEC_TASKS, 4 + TASK_SIZE + 65, RV_PHASE_COUNT, 1, "task 1 has phase 5" },
+    { SEC_TASKS, 4 + TASK_SIZE + 66, 0x8000, 2, "task 1 has unknown flags 0x8000" },
     { SEC_TASKS, 4 + TASK_SIZE + 0, (uint64_t)-5, 8, "task 1 has a negative time" },
     { SEC_TASKS, 4 + TASK_SIZE + 8, (uint64_t)-5, 8, "task 1 has a negative time" },
-    { SEC_TASKS, 4 + TASK_SIZE + 16, (uint64_t)1 << 61, 8, "tasks 0 to 1 add up to more than 2^61 ns" },
-    { SEC_TASKS, 4 + TASK_SIZE + 24, (uint64_t)1 << 62, 8, "task 1 was recorded at an impossible time" },
-    { SEC_TASKS, 4 + TASK_SIZE + 24, (uint64_t)-((int64_t)1 << 61), 8, "task 1 was recorded at an impossible" },
+    { SEC_TASKS, 4 + TASK_SIZE + 8, (uint64_t)1 << 61, 8, "tasks 0 to 1 add up to more than 2^61 ns" },
+    { SEC_TASKS, 4 + TASK_SIZE + 16, (uint64_t)1 << 62, 8, "task 1 was recorded at an impossible time" },
+    { SEC_TASKS, 4 + TASK_SIZE + 16, (uint64_t)-((int64_t)1 << 61), 8, "task 1 was recorded at an impossible" },
     { SEC_STEPS, 4 + 12, (uint64_t)1 << 63, 8, "step 0 was recorded at impossible times" },
     { SEC_EDGES, 4 + EDGE_SIZE + 0, 5, 4, "edge 1 joins tasks 5 -> 2 (there are 5 tasks)" },
     { SEC_EDGES, 4 + EDGE_SIZE + 4, (uint32_t)-1, 4, "edge 1 joins tasks 1 -> -1" },
@@ -653,6 +680,26 @@ START_TEST(forged_fields_with_valid_checksums)
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
     for (gsize i = 0; i < G_N_ELEMENTS(forgeries); i++) apply_forgery(bytes, length, &forgeries[i]);
+    g_free(bytes);
+}
+END_TEST
+
+/* The metadata section ends with the timing estimates: ..., i32
+ * queue_depth, u8 clock_status, u8 queue_measured. */
+START_TEST(forged_timing_estimates)
+{
+    gsize length;
+    guint8 *bytes = hand_built_bytes(&length);
+    gsize end = section_end(bytes, SEC_METADATA);
+    guint8 *copy = g_memdup2(bytes, length);
+    put_le(copy + end - 2, RV_CLOCK_STATUS_COUNT, 1);
+    fix_checksums(copy, length);
+    expect_load_error(copy, length, "clock status 4 is unknown", "clock status");
+    memcpy(copy, bytes, length);
+    put_le(copy + end - 1, 2, 1);
+    fix_checksums(copy, length);
+    expect_load_error(copy, length, "queue_measured is 2 (must be 0 or 1)", "queue_measured");
+    g_free(copy);
     g_free(bytes);
 }
 END_TEST
@@ -801,6 +848,7 @@ static Suite *store_suite(void)
     tcase_add_test(damage, bit_flips_hand_built);
     tcase_add_test(damage, truncated_and_flipped_real_graph);
     tcase_add_test(damage, newer_version);
+    tcase_add_test(damage, forged_timing_estimates);
     tcase_add_test(damage, empty_file);
     tcase_add_test(damage, json_trace_named_rvg);
     tcase_add_test(damage, missing_file);

@@ -43,7 +43,8 @@ static void block(tiny *t, const char *first_dims)
 }
 
 /* Two blocks: 18 launches of 5us on the CPU, kernels queued on the stream
- * from their launch's start: the GPU is the bottleneck, 2 x 530 = 1060us. */
+ * from their launch's end: the GPU is the bottleneck from the first
+ * launch's end on, 5 + 2 x 530 = 1065us. */
 static tiny two_blocks(const char *first_dims)
 {
     tiny t = tiny_new();
@@ -63,17 +64,17 @@ static tiny two_blocks(const char *first_dims)
  * forward all-reduces per block (after out-proj, the 2nd of the block's 4
  * linear GEMMs, and after FC2, the 4th), each 100us on the stream: 400us.
  * Their launches add 4 x 5us to the CPU's 90us, still far ahead of the GPU.
- * 560 + 400 = 960us.
+ * 5 + 560 + 400 = 965us.
  */
 START_TEST(tp_hand_built)
 {
     tiny t = two_blocks(NULL);
-    ck_assert_int_eq(makespan(t.graph), US(1060));
+    ck_assert_int_eq(makespan(t.graph), US(1065));
     char *notes = apply_notes(t.graph, "tp-allreduce", TP_LINK TP_SHAPE);
     ck_assert_msg(strstr(notes, "found 2 Transformer blocks per step in the forward"), "%s", notes);
     ck_assert_msg(strstr(notes, "inserted 4 all-reduces"), "%s", notes);
     g_free(notes);
-    ck_assert_int_eq(makespan(t.graph), US(960));
+    ck_assert_int_eq(makespan(t.graph), US(965));
     GError *cycle = NULL;
     ck_assert(rv_graph_check_acyclic(t.graph, &cycle));
     rv_graph_free(t.graph);
@@ -85,18 +86,18 @@ START_TEST(tp_size_from_shapes)
 {
     tiny t = two_blocks("[[750], [1000, 250], [250, 750]]");
     apply_ok(t.graph, "tp-allreduce", TP_LINK);
-    ck_assert_int_eq(makespan(t.graph), US(960));
+    ck_assert_int_eq(makespan(t.graph), US(965));
     rv_graph_free(t.graph);
 }
 END_TEST
 
 /* degree 4: GEMMs 125us per block (+30) -> 310us; all-reduce over 4 GPUs:
- * 2 x 3/4 x 1e6 B / 10 GB/s = 150us, four of them 600us -> 910us. */
+ * 2 x 3/4 x 1e6 B / 10 GB/s = 150us, four of them 600us -> 5 + 910 = 915us. */
 START_TEST(tp_degree_four)
 {
     tiny t = two_blocks(NULL);
     apply_ok(t.graph, "tp-allreduce", "degree=4,bandwidth=10GB/s,latency=0us" TP_SHAPE);
-    ck_assert_int_eq(makespan(t.graph), US(910));
+    ck_assert_int_eq(makespan(t.graph), US(915));
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -105,7 +106,7 @@ START_TEST(tp_neutral)
 {
     tiny t = two_blocks(NULL);
     apply_ok(t.graph, "tp-allreduce", "degree=1");
-    ck_assert_int_eq(makespan(t.graph), US(1060));
+    ck_assert_int_eq(makespan(t.graph), US(1065));
     rv_graph_free(t.graph);
     check_neutral(TRANSFORMER, "tp-allreduce", "degree=1");
 }

@@ -48,12 +48,12 @@ static int64_t start_of(const rv_graph *graph, int32_t task)
     return start;
 }
 
-/* A task chained after the previous one on its resource, with a gap. */
-static int32_t task_with_gap(tiny *t, int32_t resource, const char *name, int64_t duration_ns, int64_t gap_ns)
+/* A CPU task chained after the previous one on its thread, with the host
+ * overhead (Python time) before it. */
+static int32_t task_with_overhead(tiny *t, const char *name, int64_t duration_ns, int64_t overhead_ns)
 {
-    rv_task_kind kind = resource == t->gpu ? RV_TASK_KERNEL : RV_TASK_CPU;
-    int32_t id = tiny_task(t, resource, kind, name, duration_ns, RV_PHASE_FORWARD);
-    rv_graph_task(t->graph, id)->gap_ns = gap_ns;
+    int32_t id = tiny_task(t, t->cpu, RV_TASK_CPU, name, duration_ns, RV_PHASE_FORWARD);
+    rv_graph_task(t->graph, id)->host_overhead_ns = overhead_ns;
     return id;
 }
 
@@ -107,7 +107,8 @@ static int32_t insert_ok(rv_graph *graph, const rv_insert_spec *spec)
  * Three launches and their kernels (as in test_plugins' amp graph):
  * CPU:  L0 5us | L1 5us | L2 5us
  * GPU:  K0 300us | K1 100us | K2 40us
- * Each kernel is ready at its launch's start: 0-300, 300-400, 400-440 -> 440us.
+ * Each kernel is ready when its launch ends (the hand-built stream has no
+ * launch latency): K0 5-305, K1 305-405, K2 405-445 -> 445us.
  */
 static tiny three_kernels(int32_t kernel[3])
 {
@@ -121,22 +122,22 @@ static tiny three_kernels(int32_t kernel[3])
 /* ---- scale and set duration ----------------------------------------- */
 
 /*
- * three_kernels: 440us.  Scale K0, K1 by 0.5: 150 + 50 + 40 -> 240us.
- * Scale by 1: still 240us.  Scale all three by 0: each kernel takes 0 at its
- * launch's start (0, 5, 10); the CPU runs 0-15 -> 15us.
+ * three_kernels: 445us.  Scale K0, K1 by 0.5: 5 + 150 + 50 + 40 -> 245us.
+ * Scale by 1: still 245us.  Scale all three by 0: each kernel takes 0 at its
+ * launch's end (5, 10, 15); the CPU runs 0-15 -> 15us.
  */
 START_TEST(scale_kernels)
 {
     int32_t k[3];
     tiny t = three_kernels(k);
-    ck_assert_int_eq(makespan(t.graph), US(440));
+    ck_assert_int_eq(makespan(t.graph), US(445));
     GArray *first_two = ids(2, k);
     rv_transform_scale(t.graph, first_two, 0.5);
     assert_acyclic(t.graph);
     ck_assert_int_eq(rv_graph_task(t.graph, k[0])->duration_ns, US(150));
-    ck_assert_int_eq(makespan(t.graph), US(240));
+    ck_assert_int_eq(makespan(t.graph), US(245));
     rv_transform_scale(t.graph, first_two, 1.0);
-    ck_assert_int_eq(makespan(t.graph), US(240));
+    ck_assert_int_eq(makespan(t.graph), US(245));
     GArray *all = ids(3, k);
     rv_transform_scale(t.graph, all, 0.0);
     assert_acyclic(t.graph);
@@ -167,8 +168,8 @@ START_TEST(scale_rounds_to_nearest)
 END_TEST
 
 /*
- * three_kernels with K1 set to 10us: 300 + 10 + 40 -> 350us.
- * A negative duration is clamped to 0: 300 + 0 + 40 -> 340us.
+ * three_kernels with K1 set to 10us: 5 + 300 + 10 + 40 -> 355us.
+ * A negative duration is clamped to 0: 5 + 300 + 0 + 40 -> 345us.
  */
 START_TEST(set_duration)
 {
@@ -176,10 +177,10 @@ START_TEST(set_duration)
     tiny t = three_kernels(k);
     rv_transform_set_duration(t.graph, k[1], US(10));
     assert_acyclic(t.graph);
-    ck_assert_int_eq(makespan(t.graph), US(350));
+    ck_assert_int_eq(makespan(t.graph), US(355));
     rv_transform_set_duration(t.graph, k[1], -US(5));
     ck_assert_int_eq(rv_graph_task(t.graph, k[1])->duration_ns, 0);
-    ck_assert_int_eq(makespan(t.graph), US(340));
+    ck_assert_int_eq(makespan(t.graph), US(345));
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -203,7 +204,7 @@ START_TEST(remove_reconnects_across_resources)
     rv_graph_add_edge(t.graph, a, x, RV_EDGE_PLUGIN, FALSE);
     rv_graph_add_edge(t.graph, x, b, RV_EDGE_SYNC, FALSE);
     ck_assert_int_eq(makespan(t.graph), US(35));
-    ck_assert_int_eq(rv_transform_remove(t.graph, x, RV_REMOVE_DROP_GAP), 1);
+    ck_assert_int_eq(rv_transform_remove(t.graph, x, RV_REMOVE_DROP_OVERHEAD), 1);
     assert_acyclic(t.graph);
     ck_assert(is_removed(t.graph, x));
     ck_assert(has_edge(t.graph, a, b));
@@ -218,9 +219,9 @@ END_TEST
 
 /*
  * three_kernels plus a CPU task E 5us after the launches:
- * CPU L0 0-5, L1 5-10, L2 10-15, E 15-20; GPU 0-300, 300-400, 400-440 -> 440us.
+ * CPU L0 0-5, L1 5-10, L2 10-15, E 15-20; GPU 5-305, 305-405, 405-445 -> 445us.
  * Remove K1: its launch L1 goes too (2 tasks).  L0 0-5, L2 5-10, E 10-15;
- * K0 0-300, K2 300-340 -> 340us.  L0 is now followed by L2 on the thread.
+ * K0 5-305, K2 305-345 -> 345us.  L0 is now followed by L2 on the thread.
  */
 START_TEST(remove_gpu_task_takes_launch)
 {
@@ -230,7 +231,7 @@ START_TEST(remove_gpu_task_takes_launch)
     int32_t launch[3];
     for (int i = 0; i < 3; i++) launch[i] = rv_graph_launch_of(t.graph, k[i]);
     ck_assert_int_eq(start_of(t.graph, e), US(15));
-    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_GAP), 2);
+    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_OVERHEAD), 2);
     assert_acyclic(t.graph);
     ck_assert(is_removed(t.graph, k[1]));
     ck_assert(is_removed(t.graph, launch[1]));
@@ -240,44 +241,45 @@ START_TEST(remove_gpu_task_takes_launch)
     ck_assert_int_eq(sim.start_ns[launch[1]], -1);
     ck_assert_int_eq(sim.start_ns[launch[2]], US(5));
     ck_assert_int_eq(sim.start_ns[e], US(10));
-    ck_assert_int_eq(sim.start_ns[k[2]], US(300));
-    ck_assert_int_eq(sim.makespan_ns, US(340));
+    ck_assert_int_eq(sim.start_ns[k[2]], US(305));
+    ck_assert_int_eq(sim.makespan_ns, US(345));
     rv_sim_result_clear(&sim);
     rv_graph_free(t.graph);
 }
 END_TEST
 
 /*
- * CPU: A 10us +5us gap | X 10us +20us gap | B 10us.
+ * CPU: A 10us | 5us host overhead, X 10us | 20us host overhead, B 10us.
  * Before: A 0-10, X 15-25, B 45-55 -> 55us.
- * Remove X, dropping its gap: A 0-10, B 15-25 -> 25us.
- * Remove X, keeping its gap: A's gap becomes 25us: A 0-10, B 35-45 -> 45us.
+ * Remove X, dropping its overhead: A 0-10, B 30-40 -> 40us.
+ * Remove X, keeping it: B's overhead becomes 25us: A 0-10, B 35-45 -> 45us.
  */
-static tiny gap_graph(int32_t *a, int32_t *x, int32_t *b)
+static tiny overhead_graph(int32_t *a, int32_t *x, int32_t *b)
 {
     tiny t = tiny_new();
-    *a = task_with_gap(&t, t.cpu, "A", US(10), US(5));
-    *x = task_with_gap(&t, t.cpu, "X", US(10), US(20));
-    *b = task_with_gap(&t, t.cpu, "B", US(10), 0);
+    *a = task_with_overhead(&t, "A", US(10), 0);
+    *x = task_with_overhead(&t, "X", US(10), US(5));
+    *b = task_with_overhead(&t, "B", US(10), US(20));
     return t;
 }
 
-START_TEST(remove_drop_gap_vs_keep_gap)
+START_TEST(remove_drop_overhead_vs_keep_overhead)
 {
     int32_t a, x, b;
-    tiny t = gap_graph(&a, &x, &b);
+    tiny t = overhead_graph(&a, &x, &b);
     ck_assert_int_eq(makespan(t.graph), US(55));
-    ck_assert_int_eq(rv_transform_remove(t.graph, x, RV_REMOVE_DROP_GAP), 1);
+    ck_assert_int_eq(rv_transform_remove(t.graph, x, RV_REMOVE_DROP_OVERHEAD), 1);
     assert_acyclic(t.graph);
-    ck_assert_int_eq(rv_graph_task(t.graph, a)->gap_ns, US(5));
-    ck_assert_int_eq(start_of(t.graph, b), US(15));
-    ck_assert_int_eq(makespan(t.graph), US(25));
+    ck_assert_int_eq(rv_graph_task(t.graph, b)->host_overhead_ns, US(20));
+    ck_assert_int_eq(start_of(t.graph, b), US(30));
+    ck_assert_int_eq(makespan(t.graph), US(40));
     rv_graph_free(t.graph);
 
-    t = gap_graph(&a, &x, &b);
-    ck_assert_int_eq(rv_transform_remove(t.graph, x, RV_REMOVE_KEEP_GAP), 1);
+    t = overhead_graph(&a, &x, &b);
+    ck_assert_int_eq(rv_transform_remove(t.graph, x, RV_REMOVE_KEEP_OVERHEAD), 1);
     assert_acyclic(t.graph);
-    ck_assert_int_eq(rv_graph_task(t.graph, a)->gap_ns, US(25));
+    ck_assert_int_eq(rv_graph_task(t.graph, a)->host_overhead_ns, 0);
+    ck_assert_int_eq(rv_graph_task(t.graph, b)->host_overhead_ns, US(25));
     ck_assert_int_eq(start_of(t.graph, b), US(35));
     ck_assert_int_eq(makespan(t.graph), US(45));
     rv_graph_free(t.graph);
@@ -288,37 +290,38 @@ END_TEST
  * Removing a removed task does nothing and returns 0; removing a kernel
  * whose launch is already gone returns 1; a CPU task alone returns 1.
  * three_kernels, remove K1 (2), K1 again (0), launch L2 (1), K2 (1).
- * Left: L0 0-5, K0 0-300 -> 300us.
+ * Left: L0 0-5, K0 5-305 -> 305us.
  */
 START_TEST(remove_counts)
 {
     int32_t k[3];
     tiny t = three_kernels(k);
     int32_t launch2 = rv_graph_launch_of(t.graph, k[2]);
-    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_GAP), 2);
+    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_OVERHEAD), 2);
     guint edges = t.graph->edges->len;
-    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_GAP), 0);
-    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_KEEP_GAP), 0);
+    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_OVERHEAD), 0);
+    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_KEEP_OVERHEAD), 0);
     ck_assert_uint_eq(t.graph->edges->len, edges);
-    ck_assert_int_eq(rv_transform_remove(t.graph, launch2, RV_REMOVE_DROP_GAP), 1);
+    ck_assert_int_eq(rv_transform_remove(t.graph, launch2, RV_REMOVE_DROP_OVERHEAD), 1);
     assert_acyclic(t.graph);
-    ck_assert_int_eq(rv_transform_remove(t.graph, k[2], RV_REMOVE_DROP_GAP), 1);
+    ck_assert_int_eq(rv_transform_remove(t.graph, k[2], RV_REMOVE_DROP_OVERHEAD), 1);
     assert_acyclic(t.graph);
-    ck_assert_int_eq(makespan(t.graph), US(300));
+    ck_assert_int_eq(makespan(t.graph), US(305));
     rv_graph_free(t.graph);
 }
 END_TEST
 
 /*
- * Several removals, adjacent on both resources:
- * CPU:  L0 5us +1 | L1 5us +2 | L2 5us +3 | D 10us     (L_i launches K_i)
+ * Several removals, adjacent on both resources (host overhead before each
+ * call in brackets):
+ * CPU:  L0 5us | [1] L1 5us | [2] L2 5us | [3] D 10us     (L_i launches K_i)
  * GPU:  K0 2us | K1 2us | K2 2us
  * Before: L0 0-5, L1 6-11, L2 13-18, D 21-31 -> 31us.
  * Remove K1 and K2 (and so L1, L2):
- *   dropping gaps: L0 0-5 (+1), D 6-16 -> 16us;
- *   keeping gaps:  L0's gap becomes 1+2+3 = 6, D 11-21 -> 21us.
- * remove_many on {K1, K2} must give the same start times, gaps and edges'
- * effect as removing K1 then K2.
+ *   dropping their overhead: L0 0-5, D 8-18 -> 18us;
+ *   keeping it: D's overhead becomes 1+2+3 = 6, D 11-21 -> 21us.
+ * remove_many on {K1, K2} must give the same start times, overheads and
+ * edges' effect as removing K1 then K2.
  */
 static tiny adjacent_graph(int32_t kernel[3], int32_t *d)
 {
@@ -327,9 +330,9 @@ static tiny adjacent_graph(int32_t kernel[3], int32_t *d)
         char name[8];
         g_snprintf(name, sizeof name, "K%d", i);
         kernel[i] = tiny_launch(&t, name, US(5), US(2), RV_PHASE_FORWARD, RV_TASK_KERNEL);
-        rv_graph_task(t.graph, rv_graph_launch_of(t.graph, kernel[i]))->gap_ns = US(i + 1);
+        rv_graph_task(t.graph, rv_graph_launch_of(t.graph, kernel[i]))->host_overhead_ns = US(i);
     }
-    *d = tiny_task(&t, t.cpu, RV_TASK_CPU, "D", US(10), RV_PHASE_FORWARD);
+    *d = task_with_overhead(&t, "D", US(10), US(3));
     return t;
 }
 
@@ -351,7 +354,8 @@ static void check_batch_matches_one_by_one(rv_remove_mode mode, int64_t expected
     ck_assert_int_eq(removed_many, 4);
     rv_sim_result a = replay_with(one.graph, NULL), b = replay_with(many.graph, NULL);
     for (int32_t task = 0; task < rv_graph_task_count(one.graph); task++) {
-        ck_assert_int_eq(rv_graph_task(one.graph, task)->gap_ns, rv_graph_task(many.graph, task)->gap_ns);
+        ck_assert_int_eq(rv_graph_task(one.graph, task)->host_overhead_ns,
+                         rv_graph_task(many.graph, task)->host_overhead_ns);
         ck_assert_int_eq(is_removed(one.graph, task), is_removed(many.graph, task));
         ck_assert_msg(a.start_ns[task] == b.start_ns[task], "task %d: one by one %" G_GINT64_FORMAT
                       ", batch %" G_GINT64_FORMAT, task, a.start_ns[task], b.start_ns[task]);
@@ -365,15 +369,15 @@ static void check_batch_matches_one_by_one(rv_remove_mode mode, int64_t expected
     rv_graph_free(many.graph);
 }
 
-START_TEST(remove_many_drop_gap_matches_one_by_one)
+START_TEST(remove_many_drop_overhead_matches_one_by_one)
 {
-    check_batch_matches_one_by_one(RV_REMOVE_DROP_GAP, US(16), US(6));
+    check_batch_matches_one_by_one(RV_REMOVE_DROP_OVERHEAD, US(18), US(8));
 }
 END_TEST
 
-START_TEST(remove_many_keep_gap_matches_one_by_one)
+START_TEST(remove_many_keep_overhead_matches_one_by_one)
 {
-    check_batch_matches_one_by_one(RV_REMOVE_KEEP_GAP, US(21), US(11));
+    check_batch_matches_one_by_one(RV_REMOVE_KEEP_OVERHEAD, US(21), US(11));
 }
 END_TEST
 
@@ -397,7 +401,7 @@ START_TEST(remove_many_chain)
     ck_assert_int_eq(makespan(t.graph), US(65));
     int32_t victims_list[2] = { y, x };
     GArray *victims = ids(2, victims_list);
-    ck_assert_int_eq(rv_transform_remove_many(t.graph, victims, RV_REMOVE_DROP_GAP), 2);
+    ck_assert_int_eq(rv_transform_remove_many(t.graph, victims, RV_REMOVE_DROP_OVERHEAD), 2);
     g_array_unref(victims);
     assert_acyclic(t.graph);
     ck_assert_int_eq(start_of(t.graph, b), US(10));
@@ -437,16 +441,17 @@ START_TEST(insert_unordered)
 END_TEST
 
 /*
- * CPU: A 10us +2us gap | B 10us | C 10us  (0-10, 12-22, 22-32 -> 32us).
- * Insert T 5us after A: A 0-10, T 12-17, B 17-27, C 27-37 -> 37us.
+ * CPU: A 10us | 2us host overhead, B 10us | C 10us  (0-10, 12-22, 22-32 -> 32us).
+ * Insert T 5us after A: the overhead stays with B, whose Python it is:
+ * A 0-10, T 10-15, B 17-27, C 27-37 -> 37us.
  * Insert U 1us after C (the end of the order): U 37-38 -> 38us.
  */
 START_TEST(insert_after_splices_order)
 {
     tiny t = tiny_new();
-    int32_t a = task_with_gap(&t, t.cpu, "A", US(10), US(2));
-    int32_t b = task_with_gap(&t, t.cpu, "B", US(10), 0);
-    int32_t c = task_with_gap(&t, t.cpu, "C", US(10), 0);
+    int32_t a = task_with_overhead(&t, "A", US(10), 0);
+    int32_t b = task_with_overhead(&t, "B", US(10), US(2));
+    int32_t c = task_with_overhead(&t, "C", US(10), 0);
     ck_assert_int_eq(makespan(t.graph), US(32));
     rv_insert_spec spec = spec_for(t.graph, t.cpu, RV_TASK_CPU, "T", US(5), a, -1);
     int32_t inserted = insert_ok(t.graph, &spec);
@@ -455,7 +460,7 @@ START_TEST(insert_after_splices_order)
     ck_assert_int_eq(rv_graph_resource_next(t.graph, inserted), b);
     ck_assert_int_eq(rv_graph_resource_previous(t.graph, b), inserted);
     rv_sim_result sim = replay_with(t.graph, NULL);
-    ck_assert_int_eq(sim.start_ns[inserted], US(12));
+    ck_assert_int_eq(sim.start_ns[inserted], US(10));
     ck_assert_int_eq(sim.start_ns[b], US(17));
     ck_assert_int_eq(sim.start_ns[c], US(27));
     ck_assert_int_eq(sim.makespan_ns, US(37));
@@ -475,8 +480,8 @@ END_TEST
  * Insert N 20us on the stream after K0, launched after L0: a
  * "cudaLaunchKernel" of 7us goes between L0 and L1.
  * CPU: L0 0-5, launch 5-12, L1 12-19, L2 19-28.
- * GPU: K0 0-2, N ready at 5 (its launch's start) 5-25, K1 25-75, K2 75-85
- * -> 85us.
+ * GPU: K0 5-7, N ready at 12 (its launch's end) 12-32, K1 32-82, K2 82-92
+ * -> 92us.
  */
 START_TEST(insert_gpu_task_with_launch)
 {
@@ -506,10 +511,10 @@ START_TEST(insert_gpu_task_with_launch)
     rv_sim_result sim = replay_with(t.graph, NULL);
     ck_assert_int_eq(sim.start_ns[launch], US(5));
     ck_assert_int_eq(sim.start_ns[l1], US(12));
-    ck_assert_int_eq(sim.start_ns[inserted], US(5));
-    ck_assert_int_eq(sim.start_ns[k1], US(25));
-    ck_assert_int_eq(sim.start_ns[k2], US(75));
-    ck_assert_int_eq(sim.makespan_ns, US(85));
+    ck_assert_int_eq(sim.start_ns[inserted], US(12));
+    ck_assert_int_eq(sim.start_ns[k1], US(32));
+    ck_assert_int_eq(sim.start_ns[k2], US(82));
+    ck_assert_int_eq(sim.makespan_ns, US(92));
     rv_sim_result_clear(&sim);
     rv_graph_free(t.graph);
 }
@@ -669,7 +674,7 @@ START_TEST(resource_neighbours_and_launch_of)
     ck_assert_int_eq(rv_graph_resource_previous(t.graph, k[0]), -1);
     ck_assert_int_eq(rv_graph_resource_next(t.graph, k[2]), loose);
     ck_assert_int_eq(rv_graph_resource_previous(t.graph, loose), k[2]);
-    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_GAP), 2);
+    ck_assert_int_eq(rv_transform_remove(t.graph, k[1], RV_REMOVE_DROP_OVERHEAD), 2);
     assert_acyclic(t.graph);
     ck_assert_int_eq(rv_graph_resource_next(t.graph, k[0]), k[2]);
     ck_assert_int_eq(rv_graph_resource_previous(t.graph, k[2]), k[0]);
@@ -930,8 +935,8 @@ static Suite *transform_suite(void)
     Suite *suite = suite_create("transform");
     const TTest *durations[] = { scale_kernels, scale_rounds_to_nearest, set_duration };
     const TTest *removal[] = { remove_reconnects_across_resources, remove_gpu_task_takes_launch,
-                               remove_drop_gap_vs_keep_gap, remove_counts, remove_many_drop_gap_matches_one_by_one,
-                               remove_many_keep_gap_matches_one_by_one, remove_many_chain };
+                               remove_drop_overhead_vs_keep_overhead, remove_counts, remove_many_drop_overhead_matches_one_by_one,
+                               remove_many_keep_overhead_matches_one_by_one, remove_many_chain };
     const TTest *insertion[] = { insert_unordered, insert_after_splices_order, insert_gpu_task_with_launch,
                                  insert_errors };
     const TTest *structure[] = { add_edge, add_channel_with_transfers, tasks_by_step,

@@ -55,18 +55,19 @@ static void record(rv_graph *graph)
 
 /*
  * The network, one step, launches of 5us each on one CPU thread (0-40us),
- * each kernel starting when its launch starts or when the stream frees:
+ * each kernel starting when its launch ends or when the stream frees, so
+ * the stream runs without a break from 5us, when the first launch ends:
  *
- *   forward   conv A 100us  X_A = 25000 floats = 100000 B     0-100
- *             relu    50us                                   100-150
- *             conv B 100us  X_B = 12500 floats =  50000 B    150-250
- *             linear  50us                                   250-300
- *   backward  AddmmBackward0        50us                     300-350
- *             ConvolutionBackward0 100us  (conv B)           350-450
- *             ReluBackward0         50us                     450-500
- *             ConvolutionBackward0 100us  (conv A)           500-600
+ *   forward   conv A 100us  X_A = 25000 floats = 100000 B     5-105
+ *             relu    50us                                   105-155
+ *             conv B 100us  X_B = 12500 floats =  50000 B    155-255
+ *             linear  50us                                   255-305
+ *   backward  AddmmBackward0        50us                     305-355
+ *             ConvolutionBackward0 100us  (conv B)           355-455
+ *             ReluBackward0         50us                     455-505
+ *             ConvolutionBackward0 100us  (conv A)           505-605
  *
- * Baseline makespan 600us.
+ * Baseline makespan 605us.  Every schedule below is GPU-bound from 5us on.
  */
 typedef struct {
     tiny t;
@@ -90,7 +91,7 @@ static two_convs two_convs_graph(void)
     n.conv_a_bw = layer_kernel(&n.t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, 100,
                                RV_PHASE_BACKWARD);
     record(n.t.graph);
-    ck_assert_int_eq(makespan(n.t.graph), US(600));
+    ck_assert_int_eq(makespan(n.t.graph), US(605));
     return n;
 }
 
@@ -127,20 +128,20 @@ static void assert_refused(rv_graph *graph, const char *text, const char *words)
 
 /*
  * 1 GB/s, no latency: a copy takes 1ns per byte, X_A 100us, X_B 50us.
- *   d2h  O_A starts with conv A: 0-100; relu waits for it: 100, as before.
- *        O_B starts with conv B: 150-200; linear at 250, as before.
+ *   d2h  O_A starts with conv A: 5-105; relu waits for it: 105, as before.
+ *        O_B starts with conv B: 155-205; linear at 255, as before.
  *   h2d  P_B (topmost conv): released by the first backward task
- *        (AddmmBackward, 300): 300-350; conv B's backward starts 350.
- *        P_A: released when conv B's backward starts (350): 350-450;
- *        conv A's backward starts at 500 anyway.
- * Nothing waits: 600us, the baseline to the ns.
+ *        (AddmmBackward, 305): 305-355; conv B's backward starts 355.
+ *        P_A: released when conv B's backward starts (355): 355-455;
+ *        conv A's backward starts at 505 anyway.
+ * Nothing waits: 605us, the baseline to the ns.
  */
 START_TEST(hand_fast_link_hides_copies)
 {
     two_convs n = two_convs_graph();
     int64_t span;
     apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=1GB/s,latency=0us", &span, NULL);
-    ck_assert_int_eq(span, US(600));
+    ck_assert_int_eq(span, US(605));
     ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.d2h", 0, NULL), 2);
     ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.h2d", 0, NULL), 2);
     rv_graph_free(n.t.graph);
@@ -149,26 +150,26 @@ END_TEST
 
 /*
  * 500 MB/s, no latency: X_A takes 200us, X_B 100us.
- *   O_A 0-200; relu waits: 200-250; conv B 250-350; O_B 250-350;
- *   linear waits: 350-400; AddmmBackward 400-450.
- *   P_B released at 400: 400-500; conv B backward waits: 500-600;
- *   ReluBackward 600-650.  P_A released when conv B backward starts
- *   (500): 500-700; conv A backward waits: 700-800.  Makespan 800us.
+ *   O_A 5-205; relu waits: 205-255; conv B 255-355; O_B 255-355;
+ *   linear waits: 355-405; AddmmBackward 405-455.
+ *   P_B released at 405: 405-505; conv B backward waits: 505-605;
+ *   ReluBackward 605-655.  P_A released when conv B backward starts
+ *   (505): 505-705; conv A backward waits: 705-805.  Makespan 805us.
  */
 START_TEST(hand_slow_link_stalls)
 {
     two_convs n = two_convs_graph();
     int64_t span;
     apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=500MB/s,latency=0us", &span, NULL);
-    ck_assert_int_eq(span, US(800));
+    ck_assert_int_eq(span, US(805));
     rv_graph_free(n.t.graph);
 }
 END_TEST
 
 /*
  * findPrefetchLayer: in the slow case above the h2d channel is idle from
- * 0 to 400us and X_A is on the host at 200us, yet P_A starts only when
- * conv B's backward starts (500us); P_B starts with the first backward task.
+ * 0 to 405us and X_A is on the host at 205us, yet P_A starts only when
+ * conv B's backward starts (505us); P_B starts with the first backward task.
  * The priority ranks P_B (nearer the output) before P_A.
  */
 START_TEST(hand_prefetch_waits_for_layer_above)
@@ -183,13 +184,13 @@ START_TEST(hand_prefetch_waits_for_layer_above)
     inserted_on(n.t.graph, "pcie.d2h", 100000, &offload_a);
     ck_assert(prefetch_a >= 0 && prefetch_b >= 0 && offload_a >= 0);
     ck_assert_int_eq(sim.start_ns[offload_a], sim.start_ns[n.conv_a]);
-    ck_assert_int_eq(sim.end_ns[offload_a], US(200));
+    ck_assert_int_eq(sim.end_ns[offload_a], US(205));
     ck_assert_int_eq(sim.start_ns[prefetch_b], sim.start_ns[n.addmm_bw]);
-    ck_assert_int_eq(sim.start_ns[prefetch_b], US(400));
+    ck_assert_int_eq(sim.start_ns[prefetch_b], US(405));
     ck_assert_int_eq(sim.start_ns[prefetch_a], sim.start_ns[n.conv_b_bw]);
-    ck_assert_int_eq(sim.start_ns[prefetch_a], US(500));
+    ck_assert_int_eq(sim.start_ns[prefetch_a], US(505));
     ck_assert_int_eq(sim.start_ns[n.conv_a_bw], sim.end_ns[prefetch_a]);
-    ck_assert_int_eq(sim.end_ns[n.conv_a_bw], US(800));
+    ck_assert_int_eq(sim.end_ns[n.conv_a_bw], US(805));
     ck_assert_msg(ranks[prefetch_b] < ranks[prefetch_a], "rank %" G_GINT64_FORMAT " !< %" G_GINT64_FORMAT,
                   ranks[prefetch_b], ranks[prefetch_a]);
     g_free(ranks);
@@ -200,16 +201,16 @@ END_TEST
 
 /*
  * 1 GB/s with 10us per copy: X_A 110us, X_B 60us.
- *   O_A 0-110; relu 110-160; conv B 160-260; O_B 160-220; linear 260-310;
- *   AddmmBackward 310-360; P_B 310-370; conv B backward waits: 370-470;
- *   ReluBackward 470-520; P_A 370-480; conv A backward 520-620.
+ *   O_A 5-115; relu 115-165; conv B 165-265; O_B 165-225; linear 265-315;
+ *   AddmmBackward 315-365; P_B 315-375; conv B backward waits: 375-475;
+ *   ReluBackward 475-525; P_A 375-485; conv A backward 525-625.
  */
 START_TEST(hand_latency_counts)
 {
     two_convs n = two_convs_graph();
     int64_t span;
     apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=1GB/s,latency=10us", &span, NULL);
-    ck_assert_int_eq(span, US(620));
+    ck_assert_int_eq(span, US(625));
     rv_graph_free(n.t.graph);
 }
 END_TEST
@@ -218,16 +219,16 @@ END_TEST
  * policy=all also offloads relu's input (100000 B, paired with
  * ReluBackward0) and linear's (100 floats = 400 B, with AddmmBackward0):
  * four copies each way.  At 1 GB/s, no latency:
- *   O_A 0-100; relu waits: 100-150.  O_relu starts with relu: 100-200;
- *   conv B waits: 200-300.  O_B 200-250; linear 300-350 (O_B done).
- *   O_lin starts with linear: 300-300.4.
+ *   O_A 5-105; relu waits: 105-155.  O_relu starts with relu: 105-205;
+ *   conv B waits: 205-305.  O_B 205-255; linear 305-355 (O_B done).
+ *   O_lin starts with linear: 305-305.4.
  *   Prefetches: the topmost (linear) would be released by the first
  *   backward task, but that is linear's own backward, so the GPU task
- *   before it releases it: linear's end, 350: P_lin 350-350.4;
- *   AddmmBackward waits: 350.4-400.4.  P_B released by AddmmBackward's
- *   start: 350.4-400.4; conv B backward 400.4-500.4.  P_relu released at
- *   400.4: -500.4; ReluBackward 500.4-550.4.  P_A released at 500.4:
- *   -600.4; conv A backward waits: 600.4-700.4.
+ *   before it releases it: linear's end, 355: P_lin 355-355.4;
+ *   AddmmBackward waits: 355.4-405.4.  P_B released by AddmmBackward's
+ *   start: 355.4-405.4; conv B backward 405.4-505.4.  P_relu released at
+ *   405.4: -505.4; ReluBackward 505.4-555.4.  P_A released at 505.4:
+ *   -605.4; conv A backward waits: 605.4-705.4.
  */
 START_TEST(hand_policy_all)
 {
@@ -236,7 +237,7 @@ START_TEST(hand_policy_all)
     apply_and_simulate(n.t.graph, "vdnn", "policy=all,pcie_bandwidth=1GB/s,latency=0us", &span, NULL);
     ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.d2h", 0, NULL), 4);
     ck_assert_uint_eq(inserted_on(n.t.graph, "pcie.h2d", 0, NULL), 4);
-    ck_assert_int_eq(span, US(700) + 400);
+    ck_assert_int_eq(span, US(705) + 400);
     rv_graph_free(n.t.graph);
 }
 END_TEST
@@ -247,7 +248,7 @@ START_TEST(hand_dtype_bytes)
     two_convs n = two_convs_graph();
     int64_t span;
     apply_and_simulate(n.t.graph, "vdnn", "pcie_bandwidth=500MB/s,latency=0us,dtype_bytes=2", &span, NULL);
-    ck_assert_int_eq(span, US(600));
+    ck_assert_int_eq(span, US(605));
     rv_graph_free(n.t.graph);
 }
 END_TEST

@@ -3,6 +3,7 @@
  * (see tiny_trace.h).
  */
 #include "tiny_trace.h"
+#include "reverie/explain.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -266,6 +267,14 @@ void tt_simulate(const rv_graph *graph, rv_sim_result *result)
 
 void tt_assert_replay_exact(const rv_graph *graph)
 {
+    rv_explanation *explanation = rv_explain(graph, 1);
+    ck_assert_msg(explanation->total_ns == 0 && explanation->early_tasks == 0,
+                  "the rules do not explain the recording: %.3f us unexplained, %" G_GUINT64_FORMAT
+                  " tasks early (%.3f us)%s%s", explanation->total_ns / 1e3, explanation->early_tasks,
+                  explanation->early_ns / 1e3, explanation->top->len ? ", the most in " : "",
+                  explanation->top->len ? rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task,
+                      g_array_index(explanation->top, rv_unexplained_task, 0).task).name) : "");
+    rv_explanation_free(explanation);
     rv_sim_result result;
     tt_simulate(graph, &result);
     int64_t origin = G_MAXINT64;

@@ -78,9 +78,11 @@ char *tt_describe_edges(const rv_graph *graph);
 
 /* Replay (asserting success).  Clear with rv_sim_result_clear. */
 void tt_simulate(const rv_graph *graph, rv_sim_result *result);
-/* The untransformed replay reproduces the recording: every live task starts
- * at its recorded start minus the trace origin, and every step's simulated
- * time equals its recorded time. */
+/* The timing rules explain the recording (nothing unexplained or early,
+ * explain.h), and so the untransformed replay reproduces it: every live
+ * task starts at its recorded start minus the trace origin, and every
+ * step's simulated time equals its recorded time.  The tiny traces are
+ * written to be explained: every launch latency and stream gap alike. */
 void tt_assert_replay_exact(const rv_graph *graph);
 
 #endif

@@ -5,19 +5,34 @@
  * recorded steps and the trace metadata.  DESIGN.md ("The dependency graph")
  * defines what each kind means; this header is the C form of that page.
  *
- * Timing model (relied on by the simulator and every plugin):
- *   start(t) = max(free(resource(t)), ready(t) + lag(t))
- *   free(r)  = end(previous task on r) + gap(previous task on r)
- *   ready(t) = max over in-edges e of end(e.from), or start(e.from) when
- *              e.from_start (a launch edge: the kernel can begin while the
- *              launch call is still returning)
- *   end(t)   = start(t) + duration(t)
- * gap_ns is idle time a resource spends after a task that no task accounts
- * for (Python overhead on a CPU thread, inter-kernel overhead on a stream).
- * lag_ns is the delay from readiness to start (launch latency, wake-up).
- * The builder derives both from the trace so that the untransformed graph
- * replays the recording; recorded_start_ns is kept for reports only and is
- * never read by the simulator.
+ * TIMING MODEL (the simulator implements it; every plugin relies on it).
+ * A task's start comes from rules, never from its recorded start time:
+ *
+ *   CPU task t on thread r:
+ *     start(t) = max(free(r), ready(t)) + host_overhead(t)
+ *     and, if t launches GPU work on stream s whose launch queue holds
+ *     queue_depth(s) launches, not before the GPU task launched
+ *     queue_depth(s) launches earlier on s has ended (CUDA's launch queue:
+ *     a launch blocks while the queue is full).
+ *   GPU task t on stream s:
+ *     start(t) = max(free(s), ready(t)), where a launch edge makes t ready
+ *     launch_latency(s) after its launch call ends.
+ *   free(r)   = end of the previous task on r, plus idle_gap(r) on a GPU
+ *               stream (the inter-kernel gap of a busy stream);
+ *   ready(t)  = latest end (or start, for from_start edges) of t's
+ *               predecessors through non-order edges;
+ *   end(t)    = start(t) + duration(t).
+ *
+ * host_overhead_ns is the one per-task value the builder takes from recorded
+ * times: the CPU time before a call on its own thread that no recorded task
+ * accounts for (Python, framework dispatch).  It belongs to the call, so a
+ * CPU what-if can shrink it.  launch_latency_ns, idle_gap_ns and queue_depth
+ * are typical values per GPU stream, estimated from the whole trace
+ * (timing.c).  Time the recording shows that these rules do not explain is
+ * reported by explain.h and never replayed.  recorded_start_ns is kept for
+ * reports, diagnostics and ordering; the simulator never reads it.
+ * GPU recorded times are on the CPU clock: the builder estimates the offset
+ * between the two clocks and subtracts it before inferring any edge.
  */
 #ifndef REVERIE_GRAPH_H
 #define REVERIE_GRAPH_H
@@ -34,6 +49,10 @@ typedef enum { RV_RES_CPU_THREAD, RV_RES_GPU_STREAM, RV_RES_CHANNEL, RV_RES_KIND
 typedef struct {
     int64_t process;   /* CPU: pid.  GPU: device.  channel: -1 */
     int64_t thread;    /* CPU: tid.  GPU: stream.  channel: -1 */
+    /* GPU streams only (0 elsewhere); typical values of the trace (timing.c). */
+    int64_t launch_latency_ns;  /* launch call's end -> its task's start on an idle stream */
+    int64_t idle_gap_ns;        /* a task's end -> the next one's start on a busy stream */
+    int32_t queue_depth;        /* launches in flight before a launch call blocks; 0: unbounded */
     int32_t name;      /* string id: "thread 1102/1262", "gpu 0 stream 7", "net" */
     uint8_t kind;      /* rv_resource_kind */
 } rv_resource;
@@ -78,9 +97,8 @@ enum {
 
 typedef struct {
     int64_t duration_ns;
-    int64_t gap_ns;
-    int64_t lag_ns;
-    int64_t recorded_start_ns;  /* reports only */
+    int64_t host_overhead_ns;   /* CPU tasks: host time before the call on its thread; else 0 */
+    int64_t recorded_start_ns;  /* reports, diagnostics and ordering; GPU times clock-corrected */
     int64_t correlation;        /* launch correlation id, -1 if none */
     int64_t bytes;              /* payload where known, else 0 */
     int32_t resource;
@@ -108,7 +126,7 @@ typedef struct {
     int32_t end_marker;
 } rv_step;
 
-/* What the builder found and what it had to leave out. */
+/* What the builder found, which rule explained it, and what it left out. */
 typedef struct {
     uint64_t nested_runtime_calls;   /* runtime calls inside another on the same thread */
     uint64_t unmatched_gpu_tasks;    /* GPU tasks with no launch call in the trace */
@@ -116,9 +134,36 @@ typedef struct {
     uint64_t dropped_edges;          /* candidate edges that contradict the recording */
     uint64_t overlapping_gpu_tasks;  /* GPU tasks starting before the previous ended */
     uint64_t inter_thread_inferred;  /* inter-thread edges from long gaps */
-    uint64_t sync_events_used;       /* cuda_sync events that gave exact edges */
-    uint64_t implicit_waits;         /* long calls released by a GPU task's end (full launch queue) */
+    uint64_t sync_events_used;       /* cuda_sync records that gave exact edges */
+    uint64_t syncs_by_api;           /* blocking calls resolved from the API's semantics */
+    uint64_t waits_by_call_order;    /* stream waits resolved from the launch order */
+    uint64_t waits_unresolved;       /* stream waits with no other stream to wait for */
+    uint64_t queue_blocked_launches; /* launches whose recorded time includes a full-queue wait */
+    uint64_t implicit_waits;         /* fallback: calls released by a GPU task's end (time window) */
 } rv_build_stats;
+
+/* How the clock offset was estimated (timing.c). */
+typedef enum {
+    RV_CLOCK_NO_EVIDENCE,   /* no launch or sync pair: offset 0 assumed */
+    RV_CLOCK_CONSISTENT,    /* 0 lies in [low, high]: no correction needed */
+    RV_CLOCK_CORRECTED,     /* the bounds exclude 0: corrected to the nearest bound */
+    RV_CLOCK_INCONSISTENT,  /* low > high: no single offset fits; only launches honoured */
+    RV_CLOCK_STATUS_COUNT
+} rv_clock_status;
+
+/* The trace-wide timing estimates, for `info` and the saved graph. */
+typedef struct {
+    int64_t clock_offset_ns;     /* subtracted from every GPU time (GPU clock minus CPU clock) */
+    int64_t offset_low_ns;       /* the offset is at least this (a sync returns after what it waited for) */
+    int64_t offset_high_ns;      /* and at most this (a GPU task starts after its launch began) */
+    int64_t launch_latency_ns;   /* typical over the trace */
+    int64_t idle_gap_ns;
+    uint64_t offset_launch_pairs, offset_sync_pairs;
+    uint64_t latency_samples, gap_samples, queue_samples;
+    int32_t queue_depth;
+    uint8_t clock_status;        /* rv_clock_status */
+    uint8_t queue_measured;      /* 1: depth seen in the trace; 0: CUDA's default assumed */
+} rv_timing;
 
 typedef struct {
     char *source;
@@ -134,6 +179,7 @@ typedef struct {
     gboolean whole_trace_step;  /* no ProfilerStep: one step spans the trace */
     rv_trace_stats trace_stats;
     rv_build_stats build_stats;
+    rv_timing timing;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph takes a reference to trace->strings. */
@@ -161,6 +207,7 @@ const char *rv_task_kind_name(rv_task_kind kind);
 const char *rv_phase_name(rv_phase phase);
 const char *rv_edge_kind_name(rv_edge_kind kind);
 const char *rv_resource_kind_name(rv_resource_kind kind);
+const char *rv_clock_status_name(rv_clock_status status);
 /* Parse the names above back; -1 if unknown. */
 int rv_task_kind_from_name(const char *name);
 int rv_phase_from_name(const char *name);

@@ -23,7 +23,8 @@
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 2u  /* 2: rv_priority_fn became a rank (sim.h) */
+#define RV_PLUGIN_ABI_VERSION 3u  /* 2: rv_priority_fn became a rank (sim.h);
+                                     3: rules-only timing (host_overhead_ns, stream timing in rv_resource) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

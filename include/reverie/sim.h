@@ -1,9 +1,11 @@
 /*
  * sim.h - discrete-event replay of a dependency graph (Daydream's Algorithm 1).
  *
- * The simulator reads durations, gaps, lags and edges, never recorded start
- * times.  Ready tasks wait in a binary heap; by default the task that can
- * start earliest goes first, ties broken by task id (recorded order).
+ * The simulator implements graph.h's timing model: it reads durations, host
+ * overheads, each GPU stream's launch latency, idle gap and launch-queue
+ * depth, and the edges - never recorded start times.  Ready tasks wait in a
+ * binary heap; by default the task that can start earliest goes first,
+ * ties broken by task id (recorded order).
  *
  * A plugin may add a policy (Daydream's overridden Schedule function, e.g.
  * P3's "layers near the input first").  With a policy, a task is dispatched
@@ -36,6 +38,10 @@ typedef struct {
     void *user_data;
 } rv_policy;
 
+/* No simulated time may pass this (2^62 ns, about 146 years); a graph whose
+ * durations would is refused rather than allowed to wrap. */
+#define RV_SIM_TIME_MAX_NS ((int64_t)1 << 62)
+
 typedef struct {
     int32_t task_count;
     int64_t *start_ns;   /* per task; -1 for removed tasks */
@@ -43,7 +49,8 @@ typedef struct {
     int64_t makespan_ns; /* latest end minus earliest start */
 } rv_sim_result;
 
-/* Replay the graph.  Fails (RV_ERROR_INPUT) if some task can never run. */
+/* Replay the graph.  Fails (RV_ERROR_INPUT) if some task can never run or
+ * a time would pass RV_SIM_TIME_MAX_NS. */
 gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
                      GError **error);
 void rv_sim_result_clear(rv_sim_result *result);

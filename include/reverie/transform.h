@@ -20,11 +20,14 @@ G_BEGIN_DECLS
 
 /* Multiply the duration of each task by factor (a negative factor counts as 0). */
 void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor);
+/* Multiply the host overhead of each task by factor: the Python and
+ * framework time before a CPU call (graph.h); GPU tasks have none. */
+void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, double factor);
 void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns);
 
 typedef enum {
-    RV_REMOVE_DROP_GAP = 0,  /* the idle time after the task goes with it */
-    RV_REMOVE_KEEP_GAP = 1   /* the previous task on the resource inherits it */
+    RV_REMOVE_DROP_OVERHEAD = 0,  /* the host overhead before the task goes with it */
+    RV_REMOVE_KEEP_OVERHEAD = 1   /* the next task on the resource inherits it */
 } rv_remove_mode;
 
 /*
@@ -77,7 +80,9 @@ GList *rv_tasks_by_step_keys(GHashTable *groups);
 gint rv_task_compare_recorded(gconstpointer a, gconstpointer b, gpointer graph);
 void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks);
 
-/* The median duration of the trace's kernel-launch calls (for inserted launches). */
+/* The median duration of the trace's kernel-launch calls (for inserted
+ * launches; the heads of blocking calls, whose length the builder set, are
+ * left out). */
 int64_t rv_graph_typical_launch_ns(const rv_graph *graph);
 
 /* Predecessor / successor of a task in its resource's order, or -1. */

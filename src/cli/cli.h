@@ -28,6 +28,10 @@ int rv_cmd_plugins(int argc, char **argv);
  * stderr only when it is a terminal. */
 rv_graph *rv_cli_load(const char *path, GError **error);
 
+/* Print, one line each on stderr, what the timing model had to assume about
+ * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
+void rv_cli_print_notes(const rv_graph *graph);
+
 /* Parse options; on failure prints one line and returns FALSE with *status set. */
 gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status);
 /* Print "reverie: message" and return the exit status for the error. */

@@ -3,6 +3,7 @@
  * option parsing and error reporting.  Only the command line prints.
  */
 #include "cli.h"
+#include "reverie/explain.h"
 #include "reverie/store.h"
 #include "reverie/trace.h"
 #include <jansson.h>
@@ -82,4 +83,12 @@ void rv_cli_print_json(void *root)
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)
 {
     g_snprintf(buffer, size, "%.3f ms", ns / 1e6);
+}
+
+void rv_cli_print_notes(const rv_graph *graph)
+{
+    GPtrArray *notes = rv_timing_notes(graph);
+    for (guint i = 0; i < notes->len; i++)
+        fprintf(stderr, "reverie: note: %s: %s\n", graph->source, (const char *)g_ptr_array_index(notes, i));
+    g_ptr_array_unref(notes);
 }

@@ -1,8 +1,12 @@
 /*
  * info.c - `reverie info`: what a trace or saved graph holds - tasks by kind
- * and phase, resources, edges by type, steps, and what the importer skipped.
+ * and phase, resources, edges by type, steps, what the importer skipped, and
+ * the timing model's estimates: the clock offset, each stream's launch
+ * latency, idle gap and launch-queue depth, which rule resolved how many
+ * waits, and how much recorded time the rules leave unexplained.
  */
 #include "cli.h"
+#include "reverie/explain.h"
 #include <jansson.h>
 #include <string.h>
 
@@ -50,8 +54,12 @@ static void print_resources(const rv_graph *graph, const graph_counts *counts)
     printf("resources: %u\n", graph->resources->len);
     for (guint r = 0; r < graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
-        printf("  %-32s %-10s %10" G_GUINT64_FORMAT " tasks\n", rv_strings_get(graph->strings, resource->name),
+        printf("  %-32s %-10s %10" G_GUINT64_FORMAT " tasks", rv_strings_get(graph->strings, resource->name),
                rv_resource_kind_name(resource->kind), counts->tasks_per_resource[r]);
+        if (resource->kind == RV_RES_GPU_STREAM)
+            printf("   launch latency %.3f us, idle gap %.3f us, queue %d", resource->launch_latency_ns / 1e3,
+                   resource->idle_gap_ns / 1e3, resource->queue_depth);
+        printf("\n");
     }
 }
 
@@ -79,12 +87,32 @@ static void print_skipped(const rv_graph *graph)
            " GPU-side annotations\n", t->skipped_no_duration, t->skipped_no_ph, t->ignored_category,
            t->ignored_phase, t->gpu_annotations);
     printf("build: %" G_GUINT64_FORMAT " nested runtime calls merged, %" G_GUINT64_FORMAT
-           " GPU tasks without a launch, %" G_GUINT64_FORMAT " blocking calls split, %" G_GUINT64_FORMAT
-           " inter-thread waits inferred, %" G_GUINT64_FORMAT " cuda_sync records used, %" G_GUINT64_FORMAT
-           " impossible edges dropped, %" G_GUINT64_FORMAT " overlapping GPU tasks, %" G_GUINT64_FORMAT
-           " implicit waits for the GPU\n",
-           b->nested_runtime_calls, b->unmatched_gpu_tasks, b->blocking_calls_split, b->inter_thread_inferred,
-           b->sync_events_used, b->dropped_edges, b->overlapping_gpu_tasks, b->implicit_waits);
+           " GPU tasks without a launch, %" G_GUINT64_FORMAT " overlapping GPU tasks, %" G_GUINT64_FORMAT
+           " edges the recording contradicts dropped\n",
+           b->nested_runtime_calls, b->unmatched_gpu_tasks, b->overlapping_gpu_tasks, b->dropped_edges);
+    printf("waits: %" G_GUINT64_FORMAT " blocking calls split: %" G_GUINT64_FORMAT " by cuda_sync records, %"
+           G_GUINT64_FORMAT " by the API's semantics, %" G_GUINT64_FORMAT " by time window (fallback); %"
+           G_GUINT64_FORMAT " stream waits from launch order, %" G_GUINT64_FORMAT " unresolved; %" G_GUINT64_FORMAT
+           " launches blocked by a full queue; %" G_GUINT64_FORMAT " inter-thread waits inferred\n",
+           b->blocking_calls_split, b->sync_events_used, b->syncs_by_api, b->implicit_waits, b->waits_by_call_order,
+           b->waits_unresolved, b->queue_blocked_launches, b->inter_thread_inferred);
+}
+
+static void print_timing(const rv_graph *graph)
+{
+    const rv_timing *t = &graph->timing;
+    printf("timing: clock offset %+.3f ms (%s; launches allow at most %+.3f ms from %" G_GUINT64_FORMAT
+           " pairs, blocking calls need at least %+.3f ms from %" G_GUINT64_FORMAT " pairs)\n",
+           t->clock_offset_ns / 1e6, rv_clock_status_name(t->clock_status), t->offset_high_ns / 1e6,
+           t->offset_launch_pairs, t->offset_low_ns / 1e6, t->offset_sync_pairs);
+    printf("        launch latency %.3f us (median of %" G_GUINT64_FORMAT "), idle gap %.3f us (median of %"
+           G_GUINT64_FORMAT "), launch queue %d (%s from %" G_GUINT64_FORMAT " blocked launches)\n",
+           t->launch_latency_ns / 1e3, t->latency_samples, t->idle_gap_ns / 1e3, t->gap_samples, t->queue_depth,
+           t->queue_measured ? "measured" : "assumed, not seen", t->queue_samples);
+    rv_explanation *x = rv_explain(graph, 0);
+    printf("        unexplained GPU wait %.3f ms (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+           " GPU tasks over 2 us late; see simulate --explain)\n", x->total_ns / 1e6, x->late_tasks, x->gpu_tasks);
+    rv_explanation_free(x);
 }
 
 static void print_text(const rv_graph *graph, const graph_counts *counts)
@@ -98,6 +126,7 @@ static void print_text(const rv_graph *graph, const graph_counts *counts)
     print_resources(graph, counts);
     print_edges_and_steps(graph, counts);
     print_skipped(graph);
+    print_timing(graph);
 }
 
 static json_t *json_counts(const char *(*name_of)(int), const uint64_t *values, int count)
@@ -111,6 +140,37 @@ static json_t *json_counts(const char *(*name_of)(int), const uint64_t *values, 
 static const char *task_kind_name_int(int k) { return rv_task_kind_name(k); }
 static const char *phase_name_int(int p) { return rv_phase_name(p); }
 static const char *edge_kind_name_int(int k) { return rv_edge_kind_name(k); }
+
+static json_t *json_timing(const rv_graph *graph)
+{
+    const rv_timing *t = &graph->timing;
+    rv_explanation *x = rv_explain(graph, 0);
+    json_t *timing = json_pack("{s:f,s:s,s:f,s:f,s:f,s:f,s:i,s:b,s:f}", "clock_offset_us", t->clock_offset_ns / 1e3,
+                               "clock_status", rv_clock_status_name(t->clock_status), "offset_low_us",
+                               t->offset_low_ns / 1e3, "offset_high_us", t->offset_high_ns / 1e3, "launch_latency_us",
+                               t->launch_latency_ns / 1e3, "idle_gap_us", t->idle_gap_ns / 1e3, "queue_depth",
+                               t->queue_depth, "queue_measured", t->queue_measured, "unexplained_us",
+                               x->total_ns / 1e3);
+    rv_explanation_free(x);
+    return timing;
+}
+
+static json_t *json_build(const rv_build_stats *b)
+{
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+                     "nested_runtime_calls", (json_int_t)b->nested_runtime_calls,
+                     "gpu_tasks_without_launch", (json_int_t)b->unmatched_gpu_tasks,
+                     "blocking_calls_split", (json_int_t)b->blocking_calls_split,
+                     "dropped_edges", (json_int_t)b->dropped_edges,
+                     "overlapping_gpu_tasks", (json_int_t)b->overlapping_gpu_tasks,
+                     "inter_thread_waits", (json_int_t)b->inter_thread_inferred,
+                     "syncs_by_cuda_sync", (json_int_t)b->sync_events_used,
+                     "syncs_by_api", (json_int_t)b->syncs_by_api,
+                     "stream_waits_by_call_order", (json_int_t)b->waits_by_call_order,
+                     "stream_waits_unresolved", (json_int_t)b->waits_unresolved,
+                     "queue_blocked_launches", (json_int_t)b->queue_blocked_launches,
+                     "syncs_by_time_window", (json_int_t)b->implicit_waits);
+}
 
 static void print_json(const rv_graph *graph, const graph_counts *counts)
 {
@@ -137,6 +197,8 @@ static void print_json(const rv_graph *graph, const graph_counts *counts)
                                                "recorded_us", (step->recorded_end_ns - from) / 1e3));
     }
     json_object_set_new(root, "steps", steps);
+    json_object_set_new(root, "timing", json_timing(graph));
+    json_object_set_new(root, "build", json_build(&graph->build_stats));
     const rv_trace_stats *t = &graph->trace_stats;
     json_object_set_new(root, "skipped", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "events_total", (json_int_t)t->events_total,
                         "no_duration", (json_int_t)t->skipped_no_duration, "no_phase", (json_int_t)t->skipped_no_ph,

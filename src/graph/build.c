@@ -303,15 +303,16 @@ static void add_launch_edges(builder *b)
     int32_t count = rv_graph_task_count(b->graph);
     for (int32_t id = 0; id < count; id++) {
         rv_task *task = rv_graph_task(b->graph, id);
-        if (!builder_is_gpu_task(task) || task->correlation < 0) continue;
-        gpointer found = g_hash_table_lookup(b->cpu_by_correlation, &task->correlation);
+        if (!builder_is_gpu_task(task)) continue;
+        gpointer found = task->correlation >= 0 ? g_hash_table_lookup(b->cpu_by_correlation, &task->correlation) : NULL;
         if (found == NULL) {
             b->graph->build_stats.unmatched_gpu_tasks++;
             continue;
         }
         int32_t launch = GPOINTER_TO_INT(found) - 1;
         g_array_index(b->task_launch, int32_t, id) = launch;
-        rv_graph_add_edge(b->graph, launch, id, RV_EDGE_LAUNCH, TRUE);
+        /* From the call's end: the simulator adds the stream's launch latency. */
+        rv_graph_add_edge(b->graph, launch, id, RV_EDGE_LAUNCH, FALSE);
     }
 }
 
@@ -366,28 +367,51 @@ static void find_origin(builder *b)
     if (b->origin_ns == G_MAXINT64) b->origin_ns = 0;
 }
 
+static void sort_resources(builder *b)
+{
+    for (guint r = 0; r < b->graph->resources->len; r++) builder_sort_resource(b, (int32_t)r);
+}
+
+/*
+ * The passes, in the order their inputs require: launch edges need both
+ * sides' tasks; the clock correction needs launches and the sync pairs
+ * (found from CPU-side order alone); steps and every edge that compares
+ * times need corrected GPU times; timing needs every edge.
+ */
+static void run_passes(builder *b)
+{
+    add_gpu_tasks(b);
+    add_cpu_tasks(b);
+    sort_resources(b);
+    add_launch_edges(b);
+    stream_index streams;
+    stream_index_init(&streams, b);
+    GArray *sync_pairs = rv_sync_pairs(b, &streams);
+    rv_build_clock(b, sync_pairs);
+    /* GPU tasks without a launch are indexed by their own (now corrected) start. */
+    stream_index_clear(&streams);
+    stream_index_init(&streams, b);
+    add_steps(b);
+    add_dataload_tasks(b);
+    sort_resources(b);
+    find_origin(b);
+    b->graph->whole_trace_step = b->graph->steps->len == 0;
+    rv_build_tags(b);
+    rv_build_sync_edges(b, sync_pairs);
+    rv_build_cross_stream_edges(b, &streams);
+    g_array_unref(sync_pairs);
+    stream_index_clear(&streams);
+    rv_build_inter_thread_edges(b);
+    rv_build_order_edges(b);
+    rv_build_timing(b);
+}
+
 rv_graph *rv_graph_build(const rv_trace *trace, GError **error)
 {
     builder b;
     builder_init(&b, trace);
     copy_metadata(&b);
-    add_gpu_tasks(&b);
-    add_cpu_tasks(&b);
-    add_steps(&b);
-    add_dataload_tasks(&b);
-    for (guint r = 0; r < b.graph->resources->len; r++) builder_sort_resource(&b, (int32_t)r);
-    find_origin(&b);
-    b.graph->whole_trace_step = b.graph->steps->len == 0;
-    add_launch_edges(&b);
-    rv_build_tags(&b);
-    stream_index streams;
-    stream_index_init(&streams, &b);
-    rv_build_sync_edges(&b, &streams);
-    rv_build_cross_stream_edges(&b, &streams);
-    stream_index_clear(&streams);
-    rv_build_inter_thread_edges(&b);
-    rv_build_order_edges(&b);
-    rv_build_timing(&b);
+    run_passes(&b);
     rv_graph *graph = b.graph;
     builder_clear(&b);
     if (rv_graph_task_count(graph) == 0) {

@@ -1,9 +1,11 @@
 /*
  * build.h - internals of the graph builder (not public).
  *
- * Building runs in passes over one builder: tasks and steps (build.c),
- * layer/phase/step tags (tags.c), dependency edges (edges.c, sync.c), and
- * finally gaps and lags (timing.c).  Each pass may rely on the ones before.
+ * Building runs in passes over one builder: tasks and launch edges
+ * (build.c), the CPU/GPU clock offset (clock.c), steps (build.c),
+ * layer/phase/step tags (tags.c), dependency edges (sync.c, edges.c), and
+ * finally the typical GPU delays and the host overheads (timing.c).  Each
+ * pass may rely on the ones before.
  */
 #ifndef REVERIE_GRAPH_BUILD_H
 #define REVERIE_GRAPH_BUILD_H
@@ -53,6 +55,5 @@ gboolean builder_is_gpu_task(const rv_task *task);
 void rv_build_tags(builder *b);
 void rv_build_inter_thread_edges(builder *b);
 void rv_build_order_edges(builder *b);
-void rv_build_timing(builder *b);
 
 #endif

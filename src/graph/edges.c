@@ -3,10 +3,25 @@
  * (DESIGN edge rules 1, 2, 5, 6 and 7).
  *
  * Cross-stream waits are exact where the trace has cuda_sync "Stream Wait
- * Event" records; otherwise they are read from the order of event-record and
- * stream-wait calls on each thread.  Inter-thread waits are inferred: a
- * thread that sat idle and resumed just after another thread of the same
- * process finished something was waiting for it.
+ * Event" records.  Otherwise they are read from the order of calls on each
+ * thread, because cudaStreamWaitEvent is recorded with neither its stream
+ * nor its event (and cudaEventRecord often not at all):
+ *   - the waiting stream is the stream of the thread's next launch after
+ *     the wait (PyTorch waits on a stream just before using it);
+ *   - the awaited stream is the stream current at the thread's last event
+ *     record, when the trace has event-record calls (`wait_stream(other)`
+ *     records an event on the current stream and waits on it at once);
+ *     otherwise the stream of the thread's last launch before the wait, or,
+ *     when that is the waiting stream itself, the last other stream the
+ *     thread launched on (c10d makes the compute stream wait for the
+ *     collective it launched last on its NCCL stream);
+ *   - the awaited task is the last task launched on the awaited stream
+ *     before that moment, by any thread; the waiting task is the first
+ *     task launched on the waiting stream after the wait.
+ * A wait whose two streams are the same has nothing to wait for and is
+ * counted as unresolved.  Inter-thread waits are inferred on the CPU clock
+ * alone: a thread that sat idle and resumed just after another thread of
+ * the same process finished something was waiting for it.
  */
 #include "streams.h"
 #include <string.h>
@@ -72,32 +87,87 @@ static guint edges_from_sync_events(builder *b, const stream_index *index)
     return used;
 }
 
-/* Without cuda_sync records: on each thread, an event record captures the
- * GPU task the thread launched last; a later stream-wait makes the next
- * launch on another stream wait for it. */
-static void edges_from_call_order(builder *b, int32_t resource)
+typedef struct {
+    int32_t last_stream;     /* the stream of the thread's last launch, or -1 */
+    int32_t other_stream;    /* the stream of its last launch on another stream, or -1 */
+    int32_t record_stream;   /* its last launch's stream at its last event record, or -1 */
+    int64_t record_ns;       /* that record's start, or -1 */
+    gboolean record_fresh;   /* no wait has used that record yet */
+} wait_state;
+
+/* A wait call, resolved when the thread's next launch names the waiting stream. */
+typedef struct {
+    wait_state seen;         /* the thread's state at the wait */
+    int64_t at_ns;           /* the wait call's start */
+} pending_wait;
+
+/* The task a wait waited for, once the waiting stream is known, or -1.
+ * Candidates in order: the stream current at a fresh event record, the
+ * thread's last launch stream, the last other stream it launched on; the
+ * first that is not the waiting stream wins. */
+static int32_t awaited_task(const builder *b, const stream_index *index, const pending_wait *wait,
+                            int32_t waiting_stream)
+{
+    const wait_state *seen = &wait->seen;
+    if (seen->record_fresh && seen->record_stream >= 0 && seen->record_stream != waiting_stream)
+        return stream_last_launched_before(index, b, seen->record_stream, seen->record_ns);
+    int32_t stream = seen->last_stream != waiting_stream ? seen->last_stream : seen->other_stream;
+    return stream >= 0 ? stream_last_launched_before(index, b, stream, wait->at_ns) : -1;
+}
+
+static void resolve_waits(builder *b, const stream_index *index, GArray *pending, int32_t launched)
+{
+    int32_t waiting_stream = rv_graph_task(b->graph, launched)->resource;
+    for (guint i = 0; i < pending->len; i++) {
+        const pending_wait *wait = &g_array_index(pending, pending_wait, i);
+        int32_t awaited = awaited_task(b, index, wait, waiting_stream);
+        if (awaited < 0) {
+            b->graph->build_stats.waits_unresolved++;
+            continue;
+        }
+        int32_t consumer = stream_first_launched_after(index, b, waiting_stream, wait->at_ns);
+        if (consumer < 0) consumer = launched;
+        add_causal_edge(b, awaited, consumer, RV_EDGE_CROSS_STREAM);
+        b->graph->build_stats.waits_by_call_order++;
+    }
+    g_array_set_size(pending, 0);
+}
+
+static void note_launch(wait_state *state, int32_t stream)
+{
+    if (stream != state->last_stream) {
+        state->other_stream = state->last_stream;
+        state->last_stream = stream;
+    }
+}
+
+static void edges_from_call_order(builder *b, const stream_index *index, int32_t resource)
 {
     GArray *tasks = builder_resource_tasks(b, resource);
-    int32_t last_launched = -1, recorded = -1, pending = -1;
+    GArray *pending = g_array_new(FALSE, FALSE, sizeof(pending_wait));
+    wait_state state = { -1, -1, -1, -1, FALSE };
     for (guint k = 0; k < tasks->len; k++) {
         const rv_task *call = rv_graph_task(b->graph, g_array_index(tasks, int32_t, k));
         if (call->kind != RV_TASK_CPU) continue;
         if (name_contains(b, call->name, "EventRecord")) {
-            recorded = last_launched;
+            state.record_stream = state.last_stream;
+            state.record_ns = call->recorded_start_ns;
+            state.record_fresh = TRUE;
             continue;
         }
         if (name_contains(b, call->name, "StreamWaitEvent")) {
-            pending = recorded;
+            pending_wait wait = { state, call->recorded_start_ns };
+            g_array_append_val(pending, wait);
+            state.record_fresh = FALSE;
             continue;
         }
         int32_t launched = gpu_task_of_correlation(b, call->correlation);
-        if (launched < 0) continue;
-        if (pending >= 0 && rv_graph_task(b->graph, pending)->resource != rv_graph_task(b->graph, launched)->resource) {
-            add_causal_edge(b, pending, launched, RV_EDGE_CROSS_STREAM);
-            pending = -1;
-        }
-        last_launched = launched;
+        if (launched < 0 || g_array_index(b->task_launch, int32_t, launched) < 0) continue;
+        if (pending->len) resolve_waits(b, index, pending, launched);
+        note_launch(&state, rv_graph_task(b->graph, launched)->resource);
     }
+    b->graph->build_stats.waits_unresolved += pending->len;
+    g_array_unref(pending);
 }
 
 /* Edge rule 7 within a rank: a collective waits for the work that produced
@@ -138,7 +208,7 @@ void rv_build_cross_stream_edges(builder *b, const stream_index *index)
     if (edges_from_sync_events(b, index) == 0) {
         for (guint r = 0; r < b->graph->resources->len; r++)
             if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
-                edges_from_call_order(b, (int32_t)r);
+                edges_from_call_order(b, index, (int32_t)r);
     }
     add_comm_edges(b, index);
 }

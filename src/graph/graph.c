@@ -19,6 +19,9 @@ static const char *const edge_kind_names[RV_EDGE_KIND_COUNT] = {
 static const char *const resource_kind_names[RV_RES_KIND_COUNT] = {
     "cpu_thread", "gpu_stream", "channel",
 };
+static const char *const clock_status_names[RV_CLOCK_STATUS_COUNT] = {
+    "no evidence", "consistent", "corrected", "inconsistent",
+};
 
 const char *rv_task_kind_name(rv_task_kind kind)
 {
@@ -41,6 +44,11 @@ static int find_name(const char *const *names, int count, const char *name)
             return i;
     return -1;
 }
+const char *rv_clock_status_name(rv_clock_status status)
+{
+    return status < RV_CLOCK_STATUS_COUNT ? clock_status_names[status] : "?";
+}
+
 int rv_task_kind_from_name(const char *name) { return find_name(task_kind_names, RV_TASK_KIND_COUNT, name); }
 int rv_phase_from_name(const char *name) { return find_name(phase_names, RV_PHASE_COUNT, name); }
 
@@ -75,8 +83,13 @@ void rv_graph_free(rv_graph *graph)
 int32_t rv_graph_add_resource(rv_graph *graph, rv_resource_kind kind, int64_t process,
                               int64_t thread, const char *name)
 {
-    rv_resource resource = { process, thread, rv_strings_intern(graph->strings, name),
-                             (uint8_t)kind };
+    /* Timing values start at zero (no latency, no gap, no launch queue
+     * limit); the builder sets a trace's own on its GPU streams. */
+    rv_resource resource = { 0 };
+    resource.process = process;
+    resource.thread = thread;
+    resource.name = rv_strings_intern(graph->strings, name);
+    resource.kind = (uint8_t)kind;
     g_array_append_val(graph->resources, resource);
     return (int32_t)graph->resources->len - 1;
 }

@@ -24,9 +24,37 @@ int32_t stream_first_launched_after(const stream_index *index, const builder *b,
 /* The GPU resource for (device, stream), or -1. */
 int32_t builder_find_gpu_resource(const builder *b, int64_t device, int64_t stream);
 
-/* The passes that ask those questions.  Splitting blocking calls adds CPU
- * tasks only, so one index built after the launch edges serves both. */
-void rv_build_sync_edges(builder *b, const stream_index *index);
+/* An async copy from pageable host memory at least this large is staged
+ * through pinned buffers chunk by chunk, which keeps its call busy until
+ * about the copy's end (seen on V100, A100 and H100 traces: the call
+ * returns 50-90 us before a 1-150 MB copy ends, while copies of 92 KB and
+ * less return before their copy starts). */
+#define RV_STAGED_COPY_BYTES (1024 * 1024)
+
+typedef enum {
+    RV_SYNC_RULE_CUDA_SYNC,  /* a cuda_sync record named it */
+    RV_SYNC_RULE_DEVICE,     /* device synchronize, cudaFree */
+    RV_SYNC_RULE_STREAM,     /* stream synchronize */
+    RV_SYNC_RULE_EVENT,      /* event synchronize */
+    RV_SYNC_RULE_COPY,       /* a blocking copy waits for its own copy */
+    RV_SYNC_RULE_STAGED      /* a staged pageable copy: its call returns about when the copy
+                                ends, a little before; not a bound on the clock offset */
+} rv_sync_rule;
+
+/* A blocking CPU call and one GPU task it waited for. */
+typedef struct {
+    int32_t call, awaited;
+    rv_sync_rule rule;
+} rv_sync_pair;
+
+/* The passes that ask those questions.  The pairs come from the CPU side
+ * alone, so they are found before the clock offset is known; splitting
+ * blocking calls adds CPU tasks only, so one index built after the launch
+ * edges serves every pass. */
+GArray *rv_sync_pairs(const builder *b, const stream_index *index);
+void rv_build_clock(builder *b, const GArray *sync_pairs);
+void rv_build_sync_edges(builder *b, GArray *sync_pairs);
 void rv_build_cross_stream_edges(builder *b, const stream_index *index);
+void rv_build_timing(builder *b);
 
 #endif

@@ -1,41 +1,77 @@
 /*
  * sync.c - synchronization edges and the blocking-call split (edge rule 4).
  *
- * A blocking call's recorded duration includes its wait for the GPU.  The
- * call is split into a zero-length head (where the call was issued; launch
- * edges leave from here) and a SYNC tail that starts when both the thread
- * reached the call and the awaited GPU work ended, and lasts only the call's
- * own cost after the wait.  A faster GPU then shortens the wait, as it
- * should, while the recorded timeline is still reproduced exactly:
- *   tail start = max(S, E), tail duration = R - max(S, E)
- * for a call recorded over [S, R] that waited for GPU work ending at E.
+ * Which GPU work a blocking call waited for comes from what the API means,
+ * read off the CPU side alone (the order of calls on one clock), never from
+ * comparing CPU and GPU timestamps:
+ *   - a cuda_sync record with the call's correlation names it exactly;
+ *   - device (and context) synchronize, and the implicit device syncs of
+ *     cudaFree / cudaFreeHost: the last task launched before the call on
+ *     each stream of the device the thread last launched on;
+ *   - stream synchronize: the last task launched before the call on the
+ *     stream of the thread's last launch (PyTorch syncs the current stream,
+ *     where the thread's copy or kernel just went);
+ *   - event synchronize: the same stream, as of the thread's last event
+ *     record when the trace has event-record calls, else as of the call;
+ *   - copies, by CUDA's documented behaviour: a synchronous memcpy (any
+ *     name without "Async", and hipMemcpyWithStream) waits for its own copy
+ *     unless it is device to device; an async copy to pageable host memory
+ *     waits for its own copy; an async copy from pageable host memory of at
+ *     least RV_STAGED_COPY_BYTES is staged chunk by chunk and keeps the call
+ *     busy until about its end, so it waits for its own copy too (it
+ *     returns a little before the copy ends, so it does not bound the
+ *     clock offset).
+ * These pairs are found before the clock offset is known (rv_sync_pairs);
+ * clock.c uses them to bound the offset, and the split below uses them once
+ * the GPU times are corrected, dropping any pair the recording contradicts.
  *
- * Which GPU work a call waited for comes from cuda_sync events where the
- * trace has them, otherwise from the call's kind and the stream order.
+ * The split: a blocking call's recorded duration includes its wait.  It
+ * becomes a head (the call's own issuing cost: zero for a pure sync, the
+ * trace's typical launch call for a copy; launch edges leave from here) and
+ * a SYNC tail that starts when both the head ended and the awaited work
+ * ended, lasting only what the call took after the wait:
+ *   tail start = max(head end, E), tail duration = R - tail start
+ * for a call recorded to return at R that waited for GPU work ending at E.
+ * A faster GPU then shortens the wait, as it should.
+ *
+ * Fallback (counted as implicit_waits): a long call that is not a launch,
+ * matched no rule, and returned right after a GPU task ended, is taken to
+ * have waited for it.  That compares clocks, so it runs after the offset
+ * correction and only where no rule applies.
  */
 #include "streams.h"
+#include "reverie/stats.h"
 #include <string.h>
 
-typedef enum { WAIT_NONE, WAIT_OWN, WAIT_STREAM, WAIT_EVENT, WAIT_DEVICE } wait_kind;
-
 /* A call this long that returns within RELEASE_WINDOW_NS of some GPU task's
- * end was held up by it: a launch into a full queue, or an implicit
- * synchronization (cudaFree, pageable copies). */
+ * end, having spent most of its time after that task began, waited for it. */
 #define IMPLICIT_WAIT_MIN_NS 50000
 #define RELEASE_WINDOW_NS 50000
 
+typedef enum { WAIT_NONE, WAIT_DEVICE, WAIT_STREAM, WAIT_EVENT } wait_kind;
+
+/* What a thread did last, as the API rules need it. */
 typedef struct {
-    int64_t end_ns;
-    int64_t launch_ns;
-    int32_t task;
-} gpu_ending;
+    int32_t launch_stream;  /* resource of the thread's last launched GPU task, or -1 */
+    int64_t record_ns;      /* start of its last event-record call, or -1 */
+    int32_t record_stream;  /* the thread's launch stream at that record */
+} thread_state;
 
 static wait_kind wait_kind_of_name(const char *name)
 {
     if (strstr(name, "DeviceSynchronize") || strstr(name, "CtxSynchronize")) return WAIT_DEVICE;
+    /* cudaFree / cudaFreeHost / hipFree synchronize the device implicitly. */
+    if (strcmp(name, "cudaFree") == 0 || strcmp(name, "cudaFreeHost") == 0 || strcmp(name, "hipFree") == 0 ||
+        strcmp(name, "hipHostFree") == 0 || strcmp(name, "cuMemFree") == 0)
+        return WAIT_DEVICE;
     if (strstr(name, "StreamSynchronize")) return WAIT_STREAM;
     if (strstr(name, "EventSynchronize")) return WAIT_EVENT;
     return WAIT_NONE;
+}
+
+static gboolean is_event_record(const char *name)
+{
+    return strstr(name, "EventRecord") != NULL;
 }
 
 static GHashTable *sync_events_by_correlation(const builder *b)
@@ -50,60 +86,150 @@ static GHashTable *sync_events_by_correlation(const builder *b)
     return table;
 }
 
-static void add_candidate(GArray *awaited, const builder *b, int32_t task, int64_t call_end)
+static void add_pair(GArray *pairs, int32_t call, int32_t awaited, rv_sync_rule rule)
 {
-    if (task < 0) return;
-    if (task_recorded_end(rv_graph_task(b->graph, task)) > call_end + RV_CAUSAL_TOLERANCE_NS) return;
-    g_array_append_val(awaited, task);
+    if (awaited < 0) return;
+    rv_sync_pair pair = { call, awaited, rule };
+    g_array_append_val(pairs, pair);
 }
 
 /* Each stream's last launch before t, on one device (or all when device < 0). */
-static void add_device_streams(GArray *awaited, const builder *b, const stream_index *index,
-                               int64_t device, int64_t t, int64_t call_end)
+static void add_device_streams(GArray *pairs, const builder *b, const stream_index *index, int32_t call,
+                               int64_t device, int64_t t, rv_sync_rule rule)
 {
     for (guint r = 0; r < b->graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
         if (resource->kind != RV_RES_GPU_STREAM || (device >= 0 && resource->process != device)) continue;
-        add_candidate(awaited, b, stream_last_launched_before(index, b, (int32_t)r, t), call_end);
+        add_pair(pairs, call, stream_last_launched_before(index, b, (int32_t)r, t), rule);
     }
 }
 
-/* Without a stream named, the call waited for whichever stream's last launch
- * finished latest while the call was still blocked: the one that released it. */
-static void add_releasing_stream(GArray *awaited, const builder *b, const stream_index *index,
-                                 int64_t t, int64_t call_end)
+static int64_t device_of(const builder *b, int32_t stream)
 {
-    GArray *all = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    add_device_streams(all, b, index, -1, t, call_end);
-    int32_t best = -1;
-    for (guint i = 0; i < all->len; i++) {
-        int32_t task = g_array_index(all, int32_t, i);
-        if (best < 0 || task_recorded_end(rv_graph_task(b->graph, task)) >
-                            task_recorded_end(rv_graph_task(b->graph, best)))
-            best = task;
-    }
-    if (best >= 0) g_array_append_val(awaited, best);
-    g_array_unref(all);
+    return stream >= 0 ? g_array_index(b->graph->resources, rv_resource, stream).process : -1;
 }
 
-static void awaited_from_sync_event(GArray *awaited, const builder *b, const stream_index *index,
-                                    const rv_event *sync, const rv_task *call)
+static void pairs_from_sync_event(GArray *pairs, const builder *b, const stream_index *index, int32_t call,
+                                  const rv_event *sync)
 {
-    int64_t start = call->recorded_start_ns, end = task_recorded_end(call);
+    int64_t start = rv_graph_task(b->graph, call)->recorded_start_ns;
     if (sync->sync_kind == RV_SYNC_CONTEXT) {
-        add_device_streams(awaited, b, index, sync->device, start, end);
+        add_device_streams(pairs, b, index, call, sync->device, start, RV_SYNC_RULE_CUDA_SYNC);
     } else if (sync->sync_kind == RV_SYNC_STREAM) {
         int32_t resource = builder_find_gpu_resource(b, sync->device, sync->stream);
-        if (resource >= 0) add_candidate(awaited, b, stream_last_launched_before(index, b, resource, start), end);
+        if (resource >= 0)
+            add_pair(pairs, call, stream_last_launched_before(index, b, resource, start), RV_SYNC_RULE_CUDA_SYNC);
     } else if (sync->sync_kind == RV_SYNC_EVENT && sync->wait_on_record_correlation >= 0) {
         gpointer record = g_hash_table_lookup(b->cpu_by_correlation, &sync->wait_on_record_correlation);
         int32_t resource = builder_find_gpu_resource(b, sync->device, sync->wait_on_stream);
         if (record != NULL && resource >= 0) {
             int64_t recorded_at = rv_graph_task(b->graph, GPOINTER_TO_INT(record) - 1)->recorded_start_ns;
-            add_candidate(awaited, b, stream_last_launched_before(index, b, resource, recorded_at), end);
+            add_pair(pairs, call, stream_last_launched_before(index, b, resource, recorded_at),
+                     RV_SYNC_RULE_CUDA_SYNC);
         }
     }
 }
+
+/* The GPU task a call launched (its first, by correlation), or -1. */
+static int32_t launched_by(const builder *b, int32_t call)
+{
+    const rv_task *task = rv_graph_task(b->graph, call);
+    if (task->correlation < 0) return -1;
+    gpointer found = g_hash_table_lookup(b->gpu_by_correlation, &task->correlation);
+    if (found == NULL) return -1;
+    int32_t gpu = GPOINTER_TO_INT(found) - 1;
+    return g_array_index(b->task_launch, int32_t, gpu) == call ? gpu : -1;
+}
+
+/* How a copy call waits for its own copy, by CUDA's "API synchronization
+ * behavior" (the copy's direction and host memory kind are in its name,
+ * e.g. "Memcpy DtoH (Device -> Pageable)"): RV_SYNC_RULE_COPY, _STAGED,
+ * or -1 when it does not wait. */
+static int copy_wait_rule(const builder *b, const rv_task *call, const rv_task *copy)
+{
+    const char *api = rv_strings_get(b->graph->strings, call->name);
+    const char *what = rv_strings_get(b->graph->strings, copy->name);
+    if (strstr(what, "DtoD") != NULL || strstr(what, "PtoP") != NULL) return -1;
+    if (strstr(api, "Async") == NULL) return RV_SYNC_RULE_COPY;
+    if (strstr(what, "DtoH") != NULL && strstr(what, "Pageable") != NULL) return RV_SYNC_RULE_COPY;
+    if (strstr(what, "HtoD") != NULL && strstr(what, "Pageable") != NULL && copy->bytes >= RV_STAGED_COPY_BYTES)
+        return RV_SYNC_RULE_STAGED;
+    return -1;
+}
+
+static void pairs_of_call(GArray *pairs, const builder *b, const stream_index *index, GHashTable *syncs,
+                          thread_state *state, int32_t call)
+{
+    const rv_task *task = rv_graph_task(b->graph, call);
+    const rv_event *sync = task->correlation >= 0 ? g_hash_table_lookup(syncs, &task->correlation) : NULL;
+    if (sync != NULL && sync->sync_kind != RV_SYNC_STREAM_WAIT_EVENT) {
+        pairs_from_sync_event(pairs, b, index, call, sync);
+        return;
+    }
+    int64_t start = task->recorded_start_ns;
+    switch (wait_kind_of_name(rv_strings_get(b->graph->strings, task->name))) {
+    case WAIT_DEVICE:
+        add_device_streams(pairs, b, index, call, device_of(b, state->launch_stream), start, RV_SYNC_RULE_DEVICE);
+        return;
+    case WAIT_STREAM:
+        if (state->launch_stream >= 0)
+            add_pair(pairs, call, stream_last_launched_before(index, b, state->launch_stream, start),
+                     RV_SYNC_RULE_STREAM);
+        return;
+    case WAIT_EVENT:
+        if (state->record_ns >= 0 && state->record_stream >= 0)
+            add_pair(pairs, call, stream_last_launched_before(index, b, state->record_stream, state->record_ns),
+                     RV_SYNC_RULE_EVENT);
+        else if (state->launch_stream >= 0)
+            add_pair(pairs, call, stream_last_launched_before(index, b, state->launch_stream, start),
+                     RV_SYNC_RULE_EVENT);
+        return;
+    case WAIT_NONE:
+        break;
+    }
+    int32_t gpu = launched_by(b, call);
+    if (gpu < 0 || rv_graph_task(b->graph, gpu)->kind != RV_TASK_MEMCPY) return;
+    int rule = copy_wait_rule(b, task, rv_graph_task(b->graph, gpu));
+    if (rule >= 0) add_pair(pairs, call, gpu, (rv_sync_rule)rule);
+}
+
+static void pairs_of_thread(GArray *pairs, const builder *b, const stream_index *index, GHashTable *syncs,
+                            int32_t resource)
+{
+    GArray *tasks = builder_resource_tasks(b, resource);
+    thread_state state = { -1, -1, -1 };
+    for (guint k = 0; k < tasks->len; k++) {
+        int32_t call = g_array_index(tasks, int32_t, k);
+        const rv_task *task = rv_graph_task(b->graph, call);
+        if (task->kind != RV_TASK_CPU) continue;
+        pairs_of_call(pairs, b, index, syncs, &state, call);
+        if (is_event_record(rv_strings_get(b->graph->strings, task->name))) {
+            state.record_ns = task->recorded_start_ns;
+            state.record_stream = state.launch_stream;
+        }
+        int32_t gpu = launched_by(b, call);
+        if (gpu >= 0) state.launch_stream = rv_graph_task(b->graph, gpu)->resource;
+    }
+}
+
+GArray *rv_sync_pairs(const builder *b, const stream_index *index)
+{
+    GArray *pairs = g_array_new(FALSE, FALSE, sizeof(rv_sync_pair));
+    GHashTable *syncs = sync_events_by_correlation(b);
+    for (guint r = 0; r < b->graph->resources->len; r++)
+        if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
+            pairs_of_thread(pairs, b, index, syncs, (int32_t)r);
+    g_hash_table_destroy(syncs);
+    return pairs;
+}
+
+/* ---- the timestamp fallback ------------------------------------------ */
+
+typedef struct {
+    int64_t end_ns;
+    int64_t launch_ns;
+    int32_t task;
+} gpu_ending;
 
 static gint compare_gpu_endings(gconstpointer left, gconstpointer right)
 {
@@ -138,63 +264,28 @@ static int32_t releasing_task(const GArray *endings, const rv_task *call)
     }
     for (guint i = low; i > 0; i--) {
         const gpu_ending *candidate = &g_array_index(endings, gpu_ending, i - 1);
-        /* The call must have spent most of its time waiting for it. */
         if (candidate->end_ns - start < (end - start) / 2 || end - candidate->end_ns > RELEASE_WINDOW_NS) return -1;
         if (candidate->launch_ns < start) return candidate->task;
     }
     return -1;
 }
 
-static void find_awaited(GArray *awaited, builder *b, const stream_index *index, GHashTable *syncs,
-                         const GArray *endings, int32_t id)
-{
-    const rv_task *call = rv_graph_task(b->graph, id);
-    int64_t start = call->recorded_start_ns, end = task_recorded_end(call);
-    const rv_event *sync = call->correlation >= 0 ? g_hash_table_lookup(syncs, &call->correlation) : NULL;
-    if (sync != NULL && sync->sync_kind != RV_SYNC_STREAM_WAIT_EVENT) {
-        b->graph->build_stats.sync_events_used++;
-        awaited_from_sync_event(awaited, b, index, sync, call);
-        return;
-    }
-    wait_kind kind = wait_kind_of_name(rv_strings_get(b->graph->strings, call->name));
-    if (kind == WAIT_DEVICE) {
-        add_device_streams(awaited, b, index, -1, start, end);
-    } else if (kind == WAIT_STREAM || kind == WAIT_EVENT) {
-        add_releasing_stream(awaited, b, index, start, end);
-    } else if (call->correlation >= 0) {
-        /* A copy that returns only after its GPU side finished is blocking.
-         * (A tiny kernel finishing inside its own launch call is not: the
-         * call did not wait for it.) */
-        gpointer own = g_hash_table_lookup(b->gpu_by_correlation, &call->correlation);
-        if (own != NULL) {
-            int32_t gpu = GPOINTER_TO_INT(own) - 1;
-            if (rv_graph_task(b->graph, gpu)->kind == RV_TASK_MEMCPY &&
-                g_array_index(b->task_launch, int32_t, gpu) == id &&
-                task_recorded_end(rv_graph_task(b->graph, gpu)) <= end)
-                g_array_append_val(awaited, gpu);
-        }
-    }
-    if (awaited->len == 0 && call->duration_ns >= IMPLICIT_WAIT_MIN_NS) {
-        int32_t releaser = releasing_task(endings, call);
-        if (releaser >= 0) {
-            g_array_append_val(awaited, releaser);
-            b->graph->build_stats.implicit_waits++;
-        }
-    }
-}
+/* ---- the split ---------------------------------------------------------- */
 
 /* Split call `id` into head and tail; returns the tail's id. */
-static int32_t split_blocking_call(builder *b, int32_t id, int64_t awaited_end)
+static int32_t split_blocking_call(builder *b, int32_t id, int64_t head_ns, int64_t awaited_end)
 {
     rv_task *head = rv_graph_task(b->graph, id);
     rv_task tail = *head;
     int64_t call_end = task_recorded_end(head);
+    head->duration_ns = MIN(head_ns, head->duration_ns);
+    head->flags |= RV_TASK_FLAG_BLOCKING;
+    int64_t head_end = task_recorded_end(head);
     tail.kind = RV_TASK_SYNC;
     tail.correlation = -1;
-    tail.recorded_start_ns = MIN(MAX(head->recorded_start_ns, awaited_end), call_end);
+    tail.host_overhead_ns = 0;
+    tail.recorded_start_ns = MIN(MAX(head_end, awaited_end), call_end);
     tail.duration_ns = call_end - tail.recorded_start_ns;
-    head->duration_ns = 0;
-    head->flags |= RV_TASK_FLAG_BLOCKING;
     int32_t tail_id = rv_graph_add_task(b->graph, &tail);
     /* Copied out first: append_val takes the address of its argument, and
      * the append may move the array it points into. */
@@ -205,41 +296,113 @@ static int32_t split_blocking_call(builder *b, int32_t id, int64_t awaited_end)
     return tail_id;
 }
 
-static void split_thread(builder *b, int32_t resource, const stream_index *index, GHashTable *syncs,
-                         const GArray *endings)
+/* The median cost of issuing a launch, over the launch calls that did not
+ * block: what the head of a blocking copy keeps (its wait goes to the tail). */
+static int64_t typical_launch_call(const builder *b, GHashTable *first_pair)
+{
+    GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
+        int32_t launch = g_array_index(b->task_launch, int32_t, id);
+        if (launch >= 0 && !g_hash_table_contains(first_pair, GINT_TO_POINTER(launch)))
+            g_array_append_val(durations, rv_graph_task(b->graph, launch)->duration_ns);
+    }
+    int64_t typical = rv_median_int64(durations, 5000);
+    g_array_unref(durations);
+    return typical;
+}
+
+typedef struct {
+    GArray *awaited;       /* per call being split: its awaited tasks */
+    int64_t launch_ns;     /* typical launch call */
+    GArray *endings;       /* GPU tasks by end, for the fallback */
+} split_context;
+
+/* The awaited tasks of one call that the recording does not contradict.
+ * pairs is sorted by call; first_pair maps a call to its first pair + 1. */
+static void consistent_awaited(builder *b, const GArray *pairs, GHashTable *first_pair, int32_t call,
+                               GArray *awaited, gboolean *any_rule, gboolean *cuda_sync)
+{
+    g_array_set_size(awaited, 0);
+    *any_rule = *cuda_sync = FALSE;
+    gpointer found = g_hash_table_lookup(first_pair, GINT_TO_POINTER(call));
+    if (found == NULL) return;
+    *any_rule = TRUE;
+    int64_t call_end = task_recorded_end(rv_graph_task(b->graph, call));
+    for (guint i = (guint)GPOINTER_TO_INT(found) - 1; i < pairs->len; i++) {
+        const rv_sync_pair *pair = &g_array_index(pairs, rv_sync_pair, i);
+        if (pair->call != call) break;
+        if (pair->rule == RV_SYNC_RULE_CUDA_SYNC) *cuda_sync = TRUE;
+        if (pair->rule != RV_SYNC_RULE_STAGED &&
+            task_recorded_end(rv_graph_task(b->graph, pair->awaited)) > call_end + RV_CAUSAL_TOLERANCE_NS) {
+            b->graph->build_stats.dropped_edges++;
+            continue;
+        }
+        g_array_append_val(awaited, pair->awaited);
+    }
+}
+
+static gboolean is_launch_call(const builder *b, int32_t call)
+{
+    return launched_by(b, call) >= 0;
+}
+
+static void split_thread(builder *b, int32_t resource, const GArray *pairs, GHashTable *first_pair,
+                         split_context *context)
 {
     GArray *tasks = builder_resource_tasks(b, resource);
     GArray *rebuilt = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), tasks->len);
-    GArray *awaited = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (guint k = 0; k < tasks->len; k++) {
         int32_t id = g_array_index(tasks, int32_t, k);
         g_array_append_val(rebuilt, id);
         if (rv_graph_task(b->graph, id)->kind != RV_TASK_CPU) continue;
-        g_array_set_size(awaited, 0);
-        find_awaited(awaited, b, index, syncs, endings, id);
-        if (awaited->len == 0) continue;
+        gboolean any_rule, cuda_sync;
+        consistent_awaited(b, pairs, first_pair, id, context->awaited, &any_rule, &cuda_sync);
+        if (any_rule) {
+            if (context->awaited->len == 0) continue;
+            if (cuda_sync) b->graph->build_stats.sync_events_used++;
+            else b->graph->build_stats.syncs_by_api++;
+        } else if (rv_graph_task(b->graph, id)->duration_ns >= IMPLICIT_WAIT_MIN_NS && !is_launch_call(b, id)) {
+            int32_t releaser = releasing_task(context->endings, rv_graph_task(b->graph, id));
+            if (releaser < 0) continue;
+            g_array_append_val(context->awaited, releaser);
+            b->graph->build_stats.implicit_waits++;
+        } else {
+            continue;
+        }
         int64_t awaited_end = G_MININT64;
-        for (guint i = 0; i < awaited->len; i++)
-            awaited_end = MAX(awaited_end, task_recorded_end(rv_graph_task(b->graph, g_array_index(awaited, int32_t, i))));
-        int32_t tail = split_blocking_call(b, id, awaited_end);
+        for (guint i = 0; i < context->awaited->len; i++)
+            awaited_end = MAX(awaited_end,
+                              task_recorded_end(rv_graph_task(b->graph, g_array_index(context->awaited, int32_t, i))));
+        int64_t head_ns = is_launch_call(b, id) ? context->launch_ns : 0;
+        int32_t tail = split_blocking_call(b, id, head_ns, awaited_end);
         g_array_append_val(rebuilt, tail);
-        for (guint i = 0; i < awaited->len; i++)
-            rv_graph_add_edge(b->graph, g_array_index(awaited, int32_t, i), tail, RV_EDGE_SYNC, FALSE);
+        for (guint i = 0; i < context->awaited->len; i++)
+            rv_graph_add_edge(b->graph, g_array_index(context->awaited, int32_t, i), tail, RV_EDGE_SYNC, FALSE);
     }
     g_array_set_size(tasks, 0);
     g_array_append_vals(tasks, rebuilt->data, rebuilt->len);
     g_array_unref(rebuilt);
-    g_array_unref(awaited);
 }
 
-void rv_build_sync_edges(builder *b, const stream_index *index)
+static gint compare_pairs_by_call(gconstpointer left, gconstpointer right)
 {
-    GHashTable *syncs = sync_events_by_correlation(b);
-    GArray *endings = gpu_tasks_by_end(b);
-    for (guint r = 0; r < b->graph->resources->len; r++) {
-        const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
-        if (resource->kind == RV_RES_CPU_THREAD) split_thread(b, (int32_t)r, index, syncs, endings);
-    }
-    g_array_unref(endings);
-    g_hash_table_destroy(syncs);
+    const rv_sync_pair *a = left, *c = right;
+    return a->call < c->call ? -1 : a->call > c->call;
+}
+
+void rv_build_sync_edges(builder *b, GArray *pairs)
+{
+    g_array_sort(pairs, compare_pairs_by_call);
+    GHashTable *first_pair = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = pairs->len; i > 0; i--)
+        g_hash_table_insert(first_pair, GINT_TO_POINTER(g_array_index(pairs, rv_sync_pair, i - 1).call),
+                            GINT_TO_POINTER((gint)i));
+    split_context context = { g_array_new(FALSE, FALSE, sizeof(int32_t)), typical_launch_call(b, first_pair),
+                              gpu_tasks_by_end(b) };
+    for (guint r = 0; r < b->graph->resources->len; r++)
+        if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
+            split_thread(b, (int32_t)r, pairs, first_pair, &context);
+    g_hash_table_destroy(first_pair);
+    g_array_unref(context.awaited);
+    g_array_unref(context.endings);
 }

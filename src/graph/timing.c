@@ -1,119 +1,321 @@
 /*
- * timing.c - derive each task's gap and lag so that the untransformed graph
- * replays the recording (see the timing model in graph.h).
+ * timing.c - the typical GPU delays of a trace, its launch-queue depth, and
+ * each CPU call's host overhead (the timing model is in graph.h).
  *
- * For task k recorded to start at T on a resource whose previous task p
- * ended at E_p, with dependencies (other than resource order) met at R:
- *   - if R <= E_p the resource was the constraint: gap(p) = T - E_p and
- *     lag(k) is only a typical launch latency (GPU) or zero (CPU);
- *   - otherwise the dependency was: lag(k) = T - R, and gap(p) keeps only
- *     what a resource would spend anyway - a typical inter-kernel gap on a
- *     GPU stream, nothing on a CPU thread (the thread was waiting).
- * Either way max(E_p + gap(p), R + lag(k)) = T, so the replay is exact,
- * while a transformation that moves R moves k with it.  A task with no
- * predecessor at all starts at its offset from the trace's origin.
+ * Nothing here gives a GPU task a delay of its own.  Three values per GPU
+ * stream are estimated over the whole trace, after the clock correction:
+ *   - launch latency: start of a GPU task minus the end of its launch call,
+ *     over tasks whose stream was idle and whose other dependencies were
+ *     met when the call returned (median);
+ *   - idle gap: start minus the previous task's end, over tasks whose
+ *     launch call had returned at least a launch latency before the stream
+ *     freed and whose other dependencies were met by then, so that the
+ *     stream alone held them back (median);
+ *   - launch-queue depth: CUDA blocks a launch while its queue is full.  A
+ *     launch call that ran at least BLOCKED_CALL_MIN_NS and ten times an
+ *     unblocked launch returns when a slot frees; the number of tasks then
+ *     still in flight on its stream is the depth minus one.  The depth is
+ *     measured when at least QUEUE_MIN_SAMPLES such calls agree to within
+ *     10%; otherwise CUDA's 1024 is assumed (it only matters when a what-if
+ *     makes the GPU fall that far behind).
+ * A stream with fewer than STREAM_MIN_SAMPLES samples takes the trace-wide
+ * value; a trace with none takes the defaults below.  All are clamped to
+ * what hardware does (a launch latency above 200 us, or a gap above 100 us,
+ * is a sign of a missed dependency, not of the hardware).
+ *
+ * A launch call whose recorded time includes a full-queue wait keeps only
+ * its own cost: the part after the task that freed its slot ended.  The
+ * simulator puts the wait back by rule, so a faster GPU blocks less.
+ *
+ * The host overhead of a CPU task is the recorded time between the end of
+ * the previous task on its thread (or the moment an edge from elsewhere
+ * released it, if later) and its start: Python and framework time that no
+ * recorded call accounts for.  A thread's first task counts from the
+ * trace's origin.  This is the one value taken per task from recorded
+ * starts, and it belongs to the task (DESIGN "Tasks").
  */
-#include "build.h"
+#include "streams.h"
 #include "reverie/stats.h"
-#include <string.h>
+
+#define DEFAULT_LAUNCH_LATENCY_NS 2000
+#define DEFAULT_IDLE_GAP_NS 1000
+#define MAX_LAUNCH_LATENCY_NS 200000
+#define MAX_IDLE_GAP_NS 100000
+#define STREAM_MIN_SAMPLES 30
+#define DEFAULT_QUEUE_DEPTH 1024
+#define QUEUE_MIN_SAMPLES 16
+#define BLOCKED_CALL_MIN_NS 50000
+
+static gboolean is_gpu_stream(const builder *b, guint resource)
+{
+    return g_array_index(b->graph->resources, rv_resource, resource).kind == RV_RES_GPU_STREAM;
+}
+
+static rv_resource *resource_at(builder *b, guint resource)
+{
+    return &g_array_index(b->graph->resources, rv_resource, resource);
+}
+
+/* The launch call of a GPU task whose recorded end is its issuing time: not
+ * the head of a split call (its duration was set by the builder). */
+static const rv_task *plain_launch(const builder *b, int32_t gpu)
+{
+    int32_t launch = g_array_index(b->task_launch, int32_t, gpu);
+    if (launch < 0) return NULL;
+    const rv_task *call = rv_graph_task(b->graph, launch);
+    return (call->flags & RV_TASK_FLAG_BLOCKING) ? NULL : call;
+}
+
+/* ---- launch latency and idle gap ---------------------------------------- */
 
 typedef struct {
-    int64_t *ready_ns;      /* recorded time the task's dependencies were met */
-    gboolean *has_ready;
-} readiness;
+    GArray *latency;   /* per stream: GArray of int64 samples */
+    GArray *gap;
+} delay_samples;
 
-static gboolean is_order_edge(const rv_edge *edge)
-{
-    return edge->kind == RV_EDGE_THREAD || edge->kind == RV_EDGE_STREAM;
-}
-
-static void compute_readiness(builder *b, readiness *ready)
+/* When each GPU task's dependencies other than its launch and its stream
+ * order were met, in recorded time (INT64_MIN when it has none): a task
+ * held back by one of those says nothing about the launch latency or the
+ * stream's gap. */
+static int64_t *other_readiness(const builder *b)
 {
     int32_t count = rv_graph_task_count(b->graph);
-    ready->ready_ns = g_new(int64_t, count);
-    ready->has_ready = g_new0(gboolean, count);
+    int64_t *ready = g_new(int64_t, count);
+    for (int32_t id = 0; id < count; id++) ready[id] = G_MININT64;
     for (guint e = 0; e < b->graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(b->graph->edges, rv_edge, e);
-        if (is_order_edge(edge)) continue;
-        const rv_task *from = rv_graph_task(b->graph, edge->from);
+        const rv_task *from = rv_graph_task(b->graph, edge->from), *to = rv_graph_task(b->graph, edge->to);
+        if (!builder_is_gpu_task(to) || edge->kind == RV_EDGE_LAUNCH || from->resource == to->resource) continue;
         int64_t at = edge->from_start ? from->recorded_start_ns : task_recorded_end(from);
-        if (!ready->has_ready[edge->to] || at > ready->ready_ns[edge->to]) ready->ready_ns[edge->to] = at;
-        ready->has_ready[edge->to] = TRUE;
+        ready[edge->to] = MAX(ready[edge->to], at);
+    }
+    return ready;
+}
+
+static void latency_samples(const builder *b, guint stream, const int64_t *other, GArray *out)
+{
+    GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
+    int64_t previous_end = G_MININT64;
+    for (guint k = 0; k < tasks->len; k++) {
+        int32_t id = g_array_index(tasks, int32_t, k);
+        const rv_task *task = rv_graph_task(b->graph, id);
+        const rv_task *call = plain_launch(b, id);
+        if (call != NULL && previous_end <= task_recorded_end(call) && other[id] <= task_recorded_end(call)) {
+            int64_t sample = task->recorded_start_ns - task_recorded_end(call);
+            g_array_append_val(out, sample);
+        }
+        previous_end = MAX(previous_end, task_recorded_end(task));
     }
 }
 
-/* Typical launch latency and inter-kernel gap of this trace's GPU, from
- * the tasks where each one alone decided the start. */
-static void typical_gpu_delays(builder *b, const readiness *ready, int64_t *launch_lag, int64_t *kernel_gap)
+static void gap_samples(const builder *b, guint stream, int64_t latency, const int64_t *other, GArray *out)
 {
-    GArray *lags = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    GArray *gaps = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (guint r = 0; r < b->graph->resources->len; r++) {
-        if (g_array_index(b->graph->resources, rv_resource, r).kind != RV_RES_GPU_STREAM) continue;
-        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
-        for (guint k = 1; k < tasks->len; k++) {
-            int32_t id = g_array_index(tasks, int32_t, k);
-            const rv_task *task = rv_graph_task(b->graph, id);
-            int64_t previous_end = task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k - 1)));
-            int64_t value;
-            if (ready->has_ready[id] && ready->ready_ns[id] > previous_end) {
-                value = task->recorded_start_ns - ready->ready_ns[id];
-                if (value >= 0) g_array_append_val(lags, value);
-            } else {
-                value = task->recorded_start_ns - previous_end;
-                if (value >= 0) g_array_append_val(gaps, value);
-            }
+    GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
+    for (guint k = 1; k < tasks->len; k++) {
+        int32_t id = g_array_index(tasks, int32_t, k);
+        const rv_task *task = rv_graph_task(b->graph, id);
+        int64_t previous_end = task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k - 1)));
+        int32_t launch = g_array_index(b->task_launch, int32_t, id);
+        if (launch >= 0 && task_recorded_end(rv_graph_task(b->graph, launch)) + latency > previous_end) continue;
+        if (other[id] > previous_end) continue;
+        int64_t sample = MAX(0, task->recorded_start_ns - previous_end);
+        g_array_append_val(out, sample);
+    }
+}
+
+/* The value for one stream: its own median with enough samples, else the
+ * trace-wide one; clamped to what hardware does. */
+static int64_t stream_value(GArray *samples, int64_t trace_wide, int64_t max_ns)
+{
+    int64_t value = samples->len >= STREAM_MIN_SAMPLES ? rv_median_int64(samples, trace_wide) : trace_wide;
+    return CLAMP(value, 0, max_ns);
+}
+
+/* Median of every stream's samples together. */
+static int64_t pooled_median(GPtrArray *per_stream, int64_t fallback, uint64_t *count)
+{
+    GArray *all = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (guint r = 0; r < per_stream->len; r++) {
+        GArray *samples = g_ptr_array_index(per_stream, r);
+        g_array_append_vals(all, samples->data, samples->len);
+    }
+    *count = all->len;
+    int64_t median = rv_median_int64(all, fallback);
+    g_array_unref(all);
+    return median;
+}
+
+static void estimate_delays(builder *b)
+{
+    guint count = b->graph->resources->len;
+    int64_t *other = other_readiness(b);
+    GPtrArray *latency = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    GPtrArray *gap = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < count; r++) {
+        g_ptr_array_add(latency, g_array_new(FALSE, FALSE, sizeof(int64_t)));
+        g_ptr_array_add(gap, g_array_new(FALSE, FALSE, sizeof(int64_t)));
+        if (is_gpu_stream(b, r)) latency_samples(b, r, other, g_ptr_array_index(latency, r));
+    }
+    rv_timing *timing = &b->graph->timing;
+    timing->launch_latency_ns = CLAMP(pooled_median(latency, DEFAULT_LAUNCH_LATENCY_NS, &timing->latency_samples),
+                                      0, MAX_LAUNCH_LATENCY_NS);
+    for (guint r = 0; r < count; r++) {
+        if (!is_gpu_stream(b, r)) continue;
+        resource_at(b, r)->launch_latency_ns =
+            stream_value(g_ptr_array_index(latency, r), timing->launch_latency_ns, MAX_LAUNCH_LATENCY_NS);
+        gap_samples(b, r, resource_at(b, r)->launch_latency_ns, other, g_ptr_array_index(gap, r));
+    }
+    timing->idle_gap_ns = CLAMP(pooled_median(gap, DEFAULT_IDLE_GAP_NS, &timing->gap_samples), 0, MAX_IDLE_GAP_NS);
+    for (guint r = 0; r < count; r++)
+        if (is_gpu_stream(b, r))
+            resource_at(b, r)->idle_gap_ns = stream_value(g_ptr_array_index(gap, r), timing->idle_gap_ns, MAX_IDLE_GAP_NS);
+    g_ptr_array_unref(latency);
+    g_ptr_array_unref(gap);
+    g_free(other);
+}
+
+/* ---- launch queue ------------------------------------------------------- */
+
+/* Recorded ends of a stream's tasks, kept non-decreasing so that "how many
+ * had ended by t" is a binary search (a stream runs its tasks in order). */
+static GArray *stream_ends(const builder *b, guint stream)
+{
+    GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
+    GArray *ends = g_array_sized_new(FALSE, FALSE, sizeof(int64_t), tasks->len);
+    int64_t running = G_MININT64;
+    for (guint k = 0; k < tasks->len; k++) {
+        running = MAX(running, task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k))));
+        g_array_append_val(ends, running);
+    }
+    return ends;
+}
+
+static guint count_ended_by(const GArray *ends, guint limit, int64_t t)
+{
+    guint low = 0, high = limit;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(ends, int64_t, middle) <= t) low = middle + 1;
+        else high = middle;
+    }
+    return low;
+}
+
+/* What a launch costs when it does not block: the 10th percentile of the
+ * launch calls (in a GPU-bound trace most launches block, so the median
+ * would be a blocked one). */
+static int64_t unblocked_launch_call(const builder *b)
+{
+    GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
+        const rv_task *call = builder_is_gpu_task(rv_graph_task(b->graph, id)) ? plain_launch(b, id) : NULL;
+        if (call != NULL) g_array_append_val(durations, call->duration_ns);
+    }
+    int64_t typical = rv_quantile_int64(durations, 0.1, 5000);
+    g_array_unref(durations);
+    return typical;
+}
+
+/* Tasks still in flight on their stream when each long launch call returned. */
+static void in_flight_at_blocked_launches(const builder *b, guint stream, int64_t long_call_ns, GArray *out)
+{
+    GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
+    GArray *ends = stream_ends(b, stream);
+    for (guint k = 0; k < tasks->len; k++) {
+        const rv_task *call = plain_launch(b, g_array_index(tasks, int32_t, k));
+        if (call == NULL || call->duration_ns < long_call_ns) continue;
+        int64_t in_flight = (int64_t)k - count_ended_by(ends, k, task_recorded_end(call));
+        g_array_append_val(out, in_flight);
+    }
+    g_array_unref(ends);
+}
+
+static void estimate_queue_depth(builder *b)
+{
+    int64_t long_call_ns = MAX(BLOCKED_CALL_MIN_NS, 10 * unblocked_launch_call(b));
+    GArray *in_flight = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (guint r = 0; r < b->graph->resources->len; r++)
+        if (is_gpu_stream(b, r)) in_flight_at_blocked_launches(b, r, long_call_ns, in_flight);
+    rv_timing *timing = &b->graph->timing;
+    timing->queue_samples = in_flight->len;
+    timing->queue_depth = DEFAULT_QUEUE_DEPTH;
+    timing->queue_measured = 0;
+    if (in_flight->len >= QUEUE_MIN_SAMPLES) {
+        int64_t median = rv_median_int64(in_flight, 0);
+        int64_t low = rv_quantile_int64(in_flight, 0.1, 0), high = rv_quantile_int64(in_flight, 0.9, 0);
+        if (median >= QUEUE_MIN_SAMPLES && low * 10 >= median * 9 && high * 10 <= median * 11) {
+            timing->queue_depth = (int32_t)MIN(median + 1, G_MAXINT32);
+            timing->queue_measured = 1;
         }
     }
-    *launch_lag = rv_median_int64(lags, 5000);
-    *kernel_gap = rv_median_int64(gaps, 1000);
-    g_array_unref(lags);
-    g_array_unref(gaps);
+    g_array_unref(in_flight);
+    for (guint r = 0; r < b->graph->resources->len; r++)
+        if (is_gpu_stream(b, r)) resource_at(b, r)->queue_depth = timing->queue_depth;
 }
 
-static void time_resource(builder *b, int32_t resource, const readiness *ready, int64_t launch_lag,
-                          int64_t kernel_gap)
+/* Launch calls whose recorded duration includes waiting for a queue slot
+ * keep only what they took after the slot freed. */
+static void trim_blocked_launches(builder *b, guint stream)
 {
-    gboolean gpu = g_array_index(b->graph->resources, rv_resource, resource).kind == RV_RES_GPU_STREAM;
-    GArray *tasks = builder_resource_tasks(b, resource);
-    rv_task *previous = NULL;
+    int32_t depth = resource_at(b, stream)->queue_depth;
+    GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
+    for (guint k = (guint)depth; depth > 0 && k < tasks->len; k++) {
+        int32_t launch = g_array_index(b->task_launch, int32_t, g_array_index(tasks, int32_t, k));
+        if (launch < 0 || (rv_graph_task(b->graph, launch)->flags & RV_TASK_FLAG_BLOCKING)) continue;
+        rv_task *call = rv_graph_task(b->graph, launch);
+        int64_t freed = task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k - (guint)depth)));
+        if (freed <= call->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS) continue;
+        int64_t call_end = task_recorded_end(call);
+        int64_t own = call_end - CLAMP(freed, call->recorded_start_ns, call_end);
+        call->recorded_start_ns = call_end - own;
+        call->duration_ns = own;
+        b->graph->build_stats.queue_blocked_launches++;
+    }
+}
+
+/* ---- host overhead ------------------------------------------------------ */
+
+/* When each CPU task's dependencies from other resources were met, in
+ * recorded time (INT64_MIN when it has none). */
+static int64_t *recorded_readiness(const builder *b)
+{
+    int32_t count = rv_graph_task_count(b->graph);
+    int64_t *ready = g_new(int64_t, count);
+    for (int32_t id = 0; id < count; id++) ready[id] = G_MININT64;
+    for (guint e = 0; e < b->graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(b->graph->edges, rv_edge, e);
+        const rv_task *from = rv_graph_task(b->graph, edge->from), *to = rv_graph_task(b->graph, edge->to);
+        if (from->resource == to->resource || builder_is_gpu_task(to)) continue;
+        int64_t at = edge->from_start ? from->recorded_start_ns : task_recorded_end(from);
+        ready[edge->to] = MAX(ready[edge->to], at);
+    }
+    return ready;
+}
+
+static void host_overheads(builder *b, guint thread, const int64_t *ready)
+{
+    GArray *tasks = builder_resource_tasks(b, (int32_t)thread);
+    int64_t free_at = b->origin_ns;
     for (guint k = 0; k < tasks->len; k++) {
         int32_t id = g_array_index(tasks, int32_t, k);
         rv_task *task = rv_graph_task(b->graph, id);
-        int64_t start = task->recorded_start_ns;
-        int64_t ready_at = ready->ready_ns[id];
-        gboolean has_ready = ready->has_ready[id];
-        task->gap_ns = 0;
-        if (previous == NULL) {
-            task->lag_ns = MAX(0, start - (has_ready ? ready_at : b->origin_ns));
-            previous = task;
-            continue;
-        }
-        int64_t previous_end = task_recorded_end(previous);
-        int64_t idle = start - previous_end;
-        if (idle < 0) {
-            if (gpu) b->graph->build_stats.overlapping_gpu_tasks++;
-            idle = 0;
-        }
-        if (!has_ready || ready_at <= previous_end) {
-            previous->gap_ns = idle;
-            task->lag_ns = has_ready && gpu ? CLAMP(start - ready_at, 0, launch_lag) : 0;
-        } else {
-            task->lag_ns = MAX(0, start - ready_at);
-            previous->gap_ns = gpu ? MIN(idle, kernel_gap) : 0;
-        }
-        previous = task;
+        task->host_overhead_ns = MAX(0, task->recorded_start_ns - MAX(free_at, ready[id]));
+        free_at = MAX(free_at, task_recorded_end(task));
     }
 }
 
+/* Order matters: the delays are measured on untrimmed calls, and host
+ * overheads are taken before trimming moves a blocked call's recorded start
+ * to where its own cost begins (the queue wait is then in neither its
+ * overhead nor its duration, but in the simulator's queue rule). */
 void rv_build_timing(builder *b)
 {
-    readiness ready;
-    compute_readiness(b, &ready);
-    int64_t launch_lag, kernel_gap;
-    typical_gpu_delays(b, &ready, &launch_lag, &kernel_gap);
+    estimate_delays(b);
+    estimate_queue_depth(b);
+    int64_t *ready = recorded_readiness(b);
     for (guint r = 0; r < b->graph->resources->len; r++)
-        time_resource(b, (int32_t)r, &ready, launch_lag, kernel_gap);
-    g_free(ready.ready_ns);
-    g_free(ready.has_ready);
+        if (!is_gpu_stream(b, r)) host_overheads(b, r, ready);
+    g_free(ready);
+    for (guint r = 0; r < b->graph->resources->len; r++)
+        if (is_gpu_stream(b, r)) trim_blocked_launches(b, r);
 }

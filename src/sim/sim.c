@@ -1,11 +1,22 @@
 /*
  * sim.c - Daydream's Algorithm 1 over flat arrays and a binary heap.
  *
- * Each task waits until all its predecessors have been dispatched; it then
- * enters the ready heap keyed by the time its dependencies are met plus its
- * lag.  Popping a task dispatches it:
- *   start = max(free[resource], ready + lag);  end = start + duration;
- *   free[resource] = end + gap.
+ * Implements the timing model of graph.h.  Each task waits until all its
+ * predecessors have been dispatched; it then enters the ready heap keyed by
+ * the earliest it could start.  Popping a task dispatches it:
+ *   begin = max(free[resource], ready) + host_overhead, and not before
+ *           its launch-queue holder ended (below);
+ *   end = begin + duration;  free[resource] = end + idle_gap(resource).
+ * A launch edge makes its GPU task ready launch_latency(stream) after the
+ * call ends.
+ * Launch queue: a stream runs its tasks in the order they were submitted,
+ * so the stream's order edges are its submission order.  The call that
+ * launches the k-th task of a stream's order cannot finish submitting while
+ * queue_depth earlier tasks are unfinished: it waits for the task at
+ * position k - queue_depth to end.  That task is the call's "holder", an
+ * extra predecessor fixed before the replay starts.  (Counting launches in
+ * the order the replay dispatches calls instead would let two threads that
+ * launch onto one stream disagree with the stream's own order.)
  * With a policy (sim.h) the key is (time, rank), and a popped task whose
  * resource is still busy is queued again at the time the resource frees,
  * so a resource goes to the lowest-ranked task that can use it then.
@@ -14,6 +25,8 @@
  * Start times recorded in the trace are not read here.  Removed tasks are
  * skipped as if absent; edges touching them are ignored (transform.c
  * reconnects their neighbours before marking them).
+ * Every time is checked against RV_SIM_TIME_MAX_NS, so a graph whose
+ * durations add up past it fails with an error instead of wrapping.
  *
  * Cost: O((V + E) log V) time, O(V + E) memory.
  */
@@ -70,15 +83,17 @@ static heap_entry heap_pop(ready_heap *heap)
 }
 
 /* How an edge makes its target ready. */
-enum { READY_AT_END, READY_AT_START, ORDER_ONLY };
+enum { READY_AT_END, READY_AT_START, READY_AFTER_LAUNCH, QUEUE_RELEASE, ORDER_ONLY };
 
 /* Successors in compressed rows: edges out of task t are
- * targets[first[t] .. first[t + 1]). */
+ * targets[first[t] .. first[t + 1]), the graph's live edges followed by
+ * each task's launch-queue releases. */
 typedef struct {
     int32_t *first;
     int32_t *targets;
-    uint8_t *how;          /* READY_AT_END, READY_AT_START or ORDER_ONLY */
-    int32_t *waiting;      /* predecessors not yet dispatched */
+    uint8_t *how;           /* one of the enum above */
+    int32_t *waiting;       /* predecessors not yet dispatched */
+    int32_t *holder;        /* per launch call: the task it waits for in the queue, or -1 */
 } adjacency;
 
 static gboolean live(const rv_task *tasks, int32_t id)
@@ -88,15 +103,61 @@ static gboolean live(const rv_task *tasks, int32_t id)
 
 /*
  * An order edge between two tasks of one resource only sequences them: the
- * resource's free time (end + gap) already says when the second may start,
- * and its lag must not be added on top of the first one's end.
+ * resource's free time already says when the second may start.
  */
 static uint8_t edge_readiness(const rv_task *tasks, const rv_edge *edge)
 {
     if ((edge->kind == RV_EDGE_THREAD || edge->kind == RV_EDGE_STREAM) &&
         tasks[edge->from].resource == tasks[edge->to].resource)
         return ORDER_ONLY;
+    if (edge->kind == RV_EDGE_LAUNCH && !edge->from_start && (tasks[edge->to].flags & RV_TASK_FLAG_GPU))
+        return READY_AFTER_LAUNCH;
     return edge->from_start ? READY_AT_START : READY_AT_END;
+}
+
+static gboolean live_edge(const rv_task *tasks, const rv_edge *edge)
+{
+    return live(tasks, edge->from) && live(tasks, edge->to);
+}
+
+/* Each launch call's holder: walk every stream's order chain and pair the
+ * task at position k with the launch of the task at k + depth. */
+static void find_queue_holders(const rv_graph *graph, int32_t *holder)
+{
+    int32_t n = rv_graph_task_count(graph);
+    const rv_task *tasks = (const rv_task *)graph->tasks->data;
+    const rv_resource *resources = (const rv_resource *)graph->resources->data;
+    const rv_edge *edges = (const rv_edge *)graph->edges->data;
+    int32_t *next = g_new(int32_t, n), *launch = g_new(int32_t, n);
+    gboolean *has_previous = g_new0(gboolean, n);
+    for (int32_t t = 0; t < n; t++) next[t] = launch[t] = holder[t] = -1;
+    for (guint e = 0; e < graph->edges->len; e++) {
+        if (!live_edge(tasks, &edges[e])) continue;
+        uint8_t how = edge_readiness(tasks, &edges[e]);
+        if (how == ORDER_ONLY && (tasks[edges[e].to].flags & RV_TASK_FLAG_GPU)) {
+            next[edges[e].from] = edges[e].to;
+            has_previous[edges[e].to] = TRUE;
+        } else if (how == READY_AFTER_LAUNCH && launch[edges[e].to] < 0) {
+            launch[edges[e].to] = edges[e].from;
+        }
+    }
+    GArray *chain = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int32_t t = 0; t < n; t++) {
+        if (!live(tasks, t) || !(tasks[t].flags & RV_TASK_FLAG_GPU) || has_previous[t]) continue;
+        int32_t depth = resources[tasks[t].resource].queue_depth;
+        if (depth <= 0) continue;
+        g_array_set_size(chain, 0);
+        for (int32_t k = t; k >= 0 && chain->len <= (guint)n; k = next[k]) {
+            g_array_append_val(chain, k);
+            int32_t call = launch[k];
+            if (call >= 0 && chain->len > (guint)depth && holder[call] < 0)
+                holder[call] = g_array_index(chain, int32_t, chain->len - 1 - (guint)depth);
+        }
+    }
+    g_array_unref(chain);
+    g_free(next);
+    g_free(launch);
+    g_free(has_previous);
 }
 
 static void build_adjacency(const rv_graph *graph, adjacency *adj)
@@ -107,20 +168,33 @@ static void build_adjacency(const rv_graph *graph, adjacency *adj)
     guint edge_count = graph->edges->len;
     adj->first = g_new0(int32_t, n + 1);
     adj->waiting = g_new0(int32_t, n);
+    adj->holder = g_new(int32_t, n);
+    find_queue_holders(graph, adj->holder);
     for (guint e = 0; e < edge_count; e++) {
-        if (!live(tasks, edges[e].from) || !live(tasks, edges[e].to)) continue;
+        if (!live_edge(tasks, &edges[e])) continue;
         adj->first[edges[e].from + 1]++;
         adj->waiting[edges[e].to]++;
+    }
+    for (int32_t t = 0; t < n; t++) {
+        if (adj->holder[t] < 0) continue;
+        adj->first[adj->holder[t] + 1]++;
+        adj->waiting[t]++;
     }
     for (int32_t t = 0; t < n; t++) adj->first[t + 1] += adj->first[t];
     adj->targets = g_new(int32_t, adj->first[n] + 1);
     adj->how = g_new(uint8_t, adj->first[n] + 1);
     int32_t *fill = g_memdup2(adj->first, sizeof(int32_t) * (gsize)n);
     for (guint e = 0; e < edge_count; e++) {
-        if (!live(tasks, edges[e].from) || !live(tasks, edges[e].to)) continue;
+        if (!live_edge(tasks, &edges[e])) continue;
         int32_t slot = fill[edges[e].from]++;
         adj->targets[slot] = edges[e].to;
         adj->how[slot] = edge_readiness(tasks, &edges[e]);
+    }
+    for (int32_t t = 0; t < n; t++) {
+        if (adj->holder[t] < 0) continue;
+        int32_t slot = fill[adj->holder[t]]++;
+        adj->targets[slot] = t;
+        adj->how[slot] = QUEUE_RELEASE;
     }
     g_free(fill);
 }
@@ -131,6 +205,7 @@ static void free_adjacency(adjacency *adj)
     g_free(adj->targets);
     g_free(adj->how);
     g_free(adj->waiting);
+    g_free(adj->holder);
 }
 
 static inline int64_t rank_of(const rv_graph *graph, const rv_policy *policy, int32_t task)
@@ -138,65 +213,172 @@ static inline int64_t rank_of(const rv_graph *graph, const rv_policy *policy, in
     return policy ? policy->priority(graph, task, policy->user_data) : 0;
 }
 
+/* a + b, or RV_SIM_TIME_MAX_NS + 1 when that would pass the limit (the
+ * caller turns it into an error).  Both are non-negative. */
+static inline int64_t add_time(int64_t a, int64_t b)
+{
+    int64_t sum;
+    if (__builtin_add_overflow(a, b, &sum) || sum > RV_SIM_TIME_MAX_NS) return RV_SIM_TIME_MAX_NS + 1;
+    return sum;
+}
+
+/* Everything the replay keeps while it runs. */
+typedef struct {
+    const rv_graph *graph;
+    const rv_policy *policy;
+    const rv_task *tasks;
+    const rv_resource *resources;
+    adjacency adj;
+    ready_heap heap;
+    int64_t *ready;       /* when the task's dependencies are met */
+    int64_t *released;    /* launch calls: when their queue holder ended */
+    int64_t *start, *end;
+    int64_t *resource_free;
+    int32_t dispatched;
+    gboolean overflow;
+} replay;
+
+static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy)
+{
+    int32_t n = rv_graph_task_count(graph);
+    memset(r, 0, sizeof *r);
+    r->graph = graph;
+    r->policy = policy;
+    r->tasks = (const rv_task *)graph->tasks->data;
+    r->resources = (const rv_resource *)graph->resources->data;
+    build_adjacency(graph, &r->adj);
+    r->heap.entries = g_new(heap_entry, n + 1);
+    r->ready = g_new0(int64_t, n);
+    r->released = g_new0(int64_t, n);
+    r->start = g_new(int64_t, n);
+    r->end = g_new(int64_t, n);
+    r->resource_free = g_new0(int64_t, graph->resources->len + 1);
+    for (int32_t t = 0; t < n; t++) r->start[t] = r->end[t] = -1;
+}
+
+static void replay_clear(replay *r)
+{
+    free_adjacency(&r->adj);
+    g_free(r->heap.entries);
+    g_free(r->ready);
+    g_free(r->released);
+    g_free(r->resource_free);
+}
+
+/* The earliest a task could start, as far as its dependencies say. */
+static inline int64_t earliest(const replay *r, int32_t t)
+{
+    return MAX(add_time(r->ready[t], r->tasks[t].host_overhead_ns), r->released[t]);
+}
+
+static void push(replay *r, int32_t task)
+{
+    heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task);
+}
+
+/* Mark a task done at [begin, begin + duration) and ready its successors. */
+static void dispatch(replay *r, int32_t t, int64_t begin)
+{
+    const rv_task *task = &r->tasks[t];
+    const rv_resource *resource = &r->resources[task->resource];
+    r->start[t] = begin;
+    r->end[t] = add_time(begin, task->duration_ns);
+    r->resource_free[task->resource] = add_time(r->end[t], resource->idle_gap_ns);
+    if (r->resource_free[task->resource] > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
+    r->dispatched++;
+    for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++) {
+        int32_t next = r->adj.targets[slot];
+        switch (r->adj.how[slot]) {
+        case READY_AFTER_LAUNCH:
+            r->ready[next] = MAX(r->ready[next],
+                                 add_time(r->end[t], r->resources[r->tasks[next].resource].launch_latency_ns));
+            break;
+        case READY_AT_END: r->ready[next] = MAX(r->ready[next], r->end[t]); break;
+        case READY_AT_START: r->ready[next] = MAX(r->ready[next], r->start[t]); break;
+        case QUEUE_RELEASE: r->released[next] = r->end[t]; break;
+        default: break;
+        }
+        if (--r->adj.waiting[next] == 0) push(r, next);
+    }
+}
+
+static void run(replay *r)
+{
+    int32_t n = rv_graph_task_count(r->graph);
+    for (int32_t t = 0; t < n; t++)
+        if (live(r->tasks, t) && r->adj.waiting[t] == 0) push(r, t);
+    while (r->heap.size > 0 && !r->overflow) {
+        heap_entry top = heap_pop(&r->heap);
+        int32_t t = top.task;
+        const rv_task *task = &r->tasks[t];
+        int64_t begin = MAX(add_time(MAX(r->resource_free[task->resource], r->ready[t]), task->host_overhead_ns),
+                            r->released[t]);
+        if (r->policy && begin > top.key) {
+            /* busy resource: compete again when it frees */
+            heap_push(&r->heap, begin, top.rank, t);
+            continue;
+        }
+        if (begin > RV_SIM_TIME_MAX_NS) {
+            r->overflow = TRUE;
+            break;
+        }
+        dispatch(r, t, begin);
+    }
+}
+
+/* Undispatched launch calls held by the launch queue: a hint for the message. */
+static int32_t stuck_in_queue(const replay *r)
+{
+    int32_t count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(r->graph); t++)
+        if (r->adj.holder[t] >= 0 && r->start[t] < 0 && r->start[r->adj.holder[t]] < 0) count++;
+    return count;
+}
+
+static gboolean replay_error(const replay *r, int32_t live_count, GError **error)
+{
+    if (r->overflow) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: the replay runs past %.0f days of simulated time: durations in the graph are out of range",
+                    r->graph->source, RV_SIM_TIME_MAX_NS / 8.64e13);
+        return TRUE;
+    }
+    if (r->dispatched == live_count) return FALSE;
+    int32_t queued = stuck_in_queue(r);
+    if (queued > 0)
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: %d of %d tasks could never run: %d launch calls wait for a full launch queue whose "
+                    "tasks wait for them (a stream's order contradicts its launch order)", r->graph->source,
+                    live_count - r->dispatched, live_count, queued);
+    else
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %d of %d tasks could never run (the graph has a cycle)",
+                    r->graph->source, live_count - r->dispatched, live_count);
+    return TRUE;
+}
+
 gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
                      GError **error)
 {
-    int32_t n = rv_graph_task_count(graph);
-    const rv_task *tasks = (const rv_task *)graph->tasks->data;
     if (policy && policy->priority == NULL) policy = NULL;
-    adjacency adj;
-    build_adjacency(graph, &adj);
-    int64_t *ready = g_new0(int64_t, n);
-    int64_t *start = g_new(int64_t, n);
-    int64_t *end = g_new(int64_t, n);
-    int64_t *resource_free = g_new0(int64_t, graph->resources->len + 1);
-    ready_heap heap = { g_new(heap_entry, n + 1), 0 };
-    int32_t live_count = 0, dispatched = 0;
-    for (int32_t t = 0; t < n; t++) {
-        start[t] = end[t] = -1;
-        if (!live(tasks, t)) continue;
-        live_count++;
-        if (adj.waiting[t] == 0) heap_push(&heap, tasks[t].lag_ns, rank_of(graph, policy, t), t);
-    }
+    replay r;
+    replay_init(&r, graph, policy);
+    run(&r);
+    int32_t n = rv_graph_task_count(graph), live_count = 0;
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;
-    while (heap.size > 0) {
-        heap_entry top = heap_pop(&heap);
-        int32_t t = top.task;
-        const rv_task *task = &tasks[t];
-        int64_t begin = MAX(resource_free[task->resource], ready[t] + task->lag_ns);
-        if (policy && begin > top.key) {
-            /* busy resource: compete again when it frees */
-            heap_push(&heap, begin, top.rank, t);
-            continue;
-        }
-        start[t] = begin;
-        end[t] = begin + task->duration_ns;
-        resource_free[task->resource] = end[t] + task->gap_ns;
-        first_start = MIN(first_start, begin);
-        last_end = MAX(last_end, end[t]);
-        dispatched++;
-        for (int32_t slot = adj.first[t]; slot < adj.first[t + 1]; slot++) {
-            int32_t next = adj.targets[slot];
-            if (adj.how[slot] != ORDER_ONLY) {
-                int64_t at = adj.how[slot] == READY_AT_START ? start[t] : end[t];
-                if (at > ready[next]) ready[next] = at;
-            }
-            if (--adj.waiting[next] == 0)
-                heap_push(&heap, ready[next] + tasks[next].lag_ns, rank_of(graph, policy, next), next);
-        }
+    for (int32_t t = 0; t < n; t++) {
+        if (!live(r.tasks, t)) continue;
+        live_count++;
+        if (r.start[t] < 0) continue;
+        first_start = MIN(first_start, r.start[t]);
+        last_end = MAX(last_end, r.end[t]);
     }
-    g_free(heap.entries);
-    g_free(ready);
-    g_free(resource_free);
-    free_adjacency(&adj);
+    gboolean failed = replay_error(&r, live_count, error);
     result->task_count = n;
-    result->start_ns = start;
-    result->end_ns = end;
-    result->makespan_ns = dispatched ? last_end - first_start : 0;
-    if (dispatched != live_count) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: %d of %d tasks could never run (the graph has a cycle)", graph->source,
-                    live_count - dispatched, live_count);
+    result->start_ns = r.start;
+    result->end_ns = r.end;
+    result->makespan_ns = r.dispatched ? last_end - first_start : 0;
+    replay_clear(&r);
+    if (failed) {
         rv_sim_result_clear(result);
         return FALSE;
     }

@@ -13,7 +13,8 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 1
+ * FILE FORMAT, VERSION 2 (version 1 held per-task gaps and lags derived
+ * from recorded starts; version 2 holds the rules-only timing of graph.h)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -23,8 +24,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 1
- *   12   4  u32 section count N, 1 to 64 (version 1 writes 6)
+ *    8   4  u32 format version: 2
+ *   12   4  u32 section count N, 1 to 64 (version 2 writes 6)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -41,10 +42,11 @@
  *                graph->strings; entry 0 is the empty string and no two
  *                entries are equal, so interning them in order gives back
  *                exactly the same ids.
- *   2 resources  u32 count, then count x 21 bytes:
- *                i64 process, i64 thread, i32 name (string), u8 kind
- *   3 tasks      u32 count, then count x 76 bytes:
- *                i64 duration_ns, i64 gap_ns, i64 lag_ns,
+ *   2 resources  u32 count, then count x 41 bytes:
+ *                i64 process, i64 thread, i64 launch_latency_ns,
+ *                i64 idle_gap_ns, i32 queue_depth, i32 name (string), u8 kind
+ *   3 tasks      u32 count, then count x 68 bytes:
+ *                i64 duration_ns, i64 host_overhead_ns,
  *                i64 recorded_start_ns, i64 correlation, i64 bytes,
  *                i32 resource, i32 name, i32 op, i32 layer (strings),
  *                i32 input_dims (string or -1), i32 step (step or -1),
@@ -61,12 +63,18 @@
  *                u8 legacy_schema (0 or 1); u8 whole_trace_step (0 or 1);
  *                u32 8, then the 8 rv_trace_stats counters as u64 in the
  *                order of the struct (events_total .. bytes_uncompressed);
- *                u32 8, then the 8 rv_build_stats counters as u64 in the
- *                order of the struct (nested_runtime_calls .. implicit_waits)
+ *                u32 12, then the 12 rv_build_stats counters as u64 in the
+ *                order of the struct (nested_runtime_calls .. implicit_waits);
+ *                the timing estimates (rv_timing): i64 clock_offset_ns,
+ *                i64 offset_low_ns, i64 offset_high_ns, i64 launch_latency_ns,
+ *                i64 idle_gap_ns, u64 offset_launch_pairs,
+ *                u64 offset_sync_pairs, u64 latency_samples, u64 gap_samples,
+ *                u64 queue_samples, i32 queue_depth, u8 clock_status,
+ *                u8 queue_measured (0 or 1)
  *
  * Invariants that a version-1 reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 1 (a newer version asks the user
- *     to re-import; there is no older one);
+ *   - the magic matches and the version is 2 (a newer version asks the user
+ *     to update reverie, the older version 1 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
  *   - each of the six ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
@@ -74,14 +82,17 @@
  *   - every section's CRC matches;
  *   - every record count agrees with its section's length exactly, and every
  *     section is consumed to its last byte;
- *   - every kind, phase and edge kind is below its *_COUNT enum, task flags
- *     use only the bits graph.h defines, flags stored as u8 are 0 or 1;
+ *   - every kind, phase, edge kind and clock status is below its *_COUNT
+ *     enum, task flags use only the bits graph.h defines, flags stored as
+ *     u8 are 0 or 1;
+ *   - a resource's launch latency and idle gap lie in [0, 1 s] and its queue
+ *     depth is not negative;
  *   - every string id is below the string count (input_dims may be -1),
  *     every task's resource is a resource, every edge endpoint a task, every
  *     task's step a step or -1, and every step marker a task (the step
  *     report reads the markers unconditionally, so -1 is not allowed);
- *   - durations, gaps and lags are not negative and add up, over all tasks,
- *     to less than 2^61 ns; recorded task starts and step begin and end
+ *   - durations and host overheads are not negative and add up, over all
+ *     tasks, to less than 2^61 ns; recorded task starts and step begin and end
  *     times lie in [-2^60, 2^62) ns.  Any real recording is far inside
  *     these bounds; they keep the replay's and the reports' int64 sums
  *     from overflowing on a forged file.
@@ -99,23 +110,25 @@
 #include <string.h>
 #include <zlib.h>
 
-#define RVG_VERSION 1u
+#define RVG_VERSION 2u
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
-#define RVG_RESOURCE_SIZE 21u
-#define RVG_TASK_SIZE 76u
+#define RVG_RESOURCE_SIZE 41u
+#define RVG_TASK_SIZE 68u
 #define RVG_EDGE_SIZE 10u
 #define RVG_STEP_SIZE 28u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
- * the epoch is the year 2116), and the durations, gaps and lags of all
- * tasks add up to less than 2^61 ns (73 years).  A replay never exceeds the
+ * the epoch is the year 2116), and the durations and host overheads of all
+ * tasks add up to less than 2^61 ns (73 years).  A stream's typical delays
+ * are at most a second.  A replay never exceeds the
  * total work, and a recorded time plus a duration minus another recorded
  * time stays below 2^63. */
 #define RVG_RECORDED_MIN_NS (-((int64_t)1 << 60))
 #define RVG_RECORDED_MAX_NS ((int64_t)1 << 62)
 #define RVG_WORK_MAX_NS ((uint64_t)1 << 61)
+#define RVG_STREAM_DELAY_MAX_NS ((int64_t)1000000000)
 /* Every flag graph.h defines; anything else in a file is corruption. */
 #define RVG_KNOWN_TASK_FLAGS ((uint16_t)((RV_TASK_FLAG_REMOVED << 1) - 1))
 
@@ -146,18 +159,21 @@ static const size_t build_stat_offsets[] = {
     offsetof(rv_build_stats, nested_runtime_calls), offsetof(rv_build_stats, unmatched_gpu_tasks),
     offsetof(rv_build_stats, blocking_calls_split), offsetof(rv_build_stats, dropped_edges),
     offsetof(rv_build_stats, overlapping_gpu_tasks), offsetof(rv_build_stats, inter_thread_inferred),
-    offsetof(rv_build_stats, sync_events_used), offsetof(rv_build_stats, implicit_waits),
+    offsetof(rv_build_stats, sync_events_used), offsetof(rv_build_stats, syncs_by_api),
+    offsetof(rv_build_stats, waits_by_call_order), offsetof(rv_build_stats, waits_unresolved),
+    offsetof(rv_build_stats, queue_blocked_launches), offsetof(rv_build_stats, implicit_waits),
 };
 G_STATIC_ASSERT(sizeof(rv_trace_stats) == sizeof trace_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
 G_STATIC_ASSERT(sizeof(rv_build_stats) == sizeof build_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
 /* Tripwires: a field added to a graph struct changes its size.  Save the new
  * field here, document it above, and bump RVG_VERSION; then update these. */
 #if GLIB_SIZEOF_VOID_P == 8
-G_STATIC_ASSERT(sizeof(rv_resource) == 24);
-G_STATIC_ASSERT(sizeof(rv_task) == 80);
+G_STATIC_ASSERT(sizeof(rv_resource) == 48);
+G_STATIC_ASSERT(sizeof(rv_task) == 72);
 G_STATIC_ASSERT(sizeof(rv_edge) == 12);
 G_STATIC_ASSERT(sizeof(rv_step) == 32);
-G_STATIC_ASSERT(sizeof(rv_graph) == 216);
+G_STATIC_ASSERT(sizeof(rv_timing) == 88);
+G_STATIC_ASSERT(sizeof(rv_graph) == 336);
 #endif
 
 typedef struct {
@@ -196,6 +212,12 @@ static gboolean check_resources(const rv_graph *graph, int32_t string_count, GSt
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
         if (resource->kind >= RV_RES_KIND_COUNT)
             g_string_printf(why, "resource %u has kind %u (there are %d kinds)", r, resource->kind, RV_RES_KIND_COUNT);
+        else if (resource->launch_latency_ns < 0 || resource->launch_latency_ns > RVG_STREAM_DELAY_MAX_NS ||
+                 resource->idle_gap_ns < 0 || resource->idle_gap_ns > RVG_STREAM_DELAY_MAX_NS ||
+                 resource->queue_depth < 0)
+            g_string_printf(why, "resource %u has impossible timing (launch latency %" G_GINT64_FORMAT
+                            " ns, idle gap %" G_GINT64_FORMAT " ns, queue depth %d)", r,
+                            resource->launch_latency_ns, resource->idle_gap_ns, resource->queue_depth);
         else if (!string_ok(resource->name, string_count))
             g_string_printf(why, "resource %u names string %d (there are %d strings)", r, resource->name, string_count);
         else
@@ -230,9 +252,9 @@ static gboolean recorded_time_ok(int64_t ns)
  * that no replay or report sum can overflow. */
 static gboolean check_task_times(const rv_task *task, int32_t id, uint64_t *work, GString *why)
 {
-    if (task->duration_ns < 0 || task->gap_ns < 0 || task->lag_ns < 0) {
-        g_string_printf(why, "task %d has a negative time (duration %" G_GINT64_FORMAT ", gap %" G_GINT64_FORMAT
-                        ", lag %" G_GINT64_FORMAT " ns)", id, task->duration_ns, task->gap_ns, task->lag_ns);
+    if (task->duration_ns < 0 || task->host_overhead_ns < 0) {
+        g_string_printf(why, "task %d has a negative time (duration %" G_GINT64_FORMAT ", host overhead %"
+                        G_GINT64_FORMAT " ns)", id, task->duration_ns, task->host_overhead_ns);
         return FALSE;
     }
     if (!recorded_time_ok(task->recorded_start_ns)) {
@@ -241,10 +263,10 @@ static gboolean check_task_times(const rv_task *task, int32_t id, uint64_t *work
         return FALSE;
     }
     /* Each term is checked before it is added, so the sum cannot wrap. */
-    const int64_t terms[] = { task->duration_ns, task->gap_ns, task->lag_ns };
+    const int64_t terms[] = { task->duration_ns, task->host_overhead_ns };
     for (gsize i = 0; i < G_N_ELEMENTS(terms); i++) {
         if ((uint64_t)terms[i] >= RVG_WORK_MAX_NS - *work) {
-            g_string_printf(why, "the durations, gaps and lags of tasks 0 to %d add up to more than 2^61 ns", id);
+            g_string_printf(why, "the durations and host overheads of tasks 0 to %d add up to more than 2^61 ns", id);
             return FALSE;
         }
         *work += (uint64_t)terms[i];
@@ -374,6 +396,9 @@ static void write_resources(GString *out, const rv_graph *graph)
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
         put_i64(out, resource->process);
         put_i64(out, resource->thread);
+        put_i64(out, resource->launch_latency_ns);
+        put_i64(out, resource->idle_gap_ns);
+        put_i32(out, resource->queue_depth);
         put_i32(out, resource->name);
         put_u8(out, resource->kind);
     }
@@ -385,8 +410,7 @@ static void write_tasks(GString *out, const rv_graph *graph)
     for (guint t = 0; t < graph->tasks->len; t++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         put_i64(out, task->duration_ns);
-        put_i64(out, task->gap_ns);
-        put_i64(out, task->lag_ns);
+        put_i64(out, task->host_overhead_ns);
         put_i64(out, task->recorded_start_ns);
         put_i64(out, task->correlation);
         put_i64(out, task->bytes);
@@ -433,6 +457,23 @@ static void write_counters(GString *out, const void *stats, const size_t *offset
     for (gsize i = 0; i < count; i++) put_u64(out, *(const uint64_t *)((const char *)stats + offsets[i]));
 }
 
+static void write_timing(GString *out, const rv_timing *timing)
+{
+    put_i64(out, timing->clock_offset_ns);
+    put_i64(out, timing->offset_low_ns);
+    put_i64(out, timing->offset_high_ns);
+    put_i64(out, timing->launch_latency_ns);
+    put_i64(out, timing->idle_gap_ns);
+    put_u64(out, timing->offset_launch_pairs);
+    put_u64(out, timing->offset_sync_pairs);
+    put_u64(out, timing->latency_samples);
+    put_u64(out, timing->gap_samples);
+    put_u64(out, timing->queue_samples);
+    put_i32(out, timing->queue_depth);
+    put_u8(out, timing->clock_status);
+    put_u8(out, timing->queue_measured);
+}
+
 static void write_metadata(GString *out, const rv_graph *graph)
 {
     put_str(out, graph->source ? graph->source : "");
@@ -447,6 +488,7 @@ static void write_metadata(GString *out, const rv_graph *graph)
     put_u8(out, graph->whole_trace_step ? 1 : 0);
     write_counters(out, &graph->trace_stats, trace_stat_offsets, G_N_ELEMENTS(trace_stat_offsets));
     write_counters(out, &graph->build_stats, build_stat_offsets, G_N_ELEMENTS(build_stat_offsets));
+    write_timing(out, &graph->timing);
 }
 
 typedef void (*section_writer)(GString *out, const rv_graph *graph);
@@ -604,6 +646,9 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version > RVG_VERSION)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
+    if (version == 1)
+        return fail(r, NULL, "format version 1 holds an older timing model that this reverie no longer "
+                    "replays; import the trace again");
     if (version != RVG_VERSION)
         return fail(r, NULL, "format version %u was never written by reverie (this one reads version %u)",
                     version, RVG_VERSION);
@@ -730,6 +775,9 @@ static gboolean read_resources(reader *r, rv_graph *graph)
         memset(resource, 0, sizeof *resource);
         resource->process = get_i64(&c);
         resource->thread = get_i64(&c);
+        resource->launch_latency_ns = get_i64(&c);
+        resource->idle_gap_ns = get_i64(&c);
+        resource->queue_depth = get_i32(&c);
         resource->name = get_i32(&c);
         resource->kind = get_u8(&c);
     }
@@ -744,8 +792,7 @@ static gboolean read_tasks(reader *r, rv_graph *graph)
         rv_task *task = &g_array_index(graph->tasks, rv_task, i);
         memset(task, 0, sizeof *task);
         task->duration_ns = get_i64(&c);
-        task->gap_ns = get_i64(&c);
-        task->lag_ns = get_i64(&c);
+        task->host_overhead_ns = get_i64(&c);
         task->recorded_start_ns = get_i64(&c);
         task->correlation = get_i64(&c);
         task->bytes = get_i64(&c);
@@ -846,6 +893,30 @@ static gboolean get_backend(cursor *c, char **backend, GString *why)
     return *backend != NULL;
 }
 
+static gboolean get_timing(cursor *c, rv_timing *timing, GString *why)
+{
+    timing->clock_offset_ns = get_i64(c);
+    timing->offset_low_ns = get_i64(c);
+    timing->offset_high_ns = get_i64(c);
+    timing->launch_latency_ns = get_i64(c);
+    timing->idle_gap_ns = get_i64(c);
+    timing->offset_launch_pairs = get_u64(c);
+    timing->offset_sync_pairs = get_u64(c);
+    timing->latency_samples = get_u64(c);
+    timing->gap_samples = get_u64(c);
+    timing->queue_samples = get_u64(c);
+    timing->queue_depth = get_i32(c);
+    timing->clock_status = get_u8(c);
+    gboolean measured = FALSE;
+    if (!get_flag(c, "queue_measured", &measured, why)) return FALSE;
+    timing->queue_measured = (uint8_t)measured;
+    if (timing->clock_status >= RV_CLOCK_STATUS_COUNT) {
+        g_string_printf(why, "clock status %u is unknown (there are %d)", timing->clock_status, RV_CLOCK_STATUS_COUNT);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean decode_metadata(cursor *c, rv_graph *graph, GString *why)
 {
     char *source = get_str(c, "the source path", why);
@@ -859,7 +930,8 @@ static gboolean decode_metadata(cursor *c, rv_graph *graph, GString *why)
            get_flag(c, "legacy_schema", &graph->legacy_schema, why) &&
            get_flag(c, "whole_trace_step", &graph->whole_trace_step, why) &&
            get_counters(c, "import", &graph->trace_stats, trace_stat_offsets, G_N_ELEMENTS(trace_stat_offsets), why) &&
-           get_counters(c, "build", &graph->build_stats, build_stat_offsets, G_N_ELEMENTS(build_stat_offsets), why);
+           get_counters(c, "build", &graph->build_stats, build_stat_offsets, G_N_ELEMENTS(build_stat_offsets), why) &&
+           get_timing(c, &graph->timing, why);
 }
 
 static gboolean read_metadata(reader *r, rv_graph *graph)
@@ -868,7 +940,7 @@ static gboolean read_metadata(reader *r, rv_graph *graph)
     GString *why = g_string_new(NULL);
     gboolean ok = decode_metadata(&c, graph, why);
     if (ok && remaining(&c) != 0) {
-        g_string_printf(why, "%zu bytes left over after the build counters", (size_t)remaining(&c));
+        g_string_printf(why, "%zu bytes left over after the timing estimates", (size_t)remaining(&c));
         ok = FALSE;
     }
     if (!ok) fail(r, section_names[SECTION_METADATA], "%s", why->str);

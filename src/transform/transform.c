@@ -30,6 +30,14 @@ void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor)
     }
 }
 
+void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, double factor)
+{
+    for (guint i = 0; i < tasks->len; i++) {
+        rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
+        task->host_overhead_ns = (int64_t)llround((double)task->host_overhead_ns * MAX(0.0, factor));
+    }
+}
+
 void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns)
 {
     rv_graph_task(graph, task)->duration_ns = MAX(0, duration_ns);
@@ -187,22 +195,22 @@ static void reconnect(rv_graph *graph, const edge_index *index, int32_t task, GH
     g_array_unref(after);
 }
 
-/* The live task before `task` in its resource's order, walking back through
+/* The live task after `task` in its resource's order, walking on through
  * removed ones (earlier in the same batch), or -1. */
-static int32_t live_previous(const rv_graph *graph, const edge_index *index, int32_t task)
+static int32_t live_next(const rv_graph *graph, const edge_index *index, int32_t task)
 {
     int32_t resource = g_array_index(graph->tasks, rv_task, task).resource;
     for (int32_t current = task;;) {
-        int32_t removed_previous = -1;
-        for (int32_t i = index->in_first[current]; i < index->in_first[current + 1]; i++) {
-            const rv_edge *edge = &g_array_index(graph->edges, rv_edge, index->in_edges[i]);
+        int32_t removed_next = -1;
+        for (int32_t i = index->out_first[current]; i < index->out_first[current + 1]; i++) {
+            const rv_edge *edge = &g_array_index(graph->edges, rv_edge, index->out_edges[i]);
             if (!is_order_kind(edge->kind) ||
-                g_array_index(graph->tasks, rv_task, edge->from).resource != resource) continue;
-            if (!removed(graph, edge->from)) return edge->from;
-            removed_previous = edge->from;
+                g_array_index(graph->tasks, rv_task, edge->to).resource != resource) continue;
+            if (!removed(graph, edge->to)) return edge->to;
+            removed_next = edge->to;
         }
-        if (removed_previous < 0) return -1;
-        current = removed_previous;
+        if (removed_next < 0) return -1;
+        current = removed_next;
     }
 }
 
@@ -211,11 +219,13 @@ static void mark_removed(rv_graph *graph, const edge_index *index, int32_t task,
 {
     rv_task *victim = rv_graph_task(graph, task);
     if (victim->flags & RV_TASK_FLAG_REMOVED) return;
-    if (mode == RV_REMOVE_KEEP_GAP) {
-        int32_t previous = live_previous(graph, index, task);
-        if (previous >= 0) rv_graph_task(graph, previous)->gap_ns += rv_graph_task(graph, task)->gap_ns;
-    }
+    /* Marked first, so that a victim's overhead skips the other victims
+     * of the batch and lands on the next task that stays. */
     rv_graph_task(graph, task)->flags |= RV_TASK_FLAG_REMOVED;
+    if (mode == RV_REMOVE_KEEP_OVERHEAD) {
+        int32_t next = live_next(graph, index, task);
+        if (next >= 0) rv_graph_task(graph, next)->host_overhead_ns += victim->host_overhead_ns;
+    }
     (*count)++;
 }
 
@@ -279,7 +289,7 @@ static int32_t insert_launch(rv_graph *graph, int32_t after, const rv_task *gpu_
     call.resource = anchor->resource;
     call.name = rv_strings_intern(graph->strings, "cudaLaunchKernel");
     call.duration_ns = rv_graph_typical_launch_ns(graph);
-    call.gap_ns = call.lag_ns = 0;
+    call.host_overhead_ns = 0; /* issued from C++ (a library or the framework): no Python before it */
     call.recorded_start_ns = anchor->recorded_start_ns;
     call.correlation = -1;
     int32_t id = rv_graph_add_task(graph, &call);
@@ -317,7 +327,7 @@ int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError 
     if (spec->after >= 0) splice_after(graph, spec->after, id);
     if ((task.flags & RV_TASK_FLAG_GPU) && spec->launch_after >= 0) {
         int32_t launch = insert_launch(graph, spec->launch_after, &task);
-        rv_graph_add_edge(graph, launch, id, RV_EDGE_LAUNCH, TRUE);
+        rv_graph_add_edge(graph, launch, id, RV_EDGE_LAUNCH, FALSE);
     }
     return id;
 }

@@ -9,9 +9,22 @@ static gint compare_int64(gconstpointer left, gconstpointer right)
     return a < b ? -1 : a > b;
 }
 
+void rv_sort_int64(GArray *values)
+{
+    g_array_sort(values, compare_int64);
+}
+
 int64_t rv_median_int64(GArray *values, int64_t fallback)
 {
     if (values->len == 0) return fallback;
     g_array_sort(values, compare_int64);
     return g_array_index(values, int64_t, values->len / 2);
+}
+
+int64_t rv_quantile_int64(GArray *values, double q, int64_t fallback)
+{
+    if (values->len == 0) return fallback;
+    g_array_sort(values, compare_int64);
+    double clamped = q < 0 ? 0 : q > 1 ? 1 : q;
+    return g_array_index(values, int64_t, (guint)(clamped * (values->len - 1)));
 }

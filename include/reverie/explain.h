@@ -1,0 +1,66 @@
+/*
+ * explain.h - time the recording shows that the timing rules do not explain.
+ *
+ * For every GPU task the rules of graph.h give an earliest start, computed
+ * from the recorded (clock-corrected) times of its predecessors: the end of
+ * the previous task on its stream plus the stream's idle gap, its launch
+ * call's end plus the stream's launch latency, and the ends of its
+ * cross-stream, synchronization and communication predecessors.  A task
+ * recorded later than that waited for something the graph does not know: a
+ * missing edge, another rank, another process on the GPU.  That wait is
+ * "unexplained".  It is reported here, per step and per resource with the
+ * tasks that carry the most, and never replayed: the simulator starts the
+ * task by the rules, so the replay error shows the missing time too.
+ *
+ * A task recorded earlier than its rules allow ("early") points the other
+ * way: an edge that should not be there, or a clock the correction missed.
+ *
+ * CPU tasks carry no unexplained time: the host time before a call is its
+ * host overhead by definition (graph.h).
+ */
+#ifndef REVERIE_EXPLAIN_H
+#define REVERIE_EXPLAIN_H
+
+#include <glib.h>
+#include <stdint.h>
+#include "reverie/graph.h"
+
+G_BEGIN_DECLS
+
+/* A task recorded more than this before the rules allow counts as early,
+ * and more than this after them as late; less is timestamp rounding and the
+ * spread around a typical value (the totals still add up every nanosecond). */
+#define RV_EXPLAIN_TOLERANCE_NS 2000
+
+typedef struct {
+    int32_t task;
+    int64_t unexplained_ns;  /* recorded start minus the rules' earliest start */
+    int64_t rule_start_ns;   /* that earliest start, on the recorded clock */
+    int32_t binding;         /* the predecessor that set it, or -1 (stream order or none) */
+} rv_unexplained_task;
+
+typedef struct {
+    int64_t total_ns;        /* over every GPU task */
+    int64_t *by_step;        /* per step; index steps->len is "outside every step" */
+    int64_t *by_resource;    /* per resource */
+    uint64_t late_tasks;     /* GPU tasks with more than the tolerance unexplained */
+    uint64_t early_tasks;    /* GPU tasks recorded earlier than the rules allow */
+    int64_t early_ns;        /* by how much, in all */
+    uint64_t gpu_tasks;
+    GArray *top;             /* rv_unexplained_task, the largest first */
+} rv_explanation;
+
+/* One line each (no newline) for what the timing model had to assume about
+ * this graph and a user should know before trusting a replay: GPU tasks
+ * with no launch call, a corrected or inconsistent clock.  Empty when there
+ * is nothing to say.  Free with g_ptr_array_unref. */
+GPtrArray *rv_timing_notes(const rv_graph *graph);
+
+/* Explain a graph as built (plugins' inserted tasks have no recording and
+ * are skipped).  top: how many tasks to keep in ->top. */
+rv_explanation *rv_explain(const rv_graph *graph, guint top);
+void rv_explanation_free(rv_explanation *explanation);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * explain.c - unexplained time per GPU task (see explain.h for the rule).
+ *
+ * One pass over the edges gives each GPU task its latest recorded
+ * readiness and the predecessor behind it; stream order comes from the
+ * order edges.  Then each task's recorded start is compared with the
+ * earliest start the rules allow.
+ */
+#include "reverie/explain.h"
+
+typedef struct {
+    int64_t ready_ns;     /* the rules' earliest start so far */
+    int32_t binding;      /* who set it, or -1 */
+} readiness;
+
+static gboolean counts(const rv_task *task)
+{
+    return (task->flags & (RV_TASK_FLAG_GPU | RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)) == RV_TASK_FLAG_GPU;
+}
+
+static int64_t recorded_end(const rv_task *task)
+{
+    return task->recorded_start_ns + task->duration_ns;
+}
+
+static void raise_to(readiness *ready, int64_t at, int32_t by)
+{
+    if (at > ready->ready_ns) {
+        ready->ready_ns = at;
+        ready->binding = by;
+    }
+}
+
+/* The earliest start of each GPU task by the rules, on the recorded clock. */
+static readiness *rule_starts(const rv_graph *graph)
+{
+    int32_t n = rv_graph_task_count(graph);
+    const rv_task *tasks = (const rv_task *)graph->tasks->data;
+    const rv_resource *resources = (const rv_resource *)graph->resources->data;
+    readiness *ready = g_new(readiness, n);
+    for (int32_t t = 0; t < n; t++) ready[t] = (readiness){ G_MININT64, -1 };
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        const rv_task *from = &tasks[edge->from], *to = &tasks[edge->to];
+        if (!counts(to) || (from->flags & RV_TASK_FLAG_REMOVED)) continue;
+        const rv_resource *stream = &resources[to->resource];
+        if (from->resource == to->resource) {
+            /* stream order: the previous task's end plus the idle gap */
+            raise_to(&ready[edge->to], recorded_end(from) + stream->idle_gap_ns, -1);
+        } else if (edge->kind == RV_EDGE_LAUNCH && !edge->from_start) {
+            raise_to(&ready[edge->to], recorded_end(from) + stream->launch_latency_ns, edge->from);
+        } else {
+            raise_to(&ready[edge->to], edge->from_start ? from->recorded_start_ns : recorded_end(from), edge->from);
+        }
+    }
+    return ready;
+}
+
+static gint larger_first(gconstpointer left, gconstpointer right)
+{
+    const rv_unexplained_task *a = left, *b = right;
+    if (a->unexplained_ns != b->unexplained_ns) return a->unexplained_ns > b->unexplained_ns ? -1 : 1;
+    return a->task < b->task ? -1 : a->task > b->task;
+}
+
+rv_explanation *rv_explain(const rv_graph *graph, guint top)
+{
+    rv_explanation *x = g_new0(rv_explanation, 1);
+    x->by_step = g_new0(int64_t, graph->steps->len + 1);
+    x->by_resource = g_new0(int64_t, graph->resources->len);
+    x->top = g_array_new(FALSE, FALSE, sizeof(rv_unexplained_task));
+    readiness *ready = rule_starts(graph);
+    GArray *late = g_array_new(FALSE, FALSE, sizeof(rv_unexplained_task));
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (!counts(task)) continue;
+        x->gpu_tasks++;
+        if (ready[t].ready_ns == G_MININT64) continue; /* nothing before it: no rule to compare with */
+        int64_t difference = task->recorded_start_ns - ready[t].ready_ns;
+        if (difference < -RV_EXPLAIN_TOLERANCE_NS) {
+            x->early_tasks++;
+            x->early_ns -= difference;
+        }
+        if (difference <= 0) continue;
+        rv_unexplained_task item = { t, difference, ready[t].ready_ns, ready[t].binding };
+        g_array_append_val(late, item);
+        if (difference > RV_EXPLAIN_TOLERANCE_NS) x->late_tasks++;
+        x->total_ns += difference;
+        x->by_step[task->step >= 0 ? (guint)task->step : graph->steps->len] += difference;
+        x->by_resource[task->resource] += difference;
+    }
+    g_array_sort(late, larger_first);
+    g_array_append_vals(x->top, late->data, MIN(top, late->len));
+    g_array_unref(late);
+    g_free(ready);
+    return x;
+}
+
+void rv_explanation_free(rv_explanation *explanation)
+{
+    if (explanation == NULL) return;
+    g_free(explanation->by_step);
+    g_free(explanation->by_resource);
+    g_array_unref(explanation->top);
+    g_free(explanation);
+}
+
+static uint64_t gpu_task_count(const rv_graph *graph)
+{
+    uint64_t count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++)
+        if (g_array_index(graph->tasks, rv_task, t).flags & RV_TASK_FLAG_GPU) count++;
+    return count;
+}
+
+GPtrArray *rv_timing_notes(const rv_graph *graph)
+{
+    GPtrArray *notes = g_ptr_array_new_with_free_func(g_free);
+    const rv_timing *timing = &graph->timing;
+    uint64_t unmatched = graph->build_stats.unmatched_gpu_tasks, gpu = gpu_task_count(graph);
+    if (unmatched > 0)
+        g_ptr_array_add(notes, g_strdup_printf(
+            "%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " GPU tasks have no launch call in the trace (no matching "
+            "correlation id): they are assumed to run as soon as their stream is free, so the replay cannot show "
+            "the GPU waiting for the CPU there", unmatched, gpu));
+    if (timing->clock_status == RV_CLOCK_CORRECTED)
+        g_ptr_array_add(notes, g_strdup_printf(
+            "the GPU clock is %+.3f ms off the CPU clock (%s); GPU times were corrected by that much before any "
+            "dependency was inferred", timing->clock_offset_ns / 1e6,
+            timing->clock_offset_ns < 0 ? "GPU tasks started before their launch calls"
+                                        : "blocking calls returned before the GPU work they waited for ended"));
+    if (timing->clock_status == RV_CLOCK_INCONSISTENT)
+        g_ptr_array_add(notes, g_strdup_printf(
+            "the CPU and GPU clocks disagree by more than one offset explains (launches allow at most %+.3f ms, "
+            "blocking calls need at least %+.3f ms): corrected by %+.3f ms; synchronizations the recording "
+            "contradicts were dropped", timing->offset_high_ns / 1e6, timing->offset_low_ns / 1e6,
+            timing->clock_offset_ns / 1e6));
+    return notes;
+}
