@@ -3,15 +3,21 @@
 # export-graph`: exit codes for bad selections and options, the text and JSON
 # output, and GraphML / DOT files that standard parsers accept.
 #
-# usage: cli_query.sh REVERIE SOURCE_ROOT [SHARED_TRACES]
-# Uses the trace the project ships (traces/small_ddp.json.gz); the shared
-# traces, when present, add a check on a real ResNet-50 profile.
+# usage: cli_query.sh REVERIE SOURCE_ROOT
+# Uses two traces the project ships: traces/small_ddp.json.gz and a real
+# ResNet-50 profile; exits 77 (skipped) if one is missing.
 set -u
 
 reverie=$1
 root=$2
-shared=${3:-}
 trace="$root/traces/small_ddp.json.gz"
+real="$root/traces/hta_resnet50_v100.json.gz"
+for needed in "$trace" "$real"; do
+    if [ ! -f "$needed" ]; then
+        echo "SKIP: $needed is missing"
+        exit 77
+    fi
+done
 . "$(dirname "$0")/cli_lib.sh"
 
 expect_in() { # FILE TEXT
@@ -79,11 +85,9 @@ expect_status 0 "$reverie" export-graph "$trace" -o - --format dot --select "kin
 expect_in "$work/out" 'digraph'
 expect_in "$work/out" 'kind=kernel'
 
-# --- a real trace, when the shared traces are there ----------------------
-if [ -n "$shared" ] && [ -f "$shared/hta_resnet50_v100.json.gz" ]; then
-    expect_status 0 "$reverie" query "$shared/hta_resnet50_v100.json.gz" kind=kernel phase=backward --group-by layer
-    expect_in "$work/out" 'ConvolutionBackward'
-fi
+# --- a real trace ---------------------------------------------------------
+expect_status 0 "$reverie" query "$real" kind=kernel phase=backward --group-by layer
+expect_in "$work/out" 'ConvolutionBackward'
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)" >&2

@@ -3,14 +3,14 @@
 # identical output of info and simulate for a trace and its graph, and exit
 # status 2 with a clear message for damaged or foreign .rvg files.
 #
-# usage: cli_store.sh REVERIE SOURCE_ROOT [SHARED_TRACES]
-# Uses the trace the project ships (traces/small_ddp.json.gz) and, when
-# present, two shared traces.  Exits 77 (skipped) if there is no trace.
+# usage: cli_store.sh REVERIE SOURCE_ROOT
+# Uses three traces the project ships in traces/; exits 77 (skipped) if one
+# is missing.
 set -u
 
 reverie=$1
 root=$2
-shared=${3:-}
+
 . "$(dirname "$0")/cli_lib.sh"
 
 # expect_error TEXT : the last command's stderr says TEXT on one line.
@@ -20,14 +20,13 @@ expect_error() {
 }
 
 traces=""
-[ -f "$root/traces/small_ddp.json.gz" ] && traces="$root/traces/small_ddp.json.gz"
-for name in hta_event_sync.json.gz hta_resnet50_v100.json.gz; do
-    [ -n "$shared" ] && [ -f "$shared/$name" ] && traces="$traces $shared/$name"
+for name in small_ddp.json.gz hta_event_sync.json.gz hta_resnet50_v100.json.gz; do
+    if [ ! -f "$root/traces/$name" ]; then
+        echo "SKIP: $root/traces/$name is missing"
+        exit 77
+    fi
+    traces="$traces $root/traces/$name"
 done
-if [ -z "$traces" ]; then
-    echo "no trace to import; skipping"
-    exit 77
-fi
 
 # A trace and its saved graph print the same for every read-only command.
 for trace in $traces; do

@@ -2,6 +2,7 @@
  * plugin_harness.c - shared helpers for the plugin test suites (see the header).
  */
 #include "plugin_harness.h"
+#include "project_traces.h"
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -132,19 +133,11 @@ int64_t step_total(const rv_graph *graph)
     return total;
 }
 
-char *shared_trace(const char *name)
+/* The graph of a shipped trace.  The test program's main() has checked with
+ * require_project_traces() that it is there, so a missing file fails. */
+rv_graph *load_trace(const char *name)
 {
-    const char *dir = g_getenv("REVERIE_SHARED_TRACES");
-    char *path = g_build_filename(dir ? dir : "/work/shared/traces", name, NULL);
-    if (!g_file_test(path, G_FILE_TEST_EXISTS)) { g_free(path); return NULL; }
-    return path;
-}
-
-/* The graph of a real trace, or NULL (test skipped) when it is absent. */
-rv_graph *load_shared(const char *name)
-{
-    char *path = shared_trace(name);
-    if (path == NULL) { g_printerr("skipped: %s not found\n", name); return NULL; }
+    char *path = project_trace_path(name);
     GError *error = NULL;
     rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
     ck_assert_msg(trace != NULL, "%s: %s", path, error ? error->message : "");
@@ -156,24 +149,22 @@ rv_graph *load_shared(const char *name)
 }
 
 /* Predicted step total after one plugin, and the baseline, on a real trace. */
-gboolean predict_shared(const char *trace, const char *plugin, const char *text,
-                               int64_t *baseline, int64_t *predicted)
+void predict_trace(const char *trace, const char *plugin, const char *text, int64_t *baseline,
+                   int64_t *predicted)
 {
-    rv_graph *graph = load_shared(trace);
-    if (graph == NULL) return FALSE;
+    rv_graph *graph = load_trace(trace);
     *baseline = step_total(graph);
     apply_and_simulate(graph, plugin, text, NULL, predicted);
     g_printerr("%s %s:%s  %.3f ms -> %.3f ms (%.3fx)\n", trace, plugin, text, *baseline / 1e6, *predicted / 1e6,
                (double)*baseline / (double)*predicted);
     rv_graph_free(graph);
-    return TRUE;
 }
 
 /* Neutral parameters: the prediction equals the baseline, to the ns. */
 void check_neutral(const char *trace, const char *plugin, const char *text)
 {
     int64_t baseline, predicted;
-    if (!predict_shared(trace, plugin, text, &baseline, &predicted)) return;
+    predict_trace(trace, plugin, text, &baseline, &predicted);
     ck_assert_msg(predicted == baseline, "%s:%s on %s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT,
                   plugin, text, trace, predicted, baseline);
 }

@@ -12,6 +12,7 @@
 
 #include <check.h>
 #include <glib.h>
+#include "project_traces.h"
 #include <stdint.h>
 #include "reverie/error.h"
 #include "reverie/graph.h"
@@ -44,12 +45,12 @@ void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int
 int64_t makespan(const rv_graph *graph);
 /* Sum of the simulated step times (the what-if "total" line). */
 int64_t step_total(const rv_graph *graph);
-char *shared_trace(const char *name);
-/* The graph of a real trace, or NULL (test skipped) when it is absent. */
-rv_graph *load_shared(const char *name);
+/* The graph of a shipped trace (traces/); main() must have listed it in
+ * require_project_traces(). */
+rv_graph *load_trace(const char *name);
 /* Predicted step total after one plugin, and the baseline, on a real trace.
  * The plugin's replacement priority, if any, is used for the prediction. */
-gboolean predict_shared(const char *trace, const char *plugin, const char *text, int64_t *baseline,
+void predict_trace(const char *trace, const char *plugin, const char *text, int64_t *baseline,
                         int64_t *predicted);
 /* Neutral parameters: the prediction equals the baseline, to the ns. */
 void check_neutral(const char *trace, const char *plugin, const char *text);

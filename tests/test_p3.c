@@ -282,8 +282,7 @@ static GArray *resnet50_sizes(void)
  * its backward pass has one run of weighted-layer kernels per layer. */
 START_TEST(layers_resnet50)
 {
-    rv_graph *graph = load_shared("kineto_legacy_resnet50_v100.json.gz");
-    if (graph == NULL) return;
+    rv_graph *graph = load_trace("kineto_legacy_resnet50_v100.2steps.json.gz");
     GArray *expected = resnet50_sizes();
     ck_assert_int_eq(expected->len, 54);
     GPtrArray *layers = rv_weighted_layers_by_step(graph);
@@ -339,9 +338,8 @@ static void check_trends(const char *trace, const char *extra)
         int64_t base = 0, predicted[2];
         for (int p = 0; p < 2; p++) {
             char *text = g_strdup_printf("bandwidth=%s,priority=%s%s", bandwidths[i], p ? "off" : "on", extra);
-            gboolean ran = predict_shared(trace, "p3", text, &base, &predicted[p]);
+            predict_trace(trace, "p3", text, &base, &predicted[p]);
             g_free(text);
-            if (!ran) return;
             if (i == 0) ck_assert_msg(predicted[p] == base, "%s: a fast network should cost nothing", trace);
             if (i >= 2) ck_assert_msg(predicted[p] > base, "%s %s: %" G_GINT64_FORMAT " not above %" G_GINT64_FORMAT,
                                       trace, bandwidths[i], predicted[p], base);
@@ -358,7 +356,7 @@ static void check_trends(const char *trace, const char *extra)
 
 START_TEST(p3_real_legacy)
 {
-    check_trends("kineto_legacy_resnet50_v100.json.gz", "");
+    check_trends("kineto_legacy_resnet50_v100.2steps.json.gz", "");
 }
 END_TEST
 
@@ -396,6 +394,8 @@ static Suite *p3_suite(void)
 
 int main(void)
 {
+    static const char *const traces[] = { "hta_resnet50_v100.json.gz", "kineto_legacy_resnet50_v100.2steps.json.gz", NULL };
+    require_project_traces(traces);
     SRunner *runner = srunner_create(p3_suite());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);

@@ -1,39 +1,56 @@
 /*
- * test_replay.c - replay accuracy on the real traces in ../shared/traces.
+ * test_replay.c - replay accuracy of the rule-based timing model on the real
+ * traces the project ships (traces/).
  *
- * For every trace with GPU work: the mean per-step error is at most 2% and
- * no step is off by more than 5%; and the recorded step times reverie
- * reports match ../shared/tools/tracestat.py (an independent Python reading
- * of the same rule) to within 0.1%.  Skips when the traces are absent.
+ * The replay starts every task by the timing rules of graph.h, never at a
+ * recorded time, so its error is a measurement: the recorded time the rules
+ * do not explain.  Limits (issue "causal timing model"): mean per-step error
+ * at most 3% on every single-process trace, at most 5% on a rank of a
+ * multi-rank job replayed alone (its collectives' recorded durations hold
+ * waits for other ranks).  No step may be off by more than twice that.
+ * The recorded step times reverie reports must match tests/tracestat.py (an
+ * independent Python reading of the same step rule) to within 0.1%.
  */
 #include "reverie/graph.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include "reverie/trace.h"
+#include "project_traces.h"
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 
-static const char *const traces[] = {
-    "hta_resnet50_v100.json.gz", "hta_transformer_ddp_v100_rank1.json.gz",
-    "kineto_legacy_resnet50_v100.json.gz", "param_linear_2080ti.json.gz", "hta_alexnet_a100.json.gz",
-    "param_dlrm_v100_8ranks/rank0.json.gz", "param_dlrm_v100_8ranks/rank1.json.gz",
-    "param_dlrm_v100_8ranks/rank2.json.gz", "param_dlrm_v100_8ranks/rank3.json.gz",
-    "param_dlrm_v100_8ranks/rank4.json.gz", "param_dlrm_v100_8ranks/rank5.json.gz",
-    "param_dlrm_v100_8ranks/rank6.json.gz", "param_dlrm_v100_8ranks/rank7.json.gz",
-    "hta_simple_add_a100.json.gz", "hta_event_sync.json.gz", "hta_event_sync_multi_stream.json.gz",
-    "hta_minitoy_mi250.json.gz", "hta_triton_a100.json.gz", "hta_simple_add_small_a100.json.gz",
-};
+typedef struct {
+    const char *name;
+    double mean_limit;   /* largest mean per-step error allowed */
+} replay_case;
 
-static char *shared_path(const char *name)
-{
-    const char *folder = g_getenv("REVERIE_SHARED_TRACES");
-    char *path = g_build_filename(folder ? folder : "../shared/traces", name, NULL);
-    if (g_file_test(path, G_FILE_TEST_EXISTS)) return path;
-    g_free(path);
-    return NULL;
-}
+static const replay_case cases[] = {
+    { "hta_resnet50_v100.json.gz", 0.03 },
+    { "kineto_legacy_resnet50_v100.2steps.json.gz", 0.03 },
+    { "param_linear_2080ti.json.gz", 0.03 },
+    { "hta_alexnet_a100.json.gz", 0.03 },
+    { "hta_simple_add_a100.json.gz", 0.03 },
+    { "hta_event_sync.json.gz", 0.03 },
+    { "hta_event_sync_multi_stream.json.gz", 0.03 },
+    { "hta_minitoy_mi250.json.gz", 0.03 },
+    { "hta_triton_a100.json.gz", 0.03 },
+    { "hta_simple_add_small_a100.json.gz", 0.03 },
+    { "pairs/dataloader_workers_v100/num_workers_0.json.gz", 0.03 },
+    { "pairs/dataloader_workers_v100/num_workers_4.json.gz", 0.03 },
+    { "pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz", 0.03 },
+    { "pairs/weights_fp32_vs_bf16_a10g/bf16.json.gz", 0.03 },
+    { "hta_transformer_ddp_v100_rank1.2steps.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank0.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank1.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank2.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank3.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank4.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank5.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank6.json.gz", 0.05 },
+    { "param_dlrm_v100_8ranks/rank7.json.gz", 0.05 },
+};
 
 /* tracestat.py's step_us values, or NULL if it cannot be run. */
 static json_t *tracestat_steps(const char *path)
@@ -55,10 +72,27 @@ static json_t *tracestat_steps(const char *path)
     return steps;
 }
 
+static void check_recorded_against_tracestat(const char *name, const char *path, const GArray *steps)
+{
+    json_t *reference = tracestat_steps(path);
+    if (reference == NULL || json_array_size(reference) == 0) {
+        json_decref(reference);
+        return; /* no ProfilerStep: tracestat has no steps to compare */
+    }
+    ck_assert_uint_eq(json_array_size(reference), steps->len);
+    for (guint s = 0; s < steps->len; s++) {
+        double expected_us = json_number_value(json_object_get(json_array_get(reference, s), "step_us"));
+        double got_us = g_array_index(steps, rv_step_time, s).recorded_ns / 1e3;
+        ck_assert_msg(fabs(got_us - expected_us) <= 0.001 * expected_us, "%s step %u: %.3f us vs tracestat %.3f us",
+                      name, s, got_us, expected_us);
+    }
+    json_decref(reference);
+}
+
 START_TEST(replays_within_limits)
 {
-    char *path = shared_path(traces[_i]);
-    if (path == NULL) return; /* skip: no shared traces here */
+    const replay_case *c = &cases[_i];
+    char *path = project_trace_path(c->name);
     GError *error = NULL;
     rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
     ck_assert_msg(trace != NULL, "%s", error ? error->message : "");
@@ -74,19 +108,11 @@ START_TEST(replays_within_limits)
         mean += error_s / steps->len;
         worst = MAX(worst, error_s);
     }
-    ck_assert_msg(mean <= 0.02, "%s: mean step error %.3f%%", traces[_i], 100 * mean);
-    ck_assert_msg(worst <= 0.05, "%s: worst step error %.3f%%", traces[_i], 100 * worst);
-    json_t *reference = tracestat_steps(path);
-    if (reference != NULL && json_array_size(reference) > 0) {
-        ck_assert_uint_eq(json_array_size(reference), steps->len);
-        for (guint s = 0; s < steps->len; s++) {
-            double expected_us = json_number_value(json_object_get(json_array_get(reference, s), "step_us"));
-            double got_us = g_array_index(steps, rv_step_time, s).recorded_ns / 1e3;
-            ck_assert_msg(fabs(got_us - expected_us) <= 0.001 * expected_us, "%s step %u: %.3f us vs tracestat %.3f us",
-                          traces[_i], s, got_us, expected_us);
-        }
-    }
-    json_decref(reference);
+    g_printerr("%-55s mean %.3f%%  max %.3f%%\n", c->name, 100 * mean, 100 * worst);
+    ck_assert_msg(mean <= c->mean_limit, "%s: mean step error %.3f%% > %.0f%%", c->name, 100 * mean,
+                  100 * c->mean_limit);
+    ck_assert_msg(worst <= 2 * c->mean_limit, "%s: worst step error %.3f%%", c->name, 100 * worst);
+    check_recorded_against_tracestat(c->name, path, steps);
     g_array_unref(steps);
     rv_sim_result_clear(&sim);
     rv_graph_free(graph);
@@ -97,10 +123,14 @@ END_TEST
 
 int main(void)
 {
+    const char *names[G_N_ELEMENTS(cases) + 1];
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) names[i] = cases[i].name;
+    names[G_N_ELEMENTS(cases)] = NULL;
+    require_project_traces(names);
     Suite *suite = suite_create("replay");
     TCase *tcase = tcase_create("real traces");
     tcase_set_timeout(tcase, 120);
-    tcase_add_loop_test(tcase, replays_within_limits, 0, (int)G_N_ELEMENTS(traces));
+    tcase_add_loop_test(tcase, replays_within_limits, 0, (int)G_N_ELEMENTS(cases));
     suite_add_tcase(suite, tcase);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

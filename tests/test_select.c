@@ -1,8 +1,8 @@
 /*
  * test_select.c - Check tests for the selection language (select.h): every
  * key, globs, substrings, comma lists, negation, steps and ranges on a small
- * hand-built graph; the error messages for bad selections; and, when the
- * shared traces are present, sanity checks on a real ResNet-50 trace.
+ * hand-built graph; the error messages for bad selections; and sanity
+ * checks on a real ResNet-50 trace the project ships.
  */
 #include "reverie/select.h"
 #include "reverie/error.h"
@@ -10,6 +10,7 @@
 #include "reverie/trace.h"
 
 #include <check.h>
+#include "project_traces.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,20 +301,16 @@ END_TEST
 
 static rv_graph *real_graph;
 
+/* main() has checked that the trace is there (require_project_traces). */
 static void load_real_graph(void)
 {
-    const char *dir = g_getenv("REVERIE_SHARED_TRACES");
-    char *path = g_build_filename(dir ? dir : "../shared/traces", "hta_resnet50_v100.json.gz", NULL);
-    if (g_file_test(path, G_FILE_TEST_EXISTS)) {
-        GError *error = NULL;
-        rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
-        if (trace) real_graph = rv_graph_build(trace, &error);
-        if (error) fprintf(stderr, "test_select: %s: %s\n", path, error->message);
-        g_clear_error(&error);
-        if (trace) rv_trace_free(trace);
-    } else {
-        fprintf(stderr, "test_select: %s missing; real-trace checks skipped\n", path);
-    }
+    char *path = project_trace_path("hta_resnet50_v100.json.gz");
+    GError *error = NULL;
+    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
+    if (trace) real_graph = rv_graph_build(trace, &error);
+    if (error) fprintf(stderr, "test_select: %s: %s\n", path, error->message);
+    g_clear_error(&error);
+    if (trace) rv_trace_free(trace);
     g_free(path);
 }
 
@@ -454,6 +451,8 @@ static Suite *select_suite(void)
 
 int main(void)
 {
+    static const char *const traces[] = { "hta_resnet50_v100.json.gz", NULL };
+    require_project_traces(traces);
     SRunner *runner = srunner_create(select_suite());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);

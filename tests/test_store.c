@@ -3,15 +3,15 @@
  *
  * Round trips: a graph saved and loaded again must equal the original in
  * every field and replay to exactly the same step times, for a hand-built
- * graph and for every trace in ../shared/traces and traces/ (where present).
+ * graph and for every trace the project ships (traces/, with its subfolders).
  * Robustness: every truncation, every single-bit flip, a newer version, an
  * empty file, a JSON trace under a .rvg name, hand-forged fields with valid
  * checksums and the fuzzer's regression inputs must each fail with one
  * RV_ERROR_INPUT message, never crash and never load.
  *
  * Directories come from the environment (set by tests/meson.build):
- *   REVERIE_SHARED_TRACES      ../shared/traces (skipped when absent)
- *   REVERIE_PROJECT_TRACES     traces/
+ *   REVERIE_TRACES             traces/ (the program is skipped when a trace it
+ *                              names is missing)
  *   REVERIE_FUZZ_REGRESSIONS   tests/fuzz/regressions
  */
 #define _GNU_SOURCE /* memmem */
@@ -23,6 +23,7 @@
 #include "reverie/trace.h"
 
 #include <check.h>
+#include "project_traces.h"
 #include <glib/gstdio.h>
 #include <string.h>
 #include <zlib.h>
@@ -365,28 +366,37 @@ static rv_graph *graph_of_trace(const char *path)
     return graph;
 }
 
-/* Every .json / .json.gz file in the folder named by env_name; 0 if none. */
+/* Every .json / .json.gz file in a folder and its subfolders; how many. */
+static int for_each_trace_in(const char *dir_name, void (*check)(const char *path))
+{
+    GDir *dir = g_dir_open(dir_name, 0, NULL);
+    if (dir == NULL) return 0;
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+    while ((name = g_dir_read_name(dir)) != NULL) g_ptr_array_add(names, g_strdup(name));
+    g_dir_close(dir);
+    g_ptr_array_sort(names, (GCompareFunc)g_strcmp0);
+    int count = 0;
+    for (guint i = 0; i < names->len; i++) {
+        const char *entry = g_ptr_array_index(names, i);
+        char *path = g_build_filename(dir_name, entry, NULL);
+        if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+            count += for_each_trace_in(path, check);
+        } else if (g_str_has_suffix(entry, ".json") || g_str_has_suffix(entry, ".json.gz")) {
+            check(path);
+            count++;
+        }
+        g_free(path);
+    }
+    g_ptr_array_unref(names);
+    return count;
+}
+
+/* The same for the folder named by env_name; 0 if it is not set. */
 static int for_each_trace(const char *env_name, void (*check)(const char *path))
 {
     const char *dir_name = g_getenv(env_name);
-    GDir *dir = dir_name ? g_dir_open(dir_name, 0, NULL) : NULL;
-    if (dir == NULL) {
-        fprintf(stderr, "note: %s is not set or not a folder; skipping its traces\n", env_name);
-        return 0;
-    }
-    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-    const char *name;
-    while ((name = g_dir_read_name(dir)) != NULL)
-        if (g_str_has_suffix(name, ".json") || g_str_has_suffix(name, ".json.gz")) g_ptr_array_add(names, g_strdup(name));
-    g_dir_close(dir);
-    for (guint i = 0; i < names->len; i++) {
-        char *path = g_build_filename(dir_name, g_ptr_array_index(names, i), NULL);
-        check(path);
-        g_free(path);
-    }
-    int count = (int)names->len;
-    g_ptr_array_unref(names);
-    return count;
+    return dir_name ? for_each_trace_in(dir_name, check) : 0;
 }
 
 static void round_trip_trace(const char *path)
@@ -397,14 +407,13 @@ static void round_trip_trace(const char *path)
     rv_graph_free(graph);
 }
 
-/* A small real graph for the exhaustive damage tests, if shared/ is there. */
+/* A small real graph for the exhaustive damage tests. */
 static guint8 *event_sync_bytes(gsize *length)
 {
-    const char *dir = g_getenv("REVERIE_SHARED_TRACES");
-    char *path = dir ? g_build_filename(dir, "hta_event_sync.json.gz", NULL) : NULL;
-    rv_graph *graph = path && g_file_test(path, G_FILE_TEST_EXISTS) ? graph_of_trace(path) : NULL;
+    char *path = project_trace_path("hta_event_sync.json.gz");
+    rv_graph *graph = graph_of_trace(path);
     g_free(path);
-    if (graph == NULL) return NULL;
+    ck_assert(graph != NULL);
     guint8 *bytes = save_bytes(graph, length);
     rv_graph_free(graph);
     return bytes;
@@ -429,16 +438,11 @@ START_TEST(round_trip_empty_graph)
 }
 END_TEST
 
-START_TEST(round_trip_shared_traces)
-{
-    int count = for_each_trace("REVERIE_SHARED_TRACES", round_trip_trace);
-    fprintf(stderr, "round-tripped the traces of %d files in REVERIE_SHARED_TRACES\n", count);
-}
-END_TEST
 
 START_TEST(round_trip_project_traces)
 {
-    for_each_trace("REVERIE_PROJECT_TRACES", round_trip_trace);
+    int count = for_each_trace("REVERIE_TRACES", round_trip_trace);
+    ck_assert_int_gt(count, 8);
 }
 END_TEST
 
@@ -531,10 +535,6 @@ START_TEST(truncated_and_flipped_real_graph)
 {
     gsize length;
     guint8 *bytes = event_sync_bytes(&length);
-    if (bytes == NULL) {
-        fprintf(stderr, "note: hta_event_sync.json.gz not found; the hand-built graph covers this\n");
-        return;
-    }
     every_truncation_fails(bytes, length);
     every_bit_flip_fails(bytes, length);
     g_free(bytes);
@@ -837,7 +837,6 @@ static Suite *store_suite(void)
     tcase_set_timeout(trips, 600);
     tcase_add_test(trips, round_trip_hand_built);
     tcase_add_test(trips, round_trip_empty_graph);
-    tcase_add_test(trips, round_trip_shared_traces);
     tcase_add_test(trips, round_trip_project_traces);
     tcase_add_test(trips, saving_is_deterministic);
     tcase_add_test(trips, is_graph_file_reads_content);
@@ -863,6 +862,8 @@ static Suite *store_suite(void)
 
 int main(void)
 {
+    static const char *const traces[] = { "hta_event_sync.json.gz", "hta_resnet50_v100.json.gz", NULL };
+    require_project_traces(traces);
     SRunner *runner = srunner_create(store_suite());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);

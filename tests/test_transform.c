@@ -780,8 +780,7 @@ END_TEST
  * the same nanosecond as in the default replay. */
 START_TEST(policy_constant_rank_reproduces_default_real)
 {
-    rv_graph *graph = load_shared("hta_resnet50_v100.json.gz");
-    if (graph == NULL) return;
+    rv_graph *graph = load_trace("hta_resnet50_v100.json.gz");
     rv_sim_result plain = replay_with(graph, NULL);
     rv_policy policy = { constant_rank, NULL };
     rv_sim_result ranked = replay_with(graph, &policy);
@@ -955,6 +954,8 @@ static Suite *transform_suite(void)
 
 int main(void)
 {
+    static const char *const traces[] = { "hta_resnet50_v100.json.gz", NULL };
+    require_project_traces(traces);
     SRunner *runner = srunner_create(transform_suite());
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
