@@ -13,11 +13,11 @@
  *     stream alone held them back (median);
  *   - launch-queue depth: CUDA blocks a launch while its queue is full.  A
  *     launch call that ran at least BLOCKED_CALL_MIN_NS and ten times an
- *     unblocked launch returns when a slot frees; the number of tasks then
- *     still in flight on its stream is the depth minus one.  The depth is
- *     measured when at least QUEUE_MIN_SAMPLES such calls agree to within
- *     10%; otherwise CUDA's 1024 is assumed (it only matters when a what-if
- *     makes the GPU fall that far behind).
+ *     unblocked launch returns when a slot frees: just after the task
+ *     launched `depth` launches before it ends (tightest_depth() says how
+ *     the depth is found).  It is measured from at least QUEUE_MIN_SAMPLES
+ *     such calls; otherwise CUDA's 1024 is assumed (it only matters when a
+ *     what-if makes the GPU fall that far behind).
  * A stream with fewer than STREAM_MIN_SAMPLES samples takes the trace-wide
  * value; a trace with none takes the defaults below.  All are clamped to
  * what hardware does (a launch latency above 200 us, or a gap above 100 us,
@@ -216,39 +216,108 @@ static int64_t unblocked_launch_call(const builder *b)
     return typical;
 }
 
-/* Tasks still in flight on their stream when each long launch call returned. */
-static void in_flight_at_blocked_launches(const builder *b, guint stream, int64_t long_call_ns, GArray *out)
+/* A launch call that ran long, by its stream and its position there. */
+typedef struct {
+    guint stream;
+    guint position;      /* the launched task's index in the stream's order */
+    int64_t returned_ns; /* the call's recorded end */
+} blocked_launch;
+
+static void collect_blocked_launches(const builder *b, guint stream, int64_t long_call_ns, GArray *out)
 {
     GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
-    GArray *ends = stream_ends(b, stream);
-    for (guint k = 0; k < tasks->len; k++) {
+    for (guint k = 1; k < tasks->len; k++) {
         const rv_task *call = plain_launch(b, g_array_index(tasks, int32_t, k));
         if (call == NULL || call->duration_ns < long_call_ns) continue;
-        int64_t in_flight = (int64_t)k - count_ended_by(ends, k, task_recorded_end(call));
-        g_array_append_val(out, in_flight);
+        blocked_launch blocked = { stream, k, task_recorded_end(call) };
+        g_array_append_val(out, blocked);
     }
-    g_array_unref(ends);
+}
+
+/* The first guess of the depth: the median over the blocked calls of their
+ * position minus the position of the last task that ended by their return. */
+static int64_t first_guess(const GArray *blocked, GPtrArray *ends)
+{
+    GArray *depths = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (guint i = 0; i < blocked->len; i++) {
+        const blocked_launch *call = &g_array_index(blocked, blocked_launch, i);
+        guint ended = count_ended_by(g_ptr_array_index(ends, call->stream), call->position, call->returned_ns);
+        int64_t depth = (int64_t)call->position - ((int64_t)ended - 1);
+        g_array_append_val(depths, depth);
+    }
+    int64_t guess = rv_median_int64(depths, 0);
+    g_array_unref(depths);
+    return guess;
+}
+
+/* How much "return minus the end of the task `depth` launches earlier"
+ * varies over the blocked calls (interquartile range), or -1 when fewer
+ * than QUEUE_MIN_SAMPLES calls have such a task. */
+static int64_t release_spread(const GArray *blocked, GPtrArray *ends, int64_t depth)
+{
+    GArray *gaps = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (guint i = 0; i < blocked->len; i++) {
+        const blocked_launch *call = &g_array_index(blocked, blocked_launch, i);
+        if ((int64_t)call->position < depth) continue;
+        GArray *stream_end = g_ptr_array_index(ends, call->stream);
+        int64_t gap = call->returned_ns - g_array_index(stream_end, int64_t, call->position - (guint)depth);
+        g_array_append_val(gaps, gap);
+    }
+    int64_t spread = -1;
+    if (gaps->len >= QUEUE_MIN_SAMPLES)
+        spread = rv_quantile_int64(gaps, 0.75, 0) - rv_quantile_int64(gaps, 0.25, 0);
+    g_array_unref(gaps);
+    return spread;
+}
+
+/*
+ * A blocked call returns a moment (the same few microseconds each time)
+ * after the task `depth` launches before it ends.  So with the right depth,
+ * "return minus that end" barely varies over the blocked calls, while one
+ * more or less puts a whole kernel's length into it.  Of the depths near
+ * the first guess, the one with the tightest spread wins (ties: the nearer
+ * to the guess).  A constant clock error moves every such gap alike and
+ * does not change which wins.
+ */
+static int64_t tightest_depth(const GArray *blocked, GPtrArray *ends, int64_t guess)
+{
+    /* Nearest to the guess first, so that a tie (kernels all alike) keeps it. */
+    static const int offsets[] = { 0, -1, 1, -2, 2 };
+    int64_t best = -1, best_spread = G_MAXINT64;
+    for (gsize i = 0; i < G_N_ELEMENTS(offsets); i++) {
+        int64_t depth = guess + offsets[i];
+        if (depth < 1) continue;
+        int64_t spread = release_spread(blocked, ends, depth);
+        if (spread >= 0 && spread < best_spread) {
+            best = depth;
+            best_spread = spread;
+        }
+    }
+    return best;
 }
 
 static void estimate_queue_depth(builder *b)
 {
     int64_t long_call_ns = MAX(BLOCKED_CALL_MIN_NS, 10 * unblocked_launch_call(b));
-    GArray *in_flight = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (guint r = 0; r < b->graph->resources->len; r++)
-        if (is_gpu_stream(b, r)) in_flight_at_blocked_launches(b, r, long_call_ns, in_flight);
+    GArray *blocked = g_array_new(FALSE, FALSE, sizeof(blocked_launch));
+    GPtrArray *ends = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        g_ptr_array_add(ends, stream_ends(b, r));
+        if (is_gpu_stream(b, r)) collect_blocked_launches(b, r, long_call_ns, blocked);
+    }
     rv_timing *timing = &b->graph->timing;
-    timing->queue_samples = in_flight->len;
+    timing->queue_samples = blocked->len;
     timing->queue_depth = DEFAULT_QUEUE_DEPTH;
     timing->queue_measured = 0;
-    if (in_flight->len >= QUEUE_MIN_SAMPLES) {
-        int64_t median = rv_median_int64(in_flight, 0);
-        int64_t low = rv_quantile_int64(in_flight, 0.1, 0), high = rv_quantile_int64(in_flight, 0.9, 0);
-        if (median >= QUEUE_MIN_SAMPLES && low * 10 >= median * 9 && high * 10 <= median * 11) {
-            timing->queue_depth = (int32_t)MIN(median + 1, G_MAXINT32);
+    if (blocked->len >= QUEUE_MIN_SAMPLES) {
+        int64_t depth = tightest_depth(blocked, ends, first_guess(blocked, ends));
+        if (depth > QUEUE_MIN_SAMPLES && depth <= G_MAXINT32) {
+            timing->queue_depth = (int32_t)depth;
             timing->queue_measured = 1;
         }
     }
-    g_array_unref(in_flight);
+    g_array_unref(blocked);
+    g_ptr_array_unref(ends);
     for (guint r = 0; r < b->graph->resources->len; r++)
         if (is_gpu_stream(b, r)) resource_at(b, r)->queue_depth = timing->queue_depth;
 }
