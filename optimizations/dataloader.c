@@ -1,79 +1,300 @@
 /*
- * dataloader.c - a faster input pipeline ("what if data loading cost only
- * `remaining` per step?": more workers, pinned memory, DALI, a cache).
+ * dataloader.c - a faster input pipeline.
  *
+ *   reverie whatif trace.json.gz --opt dataloader:workers=4
  *   reverie whatif trace.json.gz --opt 'dataloader:remaining=1ms'
  *
- * The data-loading CPU time of a step is the duration plus the host overhead
- * of its data-loading tasks: tasks of kind dataload and CPU tasks in the
- * dataload phase (inside an "enumerate(DataLoader)" annotation).  When that
- * exceeds `remaining`, all of them are scaled by remaining / recorded, so
- * the step's loading time becomes `remaining`; otherwise the step is left
- * as it is.  GPU copies launched by the loader are not touched.
+ * The loading work of a step is what the recording shows in the training
+ * process: the duration and host overhead of its data-loading tasks (the
+ * "enumerate(DataLoader)" annotation's task and the CPU calls inside it).
+ *
+ * workers=N (a DataLoader with N worker processes; the recording used
+ * num_workers=0).  What moves and what stays, as PyTorch does it:
+ *   - each step's loading work runs on one of N worker channels, batch i on
+ *     worker i mod N, a worker at most `prefetch` batches ahead of the
+ *     training loop (prefetch_factor): the training process waits for its
+ *     batch only when the workers cannot keep up;
+ *   - the training process keeps a hand-off per batch (`handoff`: getting
+ *     it from the queue and unpickling its tensors out of shared memory);
+ *   - the batch arrives in shared memory the training process has never
+ *     touched, so the first copy that reads it (its pageable host-to-device
+ *     copy) pays a minor page fault per 4 KiB page (`page_fault`);
+ *   - the workers' loading runs beside the training process on the same
+ *     host, and slows its host work (CPU calls and host overheads) by
+ *     interference x (loading time / the rest of the step), the average
+ *     number of busy workers.
+ * remaining=T (workers=0): the loading work of each step shrinks to T, in
+ * the training process (a cache, a faster decoder).
  */
 #include "reverie/plugin.h"
 #include "reverie/error.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include <math.h>
+#include <string.h>
+
+#define PAGE_BYTES 4096
 
 static const rv_param_spec dataloader_params[] = {
-    { "remaining", RV_PARAM_DURATION, "1ms", "ns", "data-loading CPU time left per step", NULL },
+    { "workers", RV_PARAM_INTEGER, "0", NULL,
+      "DataLoader worker processes (0: keep loading in the training process, shrunk to `remaining`)", NULL },
+    { "remaining", RV_PARAM_DURATION, "1ms", "ns", "workers=0: data-loading CPU time left per step", NULL },
+    { "prefetch", RV_PARAM_INTEGER, "2", NULL, "batches each worker loads ahead (PyTorch's prefetch_factor)", NULL },
+    { "handoff", RV_PARAM_DURATION, "150us", "ns",
+      "training-process time per batch to take it from a worker (queue get, unpickling its tensors)", NULL },
+    { "page_fault", RV_PARAM_DURATION, "250ns", "ns",
+      "first touch of each 4 KiB page of a batch in shared memory, paid by its pageable host-to-device copy", NULL },
+    { "interference", RV_PARAM_NUMBER, "0.2", "x",
+      "slowdown of the training process's host work per busy worker (a host property; see README)", NULL },
     { NULL }
 };
 
-static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+/* One step's loading: its tasks and their total time. */
+typedef struct {
+    int32_t step;
+    GArray *tasks;          /* data-loading CPU tasks of the step */
+    int32_t handoff_task;   /* the DATALOAD task that becomes the hand-off, or -1 */
+    int64_t work_ns;        /* duration + host overhead of the tasks */
+} step_loading;
+
+static gboolean is_loading(const rv_task *task)
 {
-    int64_t remaining = rv_params_duration_ns(params, "remaining");
+    if (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) return FALSE;
+    return task->kind == RV_TASK_DATALOAD || (task->kind == RV_TASK_CPU && task->phase == RV_PHASE_DATALOAD);
+}
+
+/* The loading of every step that has some, in step order (free with
+ * free_loadings). */
+static GArray *collect_loadings(rv_graph *graph)
+{
     GHashTable *by_step = rv_tasks_by_step_new();
-    guint tasks = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+        if (is_loading(rv_graph_task(graph, id))) rv_tasks_by_step_add(by_step, rv_graph_task(graph, id)->step, id);
+    GArray *loadings = g_array_new(FALSE, TRUE, sizeof(step_loading));
+    GList *keys = rv_tasks_by_step_keys(by_step);
+    for (GList *k = keys; k != NULL; k = k->next) {
+        step_loading loading = { GPOINTER_TO_INT(k->data) - 2, g_array_ref(g_hash_table_lookup(by_step, k->data)), -1, 0 };
+        rv_tasks_sort_recorded(graph, loading.tasks);
+        /* The loader task's own host overhead is the training loop's Python
+         * before next(): not loading.  The calls inside the loader are. */
+        for (guint i = 0; i < loading.tasks->len; i++) {
+            const rv_task *task = rv_graph_task(graph, g_array_index(loading.tasks, int32_t, i));
+            gboolean first_loader = task->kind == RV_TASK_DATALOAD && loading.handoff_task < 0;
+            loading.work_ns += task->duration_ns + (first_loader ? 0 : task->host_overhead_ns);
+            if (first_loader) loading.handoff_task = g_array_index(loading.tasks, int32_t, i);
+        }
+        g_array_append_val(loadings, loading);
+    }
+    g_list_free(keys);
+    g_hash_table_destroy(by_step);
+    return loadings;
+}
+
+static void free_loadings(GArray *loadings)
+{
+    for (guint i = 0; i < loadings->len; i++) g_array_unref(g_array_index(loadings, step_loading, i).tasks);
+    g_array_unref(loadings);
+}
+
+/* ---- workers=0: shrink in place ----------------------------------------- */
+
+static void shrink_to(rv_graph *graph, const step_loading *loading, int64_t remaining, int64_t *after)
+{
+    if (loading->work_ns <= remaining) {
+        *after += loading->work_ns;
+        return;
+    }
+    double factor = (double)remaining / (double)loading->work_ns;
+    rv_transform_scale(graph, loading->tasks, factor);
+    rv_transform_scale_host_overhead(graph, loading->tasks, factor);
+    for (guint i = 0; i < loading->tasks->len; i++) {
+        const rv_task *task = rv_graph_task(graph, g_array_index(loading->tasks, int32_t, i));
+        *after += task->duration_ns + task->host_overhead_ns;
+    }
+}
+
+static void apply_remaining(rv_graph *graph, GArray *loadings, int64_t remaining, rv_plugin_output *output)
+{
+    int64_t before = 0, after = 0;
+    guint shrunk = 0;
+    for (guint i = 0; i < loadings->len; i++) {
+        const step_loading *loading = &g_array_index(loadings, step_loading, i);
+        before += loading->work_ns;
+        int64_t was = after;
+        shrink_to(graph, loading, remaining, &after);
+        if (after - was < loading->work_ns) shrunk++;
+    }
+    char *b = rv_format_duration(before / loadings->len), *a = rv_format_duration(after / loadings->len);
+    g_string_append_printf(output->notes, "    data loading per step %s -> %s (%u of %u steps shortened)\n", b, a,
+                           shrunk, loadings->len);
+    g_free(b);
+    g_free(a);
+}
+
+/* ---- workers=N ----------------------------------------------------------- */
+
+typedef struct {
+    int64_t workers, prefetch, handoff_ns, page_fault_ns;
+    double interference;
+} worker_model;
+
+/* The loading of one batch on its worker, after that worker's previous batch. */
+static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t after, const step_loading *loading,
+                                  GError **error)
+{
+    rv_insert_spec spec = { { 0 }, after, -1 };
+    const rv_task *handoff = rv_graph_task(graph, loading->handoff_task);
+    spec.task = *handoff;
+    spec.task.resource = channel;
+    spec.task.duration_ns = loading->work_ns;
+    spec.task.host_overhead_ns = 0;
+    spec.task.correlation = -1;
+    spec.task.flags = 0;
+    spec.task.name = rv_strings_intern(graph->strings, "DataLoader worker: load and collate a batch");
+    return rv_transform_insert(graph, &spec, error);
+}
+
+/* Batches go to workers round-robin; the training process's hand-off of a
+ * batch waits for its load; a worker may not start batch i before the
+ * hand-off of batch i - prefetch x workers (its queue slots are full). */
+static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_model *model, GError **error)
+{
+    int32_t *channel = g_new(int32_t, model->workers), *last = g_new(int32_t, model->workers);
+    for (int64_t w = 0; w < model->workers; w++) {
+        char *name = g_strdup_printf("dataloader worker %" G_GINT64_FORMAT, w);
+        channel[w] = rv_transform_add_channel(graph, name);
+        last[w] = -1;
+        g_free(name);
+    }
+    gboolean ok = TRUE;
+    int64_t window = model->prefetch * model->workers;
+    for (guint i = 0; i < loadings->len && ok; i++) {
+        const step_loading *loading = &g_array_index(loadings, step_loading, i);
+        if (loading->handoff_task < 0) continue;
+        int64_t w = (int64_t)i % model->workers;
+        int32_t load = insert_worker_load(graph, channel[w], last[w], loading, error);
+        if (load < 0) { ok = FALSE; break; }
+        last[w] = load;
+        if ((int64_t)i >= window) {
+            const step_loading *earlier = &g_array_index(loadings, step_loading, i - (guint)window);
+            if (earlier->handoff_task >= 0) rv_transform_add_edge(graph, earlier->handoff_task, load);
+        }
+        rv_transform_add_edge(graph, load, loading->handoff_task);
+        /* What stays in the training process: the hand-off, after the
+         * loop's own Python. */
+        int64_t loop_python = rv_graph_task(graph, loading->handoff_task)->host_overhead_ns;
+        rv_transform_scale(graph, loading->tasks, 0.0);
+        rv_transform_scale_host_overhead(graph, loading->tasks, 0.0);
+        rv_graph_task(graph, loading->handoff_task)->host_overhead_ns = loop_python;
+        rv_transform_set_duration(graph, loading->handoff_task, model->handoff_ns);
+    }
+    g_free(channel);
+    g_free(last);
+    return ok;
+}
+
+static gboolean is_pageable_host_to_device(const rv_graph *graph, const rv_task *task)
+{
+    const char *name = rv_strings_get(graph->strings, task->name);
+    return task->kind == RV_TASK_MEMCPY && strstr(name, "HtoD") != NULL && strstr(name, "Pageable") != NULL;
+}
+
+/* The first touch of each batch's pages: added to the calls that issue the
+ * steps' pageable host-to-device copies.  Returns the bytes touched. */
+static int64_t add_page_faults(rv_graph *graph, const worker_model *model)
+{
+    int64_t bytes = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *copy = rv_graph_task(graph, id);
+        if (copy->step < 0 || (copy->flags & RV_TASK_FLAG_REMOVED) || !is_pageable_host_to_device(graph, copy)) continue;
+        int32_t call = rv_graph_launch_of(graph, id);
+        if (call < 0) continue;
+        int64_t pages = (copy->bytes + PAGE_BYTES - 1) / PAGE_BYTES;
+        rv_graph_task(graph, call)->duration_ns += pages * model->page_fault_ns;
+        bytes += copy->bytes;
+    }
+    return bytes;
+}
+
+/* The average number of busy workers: loading time over the rest of the
+ * recorded step, over all steps with loading. */
+static double busy_workers(const rv_graph *graph, GArray *loadings)
+{
+    int64_t loading_ns = 0, rest_ns = 0;
+    for (guint i = 0; i < loadings->len; i++) {
+        const step_loading *loading = &g_array_index(loadings, step_loading, i);
+        if (loading->step < 0 || (guint)loading->step >= graph->steps->len) continue;
+        const rv_step *step = &g_array_index(graph->steps, rv_step, loading->step);
+        int64_t from = loading->step ? g_array_index(graph->steps, rv_step, loading->step - 1).recorded_end_ns
+                                     : step->recorded_begin_ns;
+        loading_ns += loading->work_ns;
+        rest_ns += MAX(0, step->recorded_end_ns - from - loading->work_ns);
+    }
+    return rest_ns > 0 ? (double)loading_ns / (double)rest_ns : 0.0;
+}
+
+/* The training process's host work slows while workers load beside it. */
+static void slow_host_work(rv_graph *graph, double factor)
+{
+    GArray *host = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = rv_graph_task(graph, id);
-        if (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) continue;
-        if (task->kind != RV_TASK_DATALOAD && !(task->kind == RV_TASK_CPU && task->phase == RV_PHASE_DATALOAD)) continue;
-        rv_tasks_by_step_add(by_step, task->step, id);
-        tasks++;
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
+        if (resource->kind == RV_RES_CPU_THREAD && !(task->flags & RV_TASK_FLAG_REMOVED)) g_array_append_val(host, id);
     }
-    if (tasks == 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
-                    "the trace has no data-loading tasks (no dataload events or \"enumerate(DataLoader)\" annotations)");
-        g_hash_table_destroy(by_step);
-        return FALSE;
-    }
-    GHashTableIter iter;
-    gpointer value;
-    guint steps = 0, shrunk = 0;
-    int64_t before = 0, after = 0;
-    g_hash_table_iter_init(&iter, by_step);
-    while (g_hash_table_iter_next(&iter, NULL, &value)) {
-        GArray *list = value;
-        int64_t total = 0;
-        for (guint i = 0; i < list->len; i++) {
-            const rv_task *task = rv_graph_task(graph, g_array_index(list, int32_t, i));
-            total += task->duration_ns + task->host_overhead_ns;
-        }
-        steps++;
-        before += total;
-        if (total <= remaining) { after += total; continue; }
-        double factor = (double)remaining / (double)total;
-        for (guint i = 0; i < list->len; i++) {
-            rv_task *task = rv_graph_task(graph, g_array_index(list, int32_t, i));
-            rv_transform_set_duration(graph, g_array_index(list, int32_t, i),
-                                      (int64_t)llround((double)task->duration_ns * factor));
-            task->host_overhead_ns = (int64_t)llround((double)task->host_overhead_ns * factor);
-            after += task->duration_ns + task->host_overhead_ns;
-        }
-        shrunk++;
-    }
-    g_hash_table_destroy(by_step);
-    char *b = rv_format_duration(before / steps), *a = rv_format_duration(after / steps);
-    g_string_append_printf(output->notes, "    data loading per step %s -> %s (%u of %u steps shortened, %u tasks)\n", b, a,
-                           shrunk, steps, tasks);
-    g_free(b); g_free(a);
+    rv_transform_scale(graph, host, factor);
+    rv_transform_scale_host_overhead(graph, host, factor);
+    g_array_unref(host);
+}
+
+static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_model *model, rv_plugin_output *output,
+                              GError **error)
+{
+    double busy = busy_workers(graph, loadings);
+    double factor = 1.0 + model->interference * busy;
+    int64_t loading_ns = 0;
+    for (guint i = 0; i < loadings->len; i++) loading_ns += g_array_index(loadings, step_loading, i).work_ns;
+    if (!move_to_workers(graph, loadings, model, error)) return FALSE;
+    int64_t bytes = add_page_faults(graph, model);
+    slow_host_work(graph, factor);
+    char *load = rv_format_duration(loading_ns / loadings->len), *hand = rv_format_duration(model->handoff_ns);
+    g_string_append_printf(output->notes,
+                           "    %u steps: loading %s a batch moves to %" G_GINT64_FORMAT " workers (%.2f busy on "
+                           "average); %s hand-off a batch stays\n"
+                           "    first touch of %.2f MiB of batches in shared memory; host work x%.3f\n",
+                           loadings->len, load, model->workers, busy, hand, bytes / 1048576.0, factor);
+    g_free(load);
+    g_free(hand);
     return TRUE;
 }
 
+static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    worker_model model = { rv_params_integer(params, "workers"), rv_params_integer(params, "prefetch"),
+                           rv_params_duration_ns(params, "handoff"), rv_params_duration_ns(params, "page_fault"),
+                           rv_params_number(params, "interference") };
+    if (model.workers < 0 || model.workers > 4096 || model.prefetch < 1 || model.prefetch > 1024 ||
+        model.interference < 0 || model.interference > 100) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "workers must be 0 to 4096, prefetch 1 to 1024 and interference 0 to 100");
+        return FALSE;
+    }
+    GArray *loadings = collect_loadings(graph);
+    if (loadings->len == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "the trace has no data-loading tasks (no dataload events or \"enumerate(DataLoader)\" annotations)");
+        free_loadings(loadings);
+        return FALSE;
+    }
+    gboolean ok = TRUE;
+    if (model.workers == 0) apply_remaining(graph, loadings, rv_params_duration_ns(params, "remaining"), output);
+    else ok = apply_workers(graph, loadings, &model, output, error);
+    free_loadings(loadings);
+    return ok;
+}
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
-    RV_PLUGIN_ABI_VERSION, "dataloader", "faster data loading: each step's data-loading CPU time becomes `remaining`",
+    RV_PLUGIN_ABI_VERSION, "dataloader",
+    "faster data loading: N worker processes (workers=N), or each step's loading shrunk to `remaining`",
     dataloader_params, dataloader_apply,
 };

@@ -23,6 +23,7 @@ int rv_cmd_query(int argc, char **argv);
 int rv_cmd_export_graph(int argc, char **argv);
 int rv_cmd_whatif(int argc, char **argv);
 int rv_cmd_plugins(int argc, char **argv);
+int rv_cmd_validate(int argc, char **argv);
 
 /* Load a trace or a saved graph, told apart by content.  Progress goes to
  * stderr only when it is a terminal. */
