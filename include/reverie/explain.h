@@ -16,7 +16,12 @@
  * way: an edge that should not be there, or a clock the correction missed.
  *
  * CPU tasks carry no unexplained time: the host time before a call is its
- * host overhead by definition (graph.h).
+ * host overhead by definition (graph.h).  But a long host overhead that ends
+ * just after a GPU task ends looks like a wait the graph has no edge for
+ * (the thread was released by the GPU, not done with its Python): those are
+ * counted as "suspect" host time, a diagnostic only.  Next to the count is
+ * how many to expect by chance at the trace's rate of GPU task ends: only
+ * a count well above that points at missing edges.
  */
 #ifndef REVERIE_EXPLAIN_H
 #define REVERIE_EXPLAIN_H
@@ -47,6 +52,9 @@ typedef struct {
     uint64_t early_tasks;    /* GPU tasks recorded earlier than the rules allow */
     int64_t early_ns;        /* by how much, in all */
     uint64_t gpu_tasks;
+    uint64_t suspect_host_gaps;  /* host overheads over 50 us ending within 20 us of a GPU task's end */
+    int64_t suspect_host_ns;     /* their total */
+    double suspect_by_chance;    /* how many of those to expect if GPU ends fell at random (same rate) */
     GArray *top;             /* rv_unexplained_task, the largest first */
 } rv_explanation;
 

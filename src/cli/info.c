@@ -111,7 +111,10 @@ static void print_timing(const rv_graph *graph)
            t->queue_measured ? "measured" : "assumed, not seen", t->queue_samples);
     rv_explanation *x = rv_explain(graph, 0);
     printf("        unexplained GPU wait %.3f ms (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-           " GPU tasks over 2 us late; see simulate --explain)\n", x->total_ns / 1e6, x->late_tasks, x->gpu_tasks);
+           " GPU tasks over 2 us late; see simulate --explain)\n", x->total_ns / 1e6, x->late_tasks,
+           x->gpu_tasks);
+    printf("        suspect host time %.3f ms in %" G_GUINT64_FORMAT " gaps ending just after a GPU task (%.0f expected "
+           "by chance)\n", x->suspect_host_ns / 1e6, x->suspect_host_gaps, x->suspect_by_chance);
     rv_explanation_free(x);
 }
 

@@ -78,6 +78,11 @@ static void print_explanation(const rv_graph *graph, const rv_explanation *x, in
     if (x->early_tasks)
         printf("early: %" G_GUINT64_FORMAT " GPU tasks recorded %.3f ms in all before the rules allow\n",
                x->early_tasks, x->early_ns / 1e6);
+    if (x->suspect_host_gaps)
+        printf("suspect host time: %" G_GUINT64_FORMAT " host overheads over 50 us (%.3f ms) end within 20 us of a "
+               "GPU task's end, against %.0f by chance at this trace's rate of GPU ends; more than chance points at "
+               "waits the graph has no edge for (kept as host time)\n",
+               x->suspect_host_gaps, x->suspect_host_ns / 1e6, x->suspect_by_chance);
     printf("  by resource:\n");
     for (guint r = 0; r < graph->resources->len; r++)
         if (x->by_resource[r]) printf("    %-32s %12.3f ms\n", resource_label(graph, (int32_t)r), x->by_resource[r] / 1e6);
@@ -110,10 +115,12 @@ static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
         if (item->binding >= 0) json_object_set_new(entry, "after", json_string(task_name(graph, item->binding)));
         json_array_append_new(top, entry);
     }
-    return json_pack("{s:f,s:I,s:I,s:I,s:f,s:o,s:o}", "total_us", x->total_ns / 1e3, "late_tasks",
+    return json_pack("{s:f,s:I,s:I,s:I,s:f,s:I,s:f,s:f,s:o,s:o}", "total_us", x->total_ns / 1e3, "late_tasks",
                      (json_int_t)x->late_tasks, "gpu_tasks", (json_int_t)x->gpu_tasks, "early_tasks",
-                     (json_int_t)x->early_tasks, "early_us", x->early_ns / 1e3, "by_resource_us", resources,
-                     "largest", top);
+                     (json_int_t)x->early_tasks, "early_us", x->early_ns / 1e3, "suspect_host_gaps",
+                     (json_int_t)x->suspect_host_gaps, "suspect_host_us", x->suspect_host_ns / 1e3,
+                     "suspect_by_chance", x->suspect_by_chance,
+                     "by_resource_us", resources, "largest", top);
 }
 
 static void print_json(const rv_graph *graph, const GArray *steps, const replay_summary *summary,

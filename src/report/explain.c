@@ -7,6 +7,7 @@
  * earliest start the rules allow.
  */
 #include "reverie/explain.h"
+#include <math.h>
 
 typedef struct {
     int64_t ready_ns;     /* the rules' earliest start so far */
@@ -56,6 +57,57 @@ static readiness *rule_starts(const rv_graph *graph)
     return ready;
 }
 
+/* A host overhead this long that ends this soon after a GPU task ended
+ * looks like a wait for the GPU that no edge explains. */
+#define SUSPECT_GAP_MIN_NS 50000
+#define SUSPECT_RELEASE_NS 20000
+
+static gint compare_int64(gconstpointer left, gconstpointer right)
+{
+    int64_t a = *(const int64_t *)left, b = *(const int64_t *)right;
+    return a < b ? -1 : a > b;
+}
+
+/* Host overheads that end within SUSPECT_RELEASE_NS after some GPU task's
+ * recorded end, that task having ended inside the overhead. */
+static void count_suspect_host_gaps(const rv_graph *graph, rv_explanation *x)
+{
+    GArray *ends = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (counts(task)) {
+            int64_t end = recorded_end(task);
+            g_array_append_val(ends, end);
+        }
+    }
+    g_array_sort(ends, compare_int64);
+    /* GPU ends per ns over the span they cover: the chance that one falls in
+     * a window of w ns is 1 - exp(-rate w). */
+    double rate = ends->len > 1 ? (double)(ends->len - 1) /
+                                      (double)MAX(1, g_array_index(ends, int64_t, ends->len - 1) - g_array_index(ends, int64_t, 0))
+                                : 0.0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph) && ends->len; t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (task->host_overhead_ns < SUSPECT_GAP_MIN_NS || (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)))
+            continue;
+        int64_t start = task->recorded_start_ns, gap_begin = start - task->host_overhead_ns;
+        guint low = 0, high = ends->len; /* the last GPU end at or before the call's start */
+        while (low < high) {
+            guint middle = (low + high) / 2;
+            if (g_array_index(ends, int64_t, middle) <= start) low = middle + 1;
+            else high = middle;
+        }
+        x->suspect_by_chance += 1.0 - exp(-rate * (double)MIN(SUSPECT_RELEASE_NS, task->host_overhead_ns));
+        if (low == 0) continue;
+        int64_t released = g_array_index(ends, int64_t, low - 1);
+        if (released > gap_begin && start - released <= SUSPECT_RELEASE_NS) {
+            x->suspect_host_gaps++;
+            x->suspect_host_ns += task->host_overhead_ns;
+        }
+    }
+    g_array_unref(ends);
+}
+
 static gint larger_first(gconstpointer left, gconstpointer right)
 {
     const rv_unexplained_task *a = left, *b = right;
@@ -89,6 +141,7 @@ rv_explanation *rv_explain(const rv_graph *graph, guint top)
         x->by_step[task->step >= 0 ? (guint)task->step : graph->steps->len] += difference;
         x->by_resource[task->resource] += difference;
     }
+    count_suspect_host_gaps(graph, x);
     g_array_sort(late, larger_first);
     g_array_append_vals(x->top, late->data, MIN(top, late->len));
     g_array_unref(late);
