@@ -104,6 +104,33 @@ START_TEST(test_queue_wait_follows_the_gpu)
 }
 END_TEST
 
+/* A queue order that contradicts the graph (here an edge from the second
+ * launch to the first kernel, with a queue of one) would deadlock: the
+ * replay runs without the launch-queue rule and says so.  k0 then waits
+ * for launch_1's end (the plugin edge, no launch latency): 11 us. */
+START_TEST(test_queue_deadlock_falls_back)
+{
+    tt_trace *trace = tt_new(BASE_US);
+    tt_runtime(trace, MAIN, "launch_0", 0, 5, 1);
+    tt_kernel(trace, 7, "k0", 7, 10, 1);
+    tt_runtime(trace, MAIN, "launch_1", 6, 5, 2);
+    tt_kernel(trace, 7, "k1", 17, 10, 2);
+    rv_graph *graph = tt_build(trace);
+    tt_free(trace);
+    for (guint r = 0; r < graph->resources->len; r++)
+        g_array_index(graph->resources, rv_resource, r).queue_depth = 1;
+    rv_graph_add_edge(graph, call_named(graph, "launch_1"), tt_find(graph, "k0", RV_TASK_KERNEL), RV_EDGE_PLUGIN,
+                      FALSE);
+    rv_sim_result result;
+    GError *error = NULL;
+    ck_assert_msg(rv_simulate(graph, NULL, &result, &error), "%s", error ? error->message : "");
+    ck_assert(result.launch_queue_ignored);
+    ck_assert_int_eq(result.start_ns[tt_find(graph, "k0", RV_TASK_KERNEL)], US(11));
+    rv_sim_result_clear(&result);
+    rv_graph_free(graph);
+}
+END_TEST
+
 /* A trace whose launches never block gives no depth: CUDA's 1024 is assumed. */
 START_TEST(test_queue_depth_assumed)
 {
@@ -313,6 +340,7 @@ static Suite *timing_suite(void)
     tcase_add_test(queue, test_queue_depth_measured_and_trimmed);
     tcase_add_test(queue, test_queue_wait_follows_the_gpu);
     tcase_add_test(queue, test_queue_depth_assumed);
+    tcase_add_test(queue, test_queue_deadlock_falls_back);
     suite_add_tcase(suite, queue);
     TCase *clock = tcase_create("clock");
     tcase_add_test(clock, test_clock_consistent);

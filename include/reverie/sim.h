@@ -47,10 +47,14 @@ typedef struct {
     int64_t *start_ns;   /* per task; -1 for removed tasks */
     int64_t *end_ns;
     int64_t makespan_ns; /* latest end minus earliest start */
+    gboolean launch_queue_ignored; /* the launch-queue rule would have deadlocked: replayed without it */
 } rv_sim_result;
 
 /* Replay the graph.  Fails (RV_ERROR_INPUT) if some task can never run or
- * a time would pass RV_SIM_TIME_MAX_NS. */
+ * a time would pass RV_SIM_TIME_MAX_NS.  If only the launch-queue rule
+ * keeps tasks from running (its holders and the graph's edges disagree on
+ * an order, which a plugin's rewrite can cause), the graph is replayed
+ * without that rule and launch_queue_ignored says so. */
 gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
                      GError **error);
 void rv_sim_result_clear(rv_sim_result *result);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "reverie/error.h"
 #include "reverie/graph.h"
+#include "reverie/sim.h"
 
 typedef struct {
     const char *name;
@@ -32,6 +33,9 @@ rv_graph *rv_cli_load(const char *path, GError **error);
 /* Print, one line each on stderr, what the timing model had to assume about
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
 void rv_cli_print_notes(const rv_graph *graph);
+
+/* One stderr note when a replay had to drop the launch-queue rule (sim.h). */
+void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim);
 
 /* Parse options; on failure prints one line and returns FALSE with *status set. */
 gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status);

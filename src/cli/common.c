@@ -92,3 +92,11 @@ void rv_cli_print_notes(const rv_graph *graph)
         fprintf(stderr, "reverie: note: %s: %s\n", graph->source, (const char *)g_ptr_array_index(notes, i));
     g_ptr_array_unref(notes);
 }
+
+void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)
+{
+    if (sim->launch_queue_ignored)
+        fprintf(stderr, "reverie: note: %s: the launch-queue rule would have deadlocked this graph (its queue "
+                        "order contradicts its edges, e.g. after a plugin's rewrite): replayed without it\n",
+                graph->source);
+}

@@ -3,6 +3,7 @@
  * `validate` (see prediction.h).
  */
 #include "prediction.h"
+#include "cli.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include <string.h>
@@ -76,6 +77,7 @@ GArray *rv_cli_replay_steps(rv_graph *graph, const rv_policy *policy, GError **e
 {
     rv_sim_result sim = { 0 };
     if (!rv_simulate(graph, policy, &sim, error)) return NULL;
+    rv_cli_note_replay(graph, &sim);
     GArray *steps = rv_step_times(graph, &sim);
     rv_sim_result_clear(&sim);
     return steps;

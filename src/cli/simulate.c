@@ -168,6 +168,7 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top)
     GError *error = NULL;
     rv_sim_result sim = { 0 };
     if (!rv_simulate(graph, NULL, &sim, &error)) return rv_cli_fail(error);
+    rv_cli_note_replay(graph, &sim);
     GArray *steps = rv_step_times(graph, &sim);
     replay_summary summary = summarize(steps);
     rv_explanation *x = rv_explain(graph, explain_top > 0 ? (guint)explain_top : 0);

@@ -17,6 +17,7 @@
 #include "prediction.h"
 #include "reverie/report.h"
 #include <jansson.h>
+#include <string.h>
 
 /* One recording's steady step, recorded and replayed. */
 typedef struct {
@@ -115,7 +116,8 @@ static void print_json(const comparison *c)
 static int run_validate(const char *baseline_path, const char *variant_path, char **specs, gboolean as_json)
 {
     GError *error = NULL;
-    comparison c = { { 0 } };
+    comparison c;
+    memset(&c, 0, sizeof c);
     c.opts = rv_cli_opts_prepare(specs, &error);
     gboolean ok = c.opts != NULL && load_side(baseline_path, &c.baseline, &error) &&
                   load_side(variant_path, &c.variant, &error);

@@ -160,7 +160,7 @@ static void find_queue_holders(const rv_graph *graph, int32_t *holder)
     g_free(has_previous);
 }
 
-static void build_adjacency(const rv_graph *graph, adjacency *adj)
+static void build_adjacency(const rv_graph *graph, adjacency *adj, gboolean with_queue)
 {
     int32_t n = rv_graph_task_count(graph);
     const rv_task *tasks = (const rv_task *)graph->tasks->data;
@@ -170,6 +170,8 @@ static void build_adjacency(const rv_graph *graph, adjacency *adj)
     adj->waiting = g_new0(int32_t, n);
     adj->holder = g_new(int32_t, n);
     find_queue_holders(graph, adj->holder);
+    if (!with_queue)
+        for (int32_t t = 0; t < n; t++) adj->holder[t] = -1;
     for (guint e = 0; e < edge_count; e++) {
         if (!live_edge(tasks, &edges[e])) continue;
         adj->first[edges[e].from + 1]++;
@@ -238,7 +240,7 @@ typedef struct {
     gboolean overflow;
 } replay;
 
-static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy)
+static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy, gboolean with_queue)
 {
     int32_t n = rv_graph_task_count(graph);
     memset(r, 0, sizeof *r);
@@ -246,7 +248,7 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
     r->policy = policy;
     r->tasks = (const rv_task *)graph->tasks->data;
     r->resources = (const rv_resource *)graph->resources->data;
-    build_adjacency(graph, &r->adj);
+    build_adjacency(graph, &r->adj, with_queue);
     r->heap.entries = g_new(heap_entry, n + 1);
     r->ready = g_new0(int64_t, n);
     r->released = g_new0(int64_t, n);
@@ -356,12 +358,11 @@ static gboolean replay_error(const replay *r, int32_t live_count, GError **error
     return TRUE;
 }
 
-gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
-                     GError **error)
+static gboolean replay_once(const rv_graph *graph, const rv_policy *policy, gboolean with_queue,
+                            rv_sim_result *result, gboolean *stuck, GError **error)
 {
-    if (policy && policy->priority == NULL) policy = NULL;
     replay r;
-    replay_init(&r, graph, policy);
+    replay_init(&r, graph, policy, with_queue);
     run(&r);
     int32_t n = rv_graph_task_count(graph), live_count = 0;
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;
@@ -372,16 +373,32 @@ gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_resu
         first_start = MIN(first_start, r.start[t]);
         last_end = MAX(last_end, r.end[t]);
     }
+    *stuck = !r.overflow && r.dispatched != live_count && stuck_in_queue(&r) > 0;
     gboolean failed = replay_error(&r, live_count, error);
+    memset(result, 0, sizeof *result);
     result->task_count = n;
     result->start_ns = r.start;
     result->end_ns = r.end;
     result->makespan_ns = r.dispatched ? last_end - first_start : 0;
     replay_clear(&r);
-    if (failed) {
-        rv_sim_result_clear(result);
+    if (failed) rv_sim_result_clear(result);
+    return !failed;
+}
+
+gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
+                     GError **error)
+{
+    if (policy && policy->priority == NULL) policy = NULL;
+    gboolean stuck = FALSE;
+    GError *queue_error = NULL;
+    if (replay_once(graph, policy, TRUE, result, &stuck, &queue_error)) return TRUE;
+    if (!stuck) {
+        g_propagate_error(error, queue_error);
         return FALSE;
     }
+    g_clear_error(&queue_error);
+    if (!replay_once(graph, policy, FALSE, result, &stuck, error)) return FALSE;
+    result->launch_queue_ignored = TRUE;
     return TRUE;
 }
 
