@@ -739,7 +739,8 @@ static void check_cross_stream(rv_graph *graph)
 START_TEST(test_cross_stream_from_cuda_sync)
 {
     rv_graph *graph = cross_stream_graph(TRUE);
-    expect_eq(graph->build_stats.sync_events_used, 1);
+    expect_eq(graph->build_stats.waits_by_cuda_sync, 1);
+    expect_eq(graph->build_stats.waits_by_call_order, 0);
     check_cross_stream(graph);
     rv_graph_free(graph);
 }
@@ -748,7 +749,8 @@ END_TEST
 START_TEST(test_cross_stream_from_call_order)
 {
     rv_graph *graph = cross_stream_graph(FALSE);
-    expect_eq(graph->build_stats.sync_events_used, 0);
+    expect_eq(graph->build_stats.waits_by_cuda_sync, 0);
+    expect_eq(graph->build_stats.waits_by_call_order, 1);
     check_cross_stream(graph);
     rv_graph_free(graph);
 }

@@ -134,8 +134,14 @@ typedef struct {
     uint64_t dropped_edges;          /* candidate edges that contradict the recording */
     uint64_t overlapping_gpu_tasks;  /* GPU tasks starting before the previous ended */
     uint64_t inter_thread_inferred;  /* inter-thread edges from long gaps */
-    uint64_t sync_events_used;       /* cuda_sync records that gave exact edges */
-    uint64_t syncs_by_api;           /* blocking calls resolved from the API's semantics */
+    uint64_t sync_events_used;       /* blocking calls resolved by their cuda_sync record */
+    uint64_t syncs_by_api;           /* blocking calls resolved from the API's semantics, of which: */
+    uint64_t syncs_device;           /*   device synchronize, cudaFree */
+    uint64_t syncs_stream;           /*   stream synchronize */
+    uint64_t syncs_event;            /*   event synchronize */
+    uint64_t syncs_copy;             /*   blocking copies */
+    uint64_t syncs_staged_copy;      /*   large pageable host-to-device copies */
+    uint64_t waits_by_cuda_sync;     /* stream waits resolved by their cuda_sync record */
     uint64_t waits_by_call_order;    /* stream waits resolved from the launch order */
     uint64_t waits_unresolved;       /* stream waits with no other stream to wait for */
     uint64_t queue_blocked_launches; /* launches whose recorded time includes a full-queue wait */

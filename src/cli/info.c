@@ -91,11 +91,15 @@ static void print_skipped(const rv_graph *graph)
            " edges the recording contradicts dropped\n",
            b->nested_runtime_calls, b->unmatched_gpu_tasks, b->overlapping_gpu_tasks, b->dropped_edges);
     printf("waits: %" G_GUINT64_FORMAT " blocking calls split: %" G_GUINT64_FORMAT " by cuda_sync records, %"
-           G_GUINT64_FORMAT " by the API's semantics, %" G_GUINT64_FORMAT " by time window (fallback); %"
-           G_GUINT64_FORMAT " stream waits from launch order, %" G_GUINT64_FORMAT " unresolved; %" G_GUINT64_FORMAT
-           " launches blocked by a full queue; %" G_GUINT64_FORMAT " inter-thread waits inferred\n",
-           b->blocking_calls_split, b->sync_events_used, b->syncs_by_api, b->implicit_waits, b->waits_by_call_order,
-           b->waits_unresolved, b->queue_blocked_launches, b->inter_thread_inferred);
+           G_GUINT64_FORMAT " by the API's semantics (%" G_GUINT64_FORMAT " device, %" G_GUINT64_FORMAT " stream, %"
+           G_GUINT64_FORMAT " event synchronize, %" G_GUINT64_FORMAT " blocking copies, %" G_GUINT64_FORMAT
+           " staged copies), %" G_GUINT64_FORMAT " by time window (fallback)\n",
+           b->blocking_calls_split, b->sync_events_used, b->syncs_by_api, b->syncs_device, b->syncs_stream,
+           b->syncs_event, b->syncs_copy, b->syncs_staged_copy, b->implicit_waits);
+    printf("       stream waits: %" G_GUINT64_FORMAT " by cuda_sync records, %" G_GUINT64_FORMAT " from launch order, %"
+           G_GUINT64_FORMAT " unresolved; %" G_GUINT64_FORMAT " launches blocked by a full queue; %" G_GUINT64_FORMAT
+           " inter-thread waits inferred\n", b->waits_by_cuda_sync, b->waits_by_call_order, b->waits_unresolved,
+           b->queue_blocked_launches, b->inter_thread_inferred);
 }
 
 static void print_timing(const rv_graph *graph)
@@ -160,7 +164,11 @@ static json_t *json_timing(const rv_graph *graph)
 
 static json_t *json_build(const rv_build_stats *b)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+    json_t *by_api = json_pack("{s:I,s:I,s:I,s:I,s:I}", "device", (json_int_t)b->syncs_device, "stream",
+                               (json_int_t)b->syncs_stream, "event", (json_int_t)b->syncs_event, "copy",
+                               (json_int_t)b->syncs_copy, "staged_copy", (json_int_t)b->syncs_staged_copy);
+    return json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "syncs_by_api_rule", by_api,
+                     "stream_waits_by_cuda_sync", (json_int_t)b->waits_by_cuda_sync,
                      "nested_runtime_calls", (json_int_t)b->nested_runtime_calls,
                      "gpu_tasks_without_launch", (json_int_t)b->unmatched_gpu_tasks,
                      "blocking_calls_split", (json_int_t)b->blocking_calls_split,

@@ -81,7 +81,7 @@ static guint edges_from_sync_events(builder *b, const stream_index *index)
         int32_t consumer = stream_first_launched_after(index, b, waiting,
                                                        rv_graph_task(b->graph, wait_call)->recorded_start_ns);
         add_causal_edge(b, producer, consumer, RV_EDGE_CROSS_STREAM);
-        b->graph->build_stats.sync_events_used++;
+        b->graph->build_stats.waits_by_cuda_sync++;
         used++;
     }
     return used;

@@ -320,24 +320,41 @@ typedef struct {
 /* The awaited tasks of one call that the recording does not contradict.
  * pairs is sorted by call; first_pair maps a call to its first pair + 1. */
 static void consistent_awaited(builder *b, const GArray *pairs, GHashTable *first_pair, int32_t call,
-                               GArray *awaited, gboolean *any_rule, gboolean *cuda_sync)
+                               GArray *awaited, gboolean *any_rule, rv_sync_rule *rule)
 {
     g_array_set_size(awaited, 0);
-    *any_rule = *cuda_sync = FALSE;
+    *any_rule = FALSE;
     gpointer found = g_hash_table_lookup(first_pair, GINT_TO_POINTER(call));
     if (found == NULL) return;
     *any_rule = TRUE;
+    *rule = g_array_index(pairs, rv_sync_pair, GPOINTER_TO_INT(found) - 1).rule;
     int64_t call_end = task_recorded_end(rv_graph_task(b->graph, call));
     for (guint i = (guint)GPOINTER_TO_INT(found) - 1; i < pairs->len; i++) {
         const rv_sync_pair *pair = &g_array_index(pairs, rv_sync_pair, i);
         if (pair->call != call) break;
-        if (pair->rule == RV_SYNC_RULE_CUDA_SYNC) *cuda_sync = TRUE;
         if (pair->rule != RV_SYNC_RULE_STAGED &&
             task_recorded_end(rv_graph_task(b->graph, pair->awaited)) > call_end + RV_CAUSAL_TOLERANCE_NS) {
             b->graph->build_stats.dropped_edges++;
             continue;
         }
         g_array_append_val(awaited, pair->awaited);
+    }
+}
+
+static void count_rule(rv_build_stats *stats, rv_sync_rule rule)
+{
+    if (rule == RV_SYNC_RULE_CUDA_SYNC) {
+        stats->sync_events_used++;
+        return;
+    }
+    stats->syncs_by_api++;
+    switch (rule) {
+    case RV_SYNC_RULE_DEVICE: stats->syncs_device++; break;
+    case RV_SYNC_RULE_STREAM: stats->syncs_stream++; break;
+    case RV_SYNC_RULE_EVENT: stats->syncs_event++; break;
+    case RV_SYNC_RULE_COPY: stats->syncs_copy++; break;
+    case RV_SYNC_RULE_STAGED: stats->syncs_staged_copy++; break;
+    default: break;
     }
 }
 
@@ -355,12 +372,12 @@ static void split_thread(builder *b, int32_t resource, const GArray *pairs, GHas
         int32_t id = g_array_index(tasks, int32_t, k);
         g_array_append_val(rebuilt, id);
         if (rv_graph_task(b->graph, id)->kind != RV_TASK_CPU) continue;
-        gboolean any_rule, cuda_sync;
-        consistent_awaited(b, pairs, first_pair, id, context->awaited, &any_rule, &cuda_sync);
+        gboolean any_rule;
+        rv_sync_rule rule = RV_SYNC_RULE_CUDA_SYNC;
+        consistent_awaited(b, pairs, first_pair, id, context->awaited, &any_rule, &rule);
         if (any_rule) {
             if (context->awaited->len == 0) continue;
-            if (cuda_sync) b->graph->build_stats.sync_events_used++;
-            else b->graph->build_stats.syncs_by_api++;
+            count_rule(&b->graph->build_stats, rule);
         } else if (rv_graph_task(b->graph, id)->duration_ns >= IMPLICIT_WAIT_MIN_NS && !is_launch_call(b, id)) {
             int32_t releaser = releasing_task(context->endings, rv_graph_task(b->graph, id));
             if (releaser < 0) continue;

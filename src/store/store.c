@@ -63,7 +63,7 @@
  *                u8 legacy_schema (0 or 1); u8 whole_trace_step (0 or 1);
  *                u32 8, then the 8 rv_trace_stats counters as u64 in the
  *                order of the struct (events_total .. bytes_uncompressed);
- *                u32 12, then the 12 rv_build_stats counters as u64 in the
+ *                u32 18, then the 18 rv_build_stats counters as u64 in the
  *                order of the struct (nested_runtime_calls .. implicit_waits);
  *                the timing estimates (rv_timing): i64 clock_offset_ns,
  *                i64 offset_low_ns, i64 offset_high_ns, i64 launch_latency_ns,
@@ -160,7 +160,11 @@ static const size_t build_stat_offsets[] = {
     offsetof(rv_build_stats, blocking_calls_split), offsetof(rv_build_stats, dropped_edges),
     offsetof(rv_build_stats, overlapping_gpu_tasks), offsetof(rv_build_stats, inter_thread_inferred),
     offsetof(rv_build_stats, sync_events_used), offsetof(rv_build_stats, syncs_by_api),
-    offsetof(rv_build_stats, waits_by_call_order), offsetof(rv_build_stats, waits_unresolved),
+    offsetof(rv_build_stats, syncs_device), offsetof(rv_build_stats, syncs_stream),
+    offsetof(rv_build_stats, syncs_event), offsetof(rv_build_stats, syncs_copy),
+    offsetof(rv_build_stats, syncs_staged_copy),
+    offsetof(rv_build_stats, waits_by_cuda_sync), offsetof(rv_build_stats, waits_by_call_order),
+    offsetof(rv_build_stats, waits_unresolved),
     offsetof(rv_build_stats, queue_blocked_launches), offsetof(rv_build_stats, implicit_waits),
 };
 G_STATIC_ASSERT(sizeof(rv_trace_stats) == sizeof trace_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
@@ -173,7 +177,7 @@ G_STATIC_ASSERT(sizeof(rv_task) == 72);
 G_STATIC_ASSERT(sizeof(rv_edge) == 12);
 G_STATIC_ASSERT(sizeof(rv_step) == 32);
 G_STATIC_ASSERT(sizeof(rv_timing) == 88);
-G_STATIC_ASSERT(sizeof(rv_graph) == 336);
+G_STATIC_ASSERT(sizeof(rv_graph) == 384);
 #endif
 
 typedef struct {
