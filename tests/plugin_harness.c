@@ -135,15 +135,21 @@ int64_t step_total(const rv_graph *graph)
 
 /* The graph of a shipped trace.  The test program's main() has checked with
  * require_project_traces() that it is there, so a missing file fails. */
-rv_graph *load_trace(const char *name)
+rv_graph *load_trace_file(const char *path)
 {
-    char *path = project_trace_path(name);
     GError *error = NULL;
     rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
     ck_assert_msg(trace != NULL, "%s: %s", path, error ? error->message : "");
     rv_graph *graph = rv_graph_build(trace, &error);
     ck_assert_msg(graph != NULL, "%s: %s", path, error ? error->message : "");
     rv_trace_free(trace);
+    return graph;
+}
+
+rv_graph *load_trace(const char *name)
+{
+    char *path = project_trace_path(name);
+    rv_graph *graph = load_trace_file(path);
     g_free(path);
     return graph;
 }

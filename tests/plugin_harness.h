@@ -48,6 +48,8 @@ int64_t step_total(const rv_graph *graph);
 /* The graph of a shipped trace (traces/); main() must have listed it in
  * require_project_traces(). */
 rv_graph *load_trace(const char *name);
+/* The graph of any trace file (asserting that it builds). */
+rv_graph *load_trace_file(const char *path);
 /* Predicted step total after one plugin, and the baseline, on a real trace.
  * The plugin's replacement priority, if any, is used for the prediction. */
 void predict_trace(const char *trace, const char *plugin, const char *text, int64_t *baseline,

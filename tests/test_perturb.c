@@ -99,17 +99,6 @@ static char *perturbed_copy(const char *name, shift_mode mode, double shift_us)
     return path;
 }
 
-static rv_graph *graph_of(const char *path)
-{
-    GError *error = NULL;
-    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
-    ck_assert_msg(trace != NULL, "%s: %s", path, error ? error->message : "");
-    rv_graph *graph = rv_graph_build(trace, &error);
-    ck_assert_msg(graph != NULL, "%s: %s", path, error ? error->message : "");
-    rv_trace_free(trace);
-    return graph;
-}
-
 /* Simulated step times (ns), one per step. */
 static GArray *simulated_steps(const rv_graph *graph)
 {
@@ -126,7 +115,7 @@ static GArray *simulated_steps(const rv_graph *graph)
 
 static double amp_speedup(const char *path)
 {
-    rv_graph *graph = graph_of(path);
+    rv_graph *graph = load_trace_file(path);
     int64_t baseline = step_total(graph), predicted = 0;
     apply_and_simulate(graph, "amp", "", NULL, &predicted);
     rv_graph_free(graph);
@@ -137,7 +126,7 @@ static void check_offset(const char *name, double shift_us)
 {
     char *original = project_trace_path(name);
     char *shifted = perturbed_copy(name, SHIFT_ALL, shift_us);
-    rv_graph *a = graph_of(original), *b = graph_of(shifted);
+    rv_graph *a = load_trace_file(original), *b = load_trace_file(shifted);
     g_printerr("%s shifted %+.0f us: clock offset found %+.3f ms (%s)\n", name, shift_us,
                b->timing.clock_offset_ns / 1e6, rv_clock_status_name(b->timing.clock_status));
     GArray *before = simulated_steps(a), *after = simulated_steps(b);
@@ -184,7 +173,7 @@ START_TEST(test_inserted_idle_is_not_replayed)
     const char *name = traces[_i];
     char *original = project_trace_path(name);
     char *idle = perturbed_copy(name, SHIFT_SECOND_HALF, 20000);
-    rv_graph *a = graph_of(original), *b = graph_of(idle);
+    rv_graph *a = load_trace_file(original), *b = load_trace_file(idle);
     GArray *before = simulated_steps(a), *after = simulated_steps(b);
     rv_explanation *x = rv_explain(a, 0), *y = rv_explain(b, 0);
     int64_t moved = total(after) - total(before);

@@ -28,6 +28,20 @@ static guint trimmed_index(guint n, gboolean from_top)
     return from_top ? n - 1 - dropped : dropped;
 }
 
+/* The bound a list of samples gives: its minimum or maximum after dropping
+ * the most extreme 0.1%; 0 for no samples.  Takes the list. */
+static int64_t trimmed_extreme(GArray *values, gboolean from_top, uint64_t *samples)
+{
+    *samples = values->len;
+    int64_t bound = 0;
+    if (values->len) {
+        rv_sort_int64(values);
+        bound = g_array_index(values, int64_t, trimmed_index(values->len, from_top));
+    }
+    g_array_unref(values);
+    return bound;
+}
+
 static int64_t launch_bound(const builder *b, uint64_t *samples)
 {
     GArray *values = g_array_new(FALSE, FALSE, sizeof(int64_t));
@@ -38,14 +52,7 @@ static int64_t launch_bound(const builder *b, uint64_t *samples)
                         rv_graph_task(b->graph, launch)->recorded_start_ns;
         g_array_append_val(values, value);
     }
-    *samples = values->len;
-    int64_t bound = 0;
-    if (values->len) {
-        rv_sort_int64(values);
-        bound = g_array_index(values, int64_t, trimmed_index(values->len, FALSE));
-    }
-    g_array_unref(values);
-    return bound;
+    return trimmed_extreme(values, FALSE, samples);
 }
 
 static int64_t sync_bound(const builder *b, const GArray *pairs, uint64_t *samples)
@@ -58,14 +65,7 @@ static int64_t sync_bound(const builder *b, const GArray *pairs, uint64_t *sampl
                         task_recorded_end(rv_graph_task(b->graph, pair->call));
         g_array_append_val(values, value);
     }
-    *samples = values->len;
-    int64_t bound = 0;
-    if (values->len) {
-        rv_sort_int64(values);
-        bound = g_array_index(values, int64_t, trimmed_index(values->len, TRUE));
-    }
-    g_array_unref(values);
-    return bound;
+    return trimmed_extreme(values, TRUE, samples);
 }
 
 static void choose_offset(rv_timing *timing)

@@ -73,11 +73,13 @@ typedef struct {
     GArray *gap;
 } delay_samples;
 
-/* When each GPU task's dependencies other than its launch and its stream
- * order were met, in recorded time (INT64_MIN when it has none): a task
- * held back by one of those says nothing about the launch latency or the
- * stream's gap. */
-static int64_t *other_readiness(const builder *b)
+/* When each task's dependencies on other resources were met, in recorded
+ * time (INT64_MIN when it has none), for the GPU tasks (leaving out launch
+ * edges: a GPU task held back by another dependency says nothing about the
+ * launch latency or its stream's gap) or for the CPU tasks (whose host
+ * overhead starts when the later of their thread and those dependencies
+ * freed them). */
+static int64_t *cross_resource_readiness(const builder *b, gboolean gpu)
 {
     int32_t count = rv_graph_task_count(b->graph);
     int64_t *ready = g_new(int64_t, count);
@@ -85,7 +87,8 @@ static int64_t *other_readiness(const builder *b)
     for (guint e = 0; e < b->graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(b->graph->edges, rv_edge, e);
         const rv_task *from = rv_graph_task(b->graph, edge->from), *to = rv_graph_task(b->graph, edge->to);
-        if (!builder_is_gpu_task(to) || edge->kind == RV_EDGE_LAUNCH || from->resource == to->resource) continue;
+        if (from->resource == to->resource || builder_is_gpu_task(to) != gpu) continue;
+        if (gpu && edge->kind == RV_EDGE_LAUNCH) continue;
         int64_t at = edge->from_start ? from->recorded_start_ns : task_recorded_end(from);
         ready[edge->to] = MAX(ready[edge->to], at);
     }
@@ -148,7 +151,7 @@ static int64_t pooled_median(GPtrArray *per_stream, int64_t fallback, uint64_t *
 static void estimate_delays(builder *b)
 {
     guint count = b->graph->resources->len;
-    int64_t *other = other_readiness(b);
+    int64_t *other = cross_resource_readiness(b, TRUE);
     GPtrArray *latency = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
     GPtrArray *gap = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
     for (guint r = 0; r < count; r++) {
@@ -344,23 +347,6 @@ static void trim_blocked_launches(builder *b, guint stream)
 
 /* ---- host overhead ------------------------------------------------------ */
 
-/* When each CPU task's dependencies from other resources were met, in
- * recorded time (INT64_MIN when it has none). */
-static int64_t *recorded_readiness(const builder *b)
-{
-    int32_t count = rv_graph_task_count(b->graph);
-    int64_t *ready = g_new(int64_t, count);
-    for (int32_t id = 0; id < count; id++) ready[id] = G_MININT64;
-    for (guint e = 0; e < b->graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(b->graph->edges, rv_edge, e);
-        const rv_task *from = rv_graph_task(b->graph, edge->from), *to = rv_graph_task(b->graph, edge->to);
-        if (from->resource == to->resource || builder_is_gpu_task(to)) continue;
-        int64_t at = edge->from_start ? from->recorded_start_ns : task_recorded_end(from);
-        ready[edge->to] = MAX(ready[edge->to], at);
-    }
-    return ready;
-}
-
 static void host_overheads(builder *b, guint thread, const int64_t *ready)
 {
     GArray *tasks = builder_resource_tasks(b, (int32_t)thread);
@@ -381,7 +367,7 @@ void rv_build_timing(builder *b)
 {
     estimate_delays(b);
     estimate_queue_depth(b);
-    int64_t *ready = recorded_readiness(b);
+    int64_t *ready = cross_resource_readiness(b, FALSE);
     for (guint r = 0; r < b->graph->resources->len; r++)
         if (!is_gpu_stream(b, r)) host_overheads(b, r, ready);
     g_free(ready);
