@@ -187,6 +187,9 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error);
 /* An empty graph sharing strings (for hand-built tests and the store). */
 rv_graph *rv_graph_new(rv_strings *strings, const char *source);
 void rv_graph_free(rv_graph *graph);
+/* A deep copy (tasks, edges, resources, steps, metadata) sharing the string
+ * table: the baseline kept beside a graph that plugins then transform. */
+rv_graph *rv_graph_copy(const rv_graph *graph);
 
 static inline rv_task *rv_graph_task(rv_graph *graph, int32_t id)
 {

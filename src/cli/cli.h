@@ -23,6 +23,8 @@ int rv_cmd_query(int argc, char **argv);
 int rv_cmd_export_graph(int argc, char **argv);
 int rv_cmd_whatif(int argc, char **argv);
 int rv_cmd_plugins(int argc, char **argv);
+int rv_cmd_breakdown(int argc, char **argv);
+int rv_cmd_critical_path(int argc, char **argv);
 
 /* Load a trace or a saved graph, told apart by content.  Progress goes to
  * stderr only when it is a terminal. */
@@ -45,5 +47,11 @@ void rv_cli_print_json(void *root);
 
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);
+
+/* One CSV row on stdout: fields quoted where they hold a comma, a quote or
+ * a line break (RFC 4180). */
+void rv_cli_csv_row(const char *const *fields, int count);
+/* A number for a CSV or JSON field: microseconds with 3 decimals. */
+char *rv_cli_us_text(int64_t ns);
 
 #endif

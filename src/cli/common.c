@@ -92,3 +92,29 @@ void rv_cli_print_notes(const rv_graph *graph)
         fprintf(stderr, "reverie: note: %s: %s\n", graph->source, (const char *)g_ptr_array_index(notes, i));
     g_ptr_array_unref(notes);
 }
+
+void rv_cli_csv_row(const char *const *fields, int count)
+{
+    GString *line = g_string_new(NULL);
+    for (int i = 0; i < count; i++) {
+        const char *field = fields[i] ? fields[i] : "";
+        if (i) g_string_append_c(line, ',');
+        if (strpbrk(field, ",\"\r\n") == NULL) {
+            g_string_append(line, field);
+            continue;
+        }
+        g_string_append_c(line, '"');
+        for (const char *c = field; *c; c++) {
+            if (*c == '"') g_string_append_c(line, '"');
+            g_string_append_c(line, *c);
+        }
+        g_string_append_c(line, '"');
+    }
+    printf("%s\n", line->str);
+    g_string_free(line, TRUE);
+}
+
+char *rv_cli_us_text(int64_t ns)
+{
+    return g_strdup_printf("%.3f", ns / 1e3);
+}
