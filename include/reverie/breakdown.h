@@ -4,7 +4,9 @@
  *
  * Daydream's split: at each instant of a step the CPU side is busy when a
  * CPU thread runs a call, its host overhead (the Python and framework time
- * before it, graph.h) or data loading; the device side is busy when a GPU
+ * before it, graph.h) when the call lies inside an operator, or data
+ * loading (outside every operator the "overhead" is a thread asleep: a
+ * watchdog polling every 100 ms); the device side is busy when a GPU
  * stream or a communication channel runs a kernel, a collective, a copy or
  * a set.  Every instant is CPU-only, GPU-only, overlap (both) or idle
  * (neither), so the four add up to the step time exactly.

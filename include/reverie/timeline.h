@@ -21,6 +21,13 @@
  * args.critical = 1, as in HTA's overlaid critical-path traces, and a
  * `critical_path` flow between consecutive links on different tracks.
  *
+ * A run's tasks are those of its steps: from the first step's start to the
+ * last step's end (a graph without steps: every task).  Work before the
+ * first ProfilerStep or after the last (warm-up, profiler teardown, a
+ * watchdog thread) is not part of any step's prediction and is left out,
+ * so the timeline spans the predicted time; the top-level "reverie" array
+ * says per run how many tasks were left out.
+ *
  * The file is streamed event by event (large graphs never sit in memory
  * as JSON); a name ending in .gz is written gzip-compressed.
  */

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "reverie/breakdown.h"
+#include "reverie/diff.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 
@@ -49,5 +50,36 @@ gboolean rv_cli_plot(const char *path, const rv_graph *graph, const rv_cli_run *
 /* Write the runs as a Chrome-trace timeline, each with its critical path
  * marked and, beside another run, what differs from it marked. */
 gboolean rv_cli_write_timeline(const char *path, const rv_cli_run *runs, guint count, GError **error);
+
+/* ---- what simulate and whatif add: --timeline, --plot, --diff, --csv ---- */
+
+typedef struct {
+    char *timeline;   /* --timeline FILE */
+    char *plot;       /* --plot FILE.svg */
+    gboolean diff;    /* --diff (whatif) */
+    gboolean csv;     /* --csv */
+} rv_cli_extras;
+
+/* Does the command need the baseline graph kept before optimizations? */
+gboolean rv_cli_extras_need_baseline(const rv_cli_extras *extras);
+void rv_cli_extras_clear(rv_cli_extras *extras);
+
+/* simulate: the replay's timeline, and the recording against it in a plot.
+ * Returns the exit status. */
+int rv_cli_simulate_extras(const rv_graph *graph, const rv_cli_extras *extras);
+/* simulate --csv: the per-step table. */
+void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps);
+
+/* whatif: baseline (kept before the optimizations) and prediction side by
+ * side in the timeline and the plot; with --diff, *diff gets what changed
+ * (rv_diff_free).  Both are replayed again here (a replay is cheap).
+ * Returns the exit status. */
+int rv_cli_whatif_extras(const rv_graph *baseline, const rv_graph *predicted, const rv_policy *policy,
+                         const rv_cli_extras *extras, rv_diff **diff);
+/* whatif --csv: the per-step table. */
+void rv_cli_print_whatif_csv(const GArray *baseline_steps, const GArray *predicted_steps);
+/* whatif --diff: as a table, or as a JSON object (json_t *, as void). */
+void rv_cli_print_diff(const rv_diff *diff, int top);
+void *rv_cli_diff_json(const rv_diff *diff);
 
 #endif

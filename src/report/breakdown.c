@@ -96,6 +96,15 @@ static int work_of(const rv_graph *graph, const rv_task *task)
     }
 }
 
+/* When the CPU began on a task: a call's host overhead counts only inside
+ * an operator.  Outside one it is a thread that slept (a watchdog polling
+ * cudaEventQuery every 100 ms has 100 ms of "host overhead"), not work. */
+static int64_t busy_from(const rv_graph *graph, const rv_sim_result *sim, int32_t id)
+{
+    const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+    return task->op != 0 || task->kind == RV_TASK_DATALOAD ? rv_busy_from(graph, sim, id) : sim->start_ns[id];
+}
+
 /* ---- the whole-step sweep ------------------------------------------- */
 
 typedef struct {
@@ -149,7 +158,7 @@ static void sweep_steps(rv_breakdown *breakdown, const rv_graph *graph, const rv
         int work = work_of(graph, task);
         if (sim->start_ns[id] < 0 || (task->flags & RV_TASK_FLAG_REMOVED) || work == WORK_NONE) continue;
         int phase = task->phase < RV_PHASE_COUNT ? task->phase : RV_PHASE_OTHER;
-        add_interval(points, rv_busy_from(graph, sim, id), sim->end_ns[id], work * RV_PHASE_COUNT + phase);
+        add_interval(points, busy_from(graph, sim, id), sim->end_ns[id], work * RV_PHASE_COUNT + phase);
     }
     step_sweep state = { breakdown, RV_PHASE_OTHER };
     sweep(points, LABELS, windows, visit_step, &state);

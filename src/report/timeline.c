@@ -60,6 +60,8 @@ typedef struct {
     const rv_sim_result *sim;
     int64_t pid;
     int64_t id_offset;
+    int64_t from_ns, to_ns;    /* the steps' span: tasks wholly outside it are left out */
+    uint64_t left_out;
     guint8 *critical;          /* per task, or NULL */
     int64_t *external_id;      /* per task: its cpu_op event's id, or -1 */
 } run_context;
@@ -253,10 +255,29 @@ static void emit_flow(writer *out, const run_context *c, const char *category, i
                         "name", category, "bp", "e"));
 }
 
+static gboolean in_span(const run_context *c, int32_t id)
+{
+    int64_t start = c->sim->start_ns[id], end = c->sim->end_ns[id];
+    return start >= 0 && start <= c->to_ns && (end > c->from_ns || start >= c->from_ns);
+}
+
 static gboolean shown(const run_context *c, int32_t id)
 {
-    return c->sim->start_ns[id] >= 0 && !(task_at(c->graph, id)->flags & RV_TASK_FLAG_REMOVED) &&
+    return in_span(c, id) && !(task_at(c->graph, id)->flags & RV_TASK_FLAG_REMOVED) &&
            task_at(c->graph, id)->kind != RV_TASK_MARKER;
+}
+
+/* The steps' span on the run's timeline (a graph without steps: all of it). */
+static void find_span(run_context *c)
+{
+    GArray *windows = rv_step_windows(c->graph, c->sim);
+    c->from_ns = G_MININT64;
+    c->to_ns = G_MAXINT64;
+    if (windows->len > 0 && c->graph->steps->len > 0) {
+        c->from_ns = g_array_index(windows, rv_window, 0).begin_ns;
+        c->to_ns = g_array_index(windows, rv_window, windows->len - 1).end_ns;
+    }
+    g_array_unref(windows);
 }
 
 /* Launches as Kineto's ac2g flows; every other dependency between two
@@ -289,22 +310,36 @@ static void emit_critical_flows(writer *out, const run_context *c)
     }
 }
 
-static void emit_run(writer *out, const rv_timeline_run *run, guint index)
+static json_t *emit_run(writer *out, const rv_timeline_run *run, guint index)
 {
     int32_t n = rv_graph_task_count(run->graph);
-    run_context c = { run, run->graph, run->sim, (int64_t)index + 1, (int64_t)index << RUN_ID_SHIFT, NULL, NULL };
+    run_context c = { run, run->graph, run->sim, (int64_t)index + 1, (int64_t)index << RUN_ID_SHIFT, 0, 0, 0, NULL, NULL };
+    find_span(&c);
     c.critical = run->critical ? rv_critical_path_members(run->critical, n) : NULL;
     c.external_id = g_new(int64_t, n);
     for (int32_t t = 0; t < n; t++) c.external_id[t] = -1;
     emit_tracks(out, &c, index);
     emit_ops(out, &c);
     emit_steps(out, &c);
-    for (int32_t t = 0; t < n && !out->failed; t++)
-        if (shown(&c, t)) emit_task(out, &c, t);
+    uint64_t written = 0;
+    for (int32_t t = 0; t < n && !out->failed; t++) {
+        const rv_task *task = task_at(c.graph, t);
+        if (c.sim->start_ns[t] < 0 || (task->flags & RV_TASK_FLAG_REMOVED) || task->kind == RV_TASK_MARKER) continue;
+        if (shown(&c, t)) {
+            emit_task(out, &c, t);
+            written++;
+        } else {
+            c.left_out++;
+        }
+    }
     emit_edge_flows(out, &c);
     emit_critical_flows(out, &c);
     g_free(c.critical);
     g_free(c.external_id);
+    return json_pack("{s:s,s:I,s:I,s:I,s:f,s:f}", "label", run->label, "pid", (json_int_t)c.pid, "tasks",
+                     (json_int_t)written, "tasks_outside_steps", (json_int_t)c.left_out, "steps_begin_us",
+                     c.from_ns == G_MININT64 ? 0.0 : us(c.from_ns), "steps_end_us",
+                     c.to_ns == G_MAXINT64 ? 0.0 : us(c.to_ns));
 }
 
 /* The top-level fields a Kineto trace has, before traceEvents. */
@@ -353,7 +388,12 @@ gboolean rv_timeline_write(const char *path, const rv_timeline_run *runs, guint 
     writer out;
     if (count == 0 || !open_writer(&out, path, error)) return count == 0;
     write_header(&out, runs[0].graph);
-    for (guint i = 0; i < count && !out.failed; i++) emit_run(&out, &runs[i], i);
-    write_text(&out, "\n]}\n");
+    json_t *summary = json_array();
+    for (guint i = 0; i < count && !out.failed; i++) json_array_append_new(summary, emit_run(&out, &runs[i], i));
+    /* what reverie left out, after the events (key order is free in JSON) */
+    write_text(&out, "\n],\"reverie\":");
+    json_dump_callback(summary, write_bytes, &out, JSON_COMPACT);
+    json_decref(summary);
+    write_text(&out, "}\n");
     return close_writer(&out, path, error);
 }
