@@ -44,6 +44,9 @@ int rv_cli_usage(const char *command, const char *message);
 /* Print a JSON document to stdout (indented, 12 significant digits) and
  * release it.  Takes jansson's json_t as void so this header needs no jansson. */
 void rv_cli_print_json(void *root);
+/* The same with more digits, for absolute trace timestamps (16 digits:
+ * microseconds since the epoch to the microsecond). */
+void rv_cli_print_json_digits(void *root, int digits);
 
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);

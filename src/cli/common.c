@@ -74,7 +74,12 @@ int rv_cli_usage(const char *command, const char *message)
 
 void rv_cli_print_json(void *root)
 {
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    rv_cli_print_json_digits(root, 12);
+}
+
+void rv_cli_print_json_digits(void *root, int digits)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
     printf("%s\n", text);
     free(text);
     json_decref(root);

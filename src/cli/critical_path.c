@@ -232,7 +232,7 @@ static int report(const rv_cli_runs *runs, const path_options *options)
     }
     if (root) {
         json_object_set_new(root, "source", json_string(runs->baseline->source));
-        rv_cli_print_json(root);
+        rv_cli_print_json_digits(root, 16);
     }
     GError *error = NULL;
     int status = RV_EXIT_OK;
