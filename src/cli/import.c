@@ -60,7 +60,8 @@ int rv_cmd_import(int argc, char **argv)
     g_option_context_add_main_entries(context, entries, NULL);
     g_option_context_set_description(context,
         "Every other command accepts the saved graph in place of the trace and loads it\n"
-        "without parsing JSON again. The format is described in src/store/store.c.\n");
+        "without parsing JSON again. The format is described in src/store/store.c.\n\n"
+        "Example:\n  reverie import traces/small_ddp.json.gz -o small.rvg && reverie simulate small.rvg\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc < 2) { status = rv_cli_usage("import", "give the trace to import"); goto out; }
