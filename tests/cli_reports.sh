@@ -83,6 +83,21 @@ json_has "$work/w-diff.json" diff
 expect_status 0 "$reverie" whatif "$trace" --opt "$opt" --csv
 head -1 "$work/out" | grep -qx 'step,recorded_us,baseline_us,predicted_us,speedup' || fail "whatif --csv header"
 
+# --- info and import agree; a single process is not "rank -1 of -1" ------
+cat > "$work/single.json" <<'JSON'
+{"traceEvents": [
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 100, "dur": 10, "args": {"correlation": 1}},
+ {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 7, "tid": 7, "ts": 102, "dur": 5, "args": {"correlation": 2}},
+ {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 115, "dur": 20, "args": {"correlation": 1, "device": 0, "stream": 7}}
+]}
+JSON
+expect_status 0 "$reverie" info "$work/single.json"
+expect_in "$work/out" "distributed: not recorded"
+grep -q "rank -1" "$work/out" && fail "info still prints rank -1"
+info_tasks=$(sed -n 's/^tasks: //p' "$work/out")
+expect_status 0 "$reverie" import "$work/single.json" -o "$work/single.rvg"
+expect_in "$work/out" "wrote $work/single.rvg: $info_tasks tasks (plus 1 nested runtime calls merged"
+
 # --- bad usage and bad files ----------------------------------------------
 expect_status 1 "$reverie" breakdown
 expect_status 1 "$reverie" breakdown "$trace" --json --csv

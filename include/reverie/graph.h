@@ -196,6 +196,8 @@ static inline rv_task *rv_graph_task(rv_graph *graph, int32_t id)
     return &g_array_index(graph->tasks, rv_task, id);
 }
 static inline int32_t rv_graph_task_count(const rv_graph *graph) { return (int32_t)graph->tasks->len; }
+/* Tasks not marked removed (what info and import report). */
+int32_t rv_graph_live_task_count(const rv_graph *graph);
 
 int32_t rv_graph_add_resource(rv_graph *graph, rv_resource_kind kind, int64_t process,
                               int64_t thread, const char *name);

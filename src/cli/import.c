@@ -26,8 +26,12 @@ static void print_summary(const rv_graph *graph, const char *output, double seco
 {
     GStatBuf info;
     double megabytes = g_stat(output, &info) == 0 ? info.st_size / 1e6 : 0.0;
-    printf("wrote %s: %d tasks, %u edges, %u steps, %.1f MB in %.2f s\n", output, rv_graph_task_count(graph),
-           graph->edges->len, graph->steps->len, megabytes, seconds);
+    /* Count live tasks, as info does: runtime calls nested in another call are
+     * merged into it but stay in the file (marked removed) so ids are stable. */
+    int32_t live = rv_graph_live_task_count(graph), merged = rv_graph_task_count(graph) - live;
+    printf("wrote %s: %d tasks", output, live);
+    if (merged) printf(" (plus %d nested runtime calls merged into their callers)", merged);
+    printf(", %u edges, %u steps, %.1f MB in %.2f s\n", graph->edges->len, graph->steps->len, megabytes, seconds);
 }
 
 /* Load (a trace, or a graph to copy), save, and report. */

@@ -80,6 +80,14 @@ void rv_graph_free(rv_graph *graph)
     g_free(graph);
 }
 
+int32_t rv_graph_live_task_count(const rv_graph *graph)
+{
+    int32_t live = 0;
+    for (guint id = 0; id < graph->tasks->len; id++)
+        if (!(g_array_index(graph->tasks, rv_task, id).flags & RV_TASK_FLAG_REMOVED)) live++;
+    return live;
+}
+
 rv_graph *rv_graph_copy(const rv_graph *graph)
 {
     rv_graph *copy = rv_graph_new(graph->strings, graph->source);
