@@ -48,6 +48,11 @@ void rv_cli_print_json(void *root);
  * microseconds since the epoch to the microsecond). */
 void rv_cli_print_json_digits(void *root, int digits);
 
+/* A layer or operator name for a table column: the autograd engine's
+ * "autograd::engine::evaluate_function: " prefix dropped (the rest,
+ * "ConvolutionBackward0", says what it is). */
+const char *rv_cli_short_name(const char *name);
+
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);
 

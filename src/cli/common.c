@@ -123,3 +123,9 @@ char *rv_cli_us_text(int64_t ns)
 {
     return g_strdup_printf("%.3f", ns / 1e3);
 }
+
+const char *rv_cli_short_name(const char *name)
+{
+    static const char prefix[] = "autograd::engine::evaluate_function: ";
+    return g_str_has_prefix(name, prefix) ? name + sizeof prefix - 1 : name;
+}

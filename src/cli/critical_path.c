@@ -49,7 +49,8 @@ static void print_totals(const rv_graph *graph, const rv_path_totals *totals, in
     for (guint i = 0; i < layers->len && i < (guint)top; i++) {
         int32_t layer = g_array_index(layers, int32_t, i);
         int64_t ns = rv_path_totals_layer_ns(totals, layer);
-        printf("    %12.3f ms %5.1f%%  %.70s\n", ns / 1e6, share(ns, totals->total_ns), layer_label(graph, layer));
+        printf("    %12.3f ms %5.1f%%  %.70s\n", ns / 1e6, share(ns, totals->total_ns),
+               rv_cli_short_name(layer_label(graph, layer)));
     }
     g_array_unref(layers);
 }
@@ -120,7 +121,7 @@ static json_t *json_link(const rv_graph *graph, const rv_sim_result *sim, const 
                              (sim->end_ns[link->task] - sim->start_ns[link->task]) / 1e3, "on_path_us",
                              link->run_ns / 1e3, "host_overhead_us", link->host_overhead_ns / 1e3, "wait_us",
                              link->wait_ns / 1e3, "recorded_duration_us", task->duration_ns / 1e3, "wait_kind",
-                             rv_wait_kind_name(link->wait_kind), "via", rv_via_name(link->via));
+                             link->wait_ns ? rv_wait_kind_name(link->wait_kind) : "", "via", rv_via_name(link->via));
     json_object_set_new(item, "recorded_start_us", (task->flags & RV_TASK_FLAG_INSERTED)
                                                        ? json_null() : json_real(task->recorded_start_ns / 1e3));
     if (link->via == RV_VIA_EDGE) json_object_set_new(item, "edge", json_string(rv_edge_kind_name(link->edge_kind)));
@@ -195,7 +196,8 @@ static void print_csv(const rv_cli_run *run, const rv_critical_path *path)
                 run->label, step_label(run->graph, s), text_of(run->graph, task->name), rv_task_kind_name(task->kind),
                 text_of(run->graph, g_array_index(run->graph->resources, rv_resource, task->resource).name),
                 text_of(run->graph, task->layer), rv_phase_name(task->phase), numbers[0], numbers[1], numbers[2],
-                numbers[3], numbers[4], numbers[5], rv_wait_kind_name(link->wait_kind), rv_via_name(link->via),
+                numbers[3], numbers[4], numbers[5], link->wait_ns ? rv_wait_kind_name(link->wait_kind) : "",
+                rv_via_name(link->via),
                 link->via == RV_VIA_EDGE ? rv_edge_kind_name(link->edge_kind) : "",
             };
             rv_cli_csv_row(row, G_N_ELEMENTS(row));

@@ -122,8 +122,8 @@ static void print_changes(const char *title, const GArray *changes, guint limit)
     for (guint i = 0; i < changes->len && i < limit; i++) {
         const rv_change *c = &g_array_index(changes, rv_change, i);
         int64_t delta = c->predicted_ns - c->baseline_ns;
-        printf("    %-36.36s %12.3f ms -> %12.3f ms  %+12.3f ms", c->name, c->baseline_ns / 1e6, c->predicted_ns / 1e6,
-               delta / 1e6);
+        printf("    %-40.40s %11.3f ms -> %11.3f ms %+11.3f ms", rv_cli_short_name(c->name), c->baseline_ns / 1e6,
+               c->predicted_ns / 1e6, delta / 1e6);
         if (c->baseline_ns) printf(" %+7.1f%%", 100.0 * delta / c->baseline_ns);
         printf("\n");
     }
