@@ -157,6 +157,27 @@ START_TEST(critical_path_through_the_launch_queue)
 }
 END_TEST
 
+/* A prediction with K1 twice as fast, both replayed. */
+static rv_graph *halve_k1(worked *w, rv_sim_result *before, rv_sim_result *after)
+{
+    rv_graph *predicted = rv_graph_copy(w->t.graph);
+    GArray *one = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    g_array_append_val(one, w->k1);
+    rv_transform_scale(predicted, one, 0.5);
+    g_array_unref(one);
+    replay_ok(w->t.graph, before);
+    replay_ok(predicted, after);
+    return predicted;
+}
+
+static void free_pair(worked *w, rv_graph *predicted, rv_sim_result *before, rv_sim_result *after)
+{
+    rv_sim_result_clear(before);
+    rv_sim_result_clear(after);
+    rv_graph_free(predicted);
+    rv_graph_free(w->t.graph);
+}
+
 static rv_breakdown *breakdown_of(const rv_graph *graph, const rv_sim_result *sim)
 {
     GArray *windows = rv_step_windows(graph, sim);
@@ -254,14 +275,8 @@ static json_t *find_event(json_t *events, json_int_t pid, const char *name)
 START_TEST(timeline_reads_like_kineto)
 {
     worked w = worked_graph(0);
-    rv_graph *predicted = rv_graph_copy(w.t.graph);
-    GArray *one = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    g_array_append_val(one, w.k1);
-    rv_transform_scale(predicted, one, 0.5);
-    g_array_unref(one);
     rv_sim_result before = { 0 }, after = { 0 };
-    replay_ok(w.t.graph, &before);
-    replay_ok(predicted, &after);
+    rv_graph *predicted = halve_k1(&w, &before, &after);
     rv_critical_path *path = rv_critical_path_find(w.t.graph, &before);
     rv_timeline_run runs[2] = {
         { "baseline", w.t.graph, &before, predicted, path, "predicted" },
@@ -300,10 +315,7 @@ START_TEST(timeline_reads_like_kineto)
     json_decref(root);
     remove_temp(file);
     rv_critical_path_free(path);
-    rv_sim_result_clear(&before);
-    rv_sim_result_clear(&after);
-    rv_graph_free(predicted);
-    rv_graph_free(w.t.graph);
+    free_pair(&w, predicted, &before, &after);
 }
 END_TEST
 
@@ -325,14 +337,8 @@ END_TEST
 START_TEST(diff_finds_the_scaled_class_and_layer)
 {
     worked w = worked_graph(0);
-    rv_graph *predicted = rv_graph_copy(w.t.graph);
-    GArray *one = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    g_array_append_val(one, w.k1);
-    rv_transform_scale(predicted, one, 0.5);
-    g_array_unref(one);
     rv_sim_result before = { 0 }, after = { 0 };
-    replay_ok(w.t.graph, &before);
-    replay_ok(predicted, &after);
+    rv_graph *predicted = halve_k1(&w, &before, &after);
     rv_diff *diff = rv_diff_compute(w.t.graph, &before, predicted, &after);
     ck_assert_int_eq(diff->baseline_ns, US(168));
     ck_assert_int_eq(diff->predicted_ns, US(118));
@@ -344,10 +350,7 @@ START_TEST(diff_finds_the_scaled_class_and_layer)
     ck_assert_str_eq(layer->name, "conv1");
     ck_assert_int_eq(layer->baseline_ns - layer->predicted_ns, US(50));
     rv_diff_free(diff);
-    rv_sim_result_clear(&before);
-    rv_sim_result_clear(&after);
-    rv_graph_free(predicted);
-    rv_graph_free(w.t.graph);
+    free_pair(&w, predicted, &before, &after);
 }
 END_TEST
 

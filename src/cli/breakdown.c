@@ -171,8 +171,9 @@ static void print_csv(const rv_cli_run *run, const rv_breakdown *breakdown)
     }
 }
 
-static int report(const rv_cli_runs *runs, const breakdown_options *options)
+static int report(const rv_cli_runs *runs, const void *data)
 {
+    const breakdown_options *options = data;
     rv_cli_run list[3];
     guint count = rv_cli_runs_list(runs, TRUE, list);
     rv_breakdown *breakdowns[3];
@@ -233,13 +234,7 @@ int rv_cmd_breakdown(int argc, char **argv)
         "  reverie breakdown trace.json.gz --csv > breakdown.csv\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
-    if (argc != 2) { status = rv_cli_usage("breakdown", "give exactly one trace or graph"); goto out; }
-    if (options.as_json && options.as_csv) { status = rv_cli_usage("breakdown", "give --json or --csv, not both"); goto out; }
-    rv_cli_runs runs;
-    GError *error = NULL;
-    if (rv_cli_runs_load(argv[1], specs, &runs, &error)) status = report(&runs, &options);
-    else status = rv_cli_fail(error);
-    rv_cli_runs_clear(&runs);
+    status = rv_cli_report_runs("breakdown", argc, argv, specs, options.as_json, options.as_csv, report, &options);
 out:
     g_strfreev(specs);
     g_free(options.plot);

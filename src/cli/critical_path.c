@@ -211,8 +211,9 @@ static const char *const csv_header[] = {
     "on_path_us", "host_overhead_us", "wait_us", "wait_kind", "via", "edge",
 };
 
-static int report(const rv_cli_runs *runs, const path_options *options)
+static int report(const rv_cli_runs *runs, const void *data)
 {
+    const path_options *options = data;
     rv_cli_run list[3];
     guint count = rv_cli_runs_list(runs, FALSE, list);
     rv_critical_path *paths[3] = { NULL, NULL, NULL };
@@ -272,14 +273,8 @@ int rv_cmd_critical_path(int argc, char **argv)
         "  reverie critical-path trace.json.gz --timeline path.json.gz   # open in ui.perfetto.dev\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
-    if (argc != 2) { status = rv_cli_usage("critical-path", "give exactly one trace or graph"); goto out; }
-    if (options.as_json && options.as_csv) { status = rv_cli_usage("critical-path", "give --json or --csv, not both"); goto out; }
     if (options.top < 0) { status = rv_cli_usage("critical-path", "--top takes a count of 0 or more"); goto out; }
-    rv_cli_runs runs;
-    GError *error = NULL;
-    if (rv_cli_runs_load(argv[1], specs, &runs, &error)) status = report(&runs, &options);
-    else status = rv_cli_fail(error);
-    rv_cli_runs_clear(&runs);
+    status = rv_cli_report_runs("critical-path", argc, argv, specs, options.as_json, options.as_csv, report, &options);
 out:
     g_strfreev(specs);
     g_free(options.timeline);

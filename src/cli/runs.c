@@ -108,6 +108,18 @@ void rv_cli_runs_clear(rv_cli_runs *runs)
     memset(runs, 0, sizeof *runs);
 }
 
+int rv_cli_report_runs(const char *command, int argc, char **argv, char **specs, gboolean as_json, gboolean as_csv,
+                       rv_cli_report_fn report, const void *options)
+{
+    if (argc != 2) return rv_cli_usage(command, "give exactly one trace or graph");
+    if (as_json && as_csv) return rv_cli_usage(command, "give --json or --csv, not both");
+    rv_cli_runs runs;
+    GError *error = NULL;
+    int status = rv_cli_runs_load(argv[1], specs, &runs, &error) ? report(&runs, options) : rv_cli_fail(error);
+    rv_cli_runs_clear(&runs);
+    return status;
+}
+
 guint rv_cli_runs_list(const rv_cli_runs *runs, gboolean with_recording, rv_cli_run *list)
 {
     guint count = 0;

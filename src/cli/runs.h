@@ -40,6 +40,13 @@ void rv_cli_runs_clear(rv_cli_runs *runs);
  * list (room for 3); returns how many. */
 guint rv_cli_runs_list(const rv_cli_runs *runs, gboolean with_recording, rv_cli_run *list);
 
+/* What breakdown and critical-path do once their options are parsed:
+ * check for one input and not both --json and --csv, load and replay the
+ * runs, report them, clear them.  Returns the exit status. */
+typedef int (*rv_cli_report_fn)(const rv_cli_runs *runs, const void *options);
+int rv_cli_report_runs(const char *command, int argc, char **argv, char **specs, gboolean as_json, gboolean as_csv,
+                       rv_cli_report_fn report, const void *options);
+
 /* A run's breakdown over its own step windows (rv_breakdown_free). */
 rv_breakdown *rv_cli_breakdown_of(const rv_cli_run *run);
 
