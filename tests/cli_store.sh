@@ -32,7 +32,7 @@ done
 for trace in $traces; do
     graph="$work/$(basename "$trace" .json.gz).rvg"
     expect_status 0 "$reverie" import "$trace" -o "$graph"
-    grep -Eq "^wrote $graph: [0-9]+ tasks, [0-9]+ edges, [0-9]+ steps, [0-9.]+ MB in [0-9.]+ s$" "$work/out" ||
+    grep -Eq "^wrote $graph: [0-9]+ tasks( \(plus [0-9]+ nested runtime calls merged into their callers\))?, [0-9]+ edges, [0-9]+ steps, [0-9.]+ MB in [0-9.]+ s$" "$work/out" ||
         fail "import summary: $(cat "$work/out")"
     for command in "info" "info --json" "simulate" "simulate --json"; do
         # shellcheck disable=SC2086

@@ -946,6 +946,75 @@ START_TEST(test_tags_phase_and_layer)
 END_TEST
 
 /* Data loading becomes a task of its own, up to the first runtime call in it. */
+/* Without ProfilerStep annotations forward is inferred (tags.c): from the
+ * first fwdbwd flow start of an iteration to its first backward scope;
+ * iterations end at Optimizer.step.  Work before the first fwdbwd flow, and
+ * a trace with no backward at all, stay "other". */
+static void fwdbwd_flow(tt_trace *trace, int id, int from_tid, double from_ts, int to_tid, double to_ts)
+{
+    tt_event(trace, "{\"ph\": \"s\", \"id\": %d, \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"cat\": \"fwdbwd\", "
+             "\"name\": \"fwdbwd\"}", id, TT_PID, from_tid, tt_base(trace) + from_ts);
+    tt_event(trace, "{\"ph\": \"f\", \"id\": %d, \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"cat\": \"fwdbwd\", "
+             "\"name\": \"fwdbwd\", \"bp\": \"e\"}", id, TT_PID, to_tid, tt_base(trace) + to_ts);
+}
+
+static void training_iteration(tt_trace *trace, double at, int corr)
+{
+    tt_cpu_op(trace, MAIN, "aten::linear", at + 10, 20);
+    tt_runtime(trace, MAIN, "cudaLaunchKernel", at + 12, 5, corr);
+    tt_kernel(trace, 7, "sgemm_fwd", at + 20, 10, corr);
+    fwdbwd_flow(trace, corr, MAIN, at + 10, AUTOGRAD, at + 40);
+    tt_cpu_op(trace, AUTOGRAD, "autograd::engine::evaluate_function: AddmmBackward0", at + 40, 20);
+    tt_runtime(trace, AUTOGRAD, "cudaLaunchKernel", at + 42, 5, corr + 1);
+    tt_kernel(trace, 7, "sgemm_bwd", at + 50, 10, corr + 1);
+    tt_annotation(trace, MAIN, "Optimizer.step#SGD.step", at + 70, 20);
+    tt_runtime(trace, MAIN, "cudaLaunchKernel", at + 72, 5, corr + 2);
+    tt_kernel(trace, 7, "sgd_kernel", at + 80, 5, corr + 2);
+}
+
+static rv_phase phase_of_kernel(rv_graph *graph, const char *name, int nth)
+{
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        if (task->kind == RV_TASK_KERNEL && strcmp(rv_strings_get(graph->strings, task->name), name) == 0 && nth-- == 0)
+            return (rv_phase)task->phase;
+    }
+    ck_abort_msg("no kernel %s", name);
+    return RV_PHASE_OTHER;
+}
+
+START_TEST(test_tags_forward_without_steps)
+{
+    tt_trace *trace = tt_new(1.7e15);
+    tt_runtime(trace, MAIN, "cudaMalloc", 0, 5, -1);   /* set-up before any autograd op */
+    training_iteration(trace, 0, 10);
+    training_iteration(trace, 100, 20);
+    rv_graph *graph = tt_build(trace);
+    ck_assert(graph->whole_trace_step);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(phase_of_kernel(graph, "sgemm_fwd", i), RV_PHASE_FORWARD);
+        ck_assert_int_eq(phase_of_kernel(graph, "sgemm_bwd", i), RV_PHASE_BACKWARD);
+        ck_assert_int_eq(phase_of_kernel(graph, "sgd_kernel", i), RV_PHASE_OPTIMIZER);
+    }
+    ck_assert_int_eq(rv_graph_task(graph, tt_find(graph, "cudaMalloc", RV_TASK_CPU))->phase, RV_PHASE_OTHER);
+    rv_graph_free(graph);
+    tt_free(trace);
+}
+END_TEST
+
+START_TEST(test_tags_inference_only_stays_other)
+{
+    tt_trace *trace = tt_new(1.7e15);
+    tt_cpu_op(trace, MAIN, "aten::linear", 10, 20);
+    tt_runtime(trace, MAIN, "cudaLaunchKernel", 12, 5, 1);
+    tt_kernel(trace, 7, "sgemm_fwd", 20, 10, 1);
+    rv_graph *graph = tt_build(trace);
+    ck_assert_int_eq(phase_of_kernel(graph, "sgemm_fwd", 0), RV_PHASE_OTHER);
+    rv_graph_free(graph);
+    tt_free(trace);
+}
+END_TEST
+
 START_TEST(test_tags_dataload_task)
 {
     rv_graph *graph = tagged_graph();
@@ -1103,6 +1172,8 @@ static Suite *edges_suite(void)
     TCase *tags = tcase_create("tags");
     tcase_add_test(tags, test_tags_phase_and_layer);
     tcase_add_test(tags, test_tags_dataload_task);
+    tcase_add_test(tags, test_tags_forward_without_steps);
+    tcase_add_test(tags, test_tags_inference_only_stays_other);
     suite_add_tcase(suite, tags);
 
     TCase *steps = tcase_create("steps");

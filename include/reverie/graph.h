@@ -193,12 +193,17 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error);
 /* An empty graph sharing strings (for hand-built tests and the store). */
 rv_graph *rv_graph_new(rv_strings *strings, const char *source);
 void rv_graph_free(rv_graph *graph);
+/* A deep copy (tasks, edges, resources, steps, metadata) sharing the string
+ * table: the baseline kept beside a graph that plugins then transform. */
+rv_graph *rv_graph_copy(const rv_graph *graph);
 
 static inline rv_task *rv_graph_task(rv_graph *graph, int32_t id)
 {
     return &g_array_index(graph->tasks, rv_task, id);
 }
 static inline int32_t rv_graph_task_count(const rv_graph *graph) { return (int32_t)graph->tasks->len; }
+/* Tasks not marked removed (what info and import report). */
+int32_t rv_graph_live_task_count(const rv_graph *graph);
 
 int32_t rv_graph_add_resource(rv_graph *graph, rv_resource_kind kind, int64_t process,
                               int64_t thread, const char *name);

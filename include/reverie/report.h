@@ -26,6 +26,39 @@ typedef struct {
 /* One entry per step of the graph.  Free with g_array_unref. */
 GArray *rv_step_times(const rv_graph *graph, const rv_sim_result *sim);
 
+/* A step's interval on a timeline: [begin_ns, end_ns). */
+typedef struct {
+    int64_t begin_ns, end_ns;
+} rv_window;
+
+/*
+ * Each step's interval by the step rule: from the previous step's end (the
+ * first step: its own start) to its end.  sim NULL: on the recorded clock,
+ * from the graph's recorded steps; else on the simulated one.  A graph
+ * without steps has one window from its first task's start to its last
+ * task's end.  Free with g_array_unref.
+ */
+GArray *rv_step_windows(const rv_graph *graph, const rv_sim_result *sim);
+
+/*
+ * The recording as a result, so that reports read one kind of timeline:
+ * each live task's recorded start and end (GPU times clock-corrected);
+ * -1 for removed tasks and for tasks a plugin inserted (no recording).
+ */
+void rv_recorded_result(const rv_graph *graph, rv_sim_result *result);
+
+/* Each resource's live tasks in the order they ran on a timeline (start,
+ * then end, then id; sim NULL: the recording).  A GPtrArray of GArrays of
+ * int32 task ids, one per resource; free with g_ptr_array_unref. */
+GPtrArray *rv_tasks_by_resource(const rv_graph *graph, const rv_sim_result *sim);
+
+/* A task's start on a timeline less its host overhead: when its resource
+ * began working on it. */
+static inline int64_t rv_busy_from(const rv_graph *graph, const rv_sim_result *sim, int32_t task)
+{
+    return sim->start_ns[task] - g_array_index(graph->tasks, rv_task, task).host_overhead_ns;
+}
+
 /* |simulated - recorded| / recorded, or 0 when recorded is 0. */
 double rv_relative_error(int64_t recorded_ns, int64_t simulated_ns);
 

@@ -25,6 +25,8 @@ int rv_cmd_export_graph(int argc, char **argv);
 int rv_cmd_whatif(int argc, char **argv);
 int rv_cmd_plugins(int argc, char **argv);
 int rv_cmd_validate(int argc, char **argv);
+int rv_cmd_breakdown(int argc, char **argv);
+int rv_cmd_critical_path(int argc, char **argv);
 
 /* Load a trace or a saved graph, told apart by content.  Progress goes to
  * stderr only when it is a terminal. */
@@ -47,8 +49,22 @@ int rv_cli_usage(const char *command, const char *message);
 /* Print a JSON document to stdout (indented, 12 significant digits) and
  * release it.  Takes jansson's json_t as void so this header needs no jansson. */
 void rv_cli_print_json(void *root);
+/* The same with more digits, for absolute trace timestamps (16 digits:
+ * microseconds since the epoch to the microsecond). */
+void rv_cli_print_json_digits(void *root, int digits);
+
+/* A layer or operator name for a table column: the autograd engine's
+ * "autograd::engine::evaluate_function: " prefix dropped (the rest,
+ * "ConvolutionBackward0", says what it is). */
+const char *rv_cli_short_name(const char *name);
 
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);
+
+/* One CSV row on stdout: fields quoted where they hold a comma, a quote or
+ * a line break (RFC 4180). */
+void rv_cli_csv_row(const char *const *fields, int count);
+/* A number for a CSV or JSON field: microseconds with 3 decimals. */
+char *rv_cli_us_text(int64_t ns);
 
 #endif

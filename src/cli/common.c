@@ -74,7 +74,12 @@ int rv_cli_usage(const char *command, const char *message)
 
 void rv_cli_print_json(void *root)
 {
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    rv_cli_print_json_digits(root, 12);
+}
+
+void rv_cli_print_json_digits(void *root, int digits)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
     printf("%s\n", text);
     free(text);
     json_decref(root);
@@ -99,4 +104,36 @@ void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)
         fprintf(stderr, "reverie: note: %s: the launch-queue rule would have deadlocked this graph (its queue "
                         "order contradicts its edges, e.g. after a plugin's rewrite): replayed without it\n",
                 graph->source);
+}
+
+void rv_cli_csv_row(const char *const *fields, int count)
+{
+    GString *line = g_string_new(NULL);
+    for (int i = 0; i < count; i++) {
+        const char *field = fields[i] ? fields[i] : "";
+        if (i) g_string_append_c(line, ',');
+        if (strpbrk(field, ",\"\r\n") == NULL) {
+            g_string_append(line, field);
+            continue;
+        }
+        g_string_append_c(line, '"');
+        for (const char *c = field; *c; c++) {
+            if (*c == '"') g_string_append_c(line, '"');
+            g_string_append_c(line, *c);
+        }
+        g_string_append_c(line, '"');
+    }
+    printf("%s\n", line->str);
+    g_string_free(line, TRUE);
+}
+
+char *rv_cli_us_text(int64_t ns)
+{
+    return g_strdup_printf("%.3f", ns / 1e3);
+}
+
+const char *rv_cli_short_name(const char *name)
+{
+    static const char prefix[] = "autograd::engine::evaluate_function: ";
+    return g_str_has_prefix(name, prefix) ? name + sizeof prefix - 1 : name;
 }

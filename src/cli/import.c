@@ -26,8 +26,12 @@ static void print_summary(const rv_graph *graph, const char *output, double seco
 {
     GStatBuf info;
     double megabytes = g_stat(output, &info) == 0 ? info.st_size / 1e6 : 0.0;
-    printf("wrote %s: %d tasks, %u edges, %u steps, %.1f MB in %.2f s\n", output, rv_graph_task_count(graph),
-           graph->edges->len, graph->steps->len, megabytes, seconds);
+    /* Count live tasks, as info does: runtime calls nested in another call are
+     * merged into it but stay in the file (marked removed) so ids are stable. */
+    int32_t live = rv_graph_live_task_count(graph), merged = rv_graph_task_count(graph) - live;
+    printf("wrote %s: %d tasks", output, live);
+    if (merged) printf(" (plus %d nested runtime calls merged into their callers)", merged);
+    printf(", %u edges, %u steps, %.1f MB in %.2f s\n", graph->edges->len, graph->steps->len, megabytes, seconds);
 }
 
 /* Load (a trace, or a graph to copy), save, and report. */
@@ -60,7 +64,8 @@ int rv_cmd_import(int argc, char **argv)
     g_option_context_add_main_entries(context, entries, NULL);
     g_option_context_set_description(context,
         "Every other command accepts the saved graph in place of the trace and loads it\n"
-        "without parsing JSON again. The format is described in src/store/store.c.\n");
+        "without parsing JSON again. The format is described in src/store/store.c.\n\n"
+        "Example:\n  reverie import traces/small_ddp.json.gz -o small.rvg && reverie simulate small.rvg\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc < 2) { status = rv_cli_usage("import", "give the trace to import"); goto out; }

@@ -127,8 +127,11 @@ static void print_text(const rv_graph *graph, const graph_counts *counts)
     printf("source: %s\n", graph->source);
     printf("devices: %u", graph->device_names->len);
     if (graph->device_names->len) printf(" (%s)", (const char *)g_ptr_array_index(graph->device_names, 0));
-    printf("\ndistributed: rank %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT "%s%s\n", graph->rank, graph->world_size,
-           graph->backend ? ", backend " : "", graph->backend ? graph->backend : "");
+    /* -1 means the trace did not record it (no distributedInfo): say so, not "rank -1 of -1" */
+    if (graph->rank < 0) printf("\ndistributed: not recorded (no distributedInfo: one process)");
+    else if (graph->world_size < 0) printf("\ndistributed: rank %" G_GINT64_FORMAT " (world size not recorded)", graph->rank);
+    else printf("\ndistributed: rank %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT, graph->rank, graph->world_size);
+    printf("%s%s\n", graph->backend ? ", backend " : "", graph->backend ? graph->backend : "");
     print_tasks(counts);
     print_resources(graph, counts);
     print_edges_and_steps(graph, counts);

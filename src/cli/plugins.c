@@ -38,6 +38,8 @@ int rv_cmd_plugins(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("[NAME] - list optimizations and their parameters");
+    g_option_context_set_description(context,
+        "Examples:\n  reverie plugins\n  reverie plugins ddp --json\n");
     g_option_context_add_main_entries(context, entries, NULL);
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;

@@ -50,9 +50,7 @@ GPtrArray *rv_cli_opts_prepare(char **specs, GError **error)
     return opts;
 }
 
-/* Apply each option in order; the last replacement policy is kept in
- * *policy (whose free function the caller runs). */
-static gboolean apply_all(rv_graph *graph, GPtrArray *opts, rv_plugin_output *policy, GError **error)
+gboolean rv_cli_apply(rv_graph *graph, GPtrArray *opts, rv_plugin_output *policy, GError **error)
 {
     for (guint i = 0; i < opts->len; i++) {
         rv_cli_opt *opt = g_ptr_array_index(opts, i);
@@ -87,7 +85,7 @@ GArray *rv_cli_predict(rv_graph *graph, GPtrArray *opts, GError **error)
 {
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     GArray *predicted = NULL;
-    if (apply_all(graph, opts, &policy, error))
+    if (rv_cli_apply(graph, opts, &policy, error))
         predicted = rv_cli_replay_steps(graph, policy.policy.priority ? &policy.policy : NULL, error);
     if (policy.free_policy_data) policy.free_policy_data(policy.policy.user_data);
     return predicted;

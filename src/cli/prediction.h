@@ -28,9 +28,15 @@ GPtrArray *rv_cli_opts_prepare(char **specs, GError **error);
  * when policy is NULL. */
 GArray *rv_cli_replay_steps(rv_graph *graph, const rv_policy *policy, GError **error);
 
-/* Apply the options in order and replay: the predicted step times, or NULL
- * with an error (a plugin's failure is prefixed with its name).  The last
- * replacement scheduling policy a plugin returned decides the replay. */
+/* Apply the options in order (each one's notes go to its rv_cli_opt).  The
+ * last replacement scheduling policy a plugin returned is left in *policy;
+ * the caller runs policy->free_policy_data, before the options are freed
+ * (the policy's data may live in a plugin).  FALSE with an error prefixed
+ * by the failing plugin's name. */
+gboolean rv_cli_apply(rv_graph *graph, GPtrArray *opts, rv_plugin_output *policy, GError **error);
+
+/* Apply the options in order and replay under the last policy: the
+ * predicted step times, or NULL with an error. */
 GArray *rv_cli_predict(rv_graph *graph, GPtrArray *opts, GError **error);
 
 /* The steady step of a list of step times: the median of the steps after

@@ -4,6 +4,7 @@
  * one, beside the recorded time the rules do not explain (explain.h).
  */
 #include "cli.h"
+#include "runs.h"
 #include "reverie/explain.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
@@ -38,7 +39,7 @@ static void print_table(const rv_graph *graph, const GArray *steps, const replay
                         const rv_explanation *x)
 {
     char recorded[32], simulated[32], unexplained[32];
-    printf("%s: %d tasks, %u edges, %u steps%s\n", graph->source, rv_graph_task_count(graph),
+    printf("%s: %d tasks, %u edges, %u steps%s\n", graph->source, rv_graph_live_task_count(graph),
            graph->edges->len, steps->len, graph->whole_trace_step ? " (no ProfilerStep: whole trace)" : "");
     printf("  %-20s %14s %14s %9s %14s\n", "step", "recorded", "simulated", "error", "unexplained");
     for (guint i = 0; i < steps->len; i++) {
@@ -146,7 +147,7 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
     json_object_set_new(root, "unexplained_us", json_real(x->total_ns / 1e3));
     if (detail) json_object_set_new(root, "unexplained", json_explanation(graph, x));
     json_object_set_new(root, "whole_trace", json_boolean(graph->whole_trace_step));
-    json_object_set_new(root, "tasks", json_integer(rv_graph_task_count(graph)));
+    json_object_set_new(root, "tasks", json_integer(rv_graph_live_task_count(graph)));
     json_object_set_new(root, "edges", json_integer(graph->edges->len));
     rv_cli_print_json(root);
 }
@@ -163,7 +164,7 @@ static int64_t recorded_origin(const rv_graph *graph)
     return origin == G_MAXINT64 ? 0 : origin;
 }
 
-static int report(rv_graph *graph, gboolean as_json, int explain_top)
+static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_cli_extras *extras)
 {
     GError *error = NULL;
     rv_sim_result sim = { 0 };
@@ -174,6 +175,8 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top)
     rv_explanation *x = rv_explain(graph, explain_top > 0 ? (guint)explain_top : 0);
     if (as_json) {
         print_json(graph, steps, &summary, x, explain_top > 0);
+    } else if (extras->csv) {
+        rv_cli_print_simulate_csv(graph, steps);
     } else {
         print_table(graph, steps, &summary, x);
         if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
@@ -181,17 +184,23 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top)
     rv_explanation_free(x);
     g_array_unref(steps);
     rv_sim_result_clear(&sim);
-    return RV_EXIT_OK;
+    return rv_cli_simulate_extras(graph, extras);
 }
 
 int rv_cmd_simulate(int argc, char **argv)
 {
     gboolean as_json = FALSE;
     int explain_top = 0;
+    rv_cli_extras extras = { NULL, NULL, FALSE, FALSE };
     GOptionEntry entries[] = {
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
         { "explain", 0, 0, G_OPTION_ARG_INT, &explain_top,
           "also show the unexplained time by resource and the N tasks carrying the most", "N" },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &extras.csv, "print the per-step table as CSV", NULL },
+        { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &extras.timeline,
+          "write the replay as Chrome trace JSON for ui.perfetto.dev (.gz compresses)", "FILE" },
+        { "plot", 0, 0, G_OPTION_ARG_FILENAME, &extras.plot, "draw recorded and simulated steps, broken down, to SVG",
+          "FILE.svg" },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - replay by the timing rules and compare with the recording");
@@ -203,18 +212,21 @@ int rv_cmd_simulate(int argc, char **argv)
         "dependency, another rank, another process). The replay starts every task by the\n"
         "rules, so unexplained time shows up as error, never as a copied wait.\n"
         "A trace without ProfilerStep annotations is one step from its first to its last task.\n\n"
-        "Example:\n  reverie simulate traces/hta_resnet50_v100.json.gz --explain 10\n");
+        "Examples:\n  reverie simulate traces/hta_resnet50_v100.json.gz --explain 10\n"
+        "  reverie simulate traces/small_ddp.json.gz --timeline replay.json.gz --plot steps.svg\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("simulate", "give exactly one trace or graph"); goto out; }
+    if (as_json && extras.csv) { status = rv_cli_usage("simulate", "give --json or --csv, not both"); goto out; }
     if (explain_top < 0) { status = rv_cli_usage("simulate", "--explain takes a count of 0 or more"); goto out; }
     GError *error = NULL;
     rv_graph *graph = rv_cli_load(argv[1], &error);
     if (graph == NULL) { status = rv_cli_fail(error); goto out; }
     rv_cli_print_notes(graph);
-    status = report(graph, as_json, explain_top);
+    status = report(graph, as_json, explain_top, &extras);
     rv_graph_free(graph);
 out:
+    rv_cli_extras_clear(&extras);
     g_option_context_free(context);
     return status;
 }

@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "prediction.h"
+#include "runs.h"
 #include "reverie/plugin.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
@@ -38,7 +39,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline
            pred_total ? (double)base_total / pred_total : 0.0);
 }
 
-static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted)
+static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted, const rv_diff *diff)
 {
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
     json_object_set_new(root, "source", json_string(graph->source));
@@ -69,30 +70,44 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
     json_object_set_new(root, "baseline_us", json_real(base_total / 1e3));
     json_object_set_new(root, "predicted_us", json_real(pred_total / 1e3));
     json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
+    if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
     rv_cli_print_json(root);
 }
 
-static int run_whatif(const char *path, char **specs, gboolean as_json)
+static int run_whatif(const char *path, char **specs, gboolean as_json, const rv_cli_extras *extras)
 {
     GError *error = NULL;
+    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     rv_graph *graph = NULL;
+    rv_graph *kept = NULL;  /* the baseline graph, for --timeline, --plot and --diff */
     GArray *baseline = NULL, *predicted = NULL;
+    rv_diff *diff = NULL;
     GPtrArray *opts = rv_cli_opts_prepare(specs, &error);
     if (opts != NULL) graph = rv_cli_load(path, &error);
     if (graph != NULL) {
         rv_cli_print_notes(graph);
         baseline = rv_cli_replay_steps(graph, NULL, &error);
     }
-    if (baseline != NULL) predicted = rv_cli_predict(graph, opts, &error);
+    if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
+    if (baseline != NULL && rv_cli_apply(graph, opts, &policy, &error))
+        predicted = rv_cli_replay_steps(graph, policy.policy.priority ? &policy.policy : NULL, &error);
     int status = RV_EXIT_OK;
-    if (predicted != NULL) {
-        if (as_json) print_json(graph, opts, baseline, predicted);
+    if (predicted != NULL)
+        status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
+    if (predicted != NULL && status == RV_EXIT_OK) {
+        if (as_json) print_json(graph, opts, baseline, predicted, diff);
+        else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
         else print_table(graph, opts, baseline, predicted);
-    } else {
+        if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
+    } else if (predicted == NULL) {
         status = rv_cli_fail(error);
     }
+    /* The policy's data may live in a plugin: release it before unloading. */
+    if (policy.free_policy_data) policy.free_policy_data(policy.policy.user_data);
     if (baseline) g_array_unref(baseline);
     if (predicted) g_array_unref(predicted);
+    rv_diff_free(diff);
+    rv_graph_free(kept);
     rv_graph_free(graph);
     if (opts) g_ptr_array_unref(opts);
     return status;
@@ -102,9 +117,17 @@ int rv_cmd_whatif(int argc, char **argv)
 {
     gboolean as_json = FALSE;
     char **specs = NULL;
+    rv_cli_extras extras = { NULL, NULL, FALSE, FALSE };
     GOptionEntry entries[] = {
         { "opt", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &specs, "an optimization, applied in the order given", "NAME[:k=v,...]" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &extras.csv, "print the per-step table as CSV", NULL },
+        { "diff", 0, 0, G_OPTION_ARG_NONE, &extras.diff,
+          "also list the phases, kernel classes and layers whose time changed most, and how the critical path moved", NULL },
+        { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &extras.timeline,
+          "write baseline and prediction side by side as Chrome trace JSON for ui.perfetto.dev (.gz compresses)", "FILE" },
+        { "plot", 0, 0, G_OPTION_ARG_FILENAME, &extras.plot, "draw baseline and predicted steps, broken down, to SVG",
+          "FILE.svg" },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH --opt NAME[:k=v,...]... - predict an optimization");
@@ -113,14 +136,17 @@ int rv_cmd_whatif(int argc, char **argv)
         "Examples:\n"
         "  reverie whatif trace.json.gz --opt amp\n"
         "  reverie whatif trace.json.gz --opt ddp:world=8,bandwidth=100Gbps --opt fused-adam\n"
+        "  reverie whatif trace.json.gz --opt amp --diff --plot amp.svg --timeline amp.json.gz\n"
         "Values take units: 25GB/s, 100Gbps, 5us, 2ms, 25MiB. 'reverie plugins' lists them.\n"
         "Exit 3 when an optimization fails or finds nothing to act on.\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("whatif", "give exactly one trace or graph"); goto out; }
     if (specs == NULL || specs[0] == NULL) { status = rv_cli_usage("whatif", "give at least one --opt"); goto out; }
-    status = run_whatif(argv[1], specs, as_json);
+    if (as_json && extras.csv) { status = rv_cli_usage("whatif", "give --json or --csv, not both"); goto out; }
+    status = run_whatif(argv[1], specs, as_json, &extras);
 out:
+    rv_cli_extras_clear(&extras);
     g_strfreev(specs);
     g_option_context_free(context);
     return status;

@@ -80,6 +80,34 @@ void rv_graph_free(rv_graph *graph)
     g_free(graph);
 }
 
+int32_t rv_graph_live_task_count(const rv_graph *graph)
+{
+    int32_t live = 0;
+    for (guint id = 0; id < graph->tasks->len; id++)
+        if (!(g_array_index(graph->tasks, rv_task, id).flags & RV_TASK_FLAG_REMOVED)) live++;
+    return live;
+}
+
+rv_graph *rv_graph_copy(const rv_graph *graph)
+{
+    rv_graph *copy = rv_graph_new(graph->strings, graph->source);
+    g_array_append_vals(copy->resources, graph->resources->data, graph->resources->len);
+    g_array_append_vals(copy->tasks, graph->tasks->data, graph->tasks->len);
+    g_array_append_vals(copy->edges, graph->edges->data, graph->edges->len);
+    g_array_append_vals(copy->steps, graph->steps->data, graph->steps->len);
+    for (guint i = 0; i < graph->device_names->len; i++)
+        g_ptr_array_add(copy->device_names, g_strdup(g_ptr_array_index(graph->device_names, i)));
+    copy->rank = graph->rank;
+    copy->world_size = graph->world_size;
+    copy->backend = g_strdup(graph->backend);
+    copy->legacy_schema = graph->legacy_schema;
+    copy->whole_trace_step = graph->whole_trace_step;
+    copy->trace_stats = graph->trace_stats;
+    copy->build_stats = graph->build_stats;
+    copy->timing = graph->timing;
+    return copy;
+}
+
 int32_t rv_graph_add_resource(rv_graph *graph, rv_resource_kind kind, int64_t process,
                               int64_t thread, const char *name)
 {

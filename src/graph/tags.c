@@ -6,6 +6,16 @@
  * in time on its own thread: one sweep per thread with a stack of open
  * scopes.  A GPU task takes the tags of the call that launched it, so no
  * GPU-side timing is needed to know which layer a kernel belongs to.
+ *
+ * Forward is "inside a step and nothing else".  A trace without
+ * ProfilerStep annotations has no steps, so its forward is inferred from
+ * what training leaves in the trace instead: iterations end at each
+ * Optimizer.step annotation; an iteration's backward begins at its first
+ * backward scope (autograd::engine::evaluate_function, *Backward*) or
+ * fwdbwd flow end; its forward runs from its first fwdbwd flow start (the
+ * first operator autograd recorded; without fwdbwd flows, the iteration's
+ * start) to that backward.  Without any backward there is no training
+ * evidence, and the phase stays "other".
  */
 #include "build.h"
 #include <string.h>
@@ -113,15 +123,94 @@ static int32_t step_at(const builder *b, int64_t pid, int64_t t)
     return -1;
 }
 
-static rv_phase phase_of(unsigned flags, gboolean autograd_thread, int32_t step)
+static rv_phase phase_of(unsigned flags, gboolean autograd_thread, int32_t step, gboolean in_forward)
 {
     if (flags & SCOPE_OPTIMIZER) return RV_PHASE_OPTIMIZER;
     if (flags & SCOPE_DATALOAD) return RV_PHASE_DATALOAD;
     if ((flags & SCOPE_BACKWARD) || autograd_thread) return RV_PHASE_BACKWARD;
-    return step >= 0 ? RV_PHASE_FORWARD : RV_PHASE_OTHER;
+    return step >= 0 || in_forward ? RV_PHASE_FORWARD : RV_PHASE_OTHER;
 }
 
-static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes)
+/* ---- forward without steps ------------------------------------------ */
+
+typedef struct { int64_t begin_ns, end_ns; } interval;
+
+static gint compare_int64(gconstpointer a, gconstpointer b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The first value in sorted values at or after from and before to, or -1. */
+static int64_t first_in(const GArray *values, int64_t from, int64_t to)
+{
+    guint low = 0, high = values->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(values, int64_t, middle) < from) low = middle + 1; else high = middle;
+    }
+    if (low < values->len && g_array_index(values, int64_t, low) < to) return g_array_index(values, int64_t, low);
+    return -1;
+}
+
+static gboolean starts_backward(const rv_event *event, const char *name)
+{
+    if (event->kind == RV_EV_FLOW_END) return event->flow_category == RV_FLOW_FWDBWD;
+    if (event->kind != RV_EV_CPU_OP && event->kind != RV_EV_USER_ANNOTATION && event->kind != RV_EV_PYTHON_FUNCTION)
+        return FALSE;
+    return (scope_flags(name) & SCOPE_BACKWARD) || g_str_has_prefix(name, "autograd::engine::evaluate_function");
+}
+
+/* The forward windows of a trace without steps, sorted and disjoint. */
+static GArray *forward_windows(const builder *b)
+{
+    GArray *optimizer_ends = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    GArray *backward_starts = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    GArray *forward_starts = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    GArray *events = b->trace->events;
+    for (guint i = 0; i < events->len; i++) {
+        const rv_event *event = &g_array_index(events, rv_event, i);
+        const char *name = rv_strings_get(b->graph->strings, event->name);
+        int64_t end = event->ts_ns + event->dur_ns;
+        if (event->kind == RV_EV_FLOW_START && event->flow_category == RV_FLOW_FWDBWD)
+            g_array_append_val(forward_starts, event->ts_ns);
+        else if (starts_backward(event, name))
+            g_array_append_val(backward_starts, event->ts_ns);
+        else if (event->kind != RV_EV_FLOW_START && event->kind != RV_EV_FLOW_END && strstr(name, "Optimizer.step"))
+            g_array_append_val(optimizer_ends, end);
+    }
+    g_array_sort(optimizer_ends, compare_int64);
+    g_array_sort(backward_starts, compare_int64);
+    g_array_sort(forward_starts, compare_int64);
+    GArray *windows = g_array_new(FALSE, FALSE, sizeof(interval));
+    for (guint k = 0; k <= optimizer_ends->len; k++) {
+        int64_t from = k ? g_array_index(optimizer_ends, int64_t, k - 1) : G_MININT64;
+        int64_t to = k < optimizer_ends->len ? g_array_index(optimizer_ends, int64_t, k) : G_MAXINT64;
+        int64_t backward = first_in(backward_starts, from, to);
+        if (backward < 0) continue;
+        int64_t forward = forward_starts->len ? first_in(forward_starts, from, backward) : from;
+        if (forward < 0 && forward_starts->len) continue;
+        interval window = { forward, backward };
+        g_array_append_val(windows, window);
+    }
+    g_array_unref(optimizer_ends);
+    g_array_unref(backward_starts);
+    g_array_unref(forward_starts);
+    return windows;
+}
+
+static gboolean in_windows(const GArray *windows, int64_t t)
+{
+    if (windows == NULL) return FALSE;
+    guint low = 0, high = windows->len;
+    while (low < high) { /* first window ending after t */
+        guint middle = (low + high) / 2;
+        if (g_array_index(windows, interval, middle).end_ns <= t) low = middle + 1; else high = middle;
+    }
+    return low < windows->len && g_array_index(windows, interval, low).begin_ns <= t;
+}
+
+static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, const GArray *forward)
 {
     const rv_resource *thread = &g_array_index(b->graph->resources, rv_resource, resource);
     gboolean autograd_thread = is_autograd_thread(b, scopes);
@@ -151,7 +240,8 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes)
         task->layer = top->module ? top->module : top->outer_op;
         task->input_dims = top->outer_dims;
         if (task->kind == RV_TASK_DATALOAD) task->phase = RV_PHASE_DATALOAD;
-        else if (task->kind != RV_TASK_MARKER) task->phase = (uint8_t)phase_of(top->flags, autograd_thread, task->step);
+        else if (task->kind != RV_TASK_MARKER) task->phase = (uint8_t)phase_of(top->flags, autograd_thread, task->step,
+                                                                 in_windows(forward, t));
     }
     g_array_unref(stack);
 }
@@ -174,11 +264,13 @@ static void tag_gpu_tasks(builder *b)
 void rv_build_tags(builder *b)
 {
     GPtrArray *per_thread = scopes_by_thread(b);
+    GArray *forward = b->graph->steps->len == 0 ? forward_windows(b) : NULL;
     for (guint r = 0; r < b->graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
         if (resource->kind == RV_RES_CPU_THREAD)
-            tag_thread(b, (int32_t)r, g_ptr_array_index(per_thread, r));
+            tag_thread(b, (int32_t)r, g_ptr_array_index(per_thread, r), forward);
     }
+    if (forward) g_array_unref(forward);
     g_ptr_array_free(per_thread, TRUE);
     tag_gpu_tasks(b);
 }

@@ -15,27 +15,28 @@ static gboolean counts(const rv_task *task)
     return (task->flags & RV_TASK_FLAG_REMOVED) == 0;
 }
 
-static rv_step_time whole_trace(const rv_graph *graph, const rv_sim_result *sim)
+/* One window from the first live task's start to the last one's end; on the
+ * recorded clock plugins' inserted tasks have no times and do not count. */
+static rv_window whole_trace(const rv_graph *graph, const rv_sim_result *sim)
 {
-    int64_t recorded_begin = G_MAXINT64, recorded_end = G_MININT64;
-    int64_t simulated_begin = G_MAXINT64, simulated_end = G_MININT64;
+    int64_t begin = G_MAXINT64, end = G_MININT64;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
         if (!counts(task) || task->kind == RV_TASK_MARKER) continue;
-        /* Inserted tasks have no recording; they count only in the simulation. */
-        if (!(task->flags & RV_TASK_FLAG_INSERTED)) {
-            recorded_begin = MIN(recorded_begin, task->recorded_start_ns);
-            recorded_end = MAX(recorded_end, task->recorded_start_ns + task->duration_ns);
+        int64_t start_ns = task->recorded_start_ns, end_ns = task->recorded_start_ns + task->duration_ns;
+        if (sim != NULL) {
+            start_ns = sim->start_ns[id];
+            end_ns = sim->end_ns[id];
+        } else if (task->flags & RV_TASK_FLAG_INSERTED) {
+            continue;
         }
-        if (sim != NULL && sim->start_ns[id] >= 0) {
-            simulated_begin = MIN(simulated_begin, sim->start_ns[id]);
-            simulated_end = MAX(simulated_end, sim->end_ns[id]);
-        }
+        if (start_ns < 0) continue;
+        begin = MIN(begin, start_ns);
+        end = MAX(end, end_ns);
     }
-    rv_step_time time = { "(whole trace)", 0, 0 };
-    if (recorded_end > recorded_begin) time.recorded_ns = recorded_end - recorded_begin;
-    if (simulated_end > simulated_begin) time.simulated_ns = simulated_end - simulated_begin;
-    return time;
+    rv_window window = { 0, 0 };
+    if (end > begin) window = (rv_window){ begin, end };
+    return window;
 }
 
 /* The simulated end of each step: its end marker, or the last GPU task
@@ -54,27 +55,99 @@ static int64_t *simulated_step_ends(const rv_graph *graph, const rv_sim_result *
     return ends;
 }
 
-GArray *rv_step_times(const rv_graph *graph, const rv_sim_result *sim)
+GArray *rv_step_windows(const rv_graph *graph, const rv_sim_result *sim)
 {
-    GArray *times = g_array_new(FALSE, FALSE, sizeof(rv_step_time));
+    GArray *windows = g_array_new(FALSE, FALSE, sizeof(rv_window));
     if (graph->steps->len == 0) {
-        rv_step_time time = whole_trace(graph, sim);
-        g_array_append_val(times, time);
-        return times;
+        rv_window window = whole_trace(graph, sim);
+        g_array_append_val(windows, window);
+        return windows;
     }
     int64_t *simulated_ends = sim ? simulated_step_ends(graph, sim) : NULL;
     for (guint s = 0; s < graph->steps->len; s++) {
         const rv_step *step = &g_array_index(graph->steps, rv_step, s);
-        rv_step_time time = { rv_strings_get(graph->strings, step->name), 0, 0 };
-        int64_t recorded_from = s == 0 ? step->recorded_begin_ns
-                                       : g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns;
-        time.recorded_ns = step->recorded_end_ns - recorded_from;
-        if (sim != NULL) {
-            int64_t simulated_from = s == 0 ? sim->start_ns[step->begin_marker] : simulated_ends[s - 1];
-            time.simulated_ns = simulated_ends[s] - simulated_from;
+        rv_window window;
+        if (sim == NULL) {
+            window.begin_ns = s == 0 ? step->recorded_begin_ns
+                                     : g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns;
+            window.end_ns = step->recorded_end_ns;
+        } else {
+            window.begin_ns = s == 0 ? sim->start_ns[step->begin_marker] : simulated_ends[s - 1];
+            window.end_ns = simulated_ends[s];
+        }
+        g_array_append_val(windows, window);
+    }
+    g_free(simulated_ends);
+    return windows;
+}
+
+GArray *rv_step_times(const rv_graph *graph, const rv_sim_result *sim)
+{
+    GArray *times = g_array_new(FALSE, FALSE, sizeof(rv_step_time));
+    GArray *recorded = rv_step_windows(graph, NULL);
+    GArray *simulated = sim ? rv_step_windows(graph, sim) : NULL;
+    for (guint s = 0; s < recorded->len; s++) {
+        rv_step_time time = { "(whole trace)", 0, 0 };
+        if (graph->steps->len > 0)
+            time.name = rv_strings_get(graph->strings, g_array_index(graph->steps, rv_step, s).name);
+        const rv_window *window = &g_array_index(recorded, rv_window, s);
+        time.recorded_ns = window->end_ns - window->begin_ns;
+        if (simulated != NULL) {
+            window = &g_array_index(simulated, rv_window, s);
+            time.simulated_ns = window->end_ns - window->begin_ns;
         }
         g_array_append_val(times, time);
     }
-    g_free(simulated_ends);
+    g_array_unref(recorded);
+    if (simulated) g_array_unref(simulated);
     return times;
+}
+
+void rv_recorded_result(const rv_graph *graph, rv_sim_result *result)
+{
+    int32_t n = rv_graph_task_count(graph);
+    result->task_count = n;
+    result->start_ns = g_new(int64_t, n);
+    result->end_ns = g_new(int64_t, n);
+    int64_t first = G_MAXINT64, last = G_MININT64;
+    for (int32_t id = 0; id < n; id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        result->start_ns[id] = result->end_ns[id] = -1;
+        if (!counts(task) || (task->flags & RV_TASK_FLAG_INSERTED)) continue;
+        result->start_ns[id] = task->recorded_start_ns;
+        result->end_ns[id] = task->recorded_start_ns + task->duration_ns;
+        first = MIN(first, result->start_ns[id]);
+        last = MAX(last, result->end_ns[id]);
+    }
+    result->makespan_ns = last > first ? last - first : 0;
+}
+
+static gint compare_on_timeline(gconstpointer left, gconstpointer right, gpointer data)
+{
+    const rv_sim_result *sim = data;
+    int32_t a = *(const int32_t *)left, b = *(const int32_t *)right;
+    if (sim->start_ns[a] != sim->start_ns[b]) return sim->start_ns[a] < sim->start_ns[b] ? -1 : 1;
+    if (sim->end_ns[a] != sim->end_ns[b]) return sim->end_ns[a] < sim->end_ns[b] ? -1 : 1;
+    return a - b;
+}
+
+GPtrArray *rv_tasks_by_resource(const rv_graph *graph, const rv_sim_result *sim)
+{
+    rv_sim_result recorded = { 0 };
+    if (sim == NULL) {
+        rv_recorded_result(graph, &recorded);
+        sim = &recorded;
+    }
+    GPtrArray *per_resource = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < graph->resources->len; r++)
+        g_ptr_array_add(per_resource, g_array_new(FALSE, FALSE, sizeof(int32_t)));
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (sim->start_ns[id] < 0 || task->resource < 0 || (guint)task->resource >= graph->resources->len) continue;
+        g_array_append_val(g_ptr_array_index(per_resource, task->resource), id);
+    }
+    for (guint r = 0; r < per_resource->len; r++)
+        g_array_sort_with_data(g_ptr_array_index(per_resource, r), compare_on_timeline, (gpointer)sim);
+    rv_sim_result_clear(&recorded);
+    return per_resource;
 }
