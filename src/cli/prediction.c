@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
+#include <stdio.h>
 #include <string.h>
 
 static void opt_free(gpointer data)
@@ -50,17 +51,60 @@ GPtrArray *rv_cli_opts_prepare(char **specs, GError **error)
     return opts;
 }
 
+/* What an optimization may change about a task: how long it takes and
+ * whether it is there. */
+typedef struct {
+    int64_t duration_ns, host_overhead_ns;
+    uint16_t flags;
+} task_timing;
+
+static GArray *snapshot(const rv_graph *graph)
+{
+    GArray *tasks = g_array_sized_new(FALSE, FALSE, sizeof(task_timing), graph->tasks->len);
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        task_timing timing = { task->duration_ns, task->host_overhead_ns, task->flags };
+        g_array_append_val(tasks, timing);
+    }
+    return tasks;
+}
+
+/* Tasks added, or retimed or removed since the snapshot; a new policy
+ * counts as a change of every task it ranks (reported as the whole graph). */
+static uint64_t changed_since(const rv_graph *graph, const GArray *before, gboolean new_policy)
+{
+    if (new_policy) return (uint64_t)rv_graph_task_count(graph);
+    uint64_t changed = (uint64_t)(rv_graph_task_count(graph) - (int32_t)before->len);
+    for (guint t = 0; t < before->len; t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        const task_timing *was = &g_array_index(before, task_timing, t);
+        if (task->duration_ns != was->duration_ns || task->host_overhead_ns != was->host_overhead_ns ||
+            task->flags != was->flags)
+            changed++;
+    }
+    return changed;
+}
+
 gboolean rv_cli_apply(rv_graph *graph, GPtrArray *opts, rv_plugin_output *policy, GError **error)
 {
     for (guint i = 0; i < opts->len; i++) {
         rv_cli_opt *opt = g_ptr_array_index(opts, i);
         const rv_plugin *plugin = rv_plugin_descriptor_of(opt->plugin);
         rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
-        if (!plugin->apply(graph, opt->params, &output, error)) {
+        GArray *before = snapshot(graph);
+        guint edges_before = graph->edges->len;
+        gboolean ok = plugin->apply(graph, opt->params, &output, error);
+        if (!ok) {
             g_prefix_error(error, "%s: ", plugin->name);
             g_string_free(output.notes, TRUE);
+            g_array_unref(before);
             return FALSE;
         }
+        opt->changed_tasks = changed_since(graph, before, output.policy.priority != NULL);
+        if (opt->changed_tasks == 0 && graph->edges->len != edges_before) opt->changed_tasks = 1;
+        g_array_unref(before);
+        if (opt->changed_tasks == 0)
+            fprintf(stderr, "reverie: note: %s changed no task: its prediction is the baseline\n", opt->spec);
         opt->notes = output.notes;
         if (output.policy.priority != NULL) {
             if (policy->free_policy_data) policy->free_policy_data(policy->policy.user_data);

@@ -17,6 +17,7 @@ typedef struct {
     rv_params *params;
     char *spec;
     GString *notes;
+    uint64_t changed_tasks;  /* tasks it inserted, removed or retimed (0: it predicted the baseline) */
 } rv_cli_opt;
 
 /* Load every "NAME[:k=v,...]" spec, in order, before any work starts: a
@@ -28,7 +29,9 @@ GPtrArray *rv_cli_opts_prepare(char **specs, GError **error);
  * when policy is NULL. */
 GArray *rv_cli_replay_steps(rv_graph *graph, const rv_policy *policy, GError **error);
 
-/* Apply the options in order (each one's notes go to its rv_cli_opt).  The
+/* Apply the options in order (each one's notes and changed-task count go
+ * to its rv_cli_opt; an option that changed nothing gets a note on stderr,
+ * so that no prediction silently repeats the baseline).  The
  * last replacement scheduling policy a plugin returned is left in *policy;
  * the caller runs policy->free_policy_data, before the options are freed
  * (the policy's data may live in a plugin).  FALSE with an error prefixed

@@ -43,6 +43,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
 {
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
     json_object_set_new(root, "source", json_string(graph->source));
+    uint64_t changed = 0;
     for (guint i = 0; i < opts->len; i++) {
         rv_cli_opt *opt = g_ptr_array_index(opts, i);
         json_t *params = json_object();
@@ -53,10 +54,13 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
             g_strfreev(pair);
         }
         g_ptr_array_free(described, TRUE);
-        json_array_append_new(list, json_pack("{s:s,s:o,s:s}", "name", rv_plugin_descriptor_of(opt->plugin)->name,
-                                              "params", params, "notes", opt->notes ? opt->notes->str : ""));
+        json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:I}", "name", rv_plugin_descriptor_of(opt->plugin)->name,
+                                              "params", params, "notes", opt->notes ? opt->notes->str : "",
+                                              "changed_tasks", (json_int_t)opt->changed_tasks));
+        changed += opt->changed_tasks;
     }
     json_object_set_new(root, "optimizations", list);
+    json_object_set_new(root, "changed_tasks", json_integer((json_int_t)changed));
     int64_t base_total = 0, pred_total = 0, rec_total = 0;
     for (guint s = 0; s < baseline->len; s++) {
         const rv_step_time *b = &g_array_index(baseline, rv_step_time, s);
@@ -119,7 +123,7 @@ int rv_cmd_whatif(int argc, char **argv)
     char **specs = NULL;
     rv_cli_extras extras = { NULL, NULL, FALSE, FALSE };
     GOptionEntry entries[] = {
-        { "opt", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &specs, "an optimization, applied in the order given", "NAME[:k=v,...]" },
+        { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs, "an optimization, applied in the order given", "NAME[:k=v,...]" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &extras.csv, "print the per-step table as CSV", NULL },
         { "diff", 0, 0, G_OPTION_ARG_NONE, &extras.diff,
