@@ -30,8 +30,7 @@ PY
 [ -f "$trace" ] || { echo "missing $trace" >&2; exit 1; }
 
 # --- every command's --help shows an example -----------------------------
-# (info's help is left to the engineer who owns info.c)
-for command in import simulate whatif plugins query export-graph breakdown critical-path; do
+for command in import info simulate whatif validate plugins query export-graph breakdown critical-path; do
     expect_status 0 "$reverie" "$command" --help
     expect_in "$work/out" "Example"
 done

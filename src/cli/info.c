@@ -230,6 +230,12 @@ int rv_cmd_info(int argc, char **argv)
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - what the dependency graph holds");
     g_option_context_add_main_entries(context, entries, NULL);
+    g_option_context_set_description(context,
+        "Tasks by kind and phase, resources (each GPU stream with its launch latency, idle gap\n"
+        "and launch-queue depth), edges by kind, steps, what the import skipped, how many waits\n"
+        "each rule resolved, the CPU/GPU clock offset, and the recorded time the timing rules\n"
+        "do not explain.\n\n"
+        "Example:\n  reverie info traces/hta_resnet50_v100.json.gz\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("info", "give exactly one trace or graph"); goto out; }
