@@ -180,6 +180,10 @@ typedef struct {
     rv_trace_stats trace_stats;
     rv_build_stats build_stats;
     rv_timing timing;
+    /* Private to the library: the transform API's edge index (NULL until
+     * first used).  Appended last, so the fields above keep their offsets
+     * and plugins built against ABI 3 still read them right. */
+    struct rv_graph_index *index;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph takes a reference to trace->strings. */

@@ -4,6 +4,7 @@
  */
 #include "reverie/graph.h"
 #include "reverie/error.h"
+#include "index.h"
 #include <igraph.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->steps);
     g_ptr_array_free(graph->device_names, TRUE);
     g_free(graph->backend);
+    rv_graph_index_free(graph->index);
     g_free(graph);
 }
 

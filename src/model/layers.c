@@ -5,6 +5,7 @@
 #include "reverie/layers.h"
 #include "reverie/error.h"
 #include "reverie/shapes.h"
+#include "reverie/transform.h"
 #include <jansson.h>
 #include <string.h>
 
@@ -85,24 +86,21 @@ static GPtrArray *tasks_by_step(const rv_graph *graph, gboolean (*want)(const rv
     return groups;
 }
 
-/* For each live task: the CPU call that launched it (launch_of) and, for
- * each call, the earliest live GPU task it launched (launched); -1 where none. */
-static void launch_index(const rv_graph *graph, int32_t **launch_of, int32_t **launched)
+/* For each call, the earliest live GPU task it launched; -1 where none. */
+static int32_t *first_launched(const rv_graph *graph)
 {
     int32_t n = rv_graph_task_count(graph);
-    int32_t *of = g_new(int32_t, n), *by = g_new(int32_t, n);
-    for (int32_t id = 0; id < n; id++) of[id] = by[id] = -1;
+    int32_t *by = g_new(int32_t, n);
+    for (int32_t id = 0; id < n; id++) by[id] = -1;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
         if (edge->kind != RV_EDGE_LAUNCH || edge->from >= n || edge->to >= n) continue;
         if (task_at(graph, edge->to)->flags & RV_TASK_FLAG_REMOVED) continue;
-        of[edge->to] = edge->from;
         int32_t old = by[edge->from];
         if (old < 0 || task_at(graph, edge->to)->recorded_start_ns < task_at(graph, old)->recorded_start_ns)
             by[edge->from] = edge->to;
     }
-    if (launch_of) *launch_of = of; else g_free(of);
-    if (launched) *launched = by; else g_free(by);
+    return by;
 }
 
 /* ---- forward: weighted layers --------------------------------------- */
@@ -136,8 +134,7 @@ static void fold_layers(const rv_graph *graph, const GArray *calls, const int32_
 
 GPtrArray *rv_weighted_layers_by_step(const rv_graph *graph)
 {
-    int32_t *launched;
-    launch_index(graph, NULL, &launched);
+    int32_t *launched = first_launched(graph);
     GPtrArray *calls = tasks_by_step(graph, is_forward_call);
     GPtrArray *layers = arrays_per_step(graph, sizeof(rv_weighted_layer));
     for (guint s = 0; s < calls->len; s++)
@@ -159,18 +156,18 @@ GPtrArray *rv_backward_gpu_tasks_by_step(const rv_graph *graph)
     return tasks_by_step(graph, is_backward_gpu_task);
 }
 
+/* Per task through the transform API's index, not a launch_index() of the
+ * whole graph: plugins call this once per step. */
 void rv_keep_launched_by(const rv_graph *graph, GArray *tasks, int64_t limit_ns)
 {
-    int32_t *launch_of;
-    launch_index(graph, &launch_of, NULL);
     guint kept = 0;
     for (guint i = 0; i < tasks->len; i++) {
         int32_t id = g_array_index(tasks, int32_t, i);
-        if (launch_of[id] < 0 || task_at(graph, launch_of[id])->recorded_start_ns > limit_ns) continue;
+        int32_t launch = rv_graph_launch_of(graph, id);
+        if (launch < 0 || task_at(graph, launch)->recorded_start_ns > limit_ns) continue;
         g_array_index(tasks, int32_t, kept++) = id;
     }
     g_array_set_size(tasks, kept);
-    g_free(launch_of);
 }
 
 GArray *rv_weighted_backward_runs(const rv_graph *graph, const GArray *tasks)
