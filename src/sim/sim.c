@@ -17,9 +17,18 @@
  * extra predecessor fixed before the replay starts.  (Counting launches in
  * the order the replay dispatches calls instead would let two threads that
  * launch onto one stream disagree with the stream's own order.)
- * With a policy (sim.h) the key is (time, rank), and a popped task whose
- * resource is still busy is queued again at the time the resource frees,
- * so a resource goes to the lowest-ranked task that can use it then.
+ * With a policy (sim.h) the key is (time, rank) and a task is dispatched
+ * only when it can really start: the replay always dispatches the ready
+ * task of least (begin, rank, id), begin computed with its resource's
+ * current free time.  Heap keys are lower bounds of begin, refreshed when
+ * popped.  A popped task whose resource is busy (begin > key) waits in its
+ * resource's waiting queue: free(r) only grows, so it stays blocked and
+ * its begin stays free(r) + host_overhead; among its resource's waiting
+ * tasks the order (host_overhead, rank, id) is fixed, and only the first
+ * of them (the resource's representative) needs an entry in the heap.  So
+ * a channel with a thousand queued transfers costs O(log) per dispatch,
+ * not a thousand re-queues.  Entries carry the task's version; an entry
+ * whose version is old was superseded and is dropped when popped.
  * Invariant relied on: popped times never decrease, because a task's
  * successors become ready no earlier than its start.
  * Start times recorded in the trace are not read here.  Removed tasks are
@@ -35,9 +44,10 @@
 #include <string.h>
 
 typedef struct {
-    int64_t key;   /* when the task can start, as far as is known */
-    int64_t rank;  /* the policy's rank; 0 without a policy */
+    int64_t key;     /* when the task can start, as far as is known */
+    int64_t rank;    /* the policy's rank; 0 without a policy */
     int32_t task;
+    int32_t version; /* with a policy: valid while it equals the task's version */
 } heap_entry;
 
 typedef struct {
@@ -52,10 +62,10 @@ static inline gboolean entry_before(const heap_entry *a, const heap_entry *b)
     return a->task < b->task;
 }
 
-static void heap_push(ready_heap *heap, int64_t key, int64_t rank, int32_t task)
+static void heap_push(ready_heap *heap, int64_t key, int64_t rank, int32_t task, int32_t version)
 {
     int32_t i = heap->size++;
-    heap_entry entry = { key, rank, task };
+    heap_entry entry = { key, rank, task, version };
     while (i > 0) {
         int32_t parent = (i - 1) / 2;
         if (!entry_before(&entry, &heap->entries[parent])) break;
@@ -222,6 +232,56 @@ static inline int64_t add_time(int64_t a, int64_t b)
     return sum;
 }
 
+/* ---- a resource's waiting queue (policy replays) -------------------- */
+
+/* Tasks blocked by a busy resource, least (host overhead, rank, id) first:
+ * their order while they wait (see the header comment). */
+typedef struct {
+    int64_t overhead, rank;
+    int32_t task;
+} waiting_entry;
+
+typedef struct {
+    waiting_entry *entries;
+    int32_t size, capacity;
+} waiting_queue;
+
+static inline gboolean waits_before(const waiting_entry *a, const waiting_entry *b)
+{
+    if (a->overhead != b->overhead) return a->overhead < b->overhead;
+    if (a->rank != b->rank) return a->rank < b->rank;
+    return a->task < b->task;
+}
+
+static void waiting_push(waiting_queue *queue, waiting_entry entry)
+{
+    if (queue->size == queue->capacity) {
+        queue->capacity = MAX(16, queue->capacity * 2);
+        queue->entries = g_renew(waiting_entry, queue->entries, queue->capacity);
+    }
+    int32_t i = queue->size++;
+    while (i > 0 && waits_before(&entry, &queue->entries[(i - 1) / 2])) {
+        queue->entries[i] = queue->entries[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    queue->entries[i] = entry;
+}
+
+static void waiting_pop(waiting_queue *queue)
+{
+    waiting_entry last = queue->entries[--queue->size];
+    int32_t i = 0;
+    for (;;) {
+        int32_t child = 2 * i + 1;
+        if (child >= queue->size) break;
+        if (child + 1 < queue->size && waits_before(&queue->entries[child + 1], &queue->entries[child])) child++;
+        if (!waits_before(&queue->entries[child], &last)) break;
+        queue->entries[i] = queue->entries[child];
+        i = child;
+    }
+    if (queue->size > 0) queue->entries[i] = last;
+}
+
 /* Everything the replay keeps while it runs. */
 typedef struct {
     const rv_graph *graph;
@@ -236,6 +296,10 @@ typedef struct {
     int64_t *resource_free;
     int32_t dispatched;
     gboolean overflow;
+    /* with a policy only */
+    int32_t *version;       /* per task: the version of its valid heap entry */
+    waiting_queue *waiting; /* per resource: tasks blocked by it */
+    gboolean *is_waiting;   /* per task: in its resource's waiting queue */
 } replay;
 
 static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy)
@@ -247,7 +311,13 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
     r->tasks = (const rv_task *)graph->tasks->data;
     r->resources = (const rv_resource *)graph->resources->data;
     build_adjacency(graph, &r->adj);
-    r->heap.entries = g_new(heap_entry, n + 1);
+    /* With a policy a task can also leave one superseded entry behind (run_policy). */
+    r->heap.entries = g_new(heap_entry, policy ? 2 * (gsize)n + 1 : (gsize)n + 1);
+    if (policy) {
+        r->version = g_new0(int32_t, n);
+        r->waiting = g_new0(waiting_queue, graph->resources->len + 1);
+        r->is_waiting = g_new0(gboolean, n);
+    }
     r->ready = g_new0(int64_t, n);
     r->released = g_new0(int64_t, n);
     r->start = g_new(int64_t, n);
@@ -263,6 +333,11 @@ static void replay_clear(replay *r)
     g_free(r->ready);
     g_free(r->released);
     g_free(r->resource_free);
+    if (r->waiting)
+        for (guint q = 0; q <= r->graph->resources->len; q++) g_free(r->waiting[q].entries);
+    g_free(r->waiting);
+    g_free(r->version);
+    g_free(r->is_waiting);
 }
 
 /* The earliest a task could start, as far as its dependencies say. */
@@ -273,7 +348,7 @@ static inline int64_t earliest(const replay *r, int32_t t)
 
 static void push(replay *r, int32_t task)
 {
-    heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task);
+    heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task, r->version ? r->version[task] : 0);
 }
 
 /* Mark a task done at [begin, begin + duration) and ready its successors. */
@@ -302,20 +377,73 @@ static void dispatch(replay *r, int32_t t, int64_t begin)
     }
 }
 
-static void run(replay *r)
+/* When a popped task can start, with its resource's current free time. */
+static inline int64_t begin_of(const replay *r, int32_t t)
+{
+    const rv_task *task = &r->tasks[t];
+    return MAX(add_time(MAX(r->resource_free[task->resource], r->ready[t]), task->host_overhead_ns), r->released[t]);
+}
+
+static void push_all_ready(replay *r)
 {
     int32_t n = rv_graph_task_count(r->graph);
     for (int32_t t = 0; t < n; t++)
         if (live(r->tasks, t) && r->adj.waiting[t] == 0) push(r, t);
+}
+
+/* No policy: the popped task starts as soon as its resource allows. */
+static void run_default(replay *r)
+{
+    push_all_ready(r);
+    while (r->heap.size > 0 && !r->overflow) {
+        heap_entry top = heap_pop(&r->heap);
+        int64_t begin = begin_of(r, top.task);
+        if (begin > RV_SIM_TIME_MAX_NS) {
+            r->overflow = TRUE;
+            break;
+        }
+        dispatch(r, top.task, begin);
+    }
+}
+
+/* Give the first waiting task of `resource`, if any, the heap entry that
+ * speaks for the queue. */
+static void push_representative(replay *r, int32_t resource)
+{
+    const waiting_queue *queue = &r->waiting[resource];
+    if (queue->size == 0) return;
+    int32_t t = queue->entries[0].task;
+    heap_push(&r->heap, begin_of(r, t), queue->entries[0].rank, t, ++r->version[t]);
+}
+
+/* A popped task found its resource busy: it joins the resource's queue,
+ * and takes over the heap entry if it now comes first. */
+static void start_waiting(replay *r, int32_t t, int64_t rank)
+{
+    waiting_queue *queue = &r->waiting[r->tasks[t].resource];
+    int32_t first = queue->size ? queue->entries[0].task : -1;
+    waiting_entry entry = { r->tasks[t].host_overhead_ns, rank, t };
+    waiting_push(queue, entry);
+    r->is_waiting[t] = TRUE;
+    r->version[t]++; /* its popped entry is gone; it has none until it comes first */
+    if (queue->entries[0].task != t) return;
+    if (first >= 0) r->version[first]++; /* its entry is superseded */
+    push_representative(r, r->tasks[t].resource);
+}
+
+/* With a policy: dispatch the ready task of least (begin, rank, id). */
+static void run_policy(replay *r)
+{
+    push_all_ready(r);
     while (r->heap.size > 0 && !r->overflow) {
         heap_entry top = heap_pop(&r->heap);
         int32_t t = top.task;
-        const rv_task *task = &r->tasks[t];
-        int64_t begin = MAX(add_time(MAX(r->resource_free[task->resource], r->ready[t]), task->host_overhead_ns),
-                            r->released[t]);
-        if (r->policy && begin > top.key) {
-            /* busy resource: compete again when it frees */
-            heap_push(&r->heap, begin, top.rank, t);
+        if (top.version != r->version[t]) continue; /* superseded */
+        int64_t begin = begin_of(r, t);
+        if (begin > top.key) {
+            /* busy resource: a representative competes again when it frees */
+            if (r->is_waiting[t]) heap_push(&r->heap, begin, top.rank, t, r->version[t]);
+            else start_waiting(r, t, top.rank);
             continue;
         }
         if (begin > RV_SIM_TIME_MAX_NS) {
@@ -323,6 +451,11 @@ static void run(replay *r)
             break;
         }
         dispatch(r, t, begin);
+        if (r->is_waiting[t]) { /* it was its queue's first */
+            r->is_waiting[t] = FALSE;
+            waiting_pop(&r->waiting[r->tasks[t].resource]);
+            push_representative(r, r->tasks[t].resource);
+        }
     }
 }
 
@@ -362,7 +495,8 @@ gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_resu
     if (policy && policy->priority == NULL) policy = NULL;
     replay r;
     replay_init(&r, graph, policy);
-    run(&r);
+    if (policy) run_policy(&r);
+    else run_default(&r);
     int32_t n = rv_graph_task_count(graph), live_count = 0;
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;
     for (int32_t t = 0; t < n; t++) {
