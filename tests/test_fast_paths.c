@@ -10,7 +10,8 @@
  *    the whole edge array, after random inserts, splices and removals;
  *  - removal's reconnection: after removing a batch, two live tasks are
  *    joined by an edge exactly when the graph before had a path between
- *    them through removed tasks only.
+ *    them through removed tasks only;
+ *  - the median by selection against the median by sorting.
  * The random graphs mix chained resources (threads, a stream with an idle
  * gap) with unordered channels where many tasks queue, which is where the
  * waiting queues matter.
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include "reverie/graph.h"
 #include "reverie/sim.h"
+#include "reverie/stats.h"
 #include "reverie/transform.h"
 
 enum { THREAD_A, THREAD_B, STREAM, CHANNEL_A, CHANNEL_B, RESOURCES };
@@ -344,6 +346,27 @@ START_TEST(invalidate_after_hand_edit)
 }
 END_TEST
 
+/* ---- the O(n) median ------------------------------------------------- */
+
+START_TEST(median_by_selection_matches_sorting)
+{
+    GRand *rng = g_rand_new_with_seed(11);
+    for (int round = 0; round < 300; round++) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(int64_t)), *b = g_array_new(FALSE, FALSE, sizeof(int64_t));
+        int count = g_rand_int_range(rng, 0, 200), spread = g_rand_int_range(rng, 1, 50);
+        for (int i = 0; i < count; i++) {
+            int64_t value = g_rand_int_range(rng, 0, spread); /* many repeats */
+            g_array_append_val(a, value);
+            g_array_append_val(b, value);
+        }
+        ck_assert_int_eq(rv_median_int64_select(a, -7), rv_median_int64(b, -7));
+        g_array_unref(a);
+        g_array_unref(b);
+    }
+    g_rand_free(rng);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("fast-paths");
@@ -352,6 +375,7 @@ int main(void)
     tcase_add_test(tc, policy_replay_matches_the_rule);
     tcase_add_test(tc, index_matches_scans_through_edits);
     tcase_add_test(tc, invalidate_after_hand_edit);
+    tcase_add_test(tc, median_by_selection_matches_sorting);
     suite_add_tcase(suite, tc);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -191,6 +191,12 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error);
 /* An empty graph sharing strings (for hand-built tests and the store). */
 rv_graph *rv_graph_new(rv_strings *strings, const char *source);
 void rv_graph_free(rv_graph *graph);
+/* A deep copy sharing the string table (which is safe to intern into from
+ * several threads), for what-ifs that must leave the original as it is. */
+rv_graph *rv_graph_copy(const rv_graph *graph);
+/* Make `target` such a copy of `source`, reusing target's buffers: a sweep
+ * copies the same graph once per variant. */
+void rv_graph_assign(rv_graph *target, const rv_graph *source);
 
 static inline rv_task *rv_graph_task(rv_graph *graph, int32_t id)
 {

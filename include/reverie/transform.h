@@ -94,7 +94,7 @@ void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks);
 
 /* The median duration of the trace's kernel-launch calls (for inserted
  * launches; the heads of blocking calls, whose length the builder set, are
- * left out).  Computed afresh on each call: O(launches log launches). */
+ * left out).  Computed afresh on each call, in O(launches). */
 int64_t rv_graph_typical_launch_ns(const rv_graph *graph);
 
 /* Predecessor / successor of a task in its resource's order, or -1. */

@@ -8,25 +8,20 @@
 
 enum { IN = 0, OUT = 1 };
 
-static void grow_marks(rv_task_marks *marks, int32_t old_capacity, int32_t capacity)
+/* Room for `count` and some more: plugins insert tasks one at a time. */
+static gsize capacity_for(gsize count, gsize old_capacity)
 {
-    marks->epoch = g_renew(uint32_t, marks->epoch, capacity);
-    marks->value = g_renew(int32_t, marks->value, capacity);
-    /* epoch 0 is never current (rv_task_marks_begin starts at 1) */
-    memset(marks->epoch + old_capacity, 0, sizeof(uint32_t) * (gsize)(capacity - old_capacity));
-    marks->capacity = capacity;
+    return MAX(count + count / 4 + 1024, old_capacity + old_capacity / 2);
 }
 
 static void cover_tasks(rv_graph_index *index, int32_t count)
 {
     if (count > index->task_capacity) {
-        int32_t capacity = MAX(count, MAX(1024, index->task_capacity * 2));
+        int32_t capacity = (int32_t)capacity_for((gsize)count, (gsize)index->task_capacity);
         for (int d = 0; d < 2; d++) {
             index->first[d] = g_renew(int32_t, index->first[d], capacity);
             index->last[d] = g_renew(int32_t, index->last[d], capacity);
         }
-        for (gsize m = 0; m < G_N_ELEMENTS(index->marks); m++)
-            grow_marks(&index->marks[m], index->task_capacity, capacity);
         index->task_capacity = capacity;
     }
     for (int32_t t = index->tasks; t < count; t++)
@@ -56,7 +51,7 @@ static gboolean launch_keeps_typical(const rv_graph_index *index, const GArray *
 static void take_edges(rv_graph_index *index, const GArray *edges)
 {
     if (edges->len > index->edge_capacity) {
-        guint capacity = MAX(edges->len, MAX(1024u, index->edge_capacity * 2));
+        guint capacity = (guint)capacity_for(edges->len, index->edge_capacity);
         for (int d = 0; d < 2; d++) index->next[d] = g_renew(int32_t, index->next[d], capacity);
         index->edge_capacity = capacity;
     }
@@ -152,8 +147,16 @@ void rv_graph_index_set_edge_source(rv_graph *graph, int32_t edge, int32_t from)
     insert_in_order(index, OUT, from, edge);
 }
 
-void rv_task_marks_begin(rv_task_marks *marks)
+void rv_task_marks_begin(rv_task_marks *marks, int32_t tasks)
 {
+    if (tasks > marks->capacity) {
+        int32_t capacity = (int32_t)capacity_for((gsize)tasks, (gsize)marks->capacity);
+        marks->epoch = g_renew(uint32_t, marks->epoch, capacity);
+        marks->value = g_renew(int32_t, marks->value, capacity);
+        /* epoch 0 is never current (current starts at 1) */
+        memset(marks->epoch + marks->capacity, 0, sizeof(uint32_t) * (gsize)(capacity - marks->capacity));
+        marks->capacity = capacity;
+    }
     if (++marks->current == 0) {
         /* wrapped after 2^32 walks: an old epoch could look current */
         memset(marks->epoch, 0, sizeof(uint32_t) * (gsize)marks->capacity);

@@ -66,9 +66,10 @@ static inline int32_t rv_graph_index_next(const rv_graph_index *index, int32_t e
 /* Move edge `edge` to start at `from`, in the graph and in the lists. */
 void rv_graph_index_set_edge_source(rv_graph *graph, int32_t edge, int32_t from);
 
-/* Scratch marks: start a new walk, and read or set a task's value in it
- * (unset values read as `unset`). */
-void rv_task_marks_begin(rv_task_marks *marks);
+/* Scratch marks: start a new walk over a graph of `tasks` tasks (the
+ * arrays grow on first use), and read or set a task's value in it (unset
+ * values read as `unset`). */
+void rv_task_marks_begin(rv_task_marks *marks, int32_t tasks);
 static inline gboolean rv_task_marks_has(const rv_task_marks *marks, int32_t task)
 {
     return marks->epoch[task] == marks->current;

@@ -103,7 +103,7 @@ int64_t rv_graph_typical_launch_ns(const rv_graph *graph)
         if (call->kind == RV_TASK_CPU && !(call->flags & RV_TASK_FLAG_BLOCKING))
             g_array_append_val(durations, call->duration_ns);
     }
-    int64_t typical = rv_median_int64(durations, 5000); /* a CUDA launch costs a few microseconds */
+    int64_t typical = rv_median_int64_select(durations, 5000); /* a CUDA launch costs a few microseconds */
     g_array_unref(durations);
     return typical;
 }
@@ -168,12 +168,15 @@ static void add_reached(reach_sets *sets, int32_t task, int32_t kind)
     g_array_append_val(sets->pool, entry);
 }
 
-/* The list of a removed task whose removed neighbours have theirs. */
+/* The list of a removed task whose removed neighbours have theirs.  When
+ * it equals one of theirs (a removed chain: the same live tasks on either
+ * side), that list is shared instead of copied, so reconnect() can tell
+ * the tasks of a chain apart from new work by their lists alone. */
 static int32_t collect(reach_sets *sets, int32_t task, gboolean forward)
 {
     const rv_task_marks *memo = &sets->index->marks[forward ? 1 : 0];
-    rv_task_marks_begin(&sets->index->marks[2]);
-    int32_t header = (int32_t)sets->pool->len;
+    rv_task_marks_begin(&sets->index->marks[2], rv_graph_task_count(sets->graph));
+    int32_t header = (int32_t)sets->pool->len, largest = -1, largest_length = -1;
     reached count = { 0, 0 };
     g_array_append_val(sets->pool, count);
     for (int32_t e = rv_graph_index_first(sets->index, task, forward); e >= 0;
@@ -184,12 +187,18 @@ static int32_t collect(reach_sets *sets, int32_t task, gboolean forward)
         int32_t list = rv_task_marks_get(memo, other, UNVISITED);
         if (list < 0) continue; /* on a cycle of removed tasks */
         int32_t length = g_array_index(sets->pool, reached, list).task;
+        if (length > largest_length) { largest = list; largest_length = length; }
         for (int32_t i = 1; i <= length; i++) {
             reached entry = g_array_index(sets->pool, reached, list + i);
             add_reached(sets, entry.task, entry.kind);
         }
     }
-    g_array_index(sets->pool, reached, header).task = (int32_t)sets->pool->len - header - 1;
+    int32_t length = (int32_t)sets->pool->len - header - 1;
+    if (largest >= 0 && length == largest_length) { /* the union is that list: share it */
+        g_array_set_size(sets->pool, (guint)header);
+        return largest;
+    }
+    g_array_index(sets->pool, reached, header).task = length;
     return header;
 }
 
@@ -219,11 +228,15 @@ static int32_t reach_set(reach_sets *sets, int32_t start, gboolean forward)
     return rv_task_marks_get(memo, start, UNVISITED);
 }
 
-/* Join every live task before `task` to every live task after it. */
-static void reconnect(reach_sets *sets, int32_t task, GHashTable *added)
+/* Join every live task before `task` to every live task after it, unless
+ * a task with the same two lists did already. */
+static void reconnect(reach_sets *sets, int32_t task, GHashTable *added, GHashTable *joined)
 {
     rv_graph *graph = sets->graph;
     int32_t before = reach_set(sets, task, FALSE), after = reach_set(sets, task, TRUE);
+    guint64 lists = ((guint64)(guint32)before << 32) | (guint32)after;
+    if (g_hash_table_contains(joined, &lists)) return;
+    g_hash_table_add(joined, g_memdup2(&lists, sizeof lists));
     int32_t before_count = g_array_index(sets->pool, reached, before).task;
     int32_t after_count = g_array_index(sets->pool, reached, after).task;
     for (int32_t i = 1; i <= before_count; i++) {
@@ -296,11 +309,13 @@ int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mod
                         g_array_new(FALSE, FALSE, sizeof(int32_t)) };
     for (guint i = 0; i < victims->len; i++)
         mark_removed(graph, sets.index, g_array_index(victims, int32_t, i), mode, &count);
-    rv_task_marks_begin(&sets.index->marks[0]);
-    rv_task_marks_begin(&sets.index->marks[1]);
+    rv_task_marks_begin(&sets.index->marks[0], rv_graph_task_count(graph));
+    rv_task_marks_begin(&sets.index->marks[1], rv_graph_task_count(graph));
     GHashTable *added = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    for (guint i = 0; i < victims->len; i++) reconnect(&sets, g_array_index(victims, int32_t, i), added);
+    GHashTable *joined = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    for (guint i = 0; i < victims->len; i++) reconnect(&sets, g_array_index(victims, int32_t, i), added, joined);
     g_hash_table_destroy(added);
+    g_hash_table_destroy(joined);
     g_array_unref(sets.pool);
     g_array_unref(sets.stack);
     g_array_unref(victims);
