@@ -186,7 +186,10 @@ typedef struct {
     struct rv_graph_index *index;
 } rv_graph;
 
-/* Build the graph of a trace.  The graph takes a reference to trace->strings. */
+/* Build the graph of a trace.  The graph gets its own string table, numbered
+ * in order of first use (resources, tasks, steps), so that the same trace
+ * always gives the same ids, whatever order the importer's threads interned
+ * them in; ids of trace->strings do not apply to it. */
 rv_graph *rv_graph_build(const rv_trace *trace, GError **error);
 /* An empty graph sharing strings (for hand-built tests and the store). */
 rv_graph *rv_graph_new(rv_strings *strings, const char *source);

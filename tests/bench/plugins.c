@@ -13,7 +13,10 @@
  *   replay  the replay of the rewritten graph with the plugin's policy.
  * It prints both at both sizes, the exponent k of time ~ tasks^k between
  * them, and the rewrite's time over a plain replay of the large graph (the
- * issue's bound: 3x).  network re-costs communication, which a single-GPU
+ * bounds: k <= 1.1 and 3x).  A replay itself grows faster than the tasks
+ * (the heap's log V, and memory: a 1M-task replay no longer fits in the
+ * last-level cache), so a policy replay is judged by how much faster than
+ * a plain replay it grows (the "excess", bound 0.1).  network re-costs communication, which a single-GPU
  * trace lacks, so it is measured on the graph ddp made.
  *
  * Every timed run starts with cold caches (64 MiB written elsewhere first):
@@ -44,6 +47,9 @@ static const struct {
      * step into 5,600 slices, ten times the graph's own tasks */
     { "p3:slice_size=4MB", NULL },
     { "p3:slice_size=4MB,priority=off", NULL },
+    /* the default slices: p3 inserts about 8 tasks per task of this graph,
+     * so only its growth, not the 3x bound, can hold */
+    { "p3", NULL },
     { "vdnn", NULL },
     { "vdnn:policy=all", NULL },
 };
@@ -191,24 +197,25 @@ int main(int argc, char **argv)
     printf("plugin cost on generated graphs (--mixed-layers --single-gpu): %d and %d tasks, "
            "%u cores, load average %.2f %.2f %.2f\n", small.tasks, large.tasks, g_get_num_processors(), load[0],
            load[1], load[2]);
-    printf("plain replay: %.1f ms and %.1f ms, exponent %.2f\n", small.replay_s * 1e3, large.replay_s * 1e3,
-           exponent(small.replay_s, large.replay_s, &small, &large));
-    printf("%-32s %10s %10s %6s %9s   %10s %10s %6s\n", "plugin", "apply", "apply", "exp", "apply/", "replay",
-           "replay", "exp");
-    printf("%-32s %10s %10s %6s %9s   %10s %10s %6s\n", "", "small ms", "large ms", "", "replay", "small ms",
-           "large ms", "");
-    int status = 0;
+    double k_plain = exponent(small.replay_s, large.replay_s, &small, &large);
+    printf("plain replay: %.1f ms and %.1f ms, exponent %.2f\n", small.replay_s * 1e3, large.replay_s * 1e3, k_plain);
+    printf("%-32s %9s %9s %5s %7s   %9s %9s %5s %6s\n", "plugin", "apply", "apply", "exp", "apply/", "replay",
+           "replay", "exp", "excess");
+    printf("%-32s %9s %9s %5s %7s   %9s %9s %5s %6s\n", "", "small ms", "large ms", "", "replay", "small ms",
+           "large ms", "", "");
+    int over = 0;
     for (int c = 0; c < CASES; c++) {
         double k_apply = exponent(small.apply_s[c], large.apply_s[c], &small, &large);
         double k_replay = exponent(small.policy_replay_s[c], large.policy_replay_s[c], &small, &large);
         double ratio = large.apply_s[c] / large.replay_s;
-        printf("%-32s %10.1f %10.1f %6.2f %8.2fx   %10.1f %10.1f %6.2f%s\n", cases[c].spec, small.apply_s[c] * 1e3,
-               large.apply_s[c] * 1e3, k_apply, ratio, small.policy_replay_s[c] * 1e3,
-               large.policy_replay_s[c] * 1e3, k_replay, k_apply > 1.1 || k_replay > 1.1 || ratio > 3 ? "  <-- over" : "");
-        if (k_apply > 1.1 || k_replay > 1.1 || ratio > 3) status = 1;
+        gboolean out = k_apply > 1.1 || k_replay - k_plain > 0.1 || ratio > 3;
+        printf("%-32s %9.1f %9.1f %5.2f %6.2fx   %9.1f %9.1f %5.2f %+6.2f%s\n", cases[c].spec, small.apply_s[c] * 1e3,
+               large.apply_s[c] * 1e3, k_apply, ratio, small.policy_replay_s[c] * 1e3, large.policy_replay_s[c] * 1e3,
+               k_replay, k_replay - k_plain, out ? "  <-- over" : "");
+        over += out;
     }
-    printf("bounds: exponent <= 1.1, apply <= 3x a plain replay of the large graph%s\n",
-           status ? "; some are over (marked)" : "; all within");
+    printf("bounds: apply exponent <= 1.1, apply <= 3x a plain replay of the large graph, replay excess <= 0.1: %s\n",
+           over ? "some are over (marked)" : "all within");
     g_hash_table_destroy(loaded_plugins);
     return 0;
 }
