@@ -10,6 +10,7 @@ static const rv_command commands[] = {
     { "info", "what a trace or saved graph holds: tasks, resources, edges, steps", rv_cmd_info },
     { "simulate", "replay: per-step recorded vs simulated time", rv_cmd_simulate },
     { "whatif", "predict step times after optimizations (--opt NAME[:k=v,...])", rv_cmd_whatif },
+    { "sweep", "many what-ifs in one run: --vary NAME.PARAM=LIST, CSV or JSON Lines", rv_cmd_sweep },
     { "plugins", "list the optimizations and their parameters", rv_cmd_plugins },
     { "query", "list the tasks matching a selection, with totals", rv_cmd_query },
     { "export-graph", "write the dependency graph as GraphML or DOT", rv_cmd_export_graph },

@@ -9,68 +9,12 @@
 #include <jansson.h>
 #include <string.h>
 
-typedef struct {
-    rv_loaded_plugin *plugin;
-    rv_params *params;
-    char *spec;
-    GString *notes;
-} applied_opt;
-
-static void applied_free(gpointer data)
-{
-    applied_opt *opt = data;
-    rv_params_free(opt->params);
-    rv_plugin_unload(opt->plugin);
-    g_free(opt->spec);
-    if (opt->notes) g_string_free(opt->notes, TRUE);
-    g_free(opt);
-}
-
-/* "NAME[:k=v,...]" -> loaded plugin with parsed parameters. */
-static applied_opt *prepare(const char *spec, GError **error)
-{
-    const char *colon = strchr(spec, ':');
-    char *name = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
-    applied_opt *opt = g_new0(applied_opt, 1);
-    opt->spec = g_strdup(spec);
-    opt->plugin = rv_plugin_load(name, error);
-    g_free(name);
-    if (opt->plugin != NULL)
-        opt->params = rv_params_parse(rv_plugin_descriptor_of(opt->plugin), colon ? colon + 1 : "", error);
-    if (opt->plugin == NULL || opt->params == NULL) {
-        applied_free(opt);
-        return NULL;
-    }
-    return opt;
-}
-
-static gboolean apply_all(rv_graph *graph, GPtrArray *opts, rv_plugin_output *last_policy, GError **error)
-{
-    for (guint i = 0; i < opts->len; i++) {
-        applied_opt *opt = g_ptr_array_index(opts, i);
-        const rv_plugin *plugin = rv_plugin_descriptor_of(opt->plugin);
-        rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
-        if (!plugin->apply(graph, opt->params, &output, error)) {
-            g_prefix_error(error, "%s: ", plugin->name);
-            g_string_free(output.notes, TRUE);
-            return FALSE;
-        }
-        opt->notes = output.notes;
-        if (output.policy.priority != NULL) {
-            if (last_policy->free_policy_data) last_policy->free_policy_data(last_policy->policy.user_data);
-            *last_policy = output;
-            last_policy->notes = NULL;
-        }
-    }
-    return TRUE;
-}
-
 static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted)
 {
     char recorded[32], base[32], pred[32];
     printf("%s\n", graph->source);
     for (guint i = 0; i < opts->len; i++) {
-        applied_opt *opt = g_ptr_array_index(opts, i);
+        rv_cli_opt *opt = g_ptr_array_index(opts, i);
         printf("  optimization %u: %s\n", i + 1, opt->spec);
         if (opt->notes && opt->notes->len) printf("%s", opt->notes->str);
     }
@@ -98,7 +42,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
     json_object_set_new(root, "source", json_string(graph->source));
     for (guint i = 0; i < opts->len; i++) {
-        applied_opt *opt = g_ptr_array_index(opts, i);
+        rv_cli_opt *opt = g_ptr_array_index(opts, i);
         json_t *params = json_object();
         GPtrArray *described = rv_params_describe(opt->params);
         for (guint k = 0; k < described->len; k++) {
@@ -107,7 +51,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
             g_strfreev(pair);
         }
         g_ptr_array_free(described, TRUE);
-        json_array_append_new(list, json_pack("{s:s,s:o,s:s}", "name", rv_plugin_descriptor_of(opt->plugin)->name,
+        json_array_append_new(list, json_pack("{s:s,s:o,s:s}", "name", opt->plugin->name,
                                               "params", params, "notes", opt->notes ? opt->notes->str : ""));
     }
     json_object_set_new(root, "optimizations", list);
@@ -127,30 +71,22 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
     rv_cli_print_json(root);
 }
 
-static GArray *replay(rv_graph *graph, const rv_policy *policy, GError **error)
-{
-    rv_sim_result sim = { 0 };
-    if (!rv_simulate(graph, policy, &sim, error)) return NULL;
-    GArray *steps = rv_step_times(graph, &sim);
-    rv_sim_result_clear(&sim);
-    return steps;
-}
-
 static int run_whatif(const char *path, char **specs, gboolean as_json)
 {
     GError *error = NULL;
-    GPtrArray *opts = g_ptr_array_new_with_free_func(applied_free);
+    GHashTable *plugins = rv_cli_plugins_new();
+    GPtrArray *opts = g_ptr_array_new_with_free_func(rv_cli_opt_free);
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     rv_graph *graph = NULL;
     GArray *baseline = NULL, *predicted = NULL;
     for (char **spec = specs; *spec && error == NULL; spec++) {
-        applied_opt *opt = prepare(*spec, &error);
+        rv_cli_opt *opt = rv_cli_opt_parse(plugins, *spec, &error);
         if (opt) g_ptr_array_add(opts, opt);
     }
     if (error == NULL) graph = rv_cli_load(path, &error);
-    if (graph != NULL) baseline = replay(graph, NULL, &error);
-    if (baseline != NULL && apply_all(graph, opts, &policy, &error))
-        predicted = replay(graph, policy.policy.priority ? &policy.policy : NULL, &error);
+    if (graph != NULL) baseline = rv_cli_replay_steps(graph, NULL, NULL, &error);
+    if (baseline != NULL && rv_cli_apply_opts(graph, opts, &policy, &error))
+        predicted = rv_cli_replay_steps(graph, NULL, policy.policy.priority ? &policy.policy : NULL, &error);
     int status = RV_EXIT_OK;
     if (predicted != NULL) {
         if (as_json) print_json(graph, opts, baseline, predicted);
@@ -158,11 +94,12 @@ static int run_whatif(const char *path, char **specs, gboolean as_json)
     } else {
         status = rv_cli_fail(error);
     }
-    if (policy.free_policy_data) policy.free_policy_data(policy.policy.user_data);
+    rv_cli_policy_clear(&policy);
     if (baseline) g_array_unref(baseline);
     if (predicted) g_array_unref(predicted);
     rv_graph_free(graph);
     g_ptr_array_free(opts, TRUE);
+    g_hash_table_destroy(plugins); /* after the policy: its code lives in the plugin */
     return status;
 }
 
