@@ -227,7 +227,7 @@ static void build_adjacency(const rv_graph *graph, const task_key *keys, adjacen
     adj->targets = g_new(int32_t, adj->first[n] + 1);
     adj->how = g_new(uint8_t, adj->first[n] + 1);
     int32_t *fill = next; /* reused: the chains are walked */
-    memcpy(fill, adj->first, sizeof(int32_t) * (gsize)n);
+    if (n > 0) memcpy(fill, adj->first, sizeof(int32_t) * (gsize)n);
     for (guint e = 0; e < edge_count; e++) {
         if (how[e] == DEAD_EDGE) continue;
         int32_t slot = fill[edges[e].from]++;
@@ -277,6 +277,12 @@ rv_sim_structure *rv_sim_structure_new(const rv_graph *graph)
     return structure;
 }
 
+/* memcmp, for arrays that may be empty (and then NULL). */
+static gboolean same_bytes(const void *a, const void *b, gsize size)
+{
+    return size == 0 || memcmp(a, b, size) == 0;
+}
+
 /* Does the graph, whose task keys are `keys`, still have this structure?
  * The cheap checks first. */
 static gboolean structure_fits(const rv_sim_structure *structure, const rv_graph *graph, const task_key *keys)
@@ -285,10 +291,10 @@ static gboolean structure_fits(const rv_sim_structure *structure, const rv_graph
         graph->resources->len != structure->resource_count)
         return FALSE;
     int32_t *depths = queue_depths(graph);
-    gboolean same = memcmp(depths, structure->queue_depths, sizeof(int32_t) * structure->resource_count) == 0 &&
-                    memcmp(graph->edges->data, structure->edges, sizeof(rv_edge) * structure->edge_count) == 0;
+    gboolean same = same_bytes(depths, structure->queue_depths, sizeof(int32_t) * structure->resource_count) &&
+                    same_bytes(graph->edges->data, structure->edges, sizeof(rv_edge) * structure->edge_count);
     g_free(depths);
-    return same && memcmp(keys, structure->keys, sizeof(task_key) * (gsize)structure->tasks) == 0;
+    return same && same_bytes(keys, structure->keys, sizeof(task_key) * (gsize)structure->tasks);
 }
 
 static void free_adjacency(adjacency *adj)
