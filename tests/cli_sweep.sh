@@ -131,6 +131,12 @@ done
 { head -n 1 "$work/part-1.csv"; tail -q -n +2 "$work"/part-*.csv | sort -t, -k1,1n; } >"$work/merged.csv"
 cmp -s "$work/whole.csv" "$work/merged.csv" || fail "the four shards do not merge into the whole sweep"
 [ "$(wc -l <"$work/part-1.csv")" -eq 6 ] || fail "shard 1/4 of 20 variants should hold 5 rows"
+"$reverie" sweep "$g" --vary 'scale.factor=0.1..1/10' --jsonl >"$work/whole.jsonl"
+for k in 1 2 3; do
+    "$reverie" sweep "$g" --vary 'scale.factor=0.1..1/10' --jsonl --shard "$k/3" >"$work/part-$k.jsonl"
+done
+cat "$work"/part-*.jsonl | sort -t: -k2,2n >"$work/merged.jsonl"
+cmp -s "$work/whole.jsonl" "$work/merged.jsonl" || fail "the JSON Lines shards do not merge into the whole sweep"
 
 # Several inputs: a source column, variants numbered over all of them.
 expect_status 0 "$reverie" sweep "$g" "$work/trace.json" --vary scale.factor=0.5,1

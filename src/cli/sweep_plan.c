@@ -38,21 +38,6 @@ static GPtrArray *strings_array(void)
 
 /* ---- values of one axis --------------------------------------------- */
 
-static const rv_param_spec *find_param(const rv_plugin *plugin, const char *name)
-{
-    for (const rv_param_spec *spec = plugin->params; spec->name; spec++)
-        if (strcmp(spec->name, name) == 0) return spec;
-    return NULL;
-}
-
-static GString *param_names(const rv_plugin *plugin)
-{
-    GString *names = g_string_new(NULL);
-    for (const rv_param_spec *spec = plugin->params; spec->name; spec++)
-        g_string_append_printf(names, "%s%s", names->len ? ", " : "", spec->name);
-    return names;
-}
-
 /* A quantity in its canonical unit (ns, bytes, bytes/s, or the number). */
 static gboolean canonical_value(rv_param_type type, const char *text, double *value, GError **error)
 {
@@ -209,13 +194,13 @@ static sweep_axis *parse_axis(const char *text, GHashTable *plugins, GError **er
     axis->values = strings_array();
     g_free(key);
     const rv_plugin *plugin = rv_cli_plugin(plugins, axis->plugin, error);
-    const rv_param_spec *spec = plugin ? find_param(plugin, axis->param) : NULL;
+    const rv_param_spec *spec = plugin ? rv_plugin_param(plugin, axis->param) : NULL;
     gboolean ok = spec != NULL;
     if (plugin != NULL && spec == NULL) {
-        GString *names = param_names(plugin);
+        char *names = rv_plugin_param_names(plugin);
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "--vary %s: plugin %s has no parameter '%s' (parameters: %s)", text,
-                    axis->plugin, axis->param, names->len ? names->str : "none");
-        g_string_free(names, TRUE);
+                    axis->plugin, axis->param, names);
+        g_free(names);
     }
     if (ok && !expand_values(spec, equals + 1, axis->values, error)) {
         g_prefix_error(error, "--vary %s: ", text);

@@ -955,31 +955,38 @@ static void seed_gradient(Sim *sim) {
   cpu_close(sim, thread);
 }
 
-static void backward_loss(Sim *sim) {
+/* A backward node whose one operator (with Input Dims `dims`) launches one
+ * elementwise kernel over `elements`. */
+static void backward_elementwise(Sim *sim, const char *node, gint64 sequence,
+                                 const char *op_name, const char *dims,
+                                 const char *kernel_name, gint64 elements) {
   CpuThread *thread = &sim->autograd_thread;
-  int out = output_width(sim);
-  open_backward_node(sim, "MseLossBackward0", sim->loss_sequence);
-  Scope *op = cpu_open(sim, thread, "cpu_op", "aten::mse_loss_backward");
-  scope_args(op, ", \"Input Dims\": [[], [%d, %d], [%d, %d], []], "
-             "\"Input type\": [\"float\", \"float\", \"float\", \"Scalar\"]",
-             BATCH, out, BATCH, out);
-  Kernel kernel = elementwise_kernel(sim, KERNEL_MSE_BACKWARD, (gint64)BATCH * out);
+  open_backward_node(sim, node, sequence);
+  Scope *op = cpu_open(sim, thread, "cpu_op", op_name);
+  scope_args(op, ", %s", dims);
+  Kernel kernel = elementwise_kernel(sim, kernel_name, elements);
   launch_kernel(sim, thread, &sim->compute, &kernel);
   cpu_close(sim, thread);
   close_backward_node(sim);
 }
 
+static void backward_loss(Sim *sim) {
+  int out = output_width(sim);
+  char dims[160];
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[], [%d, %d], [%d, %d], []], "
+             "\"Input type\": [\"float\", \"float\", \"float\", \"Scalar\"]",
+             BATCH, out, BATCH, out);
+  backward_elementwise(sim, "MseLossBackward0", sim->loss_sequence, "aten::mse_loss_backward", dims,
+                       KERNEL_MSE_BACKWARD, (gint64)BATCH * out);
+}
+
 static void backward_relu(Sim *sim, int layer) {
-  CpuThread *thread = &sim->autograd_thread;
   int out = sim->model->width[layer + 1];
-  open_backward_node(sim, "ReluBackward0", sim->relu_sequence[layer]);
-  Scope *op = cpu_open(sim, thread, "cpu_op", "aten::threshold_backward");
-  scope_args(op, ", \"Input Dims\": [[%d, %d], [%d, %d], []], \"Input type\": "
+  char dims[160];
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[%d, %d], [%d, %d], []], \"Input type\": "
              "[\"float\", \"float\", \"Scalar\"]", BATCH, out, BATCH, out);
-  Kernel kernel = elementwise_kernel(sim, KERNEL_RELU_BACKWARD, (gint64)BATCH * out);
-  launch_kernel(sim, thread, &sim->compute, &kernel);
-  cpu_close(sim, thread);
-  close_backward_node(sim);
+  backward_elementwise(sim, "ReluBackward0", sim->relu_sequence[layer], "aten::threshold_backward", dims,
+                       KERNEL_RELU_BACKWARD, (gint64)BATCH * out);
 }
 
 static void backward_mm(Sim *sim, const char *kernel_name, int m, int k, int n,
@@ -1043,14 +1050,11 @@ static void backward_conv(Sim *sim, int layer) {
 static void backward_attention_scores(Sim *sim, int layer) {
   CpuThread *thread = &sim->autograd_thread;
   int out = sim->model->width[layer + 1], heads = out / 64;
-  open_backward_node(sim, "SoftmaxBackward0", sim->softmax_sequence[layer]);
-  Scope *op = cpu_open(sim, thread, "cpu_op", "aten::_softmax_backward_data");
-  scope_args(op, ", \"Input Dims\": [[%d, %d, %d], [%d, %d, %d], [], []]", heads, BATCH, BATCH, heads,
-             BATCH, BATCH);
-  Kernel softmax = elementwise_kernel(sim, KERNEL_SOFTMAX_BACKWARD, (gint64)heads * BATCH * BATCH);
-  launch_kernel(sim, thread, &sim->compute, &softmax);
-  cpu_close(sim, thread);
-  close_backward_node(sim);
+  char dims[160];
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[%d, %d, %d], [%d, %d, %d], [], []]", heads, BATCH, BATCH,
+             heads, BATCH, BATCH);
+  backward_elementwise(sim, "SoftmaxBackward0", sim->softmax_sequence[layer], "aten::_softmax_backward_data",
+                       dims, KERNEL_SOFTMAX_BACKWARD, (gint64)heads * BATCH * BATCH);
   open_backward_node(sim, "BmmBackward0", sim->bmm_sequence[layer]);
   for (int input = 0; input < 2; input++) {
     Scope *bmm = cpu_open(sim, thread, "cpu_op", "aten::bmm");
