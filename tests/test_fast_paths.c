@@ -23,6 +23,7 @@
 #include "reverie/sim.h"
 #include "reverie/stats.h"
 #include "reverie/transform.h"
+#include "plugin_harness.h"
 
 enum { THREAD_A, THREAD_B, STREAM, CHANNEL_A, CHANNEL_B, RESOURCES };
 
@@ -256,15 +257,6 @@ static gboolean path_through_removed(const rv_graph *before, const rv_graph *aft
     return found;
 }
 
-static gboolean has_edge(const rv_graph *graph, int32_t a, int32_t b)
-{
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (edge->from == a && edge->to == b) return TRUE;
-    }
-    return FALSE;
-}
-
 /* After removal: live a and b are joined iff they were, or a path through
  * the removed tasks joined them. */
 static void check_reconnection(const rv_graph *before, const rv_graph *after)
@@ -281,18 +273,9 @@ static void check_reconnection(const rv_graph *before, const rv_graph *after)
     }
 }
 
-static rv_graph *copy_of(const rv_graph *graph)
-{
-    rv_graph *copy = rv_graph_new(graph->strings, graph->source);
-    g_array_append_vals(copy->resources, graph->resources->data, graph->resources->len);
-    g_array_append_vals(copy->tasks, graph->tasks->data, graph->tasks->len);
-    g_array_append_vals(copy->edges, graph->edges->data, graph->edges->len);
-    return copy;
-}
-
 static void random_removal(rv_graph *graph, GRand *rng)
 {
-    rv_graph *before = copy_of(graph);
+    rv_graph *before = rv_graph_copy(graph);
     GArray *victims = g_array_new(FALSE, FALSE, sizeof(int32_t));
     int32_t n = rv_graph_task_count(graph);
     /* a run of neighbours now and then, as plugins remove whole regions */
