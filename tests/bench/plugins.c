@@ -187,7 +187,7 @@ int main(int argc, char **argv)
     }
     double load[3] = { 0 };
     loaded_plugins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)rv_plugin_unload);
-    measured small = measure(argv[1], 5), large = measure(argv[2], 3);
+    measured small = measure(argv[1], 9), large = measure(argv[2], 5);
     if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = -1;
     printf("plugin cost on generated graphs (--mixed-layers --single-gpu): %d and %d tasks, "
            "%u cores, load average %.2f %.2f %.2f\n", small.tasks, large.tasks, g_get_num_processors(), load[0],
