@@ -14,7 +14,7 @@
  * task's own number of edges; removing k tasks costs about k plus the edges
  * around them; so a plugin that inserts or removes a task per layer is
  * linear in the graph.  This rests on an index the library keeps with the
- * graph.  It sees tasks and edges appended (rv_graph_add_task,
+ * graph, built by the first question in O(tasks + edges).  It sees tasks and edges appended (rv_graph_add_task,
  * rv_graph_add_edge) and every change made through this API; a plugin that
  * rewrites an edge in place, or changes a launch call's duration or flags
  * by hand before inserting GPU work, calls rv_transform_invalidate first.
