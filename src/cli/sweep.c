@@ -292,12 +292,19 @@ static void emit(sweep *s, uint64_t variant, uint64_t local, const char *source,
     show_progress(s, FALSE);
 }
 
+/* Does this shard run variant v of input `input`?  Variants are numbered
+ * over all inputs, and shard K keeps the numbers equal to K-1 modulo N. */
+static gboolean in_shard(const sweep *s, int input, uint64_t v)
+{
+    return ((uint64_t)input * s->plan->count + v) % s->shards == s->shard - 1;
+}
+
 /* The plan's variants of input `input` that this shard runs. */
 static GArray *select_variants(const sweep *s, int input)
 {
     GArray *selected = g_array_new(FALSE, FALSE, sizeof(uint64_t));
     for (uint64_t v = 0; v < s->plan->count; v++)
-        if (((uint64_t)input * s->plan->count + v) % s->shards == s->shard - 1) g_array_append_val(selected, v);
+        if (in_shard(s, input, v)) g_array_append_val(selected, v);
     return selected;
 }
 
@@ -391,7 +398,7 @@ static int run_sweep(sweep *s)
     s->total = 0;
     for (int i = 0; i < s->input_count; i++)
         for (uint64_t v = 0; v < s->plan->count; v++)
-            s->total += ((uint64_t)i * s->plan->count + v) % s->shards == s->shard - 1;
+            s->total += in_shard(s, i, v);
     s->scratch = g_async_queue_new_full((GDestroyNotify)rv_graph_free);
     for (int j = 0; j < s->jobs; j++) g_async_queue_push(s->scratch, rv_graph_new(NULL, ""));
     s->started_us = g_get_monotonic_time();
