@@ -39,9 +39,9 @@ static const rv_param_spec amp_params[] = {
 typedef enum { CLASS_COMPUTE, CLASS_MEMORY, CLASS_HALF, CLASS_HOST_COPY, CLASS_COMM, CLASS_OPTIMIZER, CLASS_COUNT } amp_class;
 
 /* The kernel class, with the optimizer phase set aside when it stays FP32. */
-static amp_class classify(const rv_graph *graph, const rv_task *task, gboolean keep_optimizer)
+static amp_class classify(rv_kernel_classifier *classifier, const rv_task *task, gboolean keep_optimizer)
 {
-    rv_kernel_class kernel = rv_kernel_classify(graph, task);
+    rv_kernel_class kernel = rv_kernel_classifier_classify(classifier, task);
     if (kernel == RV_KERNEL_COMM) return CLASS_COMM;
     if (kernel == RV_KERNEL_HOST_COPY) return CLASS_HOST_COPY;
     if (keep_optimizer && task->phase == RV_PHASE_OPTIMIZER) return CLASS_OPTIMIZER;
@@ -61,11 +61,14 @@ static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     gboolean keep = strcmp(rv_params_string(params, "optimizer"), "keep") == 0;
     GArray *classes[CLASS_COUNT];
     for (int c = 0; c < CLASS_COUNT; c++) classes[c] = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    rv_kernel_classifier classifier;
+    rv_kernel_classifier_init(&classifier, graph);
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = rv_graph_task(graph, id);
         if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        g_array_append_val(classes[classify(graph, task, keep)], id);
+        g_array_append_val(classes[classify(&classifier, task, keep)], id);
     }
+    rv_kernel_classifier_clear(&classifier);
     gboolean ok = classes[CLASS_COMPUTE]->len + classes[CLASS_MEMORY]->len > 0;
     if (!ok) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,

@@ -225,6 +225,8 @@ static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, guint *in
     int32_t channel = rv_transform_add_channel(graph, "net");
     int32_t previous = -1;
     int steps = 0;
+    rv_string_memo weighted;
+    rv_weighted_backward_memo_init(&weighted, graph);
     for (guint slot = 0; slot < backward->len && steps >= 0; slot++) {
         GArray *list = g_ptr_array_index(backward, slot);
         int step = (int)slot - 1;
@@ -234,11 +236,12 @@ static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, guint *in
         /* a producer must be launched before the waiter, or the new edge closes a cycle */
         if (waiter >= 0) rv_keep_launched_by(graph, list, rv_graph_task(graph, waiter)->recorded_start_ns);
         if (list->len == 0) continue;
-        GArray *run_ends = rv_weighted_backward_runs(graph, list);
+        GArray *run_ends = rv_weighted_backward_runs_with(graph, list, &weighted);
         if (!insert_step_allreduces(graph, plan, run_ends, channel, waiter, &previous, inserted, error)) steps = -1;
         else steps++;
         g_array_unref(run_ends);
     }
+    rv_string_memo_clear(&weighted);
     g_free(optimizer);
     g_ptr_array_unref(backward);
     return steps;

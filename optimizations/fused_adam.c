@@ -186,8 +186,9 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         fused.bytes = 0;
         fused.flags = RV_TASK_FLAG_GPU;
         rv_insert_spec spec = { fused, after, launch_after };
-        if (rv_transform_insert(graph, &spec, error) < 0) ok = FALSE;
-        if (launch_after >= 0) cpu_after += rv_graph_typical_launch_ns(graph);
+        int32_t kernel = rv_transform_insert(graph, &spec, error);
+        if (kernel < 0) ok = FALSE;
+        else if (launch_after >= 0) cpu_after += rv_graph_task(graph, rv_graph_launch_of(graph, kernel))->duration_ns;
         fused_total += fused.duration_ns;
         steps++;
         g_hash_table_destroy(doomed);

@@ -135,6 +135,7 @@ typedef struct {
     int first_layer;       /* what the last step's end waits for */
     int32_t send, recv;    /* the two channels */
     GArray *ranks;         /* NULL with priority=off */
+    rv_string_memo weighted; /* layer tags of weighted backward layers (layers.h) */
     guint pushes, steps, mismatched_steps;
 } p3_builder;
 
@@ -192,7 +193,7 @@ static gboolean insert_step(p3_builder *b, int step, GArray *backward, const GAr
         rv_keep_launched_by(b->graph, backward,
                             rv_graph_task(b->graph, g_array_index(b->graph->steps, rv_step, step).end_marker)->recorded_start_ns);
     if (backward->len == 0) return TRUE;
-    GArray *runs = rv_weighted_backward_runs(b->graph, backward);
+    GArray *runs = rv_weighted_backward_runs_with(b->graph, backward, &b->weighted);
     guint n = b->sizes->len;
     gboolean ok = TRUE;
     for (guint j = 0; j < n && ok; j++) {
@@ -283,7 +284,8 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     model_totals totals = totals_of(sizes, &link);
     const char *why = nothing_to_do(layers_by_step, sizes, &totals);
     gboolean priority = g_strcmp0(rv_params_string(params, "priority"), "on") == 0;
-    p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, NULL, 0, 0, 0 };
+    p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, NULL, { 0 }, 0, 0, 0 };
+    rv_weighted_backward_memo_init(&b.weighted, graph);
     gboolean ok = why == NULL;
     if (ok) {
         b.send = rv_transform_add_channel(graph, "ps.send");
@@ -302,6 +304,7 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     } else if (b.ranks) {
         g_array_unref(b.ranks);
     }
+    rv_string_memo_clear(&b.weighted);
     g_array_unref(sizes);
     g_ptr_array_unref(layers_by_step);
     return ok;

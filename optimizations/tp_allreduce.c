@@ -82,18 +82,57 @@ static gboolean has_word(const char *text, const char *const *words)
     return yes;
 }
 
-/* One letter per kernel that shapes a block, 0 for the rest. */
-static char token_of(const rv_graph *graph, const rv_task *task)
+/* What a kernel name says (bits), and what an operator says (bits). */
+enum { NAME_COMPUTE = 1, NAME_ATTENTION = 2 };
+enum { OP_COMPUTE = 1, OP_ATTENTION = 2, OP_NORM = 4, OP_SOFTMAX = 8, OP_ACTIVATION = 16 };
+
+static int kernel_name_bits(const char *name)
+{
+    return (rv_kernel_name_is_compute(name) ? NAME_COMPUTE : 0) | (rv_op_is_attention(name) ? NAME_ATTENTION : 0);
+}
+
+static int op_bits(const char *op)
 {
     static const char *const norms[] = { "norm", "aten::var", NULL };
     static const char *const softmax[] = { "softmax", NULL };
     static const char *const activations[] = { "gelu", "relu", "tanh", "sigmoid", "silu", NULL };
-    const char *op = text_of(graph, task->op), *name = text_of(graph, task->name);
-    if (rv_kernel_name_is_compute(name) || (rv_kernel_classify(graph, task) == RV_KERNEL_HALF && rv_op_is_compute(op)))
-        return rv_op_is_attention(op) || rv_op_is_attention(name) ? 'A' : 'L';
-    if (has_word(op, norms)) return 'N';
-    if (has_word(op, softmax)) return 'S';
-    if (has_word(op, activations)) return 'G';
+    return (rv_op_is_compute(op) ? OP_COMPUTE : 0) | (rv_op_is_attention(op) ? OP_ATTENTION : 0) |
+           (has_word(op, norms) ? OP_NORM : 0) | (has_word(op, softmax) ? OP_SOFTMAX : 0) |
+           (has_word(op, activations) ? OP_ACTIVATION : 0);
+}
+
+/* Each name read once: a step repeats the same few hundred (strings.h). */
+typedef struct {
+    rv_string_memo names, ops;
+    rv_kernel_classifier classes;
+} token_memo;
+
+static void token_memo_init(token_memo *memo, const rv_graph *graph)
+{
+    rv_string_memo_init(&memo->names, graph->strings, kernel_name_bits);
+    rv_string_memo_init(&memo->ops, graph->strings, op_bits);
+    rv_kernel_classifier_init(&memo->classes, graph);
+}
+
+static void token_memo_clear(token_memo *memo)
+{
+    rv_string_memo_clear(&memo->names);
+    rv_string_memo_clear(&memo->ops);
+    rv_kernel_classifier_clear(&memo->classes);
+}
+
+/* One letter per kernel that shapes a block, 0 for the rest: a GEMM kernel
+ * (or a half-precision kernel of a GEMM operator) is A when it or its
+ * operator is attention, else L. */
+static char token_of(token_memo *memo, const rv_task *task)
+{
+    int name = rv_string_memo_get(&memo->names, task->name), op = rv_string_memo_get(&memo->ops, task->op);
+    if ((name & NAME_COMPUTE) ||
+        ((op & OP_COMPUTE) && rv_kernel_classifier_classify(&memo->classes, task) == RV_KERNEL_HALF))
+        return (op & OP_ATTENTION) || (name & NAME_ATTENTION) ? 'A' : 'L';
+    if (op & OP_NORM) return 'N';
+    if (op & OP_SOFTMAX) return 'S';
+    if (op & OP_ACTIVATION) return 'G';
     return 0;
 }
 
@@ -229,16 +268,18 @@ typedef struct {
     guint steps;
     guint allreduces;
     guint sliced;
+    token_memo tokens;
+    GHashTable *ranges_of;    /* token string -> its block ranges: steps repeat */
 } tp_state;
 
 /* The kernels that carry a token, in recorded order, and their letters. */
-static GArray *tokenize(rv_graph *graph, GArray *kernels, GString *letters)
+static GArray *tokenize(rv_graph *graph, token_memo *memo, GArray *kernels, GString *letters)
 {
     g_array_sort_with_data(kernels, rv_task_compare_recorded, graph);
     GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (guint i = 0; i < kernels->len; i++) {
         int32_t id = g_array_index(kernels, int32_t, i);
-        char letter = token_of(graph, rv_graph_task(graph, id));
+        char letter = token_of(memo, rv_graph_task(graph, id));
         if (letter == 0) continue;
         g_string_append_c(letters, letter);
         g_array_append_val(ids, id);
@@ -292,10 +333,15 @@ static gboolean insert_allreduce(rv_graph *graph, tp_state *state, int32_t after
     return TRUE;
 }
 
-/* Block ranges of one phase: pairs [from, to) in token positions. */
-static GArray *block_ranges(const GString *letters)
+/* Block ranges of one phase: pairs [from, to) in token positions.  The
+ * search depends on the letters alone, and steps of one model give the same
+ * letters, so each distinct string is searched once. */
+static GArray *block_ranges(tp_state *state, const GString *letters)
 {
-    GArray *ranges = g_array_new(FALSE, FALSE, sizeof(guint));
+    GArray *ranges = g_hash_table_lookup(state->ranges_of, letters->str);
+    if (ranges != NULL) return g_array_ref(ranges);
+    ranges = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_hash_table_insert(state->ranges_of, g_strdup(letters->str), g_array_ref(ranges));
     block_pattern pattern = find_blocks(letters->str, (guint)letters->len);
     if (pattern.starts == NULL) return ranges;
     for (guint b = 0; b < pattern.starts->len; b++) {
@@ -312,8 +358,8 @@ static GArray *block_ranges(const GString *letters)
 static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboolean forward, GArray *cuts)
 {
     GString *letters = g_string_new(NULL);
-    GArray *ids = tokenize(graph, kernels, letters);
-    GArray *ranges = block_ranges(letters);
+    GArray *ids = tokenize(graph, &state->tokens, kernels, letters);
+    GArray *ranges = block_ranges(state, letters);
     GArray *gemms = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (guint r = 0; r < ranges->len; r += 2) {
         guint from = g_array_index(ranges, guint, r), to = g_array_index(ranges, guint, r + 1);
@@ -444,8 +490,12 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     GHashTable *by_phase[3];
     group_kernels(graph, by_phase);
     state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    token_memo_init(&state.tokens, graph);
+    state.ranges_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
     gboolean ok = transform_steps(graph, params, &state, by_phase, error);
     if (ok) write_notes(&state, output->notes);
+    g_hash_table_destroy(state.ranges_of);
+    token_memo_clear(&state.tokens);
     g_array_unref(state.activation_elements);
     for (int p = 0; p < 3; p++) g_hash_table_destroy(by_phase[p]);
     return ok;

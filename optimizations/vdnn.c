@@ -138,6 +138,15 @@ static int family_of(const char *layer, gboolean backward)
     return found;
 }
 
+/* The family + 1 (0: none) of a forward or backward layer tag, for the
+ * per-string memo (strings.h): a step repeats the same layer tags. */
+static int forward_family(const char *layer) { return *layer ? family_of(layer, FALSE) + 1 : 0; }
+static int backward_family(const char *layer) { return *layer ? family_of(layer, TRUE) + 1 : 0; }
+
+typedef struct {
+    rv_string_memo families[2]; /* forward, backward */
+} family_memo;
+
 /* ---- layer instances ------------------------------------------------ */
 
 typedef struct {
@@ -146,7 +155,7 @@ typedef struct {
 } instance;
 
 /* Cut a step's GPU tasks of one phase (sorted) into layer instances. */
-static GArray *split_instances(rv_graph *graph, GArray *tasks, gboolean backward)
+static GArray *split_instances(rv_graph *graph, family_memo *memo, GArray *tasks, gboolean backward)
 {
     GArray *instances = g_array_new(FALSE, FALSE, sizeof(instance));
     int32_t layer = -1, dims = -2;
@@ -159,7 +168,7 @@ static GArray *split_instances(rv_graph *graph, GArray *tasks, gboolean backward
         }
         layer = task->layer;
         dims = task->input_dims;
-        instance run = { id, id, task->layer > 0 ? family_of(str(graph, task->layer), backward) : -1 };
+        instance run = { id, id, rv_string_memo_get(&memo->families[backward ? 1 : 0], task->layer) - 1 };
         g_array_append_val(instances, run);
     }
     return instances;
@@ -447,6 +456,9 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
     GHashTable *backward = gpu_tasks_by_step(graph, RV_PHASE_BACKWARD);
     GPtrArray *plans = g_ptr_array_new_with_free_func(step_plan_free);
     GList *keys = rv_tasks_by_step_keys(forward);
+    family_memo memo;
+    rv_string_memo_init(&memo.families[0], graph->strings, forward_family);
+    rv_string_memo_init(&memo.families[1], graph->strings, backward_family);
     for (GList *k = keys; k != NULL && plans != NULL; k = k->next) {
         GArray *fwd_tasks = g_hash_table_lookup(forward, k->data), *bwd_tasks = g_hash_table_lookup(backward, k->data);
         if (bwd_tasks == NULL) { /* still count its forward layers, for the error */
@@ -456,7 +468,7 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
         int32_t step = GPOINTER_TO_INT(k->data) - 2;
         g_array_sort_with_data(fwd_tasks, rv_task_compare_recorded, graph);
         g_array_sort_with_data(bwd_tasks, rv_task_compare_recorded, graph);
-        GArray *fwd = split_instances(graph, fwd_tasks, FALSE), *bwd = split_instances(graph, bwd_tasks, TRUE);
+        GArray *fwd = split_instances(graph, &memo, fwd_tasks, FALSE), *bwd = split_instances(graph, &memo, bwd_tasks, TRUE);
         GArray *offloads = plan_step(graph, fwd, bwd, options->all, options->dtype_bytes, found);
         g_array_unref(fwd);
         g_array_unref(bwd);
@@ -473,6 +485,8 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
         g_ptr_array_add(plans, plan);
     }
     g_list_free(keys);
+    rv_string_memo_clear(&memo.families[0]);
+    rv_string_memo_clear(&memo.families[1]);
     g_hash_table_destroy(forward);
     g_hash_table_destroy(backward);
     return plans;

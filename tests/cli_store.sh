@@ -3,14 +3,15 @@
 # identical output of info and simulate for a trace and its graph, and exit
 # status 2 with a clear message for damaged or foreign .rvg files.
 #
-# usage: cli_store.sh REVERIE SOURCE_ROOT
+# usage: cli_store.sh REVERIE SOURCE_ROOT [GENTRACE]
 # Uses three traces the project ships in traces/; exits 77 (skipped) if one
-# is missing.
+# is missing.  With GENTRACE, also checks that importing a trace large enough
+# for the importer's threads twice gives the same bytes.
 set -u
 
 reverie=$1
 root=$2
-
+gentrace=${3:-}
 . "$(dirname "$0")/cli_lib.sh"
 
 # expect_error TEXT : the last command's stderr says TEXT on one line.
@@ -93,6 +94,19 @@ expect_error "$work/json.rvg: named .rvg but is not a reverie graph"
 cp "$trace" "$work/gz.rvg"
 expect_status 2 "$reverie" info "$work/gz.rvg"
 expect_error "named .rvg but is not a reverie graph"
+
+# The same trace imported twice saves to the same bytes, although the
+# importer's threads intern names in whatever order they run.
+same_twice=$traces
+if [ -n "$gentrace" ]; then
+    "$gentrace" -o "$work/generated.json" --steps 30 --layers 20 2>/dev/null || fail "reverie-gentrace failed"
+    same_twice="$same_twice $work/generated.json"
+fi
+for trace in $same_twice; do
+    "$reverie" import --quiet "$trace" -o "$work/first.rvg" && "$reverie" import --quiet "$trace" -o "$work/second.rvg" ||
+        fail "import $trace failed"
+    cmp -s "$work/first.rvg" "$work/second.rvg" || fail "two imports of $trace differ"
+done
 
 # Failed writes leave no temporary files behind.
 leftovers=$(find "$work" -name '*.rvg.*' | head -3)

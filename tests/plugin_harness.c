@@ -218,3 +218,12 @@ int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kern
     rv_graph_add_edge(t->graph, call, gpu, RV_EDGE_LAUNCH, FALSE);
     return gpu;
 }
+
+gboolean has_edge(const rv_graph *graph, int32_t from, int32_t to)
+{
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        if (edge->from == from && edge->to == to) return TRUE;
+    }
+    return FALSE;
+}

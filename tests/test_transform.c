@@ -64,15 +64,6 @@ static GArray *ids(int count, const int32_t *list)
     return array;
 }
 
-static gboolean has_edge(const rv_graph *graph, int32_t from, int32_t to)
-{
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (edge->from == from && edge->to == to) return TRUE;
-    }
-    return FALSE;
-}
-
 static gboolean is_removed(rv_graph *graph, int32_t task)
 {
     return (rv_graph_task(graph, task)->flags & RV_TASK_FLAG_REMOVED) != 0;

@@ -186,16 +186,26 @@ typedef struct {
     rv_trace_stats trace_stats;
     rv_build_stats build_stats;
     rv_timing timing;
+    /* Private to the library: the transform API's edge index (NULL until
+     * first used).  Appended last, so the fields above keep their offsets
+     * and plugins built against ABI 3 still read them right. */
+    struct rv_graph_index *index;
 } rv_graph;
 
-/* Build the graph of a trace.  The graph takes a reference to trace->strings. */
+/* Build the graph of a trace.  The graph gets its own string table, numbered
+ * in order of first use (resources, tasks, steps), so that the same trace
+ * always gives the same ids, whatever order the importer's threads interned
+ * them in; ids of trace->strings do not apply to it. */
 rv_graph *rv_graph_build(const rv_trace *trace, GError **error);
 /* An empty graph sharing strings (for hand-built tests and the store). */
 rv_graph *rv_graph_new(rv_strings *strings, const char *source);
 void rv_graph_free(rv_graph *graph);
-/* A deep copy (tasks, edges, resources, steps, metadata) sharing the string
- * table: the baseline kept beside a graph that plugins then transform. */
+/* A deep copy sharing the string table (which is safe to intern into from
+ * several threads), for what-ifs that must leave the original as it is. */
 rv_graph *rv_graph_copy(const rv_graph *graph);
+/* Make `target` such a copy of `source`, reusing target's buffers: a sweep
+ * copies the same graph once per variant. */
+void rv_graph_assign(rv_graph *target, const rv_graph *source);
 
 static inline rv_task *rv_graph_task(rv_graph *graph, int32_t id)
 {

@@ -26,6 +26,17 @@ typedef enum {
 /* The class of a GPU task (callers skip CPU tasks). */
 rv_kernel_class rv_kernel_classify(const rv_graph *graph, const rv_task *task);
 
+/* The same classes for many tasks of one graph: each kernel, operator and
+ * layer name is read once (strings.h's memo), not once per task. */
+typedef struct {
+    rv_string_memo names;  /* what a kernel name says */
+    rv_string_memo tags;   /* does an operator or layer name a GEMM / conv? */
+} rv_kernel_classifier;
+
+void rv_kernel_classifier_init(rv_kernel_classifier *classifier, const rv_graph *graph);
+rv_kernel_class rv_kernel_classifier_classify(rv_kernel_classifier *classifier, const rv_task *task);
+void rv_kernel_classifier_clear(rv_kernel_classifier *classifier);
+
 /* Does the kernel name itself say GEMM / convolution (not just its operator)?
  * An operator launches one such kernel plus epilogues, so this counts GEMMs. */
 gboolean rv_kernel_name_is_compute(const char *kernel_name);

@@ -69,6 +69,11 @@ void rv_keep_launched_by(const rv_graph *graph, GArray *tasks, int64_t limit_ns)
  * recorded order); the last task of all when none is weighted; empty only
  * when `tasks` is.  GArray of int32 task ids. */
 GArray *rv_weighted_backward_runs(const rv_graph *graph, const GArray *tasks);
+/* The same with a memo of which layer tags are weighted backward layers,
+ * kept across the steps of one plugin call (strings.h; init it with
+ * rv_weighted_backward_memo_init, free with rv_string_memo_clear). */
+void rv_weighted_backward_memo_init(rv_string_memo *memo, const rv_graph *graph);
+GArray *rv_weighted_backward_runs_with(const rv_graph *graph, const GArray *tasks, rv_string_memo *weighted);
 
 /* Which run produces gradient k (backward order) of n: k * runs / n. */
 guint rv_gradient_run(guint gradient, guint gradients, guint runs);

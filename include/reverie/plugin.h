@@ -85,6 +85,11 @@ rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error);
 void rv_plugin_unload(rv_loaded_plugin *plugin);
 const rv_plugin *rv_plugin_descriptor_of(const rv_loaded_plugin *plugin);
 
+/* The plugin's parameter called `name`, or NULL. */
+const rv_param_spec *rv_plugin_param(const rv_plugin *plugin, const char *name);
+/* Its parameter names, "world, bucket_cap, ..." ("none" if it has none), for messages (g_free). */
+char *rv_plugin_param_names(const rv_plugin *plugin);
+
 /* Parse "k=v,k=v" against the plugin's table (defaults filled in). */
 rv_params *rv_params_parse(const rv_plugin *plugin, const char *text, GError **error);
 void rv_params_free(rv_params *params);

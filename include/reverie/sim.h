@@ -59,6 +59,24 @@ gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_resu
                      GError **error);
 void rv_sim_result_clear(rv_sim_result *result);
 
+/*
+ * What a replay works out from the graph's structure before it starts -
+ * which tasks are live, each edge and how it readies its target, the
+ * launch-queue holders - kept for many replays of graphs that differ from
+ * this one only in durations, host overheads, launch latencies and idle
+ * gaps (a sweep of speed factors).  About half a replay's cost.
+ * rv_simulate_reusing uses it only after checking that the graph still has
+ * it (same live tasks on the same resources, the same edges and queue
+ * depths: a few memcmp), and otherwise works it out as rv_simulate does,
+ * so the result is always rv_simulate's.  A structure is read only while
+ * it is used, so several threads may share one.
+ */
+typedef struct rv_sim_structure rv_sim_structure;
+rv_sim_structure *rv_sim_structure_new(const rv_graph *graph);
+void rv_sim_structure_free(rv_sim_structure *structure);
+gboolean rv_simulate_reusing(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
+                             rv_sim_result *result, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -18,6 +18,10 @@ G_BEGIN_DECLS
  * when it is empty. */
 int64_t rv_median_int64(GArray *values, int64_t fallback);
 
+/* The same upper median in O(n) by selection: the array is left reordered,
+ * not sorted.  For one median of a long list (the typical launch call). */
+int64_t rv_median_int64_select(GArray *values, int64_t fallback);
+
 /* Sort a GArray of int64 ascending. */
 void rv_sort_int64(GArray *values);
 

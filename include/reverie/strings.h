@@ -37,6 +37,25 @@ const char *rv_strings_get(const rv_strings *strings, int32_t id);
 /* How many ids exist (ids are 0 .. count-1). */
 int32_t rv_strings_count(const rv_strings *strings);
 
+/*
+ * A small verdict (0 to 127) about each string, worked out once per id:
+ * plugins classify millions of tasks by a few hundred distinct names, and
+ * lower-casing and searching a 200-character kernel name per task made
+ * them slower than the replay.  One memo per plugin call (not thread-safe).
+ */
+typedef int (*rv_string_decide_fn)(const char *text);
+typedef struct {
+    const rv_strings *strings;
+    rv_string_decide_fn decide;
+    gint8 *verdicts;  /* per id; -1 until decided */
+    int32_t count;
+} rv_string_memo;
+
+void rv_string_memo_init(rv_string_memo *memo, const rv_strings *strings, rv_string_decide_fn decide);
+/* decide(text of id), from the memo after the first time (id <= 0: ""). */
+int rv_string_memo_get(rv_string_memo *memo, int32_t id);
+void rv_string_memo_clear(rv_string_memo *memo);
+
 G_END_DECLS
 
 #endif

@@ -9,6 +9,15 @@
  *
  * Removal is logical (RV_TASK_FLAG_REMOVED): ids stay stable while a plugin
  * works, and the simulator skips removed tasks and their edges.
+ *
+ * Cost: the neighbour and launch questions below, and splicing, cost the
+ * task's own number of edges; removing k tasks costs about k plus the edges
+ * around them; so a plugin that inserts or removes a task per layer is
+ * linear in the graph.  This rests on an index the library keeps with the
+ * graph, built by the first question in O(tasks + edges).  It sees tasks and edges appended (rv_graph_add_task,
+ * rv_graph_add_edge) and every change made through this API; a plugin that
+ * rewrites an edge in place, or changes a launch call's duration or flags
+ * by hand before inserting GPU work, calls rv_transform_invalidate first.
  */
 #ifndef REVERIE_TRANSFORM_H
 #define REVERIE_TRANSFORM_H
@@ -57,6 +66,9 @@ int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError 
 /* An extra dependency: `to` may not start before `from` ends. */
 void rv_transform_add_edge(rv_graph *graph, int32_t from, int32_t to);
 
+/* Tell the API that edges or launch calls were edited by hand (above). */
+void rv_transform_invalidate(rv_graph *graph);
+
 /* A new resource, e.g. a network channel ("net") or a copy engine ("pcie.d2h"). */
 int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
 
@@ -82,7 +94,7 @@ void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks);
 
 /* The median duration of the trace's kernel-launch calls (for inserted
  * launches; the heads of blocking calls, whose length the builder set, are
- * left out). */
+ * left out).  Computed afresh on each call, in O(launches). */
 int64_t rv_graph_typical_launch_ns(const rv_graph *graph);
 
 /* Predecessor / successor of a task in its resource's order, or -1. */

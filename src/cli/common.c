@@ -100,7 +100,9 @@ void rv_cli_print_notes(const rv_graph *graph)
 
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)
 {
-    if (sim->launch_queue_ignored)
+    /* once per run: a sweep replays thousands of variants of one graph */
+    static gint noted = 0;
+    if (sim->launch_queue_ignored && g_atomic_int_compare_and_exchange(&noted, 0, 1))
         fprintf(stderr, "reverie: note: %s: the launch-queue rule would have deadlocked this graph (its queue "
                         "order contradicts its edges, e.g. after a plugin's rewrite): replayed without it\n",
                 graph->source);

@@ -15,6 +15,7 @@ static const rv_command commands[] = {
       rv_cmd_breakdown },
     { "critical-path", "the chain of tasks that decides each step's end, with totals by kind, phase, layer",
       rv_cmd_critical_path },
+    { "sweep", "many what-ifs in one run: --vary NAME.PARAM=LIST, CSV or JSON Lines", rv_cmd_sweep },
     { "plugins", "list the optimizations and their parameters", rv_cmd_plugins },
     { "query", "list the tasks matching a selection, with totals", rv_cmd_query },
     { "export-graph", "write the dependency graph as GraphML or DOT", rv_cmd_export_graph },

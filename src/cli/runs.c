@@ -6,7 +6,6 @@
  * so each run's timeline can be read against its own graph.
  */
 #include "runs.h"
-#include "prediction.h"
 #include "reverie/critical_path.h"
 #include "reverie/plot.h"
 #include "reverie/plugin.h"
@@ -15,19 +14,24 @@
 
 static gboolean predict(rv_cli_runs *runs, char **specs, GError **error)
 {
-    GPtrArray *opts = rv_cli_opts_prepare(specs, error);
-    if (opts == NULL) return FALSE;
+    GHashTable *plugins = rv_cli_plugins_new();
+    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, error);
+    if (opts == NULL) {
+        g_hash_table_destroy(plugins);
+        return FALSE;
+    }
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     runs->predicted = rv_graph_copy(runs->baseline);
-    gboolean ok = rv_cli_apply(runs->predicted, opts, &policy, error) &&
+    gboolean ok = rv_cli_apply_opts(runs->predicted, opts, TRUE, &policy, error) &&
                   rv_simulate(runs->predicted, policy.policy.priority ? &policy.policy : NULL, &runs->predicted_sim, error);
+    if (ok) rv_cli_note_replay(runs->predicted, &runs->predicted_sim);
     for (guint i = 0; i < opts->len; i++) {
         const rv_cli_opt *opt = g_ptr_array_index(opts, i);
         if (opt->notes) g_string_append(runs->notes, opt->notes->str);
     }
-    /* The policy's data may live in a plugin: release it before unloading. */
-    if (policy.free_policy_data) policy.free_policy_data(policy.policy.user_data);
+    rv_cli_policy_clear(&policy);
     g_ptr_array_unref(opts);
+    g_hash_table_destroy(plugins); /* after the policy: its code lives in the plugin */
     return ok;
 }
 

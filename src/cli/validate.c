@@ -14,7 +14,6 @@
  * anything.
  */
 #include "cli.h"
-#include "prediction.h"
 #include "reverie/report.h"
 #include <jansson.h>
 #include <string.h>
@@ -31,8 +30,34 @@ typedef struct {
     side baseline, variant;
     GArray *predicted;    /* step times after the --opt */
     int64_t predicted_ns; /* steady step */
+    GHashTable *plugins;  /* loaded by the opts */
     GPtrArray *opts;
 } comparison;
+
+/* The steady step of a list of step times: the median of the steps after
+ * the first (which carries warm-up); a one-step list is that step. */
+static gint compare_int64(gconstpointer left, gconstpointer right)
+{
+    int64_t a = *(const int64_t *)left, b = *(const int64_t *)right;
+    return a < b ? -1 : a > b;
+}
+
+static int64_t steady_step(const GArray *steps, gboolean simulated)
+{
+    if (steps->len == 0) return 0;
+    GArray *values = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (guint s = steps->len > 1 ? 1 : 0; s < steps->len; s++) {
+        const rv_step_time *step = &g_array_index(steps, rv_step_time, s);
+        int64_t value = simulated ? step->simulated_ns : step->recorded_ns;
+        g_array_append_val(values, value);
+    }
+    g_array_sort(values, compare_int64);
+    guint n = values->len;
+    int64_t steady = n % 2 ? g_array_index(values, int64_t, n / 2)
+                           : (g_array_index(values, int64_t, n / 2 - 1) + g_array_index(values, int64_t, n / 2)) / 2;
+    g_array_unref(values);
+    return steady;
+}
 
 static double signed_error(int64_t value, int64_t reference)
 {
@@ -44,10 +69,10 @@ static gboolean load_side(const char *path, side *out, GError **error)
     out->graph = rv_cli_load(path, error);
     if (out->graph == NULL) return FALSE;
     rv_cli_print_notes(out->graph);
-    out->steps = rv_cli_replay_steps(out->graph, NULL, error);
+    out->steps = rv_cli_replay_steps(out->graph, NULL, NULL, error);
     if (out->steps == NULL) return FALSE;
-    out->recorded_ns = rv_cli_steady_step(out->steps, FALSE);
-    out->simulated_ns = rv_cli_steady_step(out->steps, TRUE);
+    out->recorded_ns = steady_step(out->steps, FALSE);
+    out->simulated_ns = steady_step(out->steps, TRUE);
     return TRUE;
 }
 
@@ -118,13 +143,14 @@ static int run_validate(const char *baseline_path, const char *variant_path, cha
     GError *error = NULL;
     comparison c;
     memset(&c, 0, sizeof c);
-    c.opts = rv_cli_opts_prepare(specs, &error);
+    c.plugins = rv_cli_plugins_new();
+    c.opts = rv_cli_opts_prepare(c.plugins, specs, &error);
     gboolean ok = c.opts != NULL && load_side(baseline_path, &c.baseline, &error) &&
                   load_side(variant_path, &c.variant, &error);
     if (ok) c.predicted = rv_cli_predict(c.baseline.graph, c.opts, &error);
     int status = RV_EXIT_OK;
     if (c.predicted != NULL) {
-        c.predicted_ns = rv_cli_steady_step(c.predicted, TRUE);
+        c.predicted_ns = steady_step(c.predicted, TRUE);
         if (as_json) print_json(&c);
         else print_table(&c);
     } else {
@@ -134,6 +160,7 @@ static int run_validate(const char *baseline_path, const char *variant_path, cha
     clear_side(&c.baseline);
     clear_side(&c.variant);
     if (c.opts) g_ptr_array_unref(c.opts);
+    g_hash_table_destroy(c.plugins);
     return status;
 }
 

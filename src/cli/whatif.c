@@ -3,7 +3,6 @@
  * predicted step times with the baseline replay and the recording.
  */
 #include "cli.h"
-#include "prediction.h"
 #include "runs.h"
 #include "reverie/plugin.h"
 #include "reverie/report.h"
@@ -54,7 +53,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
             g_strfreev(pair);
         }
         g_ptr_array_free(described, TRUE);
-        json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:I}", "name", rv_plugin_descriptor_of(opt->plugin)->name,
+        json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:I}", "name", opt->plugin->name,
                                               "params", params, "notes", opt->notes ? opt->notes->str : "",
                                               "changed_tasks", (json_int_t)opt->changed_tasks));
         changed += opt->changed_tasks;
@@ -81,20 +80,21 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
 static int run_whatif(const char *path, char **specs, gboolean as_json, const rv_cli_extras *extras)
 {
     GError *error = NULL;
+    GHashTable *plugins = rv_cli_plugins_new();
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     rv_graph *graph = NULL;
     rv_graph *kept = NULL;  /* the baseline graph, for --timeline, --plot and --diff */
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
-    GPtrArray *opts = rv_cli_opts_prepare(specs, &error);
+    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load(path, &error);
     if (graph != NULL) {
         rv_cli_print_notes(graph);
-        baseline = rv_cli_replay_steps(graph, NULL, &error);
+        baseline = rv_cli_replay_steps(graph, NULL, NULL, &error);
     }
     if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
-    if (baseline != NULL && rv_cli_apply(graph, opts, &policy, &error))
-        predicted = rv_cli_replay_steps(graph, policy.policy.priority ? &policy.policy : NULL, &error);
+    if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error))
+        predicted = rv_cli_replay_steps(graph, NULL, policy.policy.priority ? &policy.policy : NULL, &error);
     int status = RV_EXIT_OK;
     if (predicted != NULL)
         status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
@@ -106,14 +106,14 @@ static int run_whatif(const char *path, char **specs, gboolean as_json, const rv
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);
     }
-    /* The policy's data may live in a plugin: release it before unloading. */
-    if (policy.free_policy_data) policy.free_policy_data(policy.policy.user_data);
+    rv_cli_policy_clear(&policy);
     if (baseline) g_array_unref(baseline);
     if (predicted) g_array_unref(predicted);
     rv_diff_free(diff);
     rv_graph_free(kept);
     rv_graph_free(graph);
     if (opts) g_ptr_array_unref(opts);
+    g_hash_table_destroy(plugins); /* after the policy: its code lives in the plugin */
     return status;
 }
 

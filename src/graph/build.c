@@ -406,6 +406,47 @@ static void run_passes(builder *b)
     rv_build_timing(b);
 }
 
+/* The id of `id`'s text in `canonical`, interned on first use. */
+static int32_t canonical_id(const rv_strings *old, rv_strings *canonical, int32_t *map, int32_t id)
+{
+    if (id <= 0) return id; /* 0: "", -1: none (input_dims) */
+    if (map[id] < 0) map[id] = rv_strings_intern(canonical, rv_strings_get(old, id));
+    return map[id];
+}
+
+/*
+ * Give the graph its own string table, numbered in order of first use by
+ * resources, then tasks (name, operator, layer, Input Dims) in id order,
+ * then steps.  The importer interns from several threads, so its ids
+ * depend on timing; these do not, and a trace imported twice saves to the
+ * same bytes.  Strings no task uses are left behind.
+ */
+static void renumber_strings(rv_graph *graph)
+{
+    rv_strings *old = graph->strings, *canonical = rv_strings_new();
+    int32_t count = rv_strings_count(old);
+    int32_t *map = g_new(int32_t, count);
+    for (int32_t id = 0; id < count; id++) map[id] = -1;
+    for (guint r = 0; r < graph->resources->len; r++) {
+        rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        resource->name = canonical_id(old, canonical, map, resource->name);
+    }
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        rv_task *task = rv_graph_task(graph, t);
+        task->name = canonical_id(old, canonical, map, task->name);
+        task->op = canonical_id(old, canonical, map, task->op);
+        task->layer = canonical_id(old, canonical, map, task->layer);
+        task->input_dims = canonical_id(old, canonical, map, task->input_dims);
+    }
+    for (guint s = 0; s < graph->steps->len; s++) {
+        rv_step *step = &g_array_index(graph->steps, rv_step, s);
+        step->name = canonical_id(old, canonical, map, step->name);
+    }
+    g_free(map);
+    graph->strings = canonical;
+    rv_strings_free(old);
+}
+
 rv_graph *rv_graph_build(const rv_trace *trace, GError **error)
 {
     builder b;
@@ -425,5 +466,6 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error)
         rv_graph_free(graph);
         return NULL;
     }
+    renumber_strings(graph);
     return graph;
 }

@@ -4,6 +4,7 @@
  */
 #include "reverie/graph.h"
 #include "reverie/error.h"
+#include "index.h"
 #include <igraph.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->steps);
     g_ptr_array_free(graph->device_names, TRUE);
     g_free(graph->backend);
+    rv_graph_index_free(graph->index);
     g_free(graph);
 }
 
@@ -88,23 +90,45 @@ int32_t rv_graph_live_task_count(const rv_graph *graph)
     return live;
 }
 
+static void assign_array(GArray *target, const GArray *source)
+{
+    g_array_set_size(target, 0);
+    g_array_append_vals(target, source->data, source->len);
+}
+
+void rv_graph_assign(rv_graph *target, const rv_graph *source)
+{
+    if (target == source) return;
+    if (target->strings != source->strings) {
+        rv_strings_free(target->strings);
+        target->strings = rv_strings_ref(source->strings);
+    }
+    g_free(target->source);
+    target->source = g_strdup(source->source);
+    assign_array(target->resources, source->resources);
+    assign_array(target->tasks, source->tasks);
+    assign_array(target->edges, source->edges);
+    assign_array(target->steps, source->steps);
+    g_ptr_array_set_size(target->device_names, 0);
+    for (guint d = 0; d < source->device_names->len; d++)
+        g_ptr_array_add(target->device_names, g_strdup(g_ptr_array_index(source->device_names, d)));
+    target->rank = source->rank;
+    target->world_size = source->world_size;
+    g_free(target->backend);
+    target->backend = g_strdup(source->backend);
+    target->legacy_schema = source->legacy_schema;
+    target->whole_trace_step = source->whole_trace_step;
+    target->trace_stats = source->trace_stats;
+    target->build_stats = source->build_stats;
+    target->timing = source->timing;
+    /* same arrays, new contents: the index must not trust what it saw */
+    rv_graph_index_reset(target);
+}
+
 rv_graph *rv_graph_copy(const rv_graph *graph)
 {
     rv_graph *copy = rv_graph_new(graph->strings, graph->source);
-    g_array_append_vals(copy->resources, graph->resources->data, graph->resources->len);
-    g_array_append_vals(copy->tasks, graph->tasks->data, graph->tasks->len);
-    g_array_append_vals(copy->edges, graph->edges->data, graph->edges->len);
-    g_array_append_vals(copy->steps, graph->steps->data, graph->steps->len);
-    for (guint i = 0; i < graph->device_names->len; i++)
-        g_ptr_array_add(copy->device_names, g_strdup(g_ptr_array_index(graph->device_names, i)));
-    copy->rank = graph->rank;
-    copy->world_size = graph->world_size;
-    copy->backend = g_strdup(graph->backend);
-    copy->legacy_schema = graph->legacy_schema;
-    copy->whole_trace_step = graph->whole_trace_step;
-    copy->trace_stats = graph->trace_stats;
-    copy->build_stats = graph->build_stats;
-    copy->timing = graph->timing;
+    rv_graph_assign(copy, graph);
     return copy;
 }
 

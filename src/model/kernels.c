@@ -64,33 +64,67 @@ gboolean rv_kernel_name_is_compute(const char *kernel_name)
     return yes;
 }
 
-static const char *text_of(const rv_graph *graph, int32_t id)
+/* What a kernel name alone says, as bits. */
+enum { NAME_HALF = 1, NAME_COMPUTE = 2, NAME_MEMORY = 4, NAME_DEVICE_COPY = 8 };
+
+static int name_bits(const char *name)
 {
-    return id > 0 ? rv_strings_get(graph->strings, id) : NULL;
+    char *lower = g_ascii_strdown(name ? name : "", -1);
+    int bits = (contains_any(lower, half_markers) ? NAME_HALF : 0) |
+               (contains_any(lower, compute_names) ? NAME_COMPUTE : 0) |
+               (contains_any(lower, memory_names) ? NAME_MEMORY : 0) |
+               (strstr(lower, "dtod") != NULL || strstr(lower, "device -> device") != NULL ? NAME_DEVICE_COPY : 0);
+    g_free(lower);
+    return bits;
+}
+
+static int names_compute(const char *text) { return rv_op_is_compute(text); }
+
+/* The rule, given the name's bits and a way to ask about the operator and
+ * layer (only for names that say nothing). */
+static rv_kernel_class classify_with(const rv_task *task, int bits, gboolean (*tag_is_compute)(void *, int32_t),
+                                     void *context)
+{
+    if (task->kind == RV_TASK_COMM) return RV_KERNEL_COMM;
+    if (task->kind == RV_TASK_MEMCPY) return (bits & NAME_DEVICE_COPY) ? RV_KERNEL_MEMORY : RV_KERNEL_HOST_COPY;
+    if (task->kind == RV_TASK_MEMSET) return RV_KERNEL_MEMORY;
+    if (bits & NAME_HALF) return RV_KERNEL_HALF;
+    if (bits & NAME_COMPUTE) return RV_KERNEL_COMPUTE;
+    if (bits & NAME_MEMORY) return RV_KERNEL_MEMORY;
+    if ((task->op > 0 && tag_is_compute(context, task->op)) || (task->layer > 0 && tag_is_compute(context, task->layer)))
+        return RV_KERNEL_COMPUTE;
+    return RV_KERNEL_MEMORY;
+}
+
+static gboolean tag_is_compute_now(void *graph, int32_t id)
+{
+    return rv_op_is_compute(rv_strings_get(((const rv_graph *)graph)->strings, id));
 }
 
 rv_kernel_class rv_kernel_classify(const rv_graph *graph, const rv_task *task)
 {
-    if (task->kind == RV_TASK_COMM) return RV_KERNEL_COMM;
-    const char *name = text_of(graph, task->name);
-    char *lower = g_ascii_strdown(name ? name : "", -1);
-    rv_kernel_class result;
-    if (task->kind == RV_TASK_MEMCPY) {
-        gboolean device = strstr(lower, "dtod") != NULL || strstr(lower, "device -> device") != NULL;
-        result = device ? RV_KERNEL_MEMORY : RV_KERNEL_HOST_COPY;
-    } else if (task->kind == RV_TASK_MEMSET) {
-        result = RV_KERNEL_MEMORY;
-    } else if (contains_any(lower, half_markers)) {
-        result = RV_KERNEL_HALF;
-    } else if (contains_any(lower, compute_names)) {
-        result = RV_KERNEL_COMPUTE;
-    } else if (contains_any(lower, memory_names)) {
-        result = RV_KERNEL_MEMORY;
-    } else if (rv_op_is_compute(text_of(graph, task->op)) || rv_op_is_compute(text_of(graph, task->layer))) {
-        result = RV_KERNEL_COMPUTE;
-    } else {
-        result = RV_KERNEL_MEMORY;
-    }
-    g_free(lower);
-    return result;
+    const char *name = task->name > 0 ? rv_strings_get(graph->strings, task->name) : NULL;
+    return classify_with(task, name_bits(name), tag_is_compute_now, (void *)graph);
+}
+
+static gboolean tag_is_compute_memo(void *classifier, int32_t id)
+{
+    return rv_string_memo_get(&((rv_kernel_classifier *)classifier)->tags, id) != 0;
+}
+
+void rv_kernel_classifier_init(rv_kernel_classifier *classifier, const rv_graph *graph)
+{
+    rv_string_memo_init(&classifier->names, graph->strings, name_bits);
+    rv_string_memo_init(&classifier->tags, graph->strings, names_compute);
+}
+
+rv_kernel_class rv_kernel_classifier_classify(rv_kernel_classifier *classifier, const rv_task *task)
+{
+    return classify_with(task, rv_string_memo_get(&classifier->names, task->name), tag_is_compute_memo, classifier);
+}
+
+void rv_kernel_classifier_clear(rv_kernel_classifier *classifier)
+{
+    rv_string_memo_clear(&classifier->names);
+    rv_string_memo_clear(&classifier->tags);
 }

@@ -5,6 +5,7 @@
 #include "reverie/layers.h"
 #include "reverie/error.h"
 #include "reverie/shapes.h"
+#include "reverie/transform.h"
 #include <jansson.h>
 #include <string.h>
 
@@ -85,24 +86,21 @@ static GPtrArray *tasks_by_step(const rv_graph *graph, gboolean (*want)(const rv
     return groups;
 }
 
-/* For each live task: the CPU call that launched it (launch_of) and, for
- * each call, the earliest live GPU task it launched (launched); -1 where none. */
-static void launch_index(const rv_graph *graph, int32_t **launch_of, int32_t **launched)
+/* For each call, the earliest live GPU task it launched; -1 where none. */
+static int32_t *first_launched(const rv_graph *graph)
 {
     int32_t n = rv_graph_task_count(graph);
-    int32_t *of = g_new(int32_t, n), *by = g_new(int32_t, n);
-    for (int32_t id = 0; id < n; id++) of[id] = by[id] = -1;
+    int32_t *by = g_new(int32_t, n);
+    for (int32_t id = 0; id < n; id++) by[id] = -1;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
         if (edge->kind != RV_EDGE_LAUNCH || edge->from >= n || edge->to >= n) continue;
         if (task_at(graph, edge->to)->flags & RV_TASK_FLAG_REMOVED) continue;
-        of[edge->to] = edge->from;
         int32_t old = by[edge->from];
         if (old < 0 || task_at(graph, edge->to)->recorded_start_ns < task_at(graph, old)->recorded_start_ns)
             by[edge->from] = edge->to;
     }
-    if (launch_of) *launch_of = of; else g_free(of);
-    if (launched) *launched = by; else g_free(by);
+    return by;
 }
 
 /* ---- forward: weighted layers --------------------------------------- */
@@ -112,8 +110,30 @@ static gboolean is_forward_call(const rv_task *task)
     return task->kind == RV_TASK_CPU && task->phase == RV_PHASE_FORWARD;
 }
 
+static int is_weighted_verdict(const char *layer) { return rv_layer_is_weighted(layer); }
+static int is_weighted_backward_verdict(const char *layer) { return rv_layer_is_weighted_backward(layer); }
+
+/* Weight bytes per (Input Dims, addmm or not): every step repeats the
+ * model's layers, and parsing the same shapes per step dominated. */
+typedef struct {
+    rv_string_memo weighted;  /* layer tag -> rv_layer_is_weighted */
+    GHashTable *bytes;        /* (dims << 1 | addmm) -> weight bytes, both gint64 */
+} forward_memo;
+
+static int64_t weight_bytes_memo(const rv_graph *graph, forward_memo *memo, int32_t task)
+{
+    const rv_task *call = task_at(graph, task);
+    gint64 key = ((gint64)call->input_dims << 1) | (strstr(name_of(graph, call->layer), "addmm") != NULL);
+    const gint64 *known = g_hash_table_lookup(memo->bytes, &key);
+    if (known) return *known;
+    gint64 bytes = rv_layer_weight_bytes(graph, task);
+    g_hash_table_insert(memo->bytes, g_memdup2(&key, sizeof key), g_memdup2(&bytes, sizeof bytes));
+    return bytes;
+}
+
 /* One step's forward calls (recorded order) folded into weighted layers. */
-static void fold_layers(const rv_graph *graph, const GArray *calls, const int32_t *launched, GArray *layers)
+static void fold_layers(const rv_graph *graph, forward_memo *memo, const GArray *calls, const int32_t *launched,
+                        GArray *layers)
 {
     int32_t last_layer = -1, last_dims = -1, last_resource = -1;
     gboolean in_weighted = FALSE;
@@ -126,22 +146,25 @@ static void fold_layers(const rv_graph *graph, const GArray *calls, const int32_
             continue;
         }
         last_layer = task->layer; last_dims = task->input_dims; last_resource = task->resource;
-        in_weighted = rv_layer_is_weighted(name_of(graph, task->layer));
+        in_weighted = rv_string_memo_get(&memo->weighted, task->layer) != 0;
         if (!in_weighted) continue;
         rv_weighted_layer layer = { task->layer, task->input_dims, id, launched[id],
-                                    task->input_dims >= 0 ? rv_layer_weight_bytes(graph, id) : 0 };
+                                    task->input_dims >= 0 ? weight_bytes_memo(graph, memo, id) : 0 };
         g_array_append_val(layers, layer);
     }
 }
 
 GPtrArray *rv_weighted_layers_by_step(const rv_graph *graph)
 {
-    int32_t *launched;
-    launch_index(graph, NULL, &launched);
+    int32_t *launched = first_launched(graph);
     GPtrArray *calls = tasks_by_step(graph, is_forward_call);
     GPtrArray *layers = arrays_per_step(graph, sizeof(rv_weighted_layer));
+    forward_memo memo = { { 0 }, g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free) };
+    rv_string_memo_init(&memo.weighted, graph->strings, is_weighted_verdict);
     for (guint s = 0; s < calls->len; s++)
-        fold_layers(graph, g_ptr_array_index(calls, s), launched, g_ptr_array_index(layers, s));
+        fold_layers(graph, &memo, g_ptr_array_index(calls, s), launched, g_ptr_array_index(layers, s));
+    rv_string_memo_clear(&memo.weighted);
+    g_hash_table_destroy(memo.bytes);
     g_ptr_array_unref(calls);
     g_free(launched);
     return layers;
@@ -159,31 +182,45 @@ GPtrArray *rv_backward_gpu_tasks_by_step(const rv_graph *graph)
     return tasks_by_step(graph, is_backward_gpu_task);
 }
 
+/* Per task through the transform API's index, not a launch_index() of the
+ * whole graph: plugins call this once per step. */
 void rv_keep_launched_by(const rv_graph *graph, GArray *tasks, int64_t limit_ns)
 {
-    int32_t *launch_of;
-    launch_index(graph, &launch_of, NULL);
     guint kept = 0;
     for (guint i = 0; i < tasks->len; i++) {
         int32_t id = g_array_index(tasks, int32_t, i);
-        if (launch_of[id] < 0 || task_at(graph, launch_of[id])->recorded_start_ns > limit_ns) continue;
+        int32_t launch = rv_graph_launch_of(graph, id);
+        if (launch < 0 || task_at(graph, launch)->recorded_start_ns > limit_ns) continue;
         g_array_index(tasks, int32_t, kept++) = id;
     }
     g_array_set_size(tasks, kept);
-    g_free(launch_of);
+}
+
+void rv_weighted_backward_memo_init(rv_string_memo *memo, const rv_graph *graph)
+{
+    rv_string_memo_init(memo, graph->strings, is_weighted_backward_verdict);
 }
 
 GArray *rv_weighted_backward_runs(const rv_graph *graph, const GArray *tasks)
+{
+    rv_string_memo memo;
+    rv_weighted_backward_memo_init(&memo, graph);
+    GArray *runs = rv_weighted_backward_runs_with(graph, tasks, &memo);
+    rv_string_memo_clear(&memo);
+    return runs;
+}
+
+GArray *rv_weighted_backward_runs_with(const rv_graph *graph, const GArray *tasks, rv_string_memo *weighted)
 {
     GArray *run_ends = g_array_new(FALSE, FALSE, sizeof(int32_t));
     int32_t run_layer = -1;
     for (guint i = 0; i < tasks->len; i++) {
         int32_t id = g_array_index(tasks, int32_t, i);
         const rv_task *task = task_at(graph, id);
-        gboolean weighted = rv_layer_is_weighted_backward(name_of(graph, task->layer));
-        if (weighted && task->layer == run_layer) g_array_index(run_ends, int32_t, run_ends->len - 1) = id;
-        else if (weighted) g_array_append_val(run_ends, id);
-        run_layer = weighted ? task->layer : -1;
+        gboolean is_weighted = rv_string_memo_get(weighted, task->layer) != 0;
+        if (is_weighted && task->layer == run_layer) g_array_index(run_ends, int32_t, run_ends->len - 1) = id;
+        else if (is_weighted) g_array_append_val(run_ends, id);
+        run_layer = is_weighted ? task->layer : -1;
     }
     if (run_ends->len == 0 && tasks->len > 0) g_array_append_val(run_ends, g_array_index(tasks, int32_t, tasks->len - 1));
     return run_ends;

@@ -17,9 +17,18 @@
  * extra predecessor fixed before the replay starts.  (Counting launches in
  * the order the replay dispatches calls instead would let two threads that
  * launch onto one stream disagree with the stream's own order.)
- * With a policy (sim.h) the key is (time, rank), and a popped task whose
- * resource is still busy is queued again at the time the resource frees,
- * so a resource goes to the lowest-ranked task that can use it then.
+ * With a policy (sim.h) the key is (time, rank) and a task is dispatched
+ * only when it can really start: the replay always dispatches the ready
+ * task of least (begin, rank, id), begin computed with its resource's
+ * current free time.  Heap keys are lower bounds of begin, refreshed when
+ * popped.  A popped task whose resource is busy (begin > key) waits in its
+ * resource's waiting queue: free(r) only grows, so it stays blocked and
+ * its begin stays free(r) + host_overhead; among its resource's waiting
+ * tasks the order (host_overhead, rank, id) is fixed, and only the first
+ * of them (the resource's representative) needs an entry in the heap.  So
+ * a channel with a thousand queued transfers costs O(log) per dispatch,
+ * not a thousand re-queues.  Entries carry the task's version; an entry
+ * whose version is old was superseded and is dropped when popped.
  * Invariant relied on: popped times never decrease, because a task's
  * successors become ready no earlier than its start.
  * Start times recorded in the trace are not read here.  Removed tasks are
@@ -35,9 +44,10 @@
 #include <string.h>
 
 typedef struct {
-    int64_t key;   /* when the task can start, as far as is known */
-    int64_t rank;  /* the policy's rank; 0 without a policy */
+    int64_t key;     /* when the task can start, as far as is known */
+    int64_t rank;    /* the policy's rank; 0 without a policy */
     int32_t task;
+    int32_t version; /* with a policy: valid while it equals the task's version */
 } heap_entry;
 
 typedef struct {
@@ -52,10 +62,10 @@ static inline gboolean entry_before(const heap_entry *a, const heap_entry *b)
     return a->task < b->task;
 }
 
-static void heap_push(ready_heap *heap, int64_t key, int64_t rank, int32_t task)
+static void heap_push(ready_heap *heap, int64_t key, int64_t rank, int32_t task, int32_t version)
 {
     int32_t i = heap->size++;
-    heap_entry entry = { key, rank, task };
+    heap_entry entry = { key, rank, task, version };
     while (i > 0) {
         int32_t parent = (i - 1) / 2;
         if (!entry_before(&entry, &heap->entries[parent])) break;
@@ -96,55 +106,50 @@ typedef struct {
     int32_t *holder;        /* per launch call: the task it waits for in the queue, or -1 */
 } adjacency;
 
-static gboolean live(const rv_task *tasks, int32_t id)
-{
-    return (tasks[id].flags & RV_TASK_FLAG_REMOVED) == 0;
-}
+
+/* What the replay reads of a task, packed by one pass over the tasks: the
+ * setup and the replay then touch 8 + 16 bytes per task instead of a
+ * 72-byte task (both were mostly waiting on cache misses). */
+typedef struct {
+    int32_t resource;
+    uint8_t live;
+    uint8_t gpu;
+} task_key;
+
+typedef struct {
+    int64_t duration;
+    int64_t overhead;  /* host overhead */
+} task_time;
+
+enum { DEAD_EDGE = 0xFF };
 
 /*
- * An order edge between two tasks of one resource only sequences them: the
+ * How an edge readies its target, or DEAD_EDGE when an end is removed.  An
+ * order edge between two tasks of one resource only sequences them: the
  * resource's free time already says when the second may start.
  */
-static uint8_t edge_readiness(const rv_task *tasks, const rv_edge *edge)
+static uint8_t edge_readiness(const task_key *keys, const rv_edge *edge)
 {
-    if ((edge->kind == RV_EDGE_THREAD || edge->kind == RV_EDGE_STREAM) &&
-        tasks[edge->from].resource == tasks[edge->to].resource)
+    const task_key *from = &keys[edge->from], *to = &keys[edge->to];
+    if (!from->live || !to->live) return DEAD_EDGE;
+    if ((edge->kind == RV_EDGE_THREAD || edge->kind == RV_EDGE_STREAM) && from->resource == to->resource)
         return ORDER_ONLY;
-    if (edge->kind == RV_EDGE_LAUNCH && !edge->from_start && (tasks[edge->to].flags & RV_TASK_FLAG_GPU))
-        return READY_AFTER_LAUNCH;
+    if (edge->kind == RV_EDGE_LAUNCH && !edge->from_start && to->gpu) return READY_AFTER_LAUNCH;
     return edge->from_start ? READY_AT_START : READY_AT_END;
 }
 
-static gboolean live_edge(const rv_task *tasks, const rv_edge *edge)
-{
-    return live(tasks, edge->from) && live(tasks, edge->to);
-}
-
 /* Each launch call's holder: walk every stream's order chain and pair the
- * task at position k with the launch of the task at k + depth. */
-static void find_queue_holders(const rv_graph *graph, int32_t *holder)
+ * task at position k with the launch of the task at k + depth.  next[t] is
+ * t's successor on its stream, launch[t] the call that launched t. */
+static void find_queue_holders(const rv_graph *graph, const task_key *keys, const int32_t *next,
+                               const int32_t *launch, const uint8_t *has_previous, int32_t *holder)
 {
     int32_t n = rv_graph_task_count(graph);
-    const rv_task *tasks = (const rv_task *)graph->tasks->data;
     const rv_resource *resources = (const rv_resource *)graph->resources->data;
-    const rv_edge *edges = (const rv_edge *)graph->edges->data;
-    int32_t *next = g_new(int32_t, n), *launch = g_new(int32_t, n);
-    gboolean *has_previous = g_new0(gboolean, n);
-    for (int32_t t = 0; t < n; t++) next[t] = launch[t] = holder[t] = -1;
-    for (guint e = 0; e < graph->edges->len; e++) {
-        if (!live_edge(tasks, &edges[e])) continue;
-        uint8_t how = edge_readiness(tasks, &edges[e]);
-        if (how == ORDER_ONLY && (tasks[edges[e].to].flags & RV_TASK_FLAG_GPU)) {
-            next[edges[e].from] = edges[e].to;
-            has_previous[edges[e].to] = TRUE;
-        } else if (how == READY_AFTER_LAUNCH && launch[edges[e].to] < 0) {
-            launch[edges[e].to] = edges[e].from;
-        }
-    }
     GArray *chain = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (int32_t t = 0; t < n; t++) {
-        if (!live(tasks, t) || !(tasks[t].flags & RV_TASK_FLAG_GPU) || has_previous[t]) continue;
-        int32_t depth = resources[tasks[t].resource].queue_depth;
+        if (!keys[t].live || !keys[t].gpu || has_previous[t]) continue;
+        int32_t depth = resources[keys[t].resource].queue_depth;
         if (depth <= 0) continue;
         g_array_set_size(chain, 0);
         for (int32_t k = t; k >= 0 && chain->len <= (guint)n; k = next[k]) {
@@ -155,28 +160,66 @@ static void find_queue_holders(const rv_graph *graph, int32_t *holder)
         }
     }
     g_array_unref(chain);
-    g_free(next);
-    g_free(launch);
-    g_free(has_previous);
 }
 
-static void build_adjacency(const rv_graph *graph, adjacency *adj, gboolean with_queue)
+/* The keys of every task, and (when times is not NULL) their times. */
+static task_key *scan_tasks(const rv_graph *graph, task_time **times)
 {
     int32_t n = rv_graph_task_count(graph);
     const rv_task *tasks = (const rv_task *)graph->tasks->data;
+    task_key *keys = g_new0(task_key, n); /* zeroed padding: structure_fits compares bytes */
+    task_time *time = times ? (*times = g_new(task_time, n)) : NULL;
+    for (int32_t t = 0; t < n; t++) {
+        keys[t].resource = tasks[t].resource;
+        keys[t].live = (tasks[t].flags & RV_TASK_FLAG_REMOVED) == 0;
+        keys[t].gpu = (tasks[t].flags & RV_TASK_FLAG_GPU) != 0;
+        if (time) {
+            time[t].duration = tasks[t].duration_ns;
+            time[t].overhead = tasks[t].host_overhead_ns;
+        }
+    }
+    return keys;
+}
+
+/* One pass over the edges: how each readies its target, the counts of the
+ * compressed rows, and the stream chains and launches for the holders. */
+static uint8_t *classify_edges(const rv_graph *graph, const task_key *keys, adjacency *adj, int32_t *next,
+                               int32_t *launch, uint8_t *has_previous)
+{
     const rv_edge *edges = (const rv_edge *)graph->edges->data;
     guint edge_count = graph->edges->len;
+    uint8_t *how = g_new(uint8_t, edge_count + 1);
+    for (guint e = 0; e < edge_count; e++) {
+        const rv_edge *edge = &edges[e];
+        how[e] = edge_readiness(keys, edge);
+        if (how[e] == DEAD_EDGE) continue;
+        adj->first[edge->from + 1]++;
+        adj->waiting[edge->to]++;
+        if (how[e] == ORDER_ONLY && keys[edge->to].gpu) {
+            next[edge->from] = edge->to;
+            has_previous[edge->to] = 1;
+        } else if (how[e] == READY_AFTER_LAUNCH && launch[edge->to] < 0) {
+            launch[edge->to] = edge->from;
+        }
+    }
+    return how;
+}
+
+/* Without the queue (with_queue FALSE) no launch call has a holder: the
+ * fallback replay of rv_simulate_reusing. */
+static void build_adjacency(const rv_graph *graph, const task_key *keys, adjacency *adj, gboolean with_queue)
+{
+    int32_t n = rv_graph_task_count(graph);
+    const rv_edge *edges = (const rv_edge *)graph->edges->data;
+    guint edge_count = graph->edges->len;
+    int32_t *next = g_new(int32_t, n), *launch = g_new(int32_t, n);
+    uint8_t *has_previous = g_new0(uint8_t, n);
     adj->first = g_new0(int32_t, n + 1);
     adj->waiting = g_new0(int32_t, n);
     adj->holder = g_new(int32_t, n);
-    find_queue_holders(graph, adj->holder);
-    if (!with_queue)
-        for (int32_t t = 0; t < n; t++) adj->holder[t] = -1;
-    for (guint e = 0; e < edge_count; e++) {
-        if (!live_edge(tasks, &edges[e])) continue;
-        adj->first[edges[e].from + 1]++;
-        adj->waiting[edges[e].to]++;
-    }
+    for (int32_t t = 0; t < n; t++) next[t] = launch[t] = adj->holder[t] = -1;
+    uint8_t *how = classify_edges(graph, keys, adj, next, launch, has_previous);
+    if (with_queue) find_queue_holders(graph, keys, next, launch, has_previous, adj->holder);
     for (int32_t t = 0; t < n; t++) {
         if (adj->holder[t] < 0) continue;
         adj->first[adj->holder[t] + 1]++;
@@ -185,12 +228,13 @@ static void build_adjacency(const rv_graph *graph, adjacency *adj, gboolean with
     for (int32_t t = 0; t < n; t++) adj->first[t + 1] += adj->first[t];
     adj->targets = g_new(int32_t, adj->first[n] + 1);
     adj->how = g_new(uint8_t, adj->first[n] + 1);
-    int32_t *fill = g_memdup2(adj->first, sizeof(int32_t) * (gsize)n);
+    int32_t *fill = next; /* reused: the chains are walked */
+    if (n > 0) memcpy(fill, adj->first, sizeof(int32_t) * (gsize)n);
     for (guint e = 0; e < edge_count; e++) {
-        if (!live_edge(tasks, &edges[e])) continue;
+        if (how[e] == DEAD_EDGE) continue;
         int32_t slot = fill[edges[e].from]++;
         adj->targets[slot] = edges[e].to;
-        adj->how[slot] = edge_readiness(tasks, &edges[e]);
+        adj->how[slot] = how[e];
     }
     for (int32_t t = 0; t < n; t++) {
         if (adj->holder[t] < 0) continue;
@@ -198,7 +242,61 @@ static void build_adjacency(const rv_graph *graph, adjacency *adj, gboolean with
         adj->targets[slot] = t;
         adj->how[slot] = QUEUE_RELEASE;
     }
-    g_free(fill);
+    g_free(how);
+    g_free(next);
+    g_free(launch);
+    g_free(has_previous);
+}
+
+/* ---- a structure kept for many replays (sim.h) ------------------------ */
+
+struct rv_sim_structure {
+    int32_t tasks;
+    guint edge_count, resource_count;
+    rv_edge *edges;          /* the edges it was built from */
+    int32_t *queue_depths;   /* per resource: the holders depend on them */
+    task_key *keys;          /* of the tasks it was built from */
+    adjacency adj;           /* waiting: the counts before a replay starts */
+};
+
+static int32_t *queue_depths(const rv_graph *graph)
+{
+    int32_t *depths = g_new(int32_t, graph->resources->len + 1);
+    for (guint r = 0; r < graph->resources->len; r++) depths[r] = g_array_index(graph->resources, rv_resource, r).queue_depth;
+    return depths;
+}
+
+rv_sim_structure *rv_sim_structure_new(const rv_graph *graph)
+{
+    rv_sim_structure *structure = g_new0(rv_sim_structure, 1);
+    structure->tasks = rv_graph_task_count(graph);
+    structure->edge_count = graph->edges->len;
+    structure->resource_count = graph->resources->len;
+    structure->edges = g_memdup2(graph->edges->data, sizeof(rv_edge) * (gsize)graph->edges->len);
+    structure->queue_depths = queue_depths(graph);
+    structure->keys = scan_tasks(graph, NULL);
+    build_adjacency(graph, structure->keys, &structure->adj, TRUE);
+    return structure;
+}
+
+/* memcmp, for arrays that may be empty (and then NULL). */
+static gboolean same_bytes(const void *a, const void *b, gsize size)
+{
+    return size == 0 || memcmp(a, b, size) == 0;
+}
+
+/* Does the graph, whose task keys are `keys`, still have this structure?
+ * The cheap checks first. */
+static gboolean structure_fits(const rv_sim_structure *structure, const rv_graph *graph, const task_key *keys)
+{
+    if (rv_graph_task_count(graph) != structure->tasks || graph->edges->len != structure->edge_count ||
+        graph->resources->len != structure->resource_count)
+        return FALSE;
+    int32_t *depths = queue_depths(graph);
+    gboolean same = same_bytes(depths, structure->queue_depths, sizeof(int32_t) * structure->resource_count) &&
+                    same_bytes(graph->edges->data, structure->edges, sizeof(rv_edge) * structure->edge_count);
+    g_free(depths);
+    return same && same_bytes(keys, structure->keys, sizeof(task_key) * (gsize)structure->tasks);
 }
 
 static void free_adjacency(adjacency *adj)
@@ -224,12 +322,63 @@ static inline int64_t add_time(int64_t a, int64_t b)
     return sum;
 }
 
+/* ---- a resource's waiting queue (policy replays) -------------------- */
+
+/* Tasks blocked by a busy resource, least (host overhead, rank, id) first:
+ * their order while they wait (see the header comment). */
+typedef struct {
+    int64_t overhead, rank;
+    int32_t task;
+} waiting_entry;
+
+typedef struct {
+    waiting_entry *entries;
+    int32_t size, capacity;
+} waiting_queue;
+
+static inline gboolean waits_before(const waiting_entry *a, const waiting_entry *b)
+{
+    if (a->overhead != b->overhead) return a->overhead < b->overhead;
+    if (a->rank != b->rank) return a->rank < b->rank;
+    return a->task < b->task;
+}
+
+static void waiting_push(waiting_queue *queue, waiting_entry entry)
+{
+    if (queue->size == queue->capacity) {
+        queue->capacity = MAX(16, queue->capacity * 2);
+        queue->entries = g_renew(waiting_entry, queue->entries, queue->capacity);
+    }
+    int32_t i = queue->size++;
+    while (i > 0 && waits_before(&entry, &queue->entries[(i - 1) / 2])) {
+        queue->entries[i] = queue->entries[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    queue->entries[i] = entry;
+}
+
+static void waiting_pop(waiting_queue *queue)
+{
+    waiting_entry last = queue->entries[--queue->size];
+    int32_t i = 0;
+    for (;;) {
+        int32_t child = 2 * i + 1;
+        if (child >= queue->size) break;
+        if (child + 1 < queue->size && waits_before(&queue->entries[child + 1], &queue->entries[child])) child++;
+        if (!waits_before(&queue->entries[child], &last)) break;
+        queue->entries[i] = queue->entries[child];
+        i = child;
+    }
+    if (queue->size > 0) queue->entries[i] = last;
+}
+
 /* Everything the replay keeps while it runs. */
 typedef struct {
     const rv_graph *graph;
     const rv_policy *policy;
-    const rv_task *tasks;
     const rv_resource *resources;
+    task_key *keys;
+    task_time *times;
     adjacency adj;
     ready_heap heap;
     int64_t *ready;       /* when the task's dependencies are met */
@@ -238,18 +387,36 @@ typedef struct {
     int64_t *resource_free;
     int32_t dispatched;
     gboolean overflow;
+    /* with a policy only */
+    int32_t *version;       /* per task: the version of its valid heap entry */
+    waiting_queue *waiting; /* per resource: tasks blocked by it */
+    gboolean *is_waiting;   /* per task: in its resource's waiting queue */
+    gboolean borrowed;      /* adj belongs to an rv_sim_structure */
 } replay;
 
-static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy, gboolean with_queue)
+static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy, const rv_sim_structure *structure,
+                        gboolean with_queue)
 {
     int32_t n = rv_graph_task_count(graph);
     memset(r, 0, sizeof *r);
     r->graph = graph;
     r->policy = policy;
-    r->tasks = (const rv_task *)graph->tasks->data;
     r->resources = (const rv_resource *)graph->resources->data;
-    build_adjacency(graph, &r->adj, with_queue);
-    r->heap.entries = g_new(heap_entry, n + 1);
+    r->keys = scan_tasks(graph, &r->times);
+    if (with_queue && structure != NULL && structure_fits(structure, graph, r->keys)) {
+        r->adj = structure->adj; /* borrowed, read only; the counts are this replay's own */
+        r->adj.waiting = g_memdup2(structure->adj.waiting, sizeof(int32_t) * (gsize)n);
+        r->borrowed = TRUE;
+    } else {
+        build_adjacency(graph, r->keys, &r->adj, with_queue);
+    }
+    /* With a policy a task can also leave one superseded entry behind (run_policy). */
+    r->heap.entries = g_new(heap_entry, policy ? 2 * (gsize)n + 1 : (gsize)n + 1);
+    if (policy) {
+        r->version = g_new0(int32_t, n);
+        r->waiting = g_new0(waiting_queue, graph->resources->len + 1);
+        r->is_waiting = g_new0(gboolean, n);
+    }
     r->ready = g_new0(int64_t, n);
     r->released = g_new0(int64_t, n);
     r->start = g_new(int64_t, n);
@@ -260,40 +427,47 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
 
 static void replay_clear(replay *r)
 {
-    free_adjacency(&r->adj);
+    if (r->borrowed) g_free(r->adj.waiting);
+    else free_adjacency(&r->adj);
+    g_free(r->keys);
+    g_free(r->times);
     g_free(r->heap.entries);
     g_free(r->ready);
     g_free(r->released);
     g_free(r->resource_free);
+    if (r->waiting)
+        for (guint q = 0; q <= r->graph->resources->len; q++) g_free(r->waiting[q].entries);
+    g_free(r->waiting);
+    g_free(r->version);
+    g_free(r->is_waiting);
 }
 
 /* The earliest a task could start, as far as its dependencies say. */
 static inline int64_t earliest(const replay *r, int32_t t)
 {
-    return MAX(add_time(r->ready[t], r->tasks[t].host_overhead_ns), r->released[t]);
+    return MAX(add_time(r->ready[t], r->times[t].overhead), r->released[t]);
 }
 
 static void push(replay *r, int32_t task)
 {
-    heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task);
+    heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task, r->version ? r->version[task] : 0);
 }
 
 /* Mark a task done at [begin, begin + duration) and ready its successors. */
 static void dispatch(replay *r, int32_t t, int64_t begin)
 {
-    const rv_task *task = &r->tasks[t];
-    const rv_resource *resource = &r->resources[task->resource];
+    int32_t on = r->keys[t].resource;
     r->start[t] = begin;
-    r->end[t] = add_time(begin, task->duration_ns);
-    r->resource_free[task->resource] = add_time(r->end[t], resource->idle_gap_ns);
-    if (r->resource_free[task->resource] > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
+    r->end[t] = add_time(begin, r->times[t].duration);
+    r->resource_free[on] = add_time(r->end[t], r->resources[on].idle_gap_ns);
+    if (r->resource_free[on] > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
     r->dispatched++;
     for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++) {
         int32_t next = r->adj.targets[slot];
         switch (r->adj.how[slot]) {
         case READY_AFTER_LAUNCH:
             r->ready[next] = MAX(r->ready[next],
-                                 add_time(r->end[t], r->resources[r->tasks[next].resource].launch_latency_ns));
+                                 add_time(r->end[t], r->resources[r->keys[next].resource].launch_latency_ns));
             break;
         case READY_AT_END: r->ready[next] = MAX(r->ready[next], r->end[t]); break;
         case READY_AT_START: r->ready[next] = MAX(r->ready[next], r->start[t]); break;
@@ -304,20 +478,72 @@ static void dispatch(replay *r, int32_t t, int64_t begin)
     }
 }
 
-static void run(replay *r)
+/* When a popped task can start, with its resource's current free time. */
+static inline int64_t begin_of(const replay *r, int32_t t)
+{
+    return MAX(add_time(MAX(r->resource_free[r->keys[t].resource], r->ready[t]), r->times[t].overhead), r->released[t]);
+}
+
+static void push_all_ready(replay *r)
 {
     int32_t n = rv_graph_task_count(r->graph);
     for (int32_t t = 0; t < n; t++)
-        if (live(r->tasks, t) && r->adj.waiting[t] == 0) push(r, t);
+        if (r->keys[t].live && r->adj.waiting[t] == 0) push(r, t);
+}
+
+/* No policy: the popped task starts as soon as its resource allows. */
+static void run_default(replay *r)
+{
+    push_all_ready(r);
+    while (r->heap.size > 0 && !r->overflow) {
+        heap_entry top = heap_pop(&r->heap);
+        int64_t begin = begin_of(r, top.task);
+        if (begin > RV_SIM_TIME_MAX_NS) {
+            r->overflow = TRUE;
+            break;
+        }
+        dispatch(r, top.task, begin);
+    }
+}
+
+/* Give the first waiting task of `resource`, if any, the heap entry that
+ * speaks for the queue. */
+static void push_representative(replay *r, int32_t resource)
+{
+    const waiting_queue *queue = &r->waiting[resource];
+    if (queue->size == 0) return;
+    int32_t t = queue->entries[0].task;
+    heap_push(&r->heap, begin_of(r, t), queue->entries[0].rank, t, ++r->version[t]);
+}
+
+/* A popped task found its resource busy: it joins the resource's queue,
+ * and takes over the heap entry if it now comes first. */
+static void start_waiting(replay *r, int32_t t, int64_t rank)
+{
+    waiting_queue *queue = &r->waiting[r->keys[t].resource];
+    int32_t first = queue->size ? queue->entries[0].task : -1;
+    waiting_entry entry = { r->times[t].overhead, rank, t };
+    waiting_push(queue, entry);
+    r->is_waiting[t] = TRUE;
+    r->version[t]++; /* its popped entry is gone; it has none until it comes first */
+    if (queue->entries[0].task != t) return;
+    if (first >= 0) r->version[first]++; /* its entry is superseded */
+    push_representative(r, r->keys[t].resource);
+}
+
+/* With a policy: dispatch the ready task of least (begin, rank, id). */
+static void run_policy(replay *r)
+{
+    push_all_ready(r);
     while (r->heap.size > 0 && !r->overflow) {
         heap_entry top = heap_pop(&r->heap);
         int32_t t = top.task;
-        const rv_task *task = &r->tasks[t];
-        int64_t begin = MAX(add_time(MAX(r->resource_free[task->resource], r->ready[t]), task->host_overhead_ns),
-                            r->released[t]);
-        if (r->policy && begin > top.key) {
-            /* busy resource: compete again when it frees */
-            heap_push(&r->heap, begin, top.rank, t);
+        if (top.version != r->version[t]) continue; /* superseded */
+        int64_t begin = begin_of(r, t);
+        if (begin > top.key) {
+            /* busy resource: a representative competes again when it frees */
+            if (r->is_waiting[t]) heap_push(&r->heap, begin, top.rank, t, r->version[t]);
+            else start_waiting(r, t, top.rank);
             continue;
         }
         if (begin > RV_SIM_TIME_MAX_NS) {
@@ -325,6 +551,11 @@ static void run(replay *r)
             break;
         }
         dispatch(r, t, begin);
+        if (r->is_waiting[t]) { /* it was its queue's first */
+            r->is_waiting[t] = FALSE;
+            waiting_pop(&r->waiting[r->keys[t].resource]);
+            push_representative(r, r->keys[t].resource);
+        }
     }
 }
 
@@ -358,16 +589,25 @@ static gboolean replay_error(const replay *r, int32_t live_count, GError **error
     return TRUE;
 }
 
-static gboolean replay_once(const rv_graph *graph, const rv_policy *policy, gboolean with_queue,
-                            rv_sim_result *result, gboolean *stuck, GError **error)
+gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
+                     GError **error)
+{
+    return rv_simulate_reusing(graph, NULL, policy, result, error);
+}
+
+/* One replay; *stuck says whether it failed only because launch calls
+ * wait for a full queue whose tasks wait for them. */
+static gboolean replay_once(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
+                            gboolean with_queue, rv_sim_result *result, gboolean *stuck, GError **error)
 {
     replay r;
-    replay_init(&r, graph, policy, with_queue);
-    run(&r);
+    replay_init(&r, graph, policy, structure, with_queue);
+    if (policy) run_policy(&r);
+    else run_default(&r);
     int32_t n = rv_graph_task_count(graph), live_count = 0;
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;
     for (int32_t t = 0; t < n; t++) {
-        if (!live(r.tasks, t)) continue;
+        if (!r.keys[t].live) continue;
         live_count++;
         if (r.start[t] < 0) continue;
         first_start = MIN(first_start, r.start[t]);
@@ -385,21 +625,35 @@ static gboolean replay_once(const rv_graph *graph, const rv_policy *policy, gboo
     return !failed;
 }
 
-gboolean rv_simulate(const rv_graph *graph, const rv_policy *policy, rv_sim_result *result,
-                     GError **error)
+/* A plugin's rewrite can leave a stream's queue order contradicting the
+ * edges (a task moved before the launch that frees its queue slot): the
+ * queue rule then deadlocks.  Rather than refuse the prediction, replay
+ * without the rule and say so (result->launch_queue_ignored). */
+gboolean rv_simulate_reusing(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
+                             rv_sim_result *result, GError **error)
 {
     if (policy && policy->priority == NULL) policy = NULL;
     gboolean stuck = FALSE;
     GError *queue_error = NULL;
-    if (replay_once(graph, policy, TRUE, result, &stuck, &queue_error)) return TRUE;
+    if (replay_once(graph, structure, policy, TRUE, result, &stuck, &queue_error)) return TRUE;
     if (!stuck) {
         g_propagate_error(error, queue_error);
         return FALSE;
     }
     g_clear_error(&queue_error);
-    if (!replay_once(graph, policy, FALSE, result, &stuck, error)) return FALSE;
+    if (!replay_once(graph, NULL, policy, FALSE, result, &stuck, error)) return FALSE;
     result->launch_queue_ignored = TRUE;
     return TRUE;
+}
+
+void rv_sim_structure_free(rv_sim_structure *structure)
+{
+    if (structure == NULL) return;
+    free_adjacency(&structure->adj);
+    g_free(structure->keys);
+    g_free(structure->edges);
+    g_free(structure->queue_depths);
+    g_free(structure);
 }
 
 void rv_sim_result_clear(rv_sim_result *result)

@@ -258,12 +258,20 @@ static GPtrArray *split_assignments(const char *text)
     return pieces;
 }
 
-static GString *known_names(const rv_plugin *plugin)
+const rv_param_spec *rv_plugin_param(const rv_plugin *plugin, const char *name)
+{
+    for (const rv_param_spec *spec = plugin->params; spec->name; spec++)
+        if (strcmp(spec->name, name) == 0) return spec;
+    return NULL;
+}
+
+char *rv_plugin_param_names(const rv_plugin *plugin)
 {
     GString *names = g_string_new(NULL);
     for (const rv_param_spec *spec = plugin->params; spec->name; spec++)
         g_string_append_printf(names, "%s%s", names->len ? ", " : "", spec->name);
-    return names;
+    if (names->len == 0) g_string_assign(names, "none");
+    return g_string_free(names, FALSE);
 }
 
 static gboolean assign(rv_params *params, const rv_plugin *plugin, const char *piece, GError **error)
@@ -277,10 +285,10 @@ static gboolean assign(rv_params *params, const rv_plugin *plugin, const char *p
     param_value *value = g_hash_table_lookup(params->values, key);
     gboolean ok = value != NULL;
     if (!ok) {
-        GString *names = known_names(plugin);
+        char *names = rv_plugin_param_names(plugin);
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "plugin %s: unknown parameter '%s' (parameters: %s)",
-                    plugin->name, key, names->len ? names->str : "none");
-        g_string_free(names, TRUE);
+                    plugin->name, key, names);
+        g_free(names);
     } else if ((ok = parse_value(value->spec, equals + 1, value, error))) {
         value->given = TRUE;
     } else {

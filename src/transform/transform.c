@@ -1,14 +1,17 @@
 /*
  * transform.c - the transformation primitives (see transform.h).
  *
- * Edges are a flat array; there is no adjacency index kept up to date.
- * Single-task look-ups scan the edges (fine for a plugin's handful of
- * calls); removal, the one primitive plugins call thousands of times, works
- * on a batch with one index built for the whole batch.
+ * Questions about a task's neighbours go through the graph's edge index
+ * (src/graph/index.h), so each costs the task's own degree and a plugin
+ * that splices or removes thousands of tasks stays linear in the graph.
+ * Removal reconnects every live predecessor of a removed region to every
+ * live successor; the sets on either side of each removed task are worked
+ * out once per batch and shared by the removed tasks next to it.
  */
 #include "reverie/transform.h"
 #include "reverie/stats.h"
 #include "reverie/error.h"
+#include "../graph/index.h"
 #include <math.h>
 #include <string.h>
 
@@ -22,12 +25,29 @@ static gboolean removed(const rv_graph *graph, int32_t task)
     return (g_array_index(graph->tasks, rv_task, task).flags & RV_TASK_FLAG_REMOVED) != 0;
 }
 
+static const rv_edge *edge_at(const rv_graph *graph, int32_t edge)
+{
+    return &g_array_index(graph->edges, rv_edge, edge);
+}
+
+/* Durations changed: the typical launch must be worked out again. */
+static void durations_changed(rv_graph *graph)
+{
+    if (graph->index) graph->index->launch_ns = -1;
+}
+
+void rv_transform_invalidate(rv_graph *graph)
+{
+    rv_graph_index_reset(graph);
+}
+
 void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor)
 {
     for (guint i = 0; i < tasks->len; i++) {
         rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
         task->duration_ns = (int64_t)llround((double)task->duration_ns * MAX(0.0, factor));
     }
+    durations_changed(graph);
 }
 
 void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, double factor)
@@ -41,17 +61,21 @@ void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, doub
 void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns)
 {
     rv_graph_task(graph, task)->duration_ns = MAX(0, duration_ns);
+    durations_changed(graph);
 }
 
+/* The first live task on the same resource joined to `task` by an order
+ * edge (out-edges when forward, in-edges otherwise), in edge order. */
 static int32_t order_neighbour(const rv_graph *graph, int32_t task, gboolean forward)
 {
+    if (task < 0 || task >= rv_graph_task_count(graph)) return -1;
+    const rv_graph_index *index = rv_graph_index_sync(graph);
     int32_t resource = g_array_index(graph->tasks, rv_task, task).resource;
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+    for (int32_t e = rv_graph_index_first(index, task, forward); e >= 0; e = rv_graph_index_next(index, e, forward)) {
+        const rv_edge *edge = edge_at(graph, e);
         if (!is_order_kind(edge->kind)) continue;
-        int32_t here = forward ? edge->from : edge->to, there = forward ? edge->to : edge->from;
-        if (here == task && !removed(graph, there) &&
-            g_array_index(graph->tasks, rv_task, there).resource == resource)
+        int32_t there = forward ? edge->to : edge->from;
+        if (!removed(graph, there) && g_array_index(graph->tasks, rv_task, there).resource == resource)
             return there;
     }
     return -1;
@@ -62,10 +86,10 @@ int32_t rv_graph_resource_next(const rv_graph *graph, int32_t task) { return ord
 
 int32_t rv_graph_launch_of(const rv_graph *graph, int32_t task)
 {
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (edge->kind == RV_EDGE_LAUNCH && edge->to == task) return edge->from;
-    }
+    if (task < 0 || task >= rv_graph_task_count(graph)) return -1;
+    const rv_graph_index *index = rv_graph_index_sync(graph);
+    for (int32_t e = rv_graph_index_first(index, task, FALSE); e >= 0; e = rv_graph_index_next(index, e, FALSE))
+        if (edge_at(graph, e)->kind == RV_EDGE_LAUNCH) return edge_at(graph, e)->from;
     return -1;
 }
 
@@ -73,15 +97,24 @@ int64_t rv_graph_typical_launch_ns(const rv_graph *graph)
 {
     GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
     for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        const rv_edge *edge = edge_at(graph, (int32_t)e);
         if (edge->kind != RV_EDGE_LAUNCH) continue;
         const rv_task *call = &g_array_index(graph->tasks, rv_task, edge->from);
         if (call->kind == RV_TASK_CPU && !(call->flags & RV_TASK_FLAG_BLOCKING))
             g_array_append_val(durations, call->duration_ns);
     }
-    int64_t typical = rv_median_int64(durations, 5000); /* a CUDA launch costs a few microseconds */
+    int64_t typical = rv_median_int64_select(durations, 5000); /* a CUDA launch costs a few microseconds */
     g_array_unref(durations);
     return typical;
+}
+
+/* The typical launch for an inserted call, computed once and kept until a
+ * duration or a launch edge changes it (index.c says which do). */
+static int64_t launch_cost(rv_graph *graph)
+{
+    rv_graph_index *index = rv_graph_index_sync(graph);
+    if (index->launch_ns < 0) index->launch_ns = rv_graph_typical_launch_ns(graph);
+    return index->launch_ns;
 }
 
 GHashTable *rv_tasks_by_step_new(void)
@@ -102,82 +135,115 @@ void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task)
 
 /* ---- removal -------------------------------------------------------- */
 
+/* A live task reached through removed ones, and the kind of the last hop. */
 typedef struct {
-    int32_t *in_first, *in_edges;   /* CSR of edge indices by target */
-    int32_t *out_first, *out_edges; /* CSR of edge indices by source */
-} edge_index;
+    int32_t task;
+    int32_t kind;
+} reached;
 
-static void index_build(const rv_graph *graph, edge_index *index)
+/*
+ * For each removed task met in one batch, and each direction, the live
+ * tasks it reaches through removed tasks only: a list in `pool` (a count,
+ * then the entries), found by the index's marks (0: backward, 1: forward;
+ * value = the list's offset, IN_PROGRESS while its neighbours are worked
+ * out).  A removed task's list is the union of its neighbours': live ones
+ * themselves, removed ones their own list - so a chain of removed tasks is
+ * walked once, not once per task in it.
+ */
+typedef struct {
+    rv_graph *graph;
+    rv_graph_index *index;
+    GArray *pool;   /* reached */
+    GArray *stack;  /* int32 */
+} reach_sets;
+
+enum { UNVISITED = -1, IN_PROGRESS = -2 };
+
+static void add_reached(reach_sets *sets, int32_t task, int32_t kind)
 {
-    int32_t n = rv_graph_task_count(graph);
-    guint m = graph->edges->len;
-    index->in_first = g_new0(int32_t, n + 1);
-    index->out_first = g_new0(int32_t, n + 1);
-    for (guint e = 0; e < m; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        index->in_first[edge->to + 1]++;
-        index->out_first[edge->from + 1]++;
-    }
-    for (int32_t t = 0; t < n; t++) {
-        index->in_first[t + 1] += index->in_first[t];
-        index->out_first[t + 1] += index->out_first[t];
-    }
-    index->in_edges = g_new(int32_t, m + 1);
-    index->out_edges = g_new(int32_t, m + 1);
-    int32_t *in_fill = g_memdup2(index->in_first, sizeof(int32_t) * (gsize)n);
-    int32_t *out_fill = g_memdup2(index->out_first, sizeof(int32_t) * (gsize)n);
-    for (guint e = 0; e < m; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        index->in_edges[in_fill[edge->to]++] = (int32_t)e;
-        index->out_edges[out_fill[edge->from]++] = (int32_t)e;
-    }
-    g_free(in_fill);
-    g_free(out_fill);
+    rv_task_marks *seen = &sets->index->marks[2];
+    if (rv_task_marks_has(seen, task)) return;
+    rv_task_marks_set(seen, task, 0);
+    reached entry = { task, kind };
+    g_array_append_val(sets->pool, entry);
 }
 
-static void index_clear(edge_index *index)
+/* The list of a removed task whose removed neighbours have theirs.  When
+ * it equals one of theirs (a removed chain: the same live tasks on either
+ * side), that list is shared instead of copied, so reconnect() can tell
+ * the tasks of a chain apart from new work by their lists alone. */
+static int32_t collect(reach_sets *sets, int32_t task, gboolean forward)
 {
-    g_free(index->in_first); g_free(index->in_edges);
-    g_free(index->out_first); g_free(index->out_edges);
-}
-
-/* Live tasks reached from `start` along edges (backwards or forwards),
- * walking through removed tasks.  Appends (task, edge kind of the last hop). */
-static void live_neighbours(const rv_graph *graph, const edge_index *index, int32_t start,
-                            gboolean forward, GArray *found, GHashTable *visited)
-{
-    GArray *stack = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    g_array_append_val(stack, start);
-    g_hash_table_remove_all(visited);
-    while (stack->len) {
-        int32_t task = g_array_index(stack, int32_t, stack->len - 1);
-        g_array_set_size(stack, stack->len - 1);
-        const int32_t *first = forward ? index->out_first : index->in_first;
-        const int32_t *edges = forward ? index->out_edges : index->in_edges;
-        for (int32_t i = first[task]; i < first[task + 1]; i++) {
-            const rv_edge *edge = &g_array_index(graph->edges, rv_edge, edges[i]);
-            int32_t other = forward ? edge->to : edge->from;
-            if (g_hash_table_contains(visited, GINT_TO_POINTER(other + 1))) continue;
-            g_hash_table_add(visited, GINT_TO_POINTER(other + 1));
-            if (removed(graph, other)) { g_array_append_val(stack, other); continue; }
-            int32_t pair[2] = { other, edge->kind };
-            g_array_append_vals(found, pair, 1);
+    const rv_task_marks *memo = &sets->index->marks[forward ? 1 : 0];
+    rv_task_marks_begin(&sets->index->marks[2], rv_graph_task_count(sets->graph));
+    int32_t header = (int32_t)sets->pool->len, largest = -1, largest_length = -1;
+    reached count = { 0, 0 };
+    g_array_append_val(sets->pool, count);
+    for (int32_t e = rv_graph_index_first(sets->index, task, forward); e >= 0;
+         e = rv_graph_index_next(sets->index, e, forward)) {
+        const rv_edge *edge = edge_at(sets->graph, e);
+        int32_t other = forward ? edge->to : edge->from;
+        if (!removed(sets->graph, other)) { add_reached(sets, other, edge->kind); continue; }
+        int32_t list = rv_task_marks_get(memo, other, UNVISITED);
+        if (list < 0) continue; /* on a cycle of removed tasks */
+        int32_t length = g_array_index(sets->pool, reached, list).task;
+        if (length > largest_length) { largest = list; largest_length = length; }
+        for (int32_t i = 1; i <= length; i++) {
+            reached entry = g_array_index(sets->pool, reached, list + i);
+            add_reached(sets, entry.task, entry.kind);
         }
     }
-    g_array_unref(stack);
+    int32_t length = (int32_t)sets->pool->len - header - 1;
+    if (largest >= 0 && length == largest_length) { /* the union is that list: share it */
+        g_array_set_size(sets->pool, (guint)header);
+        return largest;
+    }
+    g_array_index(sets->pool, reached, header).task = length;
+    return header;
 }
 
-static void reconnect(rv_graph *graph, const edge_index *index, int32_t task, GHashTable *added)
+/* The offset in the pool of `start`'s list (a removed task), worked out
+ * depth first without recursion: chains of removed tasks can be long. */
+static int32_t reach_set(reach_sets *sets, int32_t start, gboolean forward)
 {
-    GArray *before = g_array_new(FALSE, FALSE, sizeof(int32_t) * 2);
-    GArray *after = g_array_new(FALSE, FALSE, sizeof(int32_t) * 2);
-    GHashTable *visited = g_hash_table_new(g_direct_hash, g_direct_equal);
-    live_neighbours(graph, index, task, FALSE, before, visited);
-    live_neighbours(graph, index, task, TRUE, after, visited);
-    for (guint i = 0; i < before->len; i++) {
-        int32_t from = ((int32_t *)before->data)[2 * i];
-        for (guint j = 0; j < after->len; j++) {
-            int32_t to = ((int32_t *)after->data)[2 * j], kind = ((int32_t *)after->data)[2 * j + 1];
+    rv_task_marks *memo = &sets->index->marks[forward ? 1 : 0];
+    g_array_set_size(sets->stack, 0);
+    g_array_append_val(sets->stack, start);
+    while (sets->stack->len > 0) {
+        int32_t task = g_array_index(sets->stack, int32_t, sets->stack->len - 1);
+        int32_t state = rv_task_marks_get(memo, task, UNVISITED);
+        if (state >= 0) { g_array_set_size(sets->stack, sets->stack->len - 1); continue; }
+        if (state == IN_PROGRESS) {
+            g_array_set_size(sets->stack, sets->stack->len - 1);
+            rv_task_marks_set(memo, task, collect(sets, task, forward));
+            continue;
+        }
+        rv_task_marks_set(memo, task, IN_PROGRESS);
+        for (int32_t e = rv_graph_index_first(sets->index, task, forward); e >= 0;
+             e = rv_graph_index_next(sets->index, e, forward)) {
+            int32_t other = forward ? edge_at(sets->graph, e)->to : edge_at(sets->graph, e)->from;
+            if (removed(sets->graph, other) && !rv_task_marks_has(memo, other)) g_array_append_val(sets->stack, other);
+        }
+    }
+    return rv_task_marks_get(memo, start, UNVISITED);
+}
+
+/* Join every live task before `task` to every live task after it, unless
+ * a task with the same two lists did already. */
+static void reconnect(reach_sets *sets, int32_t task, GHashTable *added, GHashTable *joined)
+{
+    rv_graph *graph = sets->graph;
+    int32_t before = reach_set(sets, task, FALSE), after = reach_set(sets, task, TRUE);
+    guint64 lists = ((guint64)(guint32)before << 32) | (guint32)after;
+    if (g_hash_table_contains(joined, &lists)) return;
+    g_hash_table_add(joined, g_memdup2(&lists, sizeof lists));
+    int32_t before_count = g_array_index(sets->pool, reached, before).task;
+    int32_t after_count = g_array_index(sets->pool, reached, after).task;
+    for (int32_t i = 1; i <= before_count; i++) {
+        int32_t from = g_array_index(sets->pool, reached, before + i).task;
+        for (int32_t j = 1; j <= after_count; j++) {
+            reached next = g_array_index(sets->pool, reached, after + j);
+            int32_t to = next.task, kind = next.kind;
             if (from == to) continue;
             guint64 key = ((guint64)(guint32)from << 32) | (guint32)to;
             if (g_hash_table_contains(added, &key)) continue;
@@ -190,20 +256,17 @@ static void reconnect(rv_graph *graph, const edge_index *index, int32_t task, GH
             rv_graph_add_edge(graph, from, to, edge_kind, FALSE);
         }
     }
-    g_hash_table_destroy(visited);
-    g_array_unref(before);
-    g_array_unref(after);
 }
 
 /* The live task after `task` in its resource's order, walking on through
  * removed ones (earlier in the same batch), or -1. */
-static int32_t live_next(const rv_graph *graph, const edge_index *index, int32_t task)
+static int32_t live_next(const rv_graph *graph, const rv_graph_index *index, int32_t task)
 {
     int32_t resource = g_array_index(graph->tasks, rv_task, task).resource;
-    for (int32_t current = task;;) {
+    for (int32_t current = task, hops = 0; hops < rv_graph_task_count(graph); hops++) {
         int32_t removed_next = -1;
-        for (int32_t i = index->out_first[current]; i < index->out_first[current + 1]; i++) {
-            const rv_edge *edge = &g_array_index(graph->edges, rv_edge, index->out_edges[i]);
+        for (int32_t e = rv_graph_index_first(index, current, TRUE); e >= 0; e = rv_graph_index_next(index, e, TRUE)) {
+            const rv_edge *edge = edge_at(graph, e);
             if (!is_order_kind(edge->kind) ||
                 g_array_index(graph->tasks, rv_task, edge->to).resource != resource) continue;
             if (!removed(graph, edge->to)) return edge->to;
@@ -212,10 +275,10 @@ static int32_t live_next(const rv_graph *graph, const edge_index *index, int32_t
         if (removed_next < 0) return -1;
         current = removed_next;
     }
+    return -1; /* a cycle of removed tasks */
 }
 
-static void mark_removed(rv_graph *graph, const edge_index *index, int32_t task, rv_remove_mode mode,
-                         int *count)
+static void mark_removed(rv_graph *graph, const rv_graph_index *index, int32_t task, rv_remove_mode mode, int *count)
 {
     rv_task *victim = rv_graph_task(graph, task);
     if (victim->flags & RV_TASK_FLAG_REMOVED) return;
@@ -242,14 +305,19 @@ int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mod
             if (launch >= 0 && !removed(graph, launch)) g_array_append_val(victims, launch);
         }
     }
-    edge_index index;
-    index_build(graph, &index);
+    reach_sets sets = { graph, rv_graph_index_sync(graph), g_array_new(FALSE, FALSE, sizeof(reached)),
+                        g_array_new(FALSE, FALSE, sizeof(int32_t)) };
     for (guint i = 0; i < victims->len; i++)
-        mark_removed(graph, &index, g_array_index(victims, int32_t, i), mode, &count);
+        mark_removed(graph, sets.index, g_array_index(victims, int32_t, i), mode, &count);
+    rv_task_marks_begin(&sets.index->marks[0], rv_graph_task_count(graph));
+    rv_task_marks_begin(&sets.index->marks[1], rv_graph_task_count(graph));
     GHashTable *added = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    for (guint i = 0; i < victims->len; i++) reconnect(graph, &index, g_array_index(victims, int32_t, i), added);
+    GHashTable *joined = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    for (guint i = 0; i < victims->len; i++) reconnect(&sets, g_array_index(victims, int32_t, i), added, joined);
     g_hash_table_destroy(added);
-    index_clear(&index);
+    g_hash_table_destroy(joined);
+    g_array_unref(sets.pool);
+    g_array_unref(sets.stack);
     g_array_unref(victims);
     return count;
 }
@@ -272,9 +340,11 @@ static void splice_after(rv_graph *graph, int32_t after, int32_t task)
     rv_edge_kind kind = (anchor->flags & RV_TASK_FLAG_GPU) ? RV_EDGE_STREAM : RV_EDGE_THREAD;
     int32_t next = rv_graph_resource_next(graph, after);
     if (next >= 0) {
-        for (guint e = 0; e < graph->edges->len; e++) {
-            rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-            if (edge->from == after && edge->to == next && is_order_kind(edge->kind)) edge->from = task;
+        const rv_graph_index *index = rv_graph_index_sync(graph);
+        for (int32_t e = rv_graph_index_first(index, after, TRUE), following; e >= 0; e = following) {
+            following = rv_graph_index_next(index, e, TRUE); /* before e moves to another list */
+            const rv_edge *edge = edge_at(graph, e);
+            if (edge->to == next && is_order_kind(edge->kind)) rv_graph_index_set_edge_source(graph, e, task);
         }
     }
     rv_graph_add_edge(graph, after, task, kind, FALSE);
@@ -288,7 +358,7 @@ static int32_t insert_launch(rv_graph *graph, int32_t after, const rv_task *gpu_
     call.flags = RV_TASK_FLAG_INSERTED;
     call.resource = anchor->resource;
     call.name = rv_strings_intern(graph->strings, "cudaLaunchKernel");
-    call.duration_ns = rv_graph_typical_launch_ns(graph);
+    call.duration_ns = launch_cost(graph);
     call.host_overhead_ns = 0; /* issued from C++ (a library or the framework): no Python before it */
     call.recorded_start_ns = anchor->recorded_start_ns;
     call.correlation = -1;

@@ -21,6 +21,39 @@ int64_t rv_median_int64(GArray *values, int64_t fallback)
     return g_array_index(values, int64_t, values->len / 2);
 }
 
+/* Hoare's selection: afterwards values[k] is what sorting would put there. */
+static void select_kth(int64_t *values, gsize count, gsize k)
+{
+    gsize low = 0, high = count - 1;
+    while (low < high) {
+        int64_t pivot = values[low + (high - low) / 2];
+        gsize i = low, j = high;
+        while (i <= j) {
+            while (values[i] < pivot) i++;
+            while (values[j] > pivot) j--;
+            if (i <= j) {
+                int64_t swap = values[i];
+                values[i] = values[j];
+                values[j] = swap;
+                i++;
+                if (j == 0) break;
+                j--;
+            }
+        }
+        /* now [low, j] <= pivot <= [i, high], and j < i */
+        if (k <= j) high = j;
+        else if (k >= i) low = i;
+        else return;
+    }
+}
+
+int64_t rv_median_int64_select(GArray *values, int64_t fallback)
+{
+    if (values->len == 0) return fallback;
+    select_kth((int64_t *)values->data, values->len, values->len / 2);
+    return g_array_index(values, int64_t, values->len / 2);
+}
+
 int64_t rv_quantile_int64(GArray *values, double q, int64_t fallback)
 {
     if (values->len == 0) return fallback;

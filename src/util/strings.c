@@ -117,3 +117,34 @@ int32_t rv_strings_count(const rv_strings *strings)
 {
     return g_atomic_int_get(&((rv_strings *)strings)->count);
 }
+
+/* ---- verdicts per string -------------------------------------------- */
+
+void rv_string_memo_init(rv_string_memo *memo, const rv_strings *strings, rv_string_decide_fn decide)
+{
+    memo->strings = strings;
+    memo->decide = decide;
+    memo->verdicts = NULL;
+    memo->count = 0;
+}
+
+int rv_string_memo_get(rv_string_memo *memo, int32_t id)
+{
+    if (id <= 0) return memo->decide("");
+    if (id >= memo->count) {
+        /* strings interned since (a plugin's own names) get room too */
+        int32_t count = MAX(rv_strings_count(memo->strings), id + 1);
+        memo->verdicts = g_renew(gint8, memo->verdicts, count);
+        memset(memo->verdicts + memo->count, -1, (gsize)(count - memo->count));
+        memo->count = count;
+    }
+    if (memo->verdicts[id] < 0) memo->verdicts[id] = (gint8)memo->decide(rv_strings_get(memo->strings, id));
+    return memo->verdicts[id];
+}
+
+void rv_string_memo_clear(rv_string_memo *memo)
+{
+    g_free(memo->verdicts);
+    memo->verdicts = NULL;
+    memo->count = 0;
+}

@@ -4,7 +4,12 @@
  * without a GPU.
  *
  * The job is an MLP of Linear+ReLU layers trained with MSE loss, DDP gradient
- * all-reduce over NCCL (rank 0 of 2) and Adam.  Every step has data loading,
+ * all-reduce over NCCL (rank 0 of 2) and Adam.  --mixed-layers makes the
+ * layers differ in kind, in turn Linear, Conv2d (1x1) and attention (a
+ * projection, a batched matmul and a softmax), so that the optimizations
+ * that look for convolutions (vdnn) or Transformer blocks (tp-allreduce)
+ * find them; --single-gpu leaves DDP out (no all-reduce), as a trace that
+ * ddp or p3 would start from.  Every step has data loading,
  * a host-to-device copy, forward, a blocking loss.item(), backward on the
  * autograd thread with bucketed all-reduces on a second stream, a wait for
  * the all-reduces, and the optimizer step.
@@ -70,6 +75,16 @@ enum {
 static const char KERNEL_GEMM_FORWARD[] = "ampere_sgemm_128x64_tn";
 static const char KERNEL_GEMM_GRAD_INPUT[] = "ampere_sgemm_128x64_nn";
 static const char KERNEL_GEMM_GRAD_WEIGHT[] = "ampere_sgemm_128x128_nt";
+static const char KERNEL_CONV_FORWARD[] =
+    "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_"
+    "tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel";
+static const char KERNEL_CONV_DGRAD[] =
+    "sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_"
+    "tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel";
+static const char KERNEL_CONV_WGRAD[] =
+    "sm80_xmma_wgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_"
+    "tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_kernel";
+static const char KERNEL_BMM[] = "ampere_sgemm_64x64_nn";
 static const char KERNEL_NCCL_ALL_REDUCE[] =
     "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)";
 static const char KERNEL_RELU[] = ELEMENTWISE_KERNEL(
@@ -97,6 +112,14 @@ static const char KERNEL_MEAN[] =
 static const char KERNEL_SUM[] = REDUCE_KERNEL(
     "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, "
     "float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>");
+static const char KERNEL_SOFTMAX[] =
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, "
+    "float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>"
+    "(float*, float const*, int)";
+static const char KERNEL_SOFTMAX_BACKWARD[] =
+    "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, "
+    "float, float, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>"
+    "(float*, float const*, float const*, int)";
 static const char KERNEL_FILL[] =
     ELEMENTWISE_KERNEL("at::native::FillFunctor<float>", 1);
 static const char KERNEL_DIV_SCALAR[] = ELEMENTWISE_KERNEL(
@@ -306,10 +329,18 @@ static void emit_metadata(Writer *w, const char *what, int pid, int tid,
 /* The model                                                                 */
 /* ------------------------------------------------------------------------ */
 
+typedef enum { LAYER_LINEAR, LAYER_CONV, LAYER_ATTENTION, LAYER_KINDS } LayerKind;
+
 typedef struct {
   int layers;
   int width[MAX_LAYERS + 1]; /* layer i maps width[i] -> width[i + 1] */
+  gboolean mixed;            /* layer kinds in turn, else all Linear */
+  gboolean single_gpu;       /* no DDP: no all-reduce, no wait for one */
 } Model;
+
+static LayerKind layer_kind(const Model *model, int layer) {
+  return model->mixed ? (LayerKind)(layer % LAYER_KINDS) : LAYER_LINEAR;
+}
 
 /* Widths come from their own random stream so that the model does not
  * depend on how many timing draws the simulation makes. */
@@ -370,6 +401,8 @@ typedef struct {
   gint64 *forward_sequence; /* per layer: the sequence numbers of addmm, */
   gint64 *relu_sequence;    /* relu and t, which link to their backward */
   gint64 *transpose_sequence;
+  gint64 *bmm_sequence;     /* attention layers: bmm and softmax */
+  gint64 *softmax_sequence;
   gint64 loss_sequence;
 } Sim;
 
@@ -763,12 +796,10 @@ static void transpose_weight(Sim *sim, int layer) {
   cpu_close(sim, thread);
 }
 
-static void forward_linear(Sim *sim, int layer) {
+/* A Linear layer's GEMM (aten::linear -> addmm), under `module`. */
+static void forward_addmm(Sim *sim, int layer) {
   CpuThread *thread = &sim->main_thread;
   int in = sim->model->width[layer], out = sim->model->width[layer + 1];
-  char module[64];
-  g_snprintf(module, sizeof module, "nn.Module: Linear_%d", layer);
-  cpu_open(sim, thread, "python_function", module);
   Scope *linear = cpu_open(sim, thread, "cpu_op", "aten::linear");
   scope_args(linear, ", \"Input Dims\": [[%d, %d], [%d, %d], [%d]], "
              "\"Input type\": [\"float\", \"float\", \"float\"]",
@@ -783,6 +814,66 @@ static void forward_linear(Sim *sim, int layer) {
   launch_kernel(sim, thread, &sim->compute, &gemm);
   cpu_close(sim, thread); /* addmm */
   cpu_close(sim, thread); /* linear */
+}
+
+/* A 1x1 convolution with the same weights as a Linear layer. */
+static void forward_conv(Sim *sim, int layer) {
+  CpuThread *thread = &sim->main_thread;
+  int in = sim->model->width[layer], out = sim->model->width[layer + 1];
+  char dims[200];
+  g_snprintf(dims, sizeof dims, ", \"Input Dims\": [[%d, %d, 1, 1], [%d, %d, 1, 1], [%d]], "
+             "\"Input type\": [\"float\", \"float\", \"float\"]", BATCH, in, out, in, out);
+  Scope *conv = cpu_open(sim, thread, "cpu_op", "aten::conv2d");
+  scope_args(conv, "%s", dims);
+  Scope *cudnn = cpu_open(sim, thread, "cpu_op", "aten::cudnn_convolution");
+  scope_args(cudnn, "%s", dims);
+  sim->forward_sequence[layer] = mark_forward_node(sim, cudnn, thread->tid);
+  Kernel gemm = gemm_kernel(sim, KERNEL_CONV_FORWARD, out, in);
+  launch_kernel(sim, thread, &sim->compute, &gemm);
+  cpu_close(sim, thread);
+  cpu_close(sim, thread);
+}
+
+/* One small op with one kernel, linked to its backward by `sequence`. */
+static void forward_op(Sim *sim, const char *op_name, const char *dims,
+                       const Kernel *kernel, gint64 *sequence) {
+  CpuThread *thread = &sim->main_thread;
+  Scope *op = cpu_open(sim, thread, "cpu_op", op_name);
+  scope_args(op, ", %s", dims);
+  *sequence = mark_forward_node(sim, op, thread->tid);
+  launch_kernel(sim, thread, &sim->compute, kernel);
+  cpu_close(sim, thread);
+}
+
+/* Attention: the projection, scores = bmm(q, k), then their softmax. */
+static void forward_attention(Sim *sim, int layer) {
+  int out = sim->model->width[layer + 1], heads = out / 64;
+  char dims[160];
+  forward_addmm(sim, layer);
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[%d, %d, 64], [%d, 64, %d]], "
+             "\"Input type\": [\"float\", \"float\"]", heads, BATCH, heads, BATCH);
+  Kernel scores = gemm_kernel(sim, KERNEL_BMM, BATCH * 8, out);
+  forward_op(sim, "aten::bmm", dims, &scores, &sim->bmm_sequence[layer]);
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[%d, %d, %d], [], []], "
+             "\"Input type\": [\"float\", \"Scalar\", \"Scalar\"]", heads, BATCH, BATCH);
+  Kernel softmax = elementwise_kernel(sim, KERNEL_SOFTMAX, (gint64)heads * BATCH * BATCH);
+  forward_op(sim, "aten::softmax", dims, &softmax, &sim->softmax_sequence[layer]);
+}
+
+static const char *const module_names[LAYER_KINDS] = {"Linear", "Conv2d", "Attention"};
+
+static void forward_layer(Sim *sim, int layer) {
+  CpuThread *thread = &sim->main_thread;
+  LayerKind kind = layer_kind(sim->model, layer);
+  char module[64];
+  g_snprintf(module, sizeof module, "nn.Module: %s_%d", module_names[kind], layer);
+  cpu_open(sim, thread, "python_function", module);
+  if (kind == LAYER_CONV)
+    forward_conv(sim, layer);
+  else if (kind == LAYER_ATTENTION)
+    forward_attention(sim, layer);
+  else
+    forward_addmm(sim, layer);
   cpu_close(sim, thread); /* module */
 }
 
@@ -810,7 +901,7 @@ static void forward(Sim *sim) {
   CpuThread *thread = &sim->main_thread;
   cpu_open(sim, thread, "user_annotation", "DistributedDataParallel.forward");
   for (int layer = 0; layer < sim->model->layers; layer++) {
-    forward_linear(sim, layer);
+    forward_layer(sim, layer);
     forward_relu(sim, layer);
   }
   cpu_close(sim, thread);
@@ -864,31 +955,38 @@ static void seed_gradient(Sim *sim) {
   cpu_close(sim, thread);
 }
 
-static void backward_loss(Sim *sim) {
+/* A backward node whose one operator (with Input Dims `dims`) launches one
+ * elementwise kernel over `elements`. */
+static void backward_elementwise(Sim *sim, const char *node, gint64 sequence,
+                                 const char *op_name, const char *dims,
+                                 const char *kernel_name, gint64 elements) {
   CpuThread *thread = &sim->autograd_thread;
-  int out = output_width(sim);
-  open_backward_node(sim, "MseLossBackward0", sim->loss_sequence);
-  Scope *op = cpu_open(sim, thread, "cpu_op", "aten::mse_loss_backward");
-  scope_args(op, ", \"Input Dims\": [[], [%d, %d], [%d, %d], []], "
-             "\"Input type\": [\"float\", \"float\", \"float\", \"Scalar\"]",
-             BATCH, out, BATCH, out);
-  Kernel kernel = elementwise_kernel(sim, KERNEL_MSE_BACKWARD, (gint64)BATCH * out);
+  open_backward_node(sim, node, sequence);
+  Scope *op = cpu_open(sim, thread, "cpu_op", op_name);
+  scope_args(op, ", %s", dims);
+  Kernel kernel = elementwise_kernel(sim, kernel_name, elements);
   launch_kernel(sim, thread, &sim->compute, &kernel);
   cpu_close(sim, thread);
   close_backward_node(sim);
 }
 
+static void backward_loss(Sim *sim) {
+  int out = output_width(sim);
+  char dims[160];
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[], [%d, %d], [%d, %d], []], "
+             "\"Input type\": [\"float\", \"float\", \"float\", \"Scalar\"]",
+             BATCH, out, BATCH, out);
+  backward_elementwise(sim, "MseLossBackward0", sim->loss_sequence, "aten::mse_loss_backward", dims,
+                       KERNEL_MSE_BACKWARD, (gint64)BATCH * out);
+}
+
 static void backward_relu(Sim *sim, int layer) {
-  CpuThread *thread = &sim->autograd_thread;
   int out = sim->model->width[layer + 1];
-  open_backward_node(sim, "ReluBackward0", sim->relu_sequence[layer]);
-  Scope *op = cpu_open(sim, thread, "cpu_op", "aten::threshold_backward");
-  scope_args(op, ", \"Input Dims\": [[%d, %d], [%d, %d], []], \"Input type\": "
+  char dims[160];
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[%d, %d], [%d, %d], []], \"Input type\": "
              "[\"float\", \"float\", \"Scalar\"]", BATCH, out, BATCH, out);
-  Kernel kernel = elementwise_kernel(sim, KERNEL_RELU_BACKWARD, (gint64)BATCH * out);
-  launch_kernel(sim, thread, &sim->compute, &kernel);
-  cpu_close(sim, thread);
-  close_backward_node(sim);
+  backward_elementwise(sim, "ReluBackward0", sim->relu_sequence[layer], "aten::threshold_backward", dims,
+                       KERNEL_RELU_BACKWARD, (gint64)BATCH * out);
 }
 
 static void backward_mm(Sim *sim, const char *kernel_name, int m, int k, int n,
@@ -925,6 +1023,58 @@ static void backward_linear(Sim *sim, int layer) {
   open_backward_node(sim, "TBackward0", sim->transpose_sequence[layer]);
   cpu_leaf(sim, thread, "aten::t", NULL);
   close_backward_node(sim);
+}
+
+/* ConvolutionBackward0: one call, grad of the input (not for the first
+ * layer), of the weight and of the bias. */
+static void backward_conv(Sim *sim, int layer) {
+  CpuThread *thread = &sim->autograd_thread;
+  int in = sim->model->width[layer], out = sim->model->width[layer + 1];
+  open_backward_node(sim, "ConvolutionBackward0", sim->forward_sequence[layer]);
+  Scope *op = cpu_open(sim, thread, "cpu_op", "aten::convolution_backward");
+  scope_args(op, ", \"Input Dims\": [[%d, %d, 1, 1], [%d, %d, 1, 1], [%d, %d, 1, 1]], "
+             "\"Input type\": [\"float\", \"float\", \"float\"]", BATCH, out, BATCH, in, out, in);
+  if (layer > 0) {
+    Kernel dgrad = gemm_kernel(sim, KERNEL_CONV_DGRAD, out, in);
+    launch_kernel(sim, thread, &sim->compute, &dgrad);
+  }
+  Kernel wgrad = gemm_kernel(sim, KERNEL_CONV_WGRAD, out, in);
+  launch_kernel(sim, thread, &sim->compute, &wgrad);
+  Kernel reduce = elementwise_kernel(sim, KERNEL_SUM, (gint64)BATCH * out);
+  launch_kernel(sim, thread, &sim->compute, &reduce);
+  cpu_close(sim, thread);
+  close_backward_node(sim);
+}
+
+/* SoftmaxBackward0, then BmmBackward0 (the grads of both bmm inputs). */
+static void backward_attention_scores(Sim *sim, int layer) {
+  CpuThread *thread = &sim->autograd_thread;
+  int out = sim->model->width[layer + 1], heads = out / 64;
+  char dims[160];
+  g_snprintf(dims, sizeof dims, "\"Input Dims\": [[%d, %d, %d], [%d, %d, %d], [], []]", heads, BATCH, BATCH,
+             heads, BATCH, BATCH);
+  backward_elementwise(sim, "SoftmaxBackward0", sim->softmax_sequence[layer], "aten::_softmax_backward_data",
+                       dims, KERNEL_SOFTMAX_BACKWARD, (gint64)heads * BATCH * BATCH);
+  open_backward_node(sim, "BmmBackward0", sim->bmm_sequence[layer]);
+  for (int input = 0; input < 2; input++) {
+    Scope *bmm = cpu_open(sim, thread, "cpu_op", "aten::bmm");
+    scope_args(bmm, ", \"Input Dims\": [[%d, %d, %d], [%d, %d, 64]]", heads, BATCH, BATCH, heads, BATCH);
+    Kernel gemm = gemm_kernel(sim, KERNEL_BMM, BATCH * 8, out);
+    launch_kernel(sim, thread, &sim->compute, &gemm);
+    cpu_close(sim, thread);
+  }
+  close_backward_node(sim);
+}
+
+static void backward_layer(Sim *sim, int layer) {
+  LayerKind kind = layer_kind(sim->model, layer);
+  if (kind == LAYER_CONV) {
+    backward_conv(sim, layer);
+    return;
+  }
+  if (kind == LAYER_ATTENTION)
+    backward_attention_scores(sim, layer);
+  backward_linear(sim, layer);
 }
 
 /* AccumulateGrad for a parameter whose .grad was set to None: it just
@@ -977,12 +1127,12 @@ static void run_autograd_engine(Sim *sim) {
   backward_loss(sim);
   for (int layer = model->layers - 1; layer >= 0; layer--) {
     backward_relu(sim, layer);
-    backward_linear(sim, layer);
+    backward_layer(sim, layer);
     accumulate_grad(sim); /* weight */
     accumulate_grad(sim); /* bias */
     bucket_elements += weight_elements(model, layer) + model->width[layer + 1];
     int done_in_bucket = model->layers - layer;
-    if (done_in_bucket % LAYERS_PER_BUCKET == 0 || layer == 0) {
+    if (!model->single_gpu && (done_in_bucket % LAYERS_PER_BUCKET == 0 || layer == 0)) {
       all_reduce_bucket(sim, bucket_elements);
       bucket_elements = 0;
     }
@@ -1085,7 +1235,8 @@ static void training_step(Sim *sim, int number) {
   compute_loss(sim);
   read_loss(sim);
   backward(sim);
-  wait_for_gradients(sim);
+  if (!sim->model->single_gpu)
+    wait_for_gradients(sim);
   optimizer_step(sim);
   cpu_close(sim, thread);
 }
@@ -1094,7 +1245,7 @@ static void training_step(Sim *sim, int number) {
 /* The file around the steps                                                 */
 /* ------------------------------------------------------------------------ */
 
-static void write_header(Writer *w) {
+static void write_header(Writer *w, const Model *model) {
   writer_text(w,
       "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\"id\": 0, "
       "\"name\": \"Synthetic GPU\", \"totalGlobalMem\": 85899345920, "
@@ -1102,12 +1253,14 @@ static void write_header(Writer *w) {
       "\"maxThreadsPerMultiprocessor\": 2048, \"regsPerBlock\": 65536, "
       "\"regsPerMultiprocessor\": 65536, \"warpSize\": 32, "
       "\"sharedMemPerBlock\": 49152, \"sharedMemPerMultiprocessor\": 167936, "
-      "\"numSms\": 108, \"sharedMemPerBlockOptin\": 166912}\n  ],\n"
+      "\"numSms\": 108, \"sharedMemPerBlockOptin\": 166912}\n  ],\n");
+  if (!model->single_gpu)
+    writer_text(w,
       "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, "
       "\"world_size\": 2, \"pg_count\": 1, \"pg_config\": [{\"pg_name\": \"0\", "
       "\"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
-      "\"pg_size\": 2, \"ranks\": [0, 1]}], \"nccl_version\": \"2.20.5\"},\n"
-      "  \"traceEvents\": [");
+      "\"pg_size\": 2, \"ranks\": [0, 1]}], \"nccl_version\": \"2.20.5\"},\n");
+  writer_text(w, "  \"traceEvents\": [");
 }
 
 static void write_thread_names(Writer *w, gint64 at) {
@@ -1197,6 +1350,8 @@ static void sim_init(Sim *sim, Writer *out, const Model *model, gint64 seed) {
   sim->forward_sequence = g_new0(gint64, model->layers);
   sim->relu_sequence = g_new0(gint64, model->layers);
   sim->transpose_sequence = g_new0(gint64, model->layers);
+  sim->bmm_sequence = g_new0(gint64, model->layers);
+  sim->softmax_sequence = g_new0(gint64, model->layers);
 }
 
 static void sim_clear(Sim *sim) {
@@ -1205,6 +1360,8 @@ static void sim_clear(Sim *sim) {
   g_free(sim->forward_sequence);
   g_free(sim->relu_sequence);
   g_free(sim->transpose_sequence);
+  g_free(sim->bmm_sequence);
+  g_free(sim->softmax_sequence);
 }
 
 /* Writes the whole trace; returns the number of events. */
@@ -1212,7 +1369,7 @@ static guint64 generate(Writer *out, const Model *model, int steps, gint64 seed)
   Sim sim;
   sim_init(&sim, out, model, seed);
   gint64 trace_start = sim.main_thread.now - 500000;
-  write_header(out);
+  write_header(out, model);
   write_metadata(out, trace_start);
   for (int step = 1; step <= steps; step++)
     training_step(&sim, step);
@@ -1243,6 +1400,8 @@ typedef struct {
   int layers;
   gint64 events;
   gint64 seed;
+  gboolean mixed;
+  gboolean single_gpu;
 } Options;
 
 static gboolean parse_options(int argc, char **argv, Options *options,
@@ -1260,6 +1419,10 @@ static gboolean parse_options(int argc, char **argv, Options *options,
        "N"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &options->seed,
        "Random seed: the same seed gives the same trace (default 1)", "S"},
+      {"mixed-layers", 0, 0, G_OPTION_ARG_NONE, &options->mixed,
+       "Layers of three kinds in turn: Linear, Conv2d (1x1), attention", NULL},
+      {"single-gpu", 0, 0, G_OPTION_ARG_NONE, &options->single_gpu,
+       "One GPU: no DDP all-reduce", NULL},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   GOptionContext *context = g_option_context_new("- write a synthetic Kineto trace");
@@ -1290,7 +1453,7 @@ static gboolean parse_options(int argc, char **argv, Options *options,
 }
 
 int main(int argc, char **argv) {
-  Options options = {NULL, 3, 8, 0, 1};
+  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE};
   GError *error = NULL;
   /* Only the character set: numbers in the JSON must keep a '.' point. */
   setlocale(LC_CTYPE, "");
@@ -1301,6 +1464,8 @@ int main(int argc, char **argv) {
   }
   static Model model; /* large: keep it off the stack */
   model_init(&model, options.layers, options.seed);
+  model.mixed = options.mixed;
+  model.single_gpu = options.single_gpu;
   if (options.events > 0)
     options.steps = steps_for_events(&model, options.events, options.seed);
 

@@ -1,0 +1,532 @@
+/*
+ * sweep.c - `reverie sweep`: many what-if variants of one graph in one
+ * process, in parallel, as a table a script can read.
+ *
+ * Each input is loaded once and its baseline replayed once; then every
+ * variant (sweep_plan.h says which) is applied to a copy of the graph and
+ * replayed, on a GThreadPool of -j workers.  Each worker reuses one
+ * scratch graph (rv_graph_assign), so a variant costs a copy of the arrays,
+ * the plugins and a replay.  Rows come out in variant order however the
+ * workers finish: a window of at most WINDOW_PER_JOB x jobs variants is in
+ * flight, and the row for the next variant waits for its result.
+ *
+ * --shard K/N keeps the variants whose number is K-1 modulo N (numbers run
+ * over all inputs), so N processes split a sweep evenly and their rows,
+ * sorted by variant, are the whole sweep's.
+ *
+ * Output goes through a sweep_output (CSV or JSON Lines).  A --plot option
+ * (issue 14, item 4) would be one more: keep the rows of a one-axis sweep
+ * and draw them when the sweep ends.  It is not built here.
+ */
+#include "cli.h"
+#include "sweep_plan.h"
+#include "reverie/report.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define WINDOW_PER_JOB 64
+
+/* ---- one variant's outcome ------------------------------------------ */
+
+typedef struct {
+    int64_t predicted_ns;
+    GArray *steps;     /* int64 predicted ns per step (with --steps) */
+    char *error;       /* NULL when it ran */
+    int status;        /* its exit status when it failed */
+} variant_result;
+
+static void result_free(variant_result *result)
+{
+    if (result == NULL) return;
+    if (result->steps) g_array_unref(result->steps);
+    g_free(result->error);
+    g_free(result);
+}
+
+static int64_t total_ns(const GArray *steps)
+{
+    int64_t total = 0;
+    for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
+    return total;
+}
+
+/* ---- output ----------------------------------------------------------- */
+
+typedef struct {
+    uint64_t variant;           /* over all inputs */
+    uint64_t local;             /* within the plan */
+    const char *source;
+    const GArray *baseline;     /* rv_step_time; NULL if the input failed */
+    const variant_result *result;
+} sweep_row;
+
+typedef struct sweep_output sweep_output;
+struct sweep_output {
+    void (*begin)(sweep_output *out, guint steps);
+    void (*row)(sweep_output *out, const sweep_row *row);
+    const sweep_plan *plan;
+    gboolean with_source;       /* several inputs */
+    gboolean with_steps;
+};
+
+/* A CSV field, quoted when it must be (RFC 4180). */
+static void csv_field(const char *text, gboolean last)
+{
+    if (strpbrk(text, ",\"\n\r") == NULL) {
+        fputs(text, stdout);
+    } else {
+        putchar('"');
+        for (const char *c = text; *c; c++) {
+            if (*c == '"') putchar('"');
+            putchar(*c);
+        }
+        putchar('"');
+    }
+    putchar(last ? '\n' : ',');
+}
+
+static void csv_number(double value, const char *format)
+{
+    printf(format, value);
+    putchar(',');
+}
+
+static void csv_begin(sweep_output *out, guint steps)
+{
+    csv_field("variant", FALSE);
+    if (out->with_source) csv_field("source", FALSE);
+    if (out->plan->line_texts->len > 1 || *(const char *)g_ptr_array_index(out->plan->line_texts, 0))
+        csv_field("opts", FALSE);
+    for (guint a = 0; a < out->plan->axes->len; a++) {
+        const sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
+        char *name = g_strdup_printf("%s.%s", axis->plugin, axis->param);
+        csv_field(name, FALSE);
+        g_free(name);
+    }
+    fputs("predicted_ms,baseline_ms,speedup,", stdout);
+    for (guint s = 0; out->with_steps && s < steps; s++) printf("step_%u_ms,", s + 1);
+    csv_field("error", TRUE);
+}
+
+static void csv_row(sweep_output *out, const sweep_row *row)
+{
+    printf("%" G_GUINT64_FORMAT ",", row->variant);
+    if (out->with_source) csv_field(row->source, FALSE);
+    if (out->plan->line_texts->len > 1 || *(const char *)g_ptr_array_index(out->plan->line_texts, 0))
+        csv_field(g_ptr_array_index(out->plan->line_texts, sweep_plan_line(out->plan, row->local)), FALSE);
+    for (guint a = 0; a < out->plan->axes->len; a++) csv_field(sweep_plan_value(out->plan, row->local, a), FALSE);
+    const variant_result *result = row->result;
+    guint steps = row->baseline ? row->baseline->len : 0;
+    if (result->error == NULL) {
+        int64_t baseline = total_ns(row->baseline);
+        csv_number(result->predicted_ns / 1e6, "%.6f");
+        csv_number(baseline / 1e6, "%.6f");
+        csv_number(result->predicted_ns ? (double)baseline / result->predicted_ns : 0.0, "%.6f");
+        for (guint s = 0; out->with_steps && s < steps; s++) csv_number(g_array_index(result->steps, int64_t, s) / 1e6, "%.6f");
+        csv_field("", TRUE);
+    } else {
+        fputs(",,,", stdout);
+        for (guint s = 0; out->with_steps && s < steps; s++) putchar(',');
+        csv_field(result->error, TRUE);
+    }
+}
+
+static void jsonl_begin(sweep_output *out, guint steps) { }
+
+static json_t *jsonl_steps(const GArray *baseline, const variant_result *result)
+{
+    json_t *steps = json_array();
+    for (guint s = 0; s < baseline->len; s++) {
+        const rv_step_time *step = &g_array_index(baseline, rv_step_time, s);
+        json_array_append_new(steps, json_pack("{s:s,s:f,s:f}", "name", step->name, "baseline_us", step->simulated_ns / 1e3,
+                                               "predicted_us", g_array_index(result->steps, int64_t, s) / 1e3));
+    }
+    return steps;
+}
+
+static void jsonl_row(sweep_output *out, const sweep_row *row)
+{
+    json_t *params = json_object(), *opts = json_array();
+    for (guint a = 0; a < out->plan->axes->len; a++) {
+        const sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
+        char *name = g_strdup_printf("%s.%s", axis->plugin, axis->param);
+        json_object_set_new(params, name, json_string(sweep_plan_value(out->plan, row->local, a)));
+        g_free(name);
+    }
+    GPtrArray *specs = sweep_plan_specs(out->plan, row->local);
+    for (guint i = 0; i < specs->len; i++) json_array_append_new(opts, json_string(g_ptr_array_index(specs, i)));
+    g_ptr_array_unref(specs);
+    json_t *line = json_pack("{s:I,s:s,s:o,s:o}", "variant", (json_int_t)row->variant, "source", row->source, "opts", opts,
+                             "params", params);
+    const variant_result *result = row->result;
+    if (result->error == NULL) {
+        int64_t baseline = total_ns(row->baseline);
+        json_object_set_new(line, "predicted_us", json_real(result->predicted_ns / 1e3));
+        json_object_set_new(line, "baseline_us", json_real(baseline / 1e3));
+        json_object_set_new(line, "speedup", json_real(result->predicted_ns ? (double)baseline / result->predicted_ns : 0.0));
+        if (out->with_steps) json_object_set_new(line, "steps", jsonl_steps(row->baseline, result));
+        json_object_set_new(line, "error", json_null());
+    } else {
+        json_object_set_new(line, "error", json_string(result->error));
+    }
+    char *text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    puts(text);
+    free(text);
+    json_decref(line);
+}
+
+/* ---- running the variants of one input ------------------------------- */
+
+typedef struct {
+    const sweep_plan *plan;
+    GHashTable *plugins;        /* every plugin of the plan, loaded: read-only here */
+    const rv_graph *graph;      /* the input; only read */
+    const rv_sim_structure *structure; /* its replay structure, for variants that keep it */
+    gboolean keep_steps;
+    GAsyncQueue *scratch;       /* rv_graph*, one per worker */
+    GArray *selected;           /* uint64: the plan's variants this shard runs */
+    guint window;
+    variant_result **slots;     /* selected[k]'s result in slots[k % window] */
+    GMutex lock;
+    GCond ready;
+} sweep_run;
+
+static variant_result *evaluate(sweep_run *run, uint64_t v)
+{
+    variant_result *result = g_new0(variant_result, 1);
+    GError *error = NULL;
+    GPtrArray *specs = sweep_plan_specs(run->plan, v);
+    GPtrArray *opts = g_ptr_array_new_with_free_func(rv_cli_opt_free);
+    for (guint i = 0; i < specs->len && error == NULL; i++) {
+        rv_cli_opt *opt = rv_cli_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
+        if (opt) g_ptr_array_add(opts, opt);
+    }
+    rv_graph *graph = g_async_queue_pop(run->scratch);
+    rv_graph_assign(graph, run->graph);
+    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    GArray *steps = NULL;
+    if (error == NULL && rv_cli_apply_opts(graph, opts, FALSE, &policy, &error))
+        steps = rv_cli_replay_steps(graph, run->structure, policy.policy.priority ? &policy.policy : NULL, &error);
+    rv_cli_policy_clear(&policy);
+    g_async_queue_push(run->scratch, graph);
+    if (steps != NULL) {
+        result->predicted_ns = total_ns(steps);
+        if (run->keep_steps) {
+            result->steps = g_array_sized_new(FALSE, FALSE, sizeof(int64_t), steps->len);
+            for (guint s = 0; s < steps->len; s++)
+                g_array_append_val(result->steps, g_array_index(steps, rv_step_time, s).simulated_ns);
+        }
+        g_array_unref(steps);
+    } else {
+        result->error = g_strdup(error->message);
+        result->status = rv_error_exit_status(error);
+        g_error_free(error);
+    }
+    g_ptr_array_unref(opts);
+    g_ptr_array_unref(specs);
+    return result;
+}
+
+static void run_variant(gpointer item, gpointer data)
+{
+    sweep_run *run = data;
+    guint k = GPOINTER_TO_UINT(item) - 1;
+    variant_result *result = evaluate(run, g_array_index(run->selected, uint64_t, k));
+    g_mutex_lock(&run->lock);
+    run->slots[k % run->window] = result;
+    g_cond_broadcast(&run->ready);
+    g_mutex_unlock(&run->lock);
+}
+
+/* ---- the sweep -------------------------------------------------------- */
+
+typedef struct {
+    char **inputs;
+    int input_count;
+    int jobs;
+    guint shard, shards;        /* this is shard `shard` (1-based) of `shards` */
+    sweep_output *out;
+    gboolean begun;
+    GHashTable *plugins;
+    const sweep_plan *plan;
+    GAsyncQueue *scratch;
+    /* progress and outcome */
+    gboolean progress;
+    uint64_t total, printed, failed;
+    gint64 started_us, shown_us;
+    int status;                 /* of the first failed variant */
+    char *first_failure;
+} sweep;
+
+static void show_progress(sweep *s, gboolean force)
+{
+    gint64 now = g_get_monotonic_time();
+    if (!s->progress || (!force && now - s->shown_us < 200000)) return;
+    s->shown_us = now;
+    double seconds = (now - s->started_us) / 1e6, rate = seconds > 0 ? s->printed / seconds : 0;
+    fprintf(stderr, "\r\033[Ksweep: %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT " variants, %.0f per minute, %"
+            G_GUINT64_FORMAT " failed, %.0f s left", s->printed, s->total, rate * 60, s->failed,
+            rate > 0 ? (s->total - s->printed) / rate : 0.0);
+    fflush(stderr);
+}
+
+static void emit(sweep *s, uint64_t variant, uint64_t local, const char *source, const GArray *baseline,
+                 const variant_result *result)
+{
+    if (!s->begun) {
+        s->out->begin(s->out, baseline ? baseline->len : 0);
+        s->begun = TRUE;
+    }
+    sweep_row row = { variant, local, source, baseline, result };
+    s->out->row(s->out, &row);
+    fflush(stdout);
+    s->printed++;
+    if (result->error) {
+        if (s->failed++ == 0) {
+            s->status = result->status;
+            s->first_failure = g_strdup_printf("variant %" G_GUINT64_FORMAT ": %s", variant, result->error);
+        }
+    }
+    show_progress(s, FALSE);
+}
+
+/* Does this shard run variant v of input `input`?  Variants are numbered
+ * over all inputs, and shard K keeps the numbers equal to K-1 modulo N. */
+static gboolean in_shard(const sweep *s, int input, uint64_t v)
+{
+    return ((uint64_t)input * s->plan->count + v) % s->shards == s->shard - 1;
+}
+
+/* The plan's variants of input `input` that this shard runs. */
+static GArray *select_variants(const sweep *s, int input)
+{
+    GArray *selected = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    for (uint64_t v = 0; v < s->plan->count; v++)
+        if (in_shard(s, input, v)) g_array_append_val(selected, v);
+    return selected;
+}
+
+/* Every selected variant of an input that could not be loaded or replayed
+ * is a row with that error: the other inputs and shards go on. */
+static void emit_failed_input(sweep *s, int input, GArray *selected, const GError *error)
+{
+    variant_result result = { 0, NULL, error->message, rv_error_exit_status(error) };
+    for (guint k = 0; k < selected->len; k++) {
+        uint64_t v = g_array_index(selected, uint64_t, k);
+        emit(s, (uint64_t)input * s->plan->count + v, v, s->inputs[input], NULL, &result);
+    }
+}
+
+static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *baseline, GArray *selected)
+{
+    sweep_run run = { .plan = s->plan, .plugins = s->plugins, .graph = graph, .keep_steps = s->out->with_steps,
+                      .scratch = s->scratch, .selected = selected, .structure = rv_sim_structure_new(graph) };
+    run.window = (guint)MIN((uint64_t)s->jobs * WINDOW_PER_JOB, MAX(selected->len, 1));
+    run.slots = g_new0(variant_result *, run.window);
+    g_mutex_init(&run.lock);
+    g_cond_init(&run.ready);
+    GThreadPool *pool = g_thread_pool_new(run_variant, &run, s->jobs, FALSE, NULL);
+    guint pushed = 0;
+    for (guint k = 0; k < selected->len; k++) {
+        for (; pushed < selected->len && pushed < k + run.window; pushed++)
+            g_thread_pool_push(pool, GUINT_TO_POINTER(pushed + 1), NULL);
+        g_mutex_lock(&run.lock);
+        while (run.slots[k % run.window] == NULL)
+            if (!g_cond_wait_until(&run.ready, &run.lock, g_get_monotonic_time() + 200000)) {
+                g_mutex_unlock(&run.lock);
+                show_progress(s, FALSE);
+                g_mutex_lock(&run.lock);
+            }
+        variant_result *result = run.slots[k % run.window];
+        run.slots[k % run.window] = NULL;
+        g_mutex_unlock(&run.lock);
+        uint64_t v = g_array_index(selected, uint64_t, k);
+        emit(s, (uint64_t)input * s->plan->count + v, v, s->inputs[input], baseline, result);
+        result_free(result);
+    }
+    g_thread_pool_free(pool, FALSE, TRUE);
+    rv_sim_structure_free((rv_sim_structure *)run.structure);
+    g_free(run.slots);
+    g_mutex_clear(&run.lock);
+    g_cond_clear(&run.ready);
+}
+
+/* Load and replay one input; NULL with error set when it cannot be. */
+static rv_graph *load_input(const char *path, GArray **baseline, GError **error)
+{
+    rv_graph *graph = rv_cli_load(path, error);
+    if (graph == NULL) return NULL;
+    *baseline = rv_cli_replay_steps(graph, NULL, NULL, error);
+    if (*baseline == NULL) {
+        rv_graph_free(graph);
+        return NULL;
+    }
+    return graph;
+}
+
+/* One input: loaded only if this shard runs some of its variants. */
+static void sweep_input(sweep *s, int input, rv_graph *graph, GArray *baseline)
+{
+    GArray *selected = select_variants(s, input);
+    GError *error = NULL;
+    if (selected->len > 0 && graph == NULL) graph = load_input(s->inputs[input], &baseline, &error);
+    if (error) emit_failed_input(s, input, selected, error);
+    else if (selected->len > 0) run_input(s, input, graph, baseline, selected);
+    g_clear_error(&error);
+    if (baseline) g_array_unref(baseline);
+    rv_graph_free(graph);
+    g_array_unref(selected);
+}
+
+static void finish(sweep *s)
+{
+    if (!s->begun) s->out->begin(s->out, 0);
+    if (s->progress) {
+        show_progress(s, TRUE);
+        double seconds = (g_get_monotonic_time() - s->started_us) / 1e6;
+        fprintf(stderr, "\r\033[Ksweep: %" G_GUINT64_FORMAT " variants in %.1f s\n", s->printed, seconds);
+    }
+    if (s->failed)
+        fprintf(stderr, "reverie sweep: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " variants failed; first: %s\n",
+                s->failed, s->printed, s->first_failure);
+}
+
+static int run_sweep(sweep *s)
+{
+    s->total = 0;
+    for (int i = 0; i < s->input_count; i++)
+        for (uint64_t v = 0; v < s->plan->count; v++)
+            s->total += in_shard(s, i, v);
+    s->scratch = g_async_queue_new_full((GDestroyNotify)rv_graph_free);
+    for (int j = 0; j < s->jobs; j++) g_async_queue_push(s->scratch, rv_graph_new(NULL, ""));
+    s->started_us = g_get_monotonic_time();
+    /* One input: a bad file is one error line and exit 2, as in whatif; the
+     * CSV header needs its step count, so it is loaded even for an empty shard. */
+    if (s->input_count == 1) {
+        GError *error = NULL;
+        GArray *baseline = NULL;
+        rv_graph *graph = load_input(s->inputs[0], &baseline, &error);
+        if (graph == NULL) {
+            g_async_queue_unref(s->scratch);
+            return rv_cli_fail(error);
+        }
+        s->out->begin(s->out, baseline->len);
+        s->begun = TRUE;
+        sweep_input(s, 0, graph, baseline);
+    } else {
+        for (int i = 0; i < s->input_count; i++) sweep_input(s, i, NULL, NULL);
+    }
+    finish(s);
+    g_async_queue_unref(s->scratch);
+    return s->failed ? s->status : RV_EXIT_OK;
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+/* "K/N" with 1 <= K <= N. */
+static gboolean parse_shard(const char *text, guint *shard, guint *shards)
+{
+    char *end = NULL;
+    if (text == NULL) { *shard = *shards = 1; return TRUE; }
+    guint64 k = g_ascii_strtoull(text, &end, 10);
+    if (end == text || *end != '/') return FALSE;
+    const char *rest = end + 1;
+    guint64 n = g_ascii_strtoull(rest, &end, 10);
+    if (end == rest || *end != '\0' || n < 1 || n > 1000000 || k < 1 || k > n) return FALSE;
+    *shard = (guint)k;
+    *shards = (guint)n;
+    return TRUE;
+}
+
+static const char sweep_help[] =
+    "Each --vary adds an axis; the variants are all their combinations (the first --vary\n"
+    "outermost).  A LIST is a,b,c; lo..hi/N for N evenly spaced points, lo and hi included;\n"
+    "or lo..hi/N log for log spacing.  Values take units as in --opt (10Gbps, 5us, 25MiB).\n"
+    "--variants FILE lists one variant per line as --opt specs (shell quoting; # comments).\n"
+    "The fixed --opt specs apply first; an axis sets its parameter on the --opt of its plugin,\n"
+    "or adds that plugin.  Variants are numbered from 0 over all inputs.\n"
+    "\n"
+    "Output: one row per variant in variant order: the varied values, the predicted and\n"
+    "baseline time of all steps (ms; us in JSON), their ratio (speedup), per-step times with\n"
+    "--steps, and the error of a variant that failed (the sweep goes on; the exit status is\n"
+    "that of the first failure: 3 plugin, 2 input).\n"
+    "\n"
+    "Examples:\n"
+    "  reverie sweep g.rvg --vary scale.factor=0.5..1/11\n"
+    "  reverie sweep g.rvg --opt amp --vary 'ddp.bandwidth=10Gbps..400Gbps/20 log' --vary ddp.world=8,16\n"
+    "  reverie sweep g.rvg --variants variants.txt --jsonl\n"
+    "  reverie sweep g.rvg --vary ddp.world=2..64/32 --shard 3/4 > part-3.csv   (see README: Sweeps)\n";
+
+typedef struct {
+    char **opts, **varies;
+    char *variants, *shard;
+    int jobs;
+    gboolean jsonl, csv, steps;
+} sweep_options;
+
+static int check_options(const sweep_options *o, int argc, guint *shard, guint *shards)
+{
+    if (argc < 2) return rv_cli_usage("sweep", "give at least one trace or graph");
+    if ((o->varies == NULL || !*o->varies) && o->variants == NULL)
+        return rv_cli_usage("sweep", "nothing to sweep: give --vary NAME.PARAM=LIST or --variants FILE");
+    if (o->jsonl && o->csv) return rv_cli_usage("sweep", "give --csv or --jsonl, not both");
+    if (o->jobs < 0 || o->jobs > 1024) return rv_cli_usage("sweep", "--jobs takes 1 to 1024 (0: one per core)");
+    if (!parse_shard(o->shard, shard, shards))
+        return rv_cli_usage("sweep", "--shard takes K/N with 1 <= K <= N (e.g. 1/4 ... 4/4)");
+    if (o->steps && !o->jsonl && argc > 2)
+        return rv_cli_usage("sweep", "--steps with several inputs needs --jsonl (CSV columns need one step count)");
+    return RV_EXIT_OK;
+}
+
+static int sweep_with(const sweep_options *o, char **inputs, int input_count, guint shard, guint shards)
+{
+    GError *error = NULL;
+    GHashTable *plugins = rv_cli_plugins_new();
+    sweep_plan *plan = sweep_plan_new(o->opts, o->varies, o->variants, plugins, &error);
+    int status;
+    if (plan == NULL) {
+        status = rv_cli_fail(error);
+    } else {
+        sweep_output out = { o->jsonl ? jsonl_begin : csv_begin, o->jsonl ? jsonl_row : csv_row, plan, input_count > 1,
+                             o->steps };
+        sweep s = { .inputs = inputs, .input_count = input_count, .jobs = o->jobs ? o->jobs : (int)g_get_num_processors(),
+                    .shard = shard, .shards = shards, .out = &out, .plugins = plugins, .plan = plan,
+                    .progress = isatty(STDERR_FILENO) };
+        status = run_sweep(&s);
+        g_free(s.first_failure);
+    }
+    sweep_plan_free(plan);
+    g_hash_table_destroy(plugins);
+    return status;
+}
+
+int rv_cmd_sweep(int argc, char **argv)
+{
+    sweep_options o = { 0 };
+    GOptionEntry entries[] = {
+        { "opt", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o.opts, "an optimization every variant applies first", "NAME[:k=v,...]" },
+        { "vary", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.varies, "an axis: a parameter and its values", "NAME.PARAM=LIST" },
+        { "variants", 0, 0, G_OPTION_ARG_FILENAME, &o.variants, "one variant per line: its --opt specs", "FILE" },
+        { "jobs", 'j', 0, G_OPTION_ARG_INT, &o.jobs, "variants run in parallel (default: one per core)", "N" },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &o.csv, "print CSV with a header line (the default)", NULL },
+        { "jsonl", 0, 0, G_OPTION_ARG_NONE, &o.jsonl, "print one JSON object per line", NULL },
+        { "steps", 0, 0, G_OPTION_ARG_NONE, &o.steps, "add each step's predicted time", NULL },
+        { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "run only the K-th of N equal parts", "K/N" },
+        { NULL }
+    };
+    GOptionContext *context = g_option_context_new("GRAPH|TRACE... --vary NAME.PARAM=LIST... - many what-ifs in one run");
+    g_option_context_add_main_entries(context, entries, NULL);
+    g_option_context_set_description(context, sweep_help);
+    int status = RV_EXIT_OK;
+    guint shard = 1, shards = 1;
+    if (rv_cli_parse(context, &argc, &argv, &status) && (status = check_options(&o, argc, &shard, &shards)) == RV_EXIT_OK)
+        status = sweep_with(&o, argv + 1, argc - 1, shard, shards);
+    g_strfreev(o.opts);
+    g_strfreev(o.varies);
+    g_free(o.variants);
+    g_free(o.shard);
+    g_option_context_free(context);
+    return status;
+}
