@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     GError *error = NULL;
     if (!g_file_set_contents(input_path, (const char *)data, (gssize)size, &error))
         fail("cannot write the input file", error->message);
-    rv_import_options options = { 1, NULL, NULL };
+    rv_import_options options = { .threads = 1 };
     rv_trace *trace = rv_trace_load(input_path, NULL, &options, &error);
     if (trace == NULL) {
         check_error(error, "load");
