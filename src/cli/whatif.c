@@ -49,10 +49,9 @@ static gboolean apply_all(rv_graph *graph, GPtrArray *opts, rv_plugin_output *la
 {
     for (guint i = 0; i < opts->len; i++) {
         applied_opt *opt = g_ptr_array_index(opts, i);
-        const rv_plugin *plugin = rv_plugin_descriptor_of(opt->plugin);
         rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
-        if (!plugin->apply(graph, opt->params, &output, error)) {
-            g_prefix_error(error, "%s: ", plugin->name);
+        if (!rv_plugin_apply(opt->plugin, graph, opt->params, &output, error)) {
+            if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
             g_string_free(output.notes, TRUE);
             return FALSE;
         }
