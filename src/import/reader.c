@@ -332,6 +332,16 @@ static gboolean truncated_value(reader *r, guint64 start, GError **error)
  * names the value for the message when it is longer than limit bytes
  * (NULL: the event being read).
  */
+static gboolean too_long(reader *r, gsize limit, const char *what, GError **error)
+{
+    char *event = what ? NULL : g_strdup_printf("event #%u", r->event_index);
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": %s is longer than %"
+                G_GSIZE_FORMAT " KiB - no profiler writes one this large; the file is damaged or not a trace",
+                r->path, here(r), what ? what : event, limit >> 10);
+    g_free(event);
+    return FALSE;
+}
+
 static gboolean scan_kept(reader *r, gsize limit, const char *what, gsize *end, GError **error)
 {
     value_scan s;
@@ -342,6 +352,7 @@ static gboolean scan_kept(reader *r, gsize limit, const char *what, gsize *end, 
         int result = scan_step(&s, r->buffer, &at, r->length);
         r->scanned += at - (r->position + offset);
         offset = at - r->position;
+        if (offset > limit) return too_long(r, limit, what, error);
         if (result == SCAN_DONE || (r->eof && s.scalar)) {
             *end = at;
             return offset > 0 ? TRUE : syntax_error(r, "a JSON value", error);
@@ -350,14 +361,6 @@ static gboolean scan_kept(reader *r, gsize limit, const char *what, gsize *end, 
             guint64 start = here(r);
             r->position = r->length;
             return truncated_value(r, start, error);
-        }
-        if (offset > limit) {
-            char *event = what ? NULL : g_strdup_printf("event #%u", r->event_index);
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": %s is longer than %"
-                        G_GSIZE_FORMAT " KiB - no profiler writes one this large; the file is damaged or not a trace",
-                        r->path, here(r), what ? what : event, limit >> 10);
-            g_free(event);
-            return FALSE;
         }
         if (!fill(r, error)) return FALSE;
     }
