@@ -31,7 +31,8 @@ G_BEGIN_DECLS
 #define RV_MAX_DURATION_NS ((int64_t)1000000000000000)
 #define RV_MAX_WORK_NS ((int64_t)1 << 61)
 #define RV_MAX_BYTES ((int64_t)1 << 53)
-/* The largest magnitude of a whole number a double holds exactly (2^53). */
+/* 2^53: every whole number below it in size is exact in a double, and the
+ * text of 2^53 + 1 already reads as 2^53. */
 #define RV_MAX_EXACT_INTEGER 9007199254740992.0
 
 /* a + b and a * b, or FALSE if the exact result does not fit in int64. */

@@ -293,14 +293,15 @@ static gboolean parse_choice(const rv_param_spec *spec, const char *text, GError
     return ok;
 }
 
-/* A whole number that a double holds exactly; anything larger would be
- * cut by the cast to int64 (undefined behaviour past 2^63). */
+/* A whole number that a double holds exactly: below 2^53 in size, since
+ * the text "2^53 + 1" already reads as 2^53.  Anything larger could be
+ * silently rounded, and past 2^63 the cast to int64 is undefined. */
 static gboolean parse_integer(const char *text, param_value *value, GError **error)
 {
     double number = 0;
     if (!rv_parse_number(text, &number, error)) return FALSE;
-    if (fabs(number) > RV_MAX_EXACT_INTEGER) {
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "\"%s\" is out of range (at most 2^53 in size)", text);
+    if (fabs(number) >= RV_MAX_EXACT_INTEGER) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "\"%s\" is out of range (less than 2^53 in size)", text);
         return FALSE;
     }
     if (number != floor(number)) {
