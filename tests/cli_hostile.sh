@@ -279,6 +279,7 @@ hostile import-dev-full       2 "No space left on device"  "$R" import "$trace" 
 hostile import-dev-null       0 ""  bash -c '"$R" import --quiet "$T" -o /dev/null && test -c /dev/null'
 hostile import-missing-folder 2 "No such file or directory" "$R" import "$trace" -o "$work/scratch/none/g.rvg"
 hostile import-stdin-needs-o  1 "give the output with -o"  "$R" import -
+hostile import-empty-name     1 "give an output file name" "$R" import "$trace" -o ""
 hostile import-stdin          0 "wrote"  bash -c 'zcat "$T" | "$R" import - -o "$W/scratch/stdin.rvg"'
 hostile import-size-limit     2 "File too large"  bash -c 'cp "$W/in/existing.rvg" "$W/scratch/kept.rvg"; ulimit -f 16; "$R" import "$T" -o "$W/scratch/kept.rvg" --force; s=$?; cmp -s "$W/scratch/kept.rvg" "$W/in/existing.rvg" || exit 9; exit $s'
 hostile import-through-link   0 ""  bash -c 'cp "$W/in/existing.rvg" "$W/scratch/target.rvg" && ln -sf "$W/scratch/target.rvg" "$W/scratch/link.rvg" && "$R" import --quiet "$T" -o "$W/scratch/link.rvg" --force && test -L "$W/scratch/link.rvg" && "$R" info "$W/scratch/target.rvg" >/dev/null'
@@ -306,6 +307,7 @@ hostile network-tiny-factor   1 "bandwidth_factor=1e-300"           "$R" whatif 
 hostile network-huge-latency  1 "is out of range (a duration"       "$R" whatif "$trace" --opt network:added_latency=1e9s
 hostile bare-so-name          1 "give its path (./scale.so)"        "$R" whatif "$trace" --opt scale.so
 hostile missing-plugin-path   3 "no such file"                      "$R" whatif "$trace" --opt ./missing.so
+hostile plugin-path-folder    3 "not a regular file"                "$R" whatif "$trace" --opt "$plugins/"
 hostile unknown-plugin        3 "no optimization named 'nosuch'"    "$R" whatif "$trace" --opt nosuch
 hostile fails-silently        3 "failed without saying why"         "$R" whatif "$trace" --opt "$plugins/hostile_fail_silently.so"
 hostile success-with-error    3 "reported success but set an error" "$R" whatif "$trace" --opt "$plugins/hostile_succeed_with_error.so"

@@ -51,6 +51,7 @@ gboolean rv_cli_output_prepare(rv_cli_output *out, const char *path, const char 
 {
     memset(out, 0, sizeof *out);
     out->path = path;
+    if (*path == '\0') return output_error(error, RV_ERROR_USAGE, "(empty name)", "give an output file name");
     if (strcmp(path, "-") == 0) {
         out->to_stdout = TRUE;
         return TRUE;

@@ -125,7 +125,8 @@ static char *find_plugin_file(const char *name, GError **error)
 {
     if (strchr(name, '/') != NULL) {
         if (!g_file_test(name, G_FILE_TEST_IS_REGULAR)) {
-            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "plugin %s: no such file", name);
+            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "plugin %s: %s", name,
+                        g_file_test(name, G_FILE_TEST_EXISTS) ? "not a regular file" : "no such file");
             return NULL;
         }
         return g_canonicalize_filename(name, NULL);
