@@ -702,7 +702,11 @@ static gboolean read_distributed_info(reader *r, json_t *value, guint64 at, GErr
     rv_trace *trace = r->trace;
     if (!json_is_object(value)) return TRUE;
     json_t *backend = json_object_get(value, "backend");
-    if (json_is_string(backend)) trace->backend = g_strdup(json_string_value(backend));
+    /* A file may repeat the key; the last one wins, as in jansson. */
+    if (json_is_string(backend)) {
+        g_free(trace->backend);
+        trace->backend = g_strdup(json_string_value(backend));
+    }
     return read_rank_field(r, value, "rank", at, &trace->rank, error) &&
            read_rank_field(r, value, "world_size", at, &trace->world_size, error);
 }
