@@ -26,6 +26,7 @@
 #include "reverie/error.h"
 #include "reverie/kernels.h"
 #include "reverie/transform.h"
+#include "reverie/validate.h"
 #include <string.h>
 
 static const rv_param_spec amp_params[] = {
@@ -49,12 +50,26 @@ static amp_class classify(rv_kernel_classifier *classifier, const rv_task *task,
     return kernel == RV_KERNEL_COMPUTE ? CLASS_COMPUTE : CLASS_MEMORY;
 }
 
+/* Scale one class by 1 / its speedup.  A speedup so small that a kernel
+ * would last past the limits (checked.h) is a parameter out of range;
+ * checking after the previous class was scaled makes the total exact. */
+static gboolean scale_class(rv_graph *graph, const GArray *tasks, const rv_params *params, const char *name,
+                            GError **error)
+{
+    double factor = 1.0 / rv_params_number(params, name);
+    char *cause = g_strdup_printf("%s=%s", name, rv_params_string(params, name));
+    gboolean ok = rv_tasks_check_scale(graph, tasks, factor, cause, error);
+    g_free(cause);
+    if (ok) rv_transform_scale(graph, tasks, factor);
+    return ok;
+}
+
 static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     double compute = rv_params_number(params, "compute_speedup");
     double memory = rv_params_number(params, "memory_speedup");
     if (!(compute > 0) || !(memory > 0)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "speedups must be > 0 (compute_speedup=%g, memory_speedup=%g)",
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "speedups must be > 0 (compute_speedup=%g, memory_speedup=%g)",
                     compute, memory);
         return FALSE;
     }
@@ -70,21 +85,21 @@ static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     }
     rv_kernel_classifier_clear(&classifier);
     gboolean ok = classes[CLASS_COMPUTE]->len + classes[CLASS_MEMORY]->len > 0;
-    if (!ok) {
+    if (ok)
+        ok = scale_class(graph, classes[CLASS_COMPUTE], params, "compute_speedup", error) &&
+             scale_class(graph, classes[CLASS_MEMORY], params, "memory_speedup", error);
+    else
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "no FP32 GPU kernel to speed up (%u half-precision, %u optimizer, %u host copies, %u collectives)",
                     classes[CLASS_HALF]->len, classes[CLASS_OPTIMIZER]->len, classes[CLASS_HOST_COPY]->len,
                     classes[CLASS_COMM]->len);
-    } else {
-        rv_transform_scale(graph, classes[CLASS_COMPUTE], 1.0 / compute);
-        rv_transform_scale(graph, classes[CLASS_MEMORY], 1.0 / memory);
+    if (ok)
         g_string_append_printf(output->notes,
                                "    scaled %u compute kernels by 1/%g, %u memory-bound GPU tasks by 1/%g; unchanged: "
                                "%u half-precision, %u optimizer, %u host copies, %u collectives\n",
                                classes[CLASS_COMPUTE]->len, compute, classes[CLASS_MEMORY]->len, memory,
                                classes[CLASS_HALF]->len, classes[CLASS_OPTIMIZER]->len,
                                classes[CLASS_HOST_COPY]->len, classes[CLASS_COMM]->len);
-    }
     for (int c = 0; c < CLASS_COUNT; c++) g_array_unref(classes[c]);
     return ok;
 }

@@ -27,11 +27,13 @@
  * world size.  world=1 leaves the graph unchanged.
  */
 #include "reverie/plugin.h"
+#include "reverie/checked.h"
 #include "reverie/comm.h"
 #include "reverie/error.h"
 #include "reverie/layers.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
+#include "reverie/validate.h"
 #include <math.h>
 #include <string.h>
 
@@ -75,27 +77,31 @@ static GArray *gradients_from_trace(rv_graph *graph)
     return sizes;
 }
 
-/* Re-cost the NCCL all-reduces the trace already holds. */
-static guint recost_existing(rv_graph *graph, const cost_model *model, int world, GString *notes)
+/* Re-cost the NCCL all-reduces the trace already holds; how many, or -1
+ * when the parameters would make one last longer than any task may. */
+static int recost_existing(rv_graph *graph, const cost_model *model, int world, GString *notes, GError **error)
 {
-    guint count = 0;
+    int count = 0;
     int64_t before = 0, after = 0;
-    int old_world = graph->world_size > 1 ? (int)graph->world_size : 2;
+    int old_world = graph->world_size > 1 && graph->world_size <= (1 << 24) ? (int)graph->world_size : 2;
     double scale = (2.0 * (world - 1) / world) / (2.0 * (old_world - 1) / old_world);
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         rv_task *task = rv_graph_task(graph, id);
         if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_COMM) continue;
         int c = rv_collective_from_kernel_name(str(graph, task->name));
         if (c != RV_COLL_ALLREDUCE_RING && c != RV_COLL_ALLREDUCE_TREE) continue;
-        before += task->duration_ns;
-        int64_t now = task->bytes > 0 ? allreduce_ns(model, task->bytes) : (int64_t)llround(task->duration_ns * scale);
+        double wanted = task->bytes > 0 ? (double)allreduce_ns(model, task->bytes) : task->duration_ns * scale;
+        int64_t now;
+        if (!rv_task_duration_from(graph, id, wanted, "the ddp parameters (bandwidth, latency, world)", &now, error))
+            return -1;
+        before = rv_saturating_add(before, task->duration_ns);
         rv_transform_set_duration(graph, id, now);
-        after += task->duration_ns;
+        after = rv_saturating_add(after, task->duration_ns);
         count++;
     }
     if (count) {
         char *b = rv_format_duration(before), *a = rv_format_duration(after);
-        g_string_append_printf(notes, "    re-costed %u recorded all-reduces for world %d (recorded world %d): %s -> %s\n",
+        g_string_append_printf(notes, "    re-costed %d recorded all-reduces for world %d (recorded world %d): %s -> %s\n",
                                count, world, old_world, b, a);
         g_free(b); g_free(a);
     }
@@ -109,8 +115,8 @@ static gboolean cost_model_from_params(const rv_params *params, cost_model *mode
     *world = rv_params_integer(params, "world");
     if (*world < 1 || *world > 1000000 || gpn < 1 || rv_params_bytes(params, "bucket_cap") < 1 ||
         !(efficiency > 0 && efficiency <= 1)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
-                    "need world >= 1, gpus_per_node >= 1, bucket_cap > 0 and 0 < efficiency <= 1");
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
+                    "need 1 <= world <= 1000000, gpus_per_node >= 1, bucket_cap > 0 and 0 < efficiency <= 1");
         return FALSE;
     }
     model->cluster.gpus_per_node = (int)MIN(*world, gpn);
@@ -135,6 +141,8 @@ typedef struct {
     int64_t total_bytes;
 } bucket_plan;
 
+/* Sizes come from a file or from shapes: sums saturate rather than wrap,
+ * and a bucket too large to transfer is refused by its duration. */
 static void plan_buckets(const GArray *sizes, int64_t cap, const cost_model *model, bucket_plan *plan)
 {
     guint n = sizes->len;
@@ -146,14 +154,26 @@ static void plan_buckets(const GArray *sizes, int64_t cap, const cost_model *mod
     for (guint k = 0; k < n; k++) {
         int64_t bytes = g_array_index(sizes, int64_t, n - 1 - k);
         if (plan->bucket_bytes->len == 0 || fill >= cap) { int64_t zero = 0; g_array_append_val(plan->bucket_bytes, zero); fill = 0; }
-        fill += bytes;
-        plan->total_bytes += bytes;
+        fill = rv_saturating_add(fill, bytes);
+        plan->total_bytes = rv_saturating_add(plan->total_bytes, bytes);
         g_array_index(plan->bucket_bytes, int64_t, plan->bucket_bytes->len - 1) = fill;
         plan->bucket_of[k] = (int)plan->bucket_bytes->len - 1;
     }
     plan->cost_ns = g_new(int64_t, plan->bucket_bytes->len);
     for (guint b = 0; b < plan->bucket_bytes->len; b++)
         plan->cost_ns[b] = allreduce_ns(model, g_array_index(plan->bucket_bytes, int64_t, b));
+}
+
+/* Each bucket's all-reduce must fit in a task's duration (checked.h). */
+static gboolean plan_is_feasible(const rv_graph *graph, const bucket_plan *plan, GError **error)
+{
+    for (guint b = 0; b < plan->bucket_bytes->len; b++) {
+        int64_t checked;
+        if (!rv_task_duration_from(graph, -1, (double)plan->cost_ns[b], "the ddp parameters and gradient sizes",
+                                   &checked, error))
+            return FALSE;
+    }
+    return TRUE;
 }
 
 static void plan_clear(bucket_plan *plan)
@@ -252,7 +272,7 @@ static void describe(GString *notes, const bucket_plan *plan, const cost_model *
 {
     char *size = rv_format_bytes(plan->total_bytes), *bw = rv_format_bandwidth(model->cluster.inter.bandwidth_Bps);
     int64_t sum = 0;
-    for (guint b = 0; b < plan->bucket_bytes->len; b++) sum += plan->cost_ns[b];
+    for (guint b = 0; b < plan->bucket_bytes->len; b++) sum = rv_saturating_add(sum, plan->cost_ns[b]);
     char *per_step = rv_format_duration(sum);
     g_string_append_printf(notes,
                            "    %u gradients, %s in %u buckets; %s all-reduce over %" G_GINT64_FORMAT
@@ -271,7 +291,8 @@ static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
         g_string_append(output->notes, "    world=1: no gradient to exchange, graph unchanged\n");
         return TRUE;
     }
-    if (recost_existing(graph, &model, (int)world, output->notes) > 0) return TRUE;
+    int recosted = recost_existing(graph, &model, (int)world, output->notes, error);
+    if (recosted != 0) return recosted > 0;
 
     const char *file = rv_params_string(params, "param_sizes");
     GArray *sizes = file && *file ? rv_weight_sizes_from_file(file, error) : gradients_from_trace(graph);
@@ -287,7 +308,7 @@ static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     plan_buckets(sizes, rv_params_bytes(params, "bucket_cap"), &model, &plan);
     g_array_unref(sizes);
     guint inserted = 0;
-    int steps = insert_allreduces(graph, &plan, &inserted, error);
+    int steps = plan_is_feasible(graph, &plan, error) ? insert_allreduces(graph, &plan, &inserted, error) : -1;
     if (steps >= 0) describe(output->notes, &plan, &model, rv_params_string(params, "algorithm"), world, inserted, steps);
     plan_clear(&plan);
     if (steps == 0)

@@ -26,6 +26,8 @@
  * (SGD, Adam, ...) that runs inside an "Optimizer.step" annotation.
  */
 #include "reverie/plugin.h"
+#include "reverie/checked.h"
+#include "reverie/validate.h"
 #include "reverie/error.h"
 #include "reverie/layers.h"
 #include "reverie/transform.h"
@@ -81,7 +83,7 @@ static int64_t parameter_bytes(const rv_graph *graph, const rv_params *params)
     GPtrArray *steps = rv_weighted_layers_by_step(graph);
     GArray *sizes = rv_weight_sizes_of_first_step(steps);
     int64_t total = 0;
-    for (guint i = 0; i < sizes->len; i++) total += g_array_index(sizes, int64_t, i);
+    for (guint i = 0; i < sizes->len; i++) total = rv_saturating_add(total, g_array_index(sizes, int64_t, i));
     g_array_unref(sizes);
     g_ptr_array_unref(steps);
     return total;
@@ -99,7 +101,7 @@ static int64_t streaming_ns(const rv_graph *graph, const rv_params *params, GStr
     double efficiency = rv_params_number(params, "efficiency"), per_param = rv_params_number(params, "bytes_per_param");
     int64_t bytes = parameter_bytes(graph, params);
     if (!(efficiency > 0 && efficiency <= 1) || !(per_param > 0)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "need 0 < efficiency <= 1 and bytes_per_param > 0");
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need 0 < efficiency <= 1 and bytes_per_param > 0");
         return -1;
     }
     if (bytes <= 0) {
@@ -108,8 +110,12 @@ static int64_t streaming_ns(const rv_graph *graph, const rv_params *params, GStr
         return -1;
     }
     double traffic = (double)bytes / 4.0 * per_param;
-    int64_t ns = (int64_t)(traffic / (bandwidth * efficiency) * 1e9 + 0.5);
-    char *size = rv_format_bytes(bytes), *moved = rv_format_bytes((int64_t)traffic), *bw = rv_format_bandwidth(bandwidth);
+    int64_t ns, moved_bytes;
+    if (!rv_task_duration_from(graph, -1, traffic / (bandwidth * efficiency) * 1e9,
+                               "the fused-adam parameters (bytes_per_param, memory_bandwidth, param_bytes)", &ns, error))
+        return -1;
+    if (!rv_checked_round(traffic, &moved_bytes)) moved_bytes = INT64_MAX;
+    char *size = rv_format_bytes(bytes), *moved = rv_format_bytes(moved_bytes), *bw = rv_format_bandwidth(bandwidth);
     g_string_append_printf(notes, "    duration=bytes: %s of parameters, %s moved at %s x %.2f (%s)\n", size, moved, bw,
                            efficiency, device);
     g_free(size); g_free(moved); g_free(bw);

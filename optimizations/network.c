@@ -19,6 +19,8 @@
 #include "reverie/error.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
+#include "reverie/checked.h"
+#include "reverie/validate.h"
 #include <math.h>
 
 static const rv_param_spec network_params[] = {
@@ -34,9 +36,11 @@ static gboolean network_apply(rv_graph *graph, const rv_params *params, rv_plugi
     int64_t fixed = rv_params_duration_ns(params, "fixed_latency");
     int64_t added = rv_params_duration_ns(params, "added_latency");
     if (!(factor > 0)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "bandwidth_factor must be > 0, not %g", factor);
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "bandwidth_factor must be > 0, not %g", factor);
         return FALSE;
     }
+    char *cause = g_strdup_printf("bandwidth_factor=%s, added_latency=%s", rv_params_string(params, "bandwidth_factor"),
+                                  rv_params_string(params, "added_latency"));
     guint count = 0;
     int64_t before = 0, after = 0, bytes = 0;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
@@ -44,14 +48,21 @@ static gboolean network_apply(rv_graph *graph, const rv_params *params, rv_plugi
         if (task->flags & RV_TASK_FLAG_REMOVED) continue;
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
         if (task->kind != RV_TASK_COMM && resource->kind != RV_RES_CHANNEL) continue;
-        int64_t d = task->duration_ns, latency = MIN(d, fixed);
-        int64_t now = latency + (int64_t)llround((double)(d - latency) / factor) + added;
-        before += d;
+        int64_t d = task->duration_ns, latency = MIN(d, fixed), now;
+        /* In double: a tiny factor or a long added latency must be refused, not wrap. */
+        if (!rv_task_duration_from(graph, id, (double)latency + (double)(d - latency) / factor + (double)added, cause,
+                                   &now, error)) {
+            g_free(cause);
+            return FALSE;
+        }
+        /* The totals are only reported; payloads come from the trace. */
+        before = rv_saturating_add(before, d);
         rv_transform_set_duration(graph, id, now);
-        after += task->duration_ns;
-        bytes += task->bytes;
+        after = rv_saturating_add(after, task->duration_ns);
+        bytes = rv_saturating_add(bytes, task->bytes);
         count++;
     }
+    g_free(cause);
     if (count == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "the trace has no communication tasks (no NCCL kernels, no channel tasks) to re-cost");

@@ -46,6 +46,8 @@
  *    fewer weighted layers than the model gates only those it has.
  */
 #include "reverie/plugin.h"
+#include "reverie/checked.h"
+#include "reverie/validate.h"
 #include "reverie/error.h"
 #include "reverie/layers.h"
 #include "reverie/transform.h"
@@ -116,11 +118,11 @@ static model_totals totals_of(const GArray *sizes, const link_model *link)
     for (guint j = 0; j < sizes->len; j++) {
         int64_t left = g_array_index(sizes, int64_t, j);
         if (left > 0 && totals.first_layer < 0) totals.first_layer = (int)j;
-        totals.bytes += left;
+        totals.bytes = rv_saturating_add(totals.bytes, left);
         totals.largest = MAX(totals.largest, MIN(left, link->slice_bytes));
         for (; left > 0 && totals.slices <= MAX_SLICES_PER_STEP; left -= link->slice_bytes) {
             totals.slices++;
-            totals.busy_ns += transfer_ns(link, MIN(left, link->slice_bytes));
+            totals.busy_ns = rv_saturating_add(totals.busy_ns, transfer_ns(link, MIN(left, link->slice_bytes)));
         }
     }
     return totals;
@@ -268,7 +270,7 @@ static gboolean link_from_params(const rv_params *params, link_model *link, GErr
     link->latency_ns = rv_params_duration_ns(params, "latency");
     link->bandwidth_Bps = rv_params_bandwidth(params, "bandwidth");
     if (link->slice_bytes < 1 || link->latency_ns < 0 || !(link->bandwidth_Bps > 0)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "need slice_size > 0, latency >= 0 and bandwidth > 0");
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need slice_size > 0, latency >= 0 and bandwidth > 0");
         return FALSE;
     }
     return TRUE;
@@ -282,6 +284,14 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     GArray *sizes = layer_sizes(layers_by_step, rv_params_string(params, "param_sizes"), error);
     if (sizes == NULL) { g_ptr_array_unref(layers_by_step); return FALSE; }
     model_totals totals = totals_of(sizes, &link);
+    int64_t longest;
+    /* The largest slice gives the longest transfer: it must fit a task (checked.h). */
+    if (!rv_task_duration_from(graph, -1, (double)link.latency_ns + (double)totals.largest * 1e9 / link.bandwidth_Bps,
+                               "the p3 parameters (slice_size, bandwidth, latency)", &longest, error)) {
+        g_array_unref(sizes);
+        g_ptr_array_unref(layers_by_step);
+        return FALSE;
+    }
     const char *why = nothing_to_do(layers_by_step, sizes, &totals);
     gboolean priority = g_strcmp0(rv_params_string(params, "priority"), "on") == 0;
     p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, NULL, { 0 }, 0, 0, 0 };

@@ -16,6 +16,7 @@
 #include "reverie/error.h"
 #include "reverie/select.h"
 #include "reverie/transform.h"
+#include "reverie/validate.h"
 
 static const rv_param_spec scale_params[] = {
     { "select", RV_PARAM_STRING, "kind=gpu", NULL, "which tasks (selection syntax of 'reverie query')", NULL },
@@ -28,10 +29,6 @@ static const rv_param_spec scale_params[] = {
 static gboolean scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     double factor = rv_params_number(params, "factor");
-    if (factor < 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "factor must be >= 0, not %g", factor);
-        return FALSE;
-    }
     rv_selection *selection = rv_selection_parse(rv_params_string(params, "select"), error);
     if (selection == NULL) return FALSE;
     GArray *tasks = rv_select(graph, selection);
@@ -42,13 +39,20 @@ static gboolean scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         g_array_unref(tasks);
         return FALSE;
     }
-    const char *part = rv_params_string(params, "part");
-    if (g_strcmp0(part, "overhead") != 0) rv_transform_scale(graph, tasks, factor);
-    if (g_strcmp0(part, "duration") != 0) rv_transform_scale_host_overhead(graph, tasks, factor);
-    g_string_append_printf(output->notes, "    scaled %u tasks by %g (%s)\n", tasks->len, factor,
-                           g_strcmp0(part, "all") == 0 ? "duration and host overhead" : part);
+    /* A factor that would push a duration past the limits is the user's
+     * mistake (exit 1), not a graph to simulate. */
+    char *cause = g_strdup_printf("factor=%s", rv_params_string(params, "factor"));
+    gboolean ok = rv_tasks_check_scale(graph, tasks, factor, cause, error);
+    g_free(cause);
+    if (ok) {
+        const char *part = rv_params_string(params, "part");
+        if (g_strcmp0(part, "overhead") != 0) rv_transform_scale(graph, tasks, factor);
+        if (g_strcmp0(part, "duration") != 0) rv_transform_scale_host_overhead(graph, tasks, factor);
+        g_string_append_printf(output->notes, "    scaled %u tasks by %g (%s)\n", tasks->len, factor,
+                               g_strcmp0(part, "all") == 0 ? "duration and host overhead" : part);
+    }
     g_array_unref(tasks);
-    return TRUE;
+    return ok;
 }
 
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {

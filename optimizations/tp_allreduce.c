@@ -44,6 +44,8 @@
  * over blocks.  degree=1 leaves the graph unchanged.
  */
 #include "reverie/plugin.h"
+#include "reverie/checked.h"
+#include "reverie/validate.h"
 #include "reverie/comm.h"
 #include "reverie/error.h"
 #include "reverie/kernels.h"
@@ -387,13 +389,19 @@ static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboo
 
 /* ---- the plugin --------------------------------------------------------- */
 
-/* B*S*H*dtype from the parameters, else from the blocks' shapes; 0 if unknown. */
-static int64_t message_bytes(const rv_params *params, GArray *elements)
+/* B*S*H*dtype from the parameters, else from the blocks' shapes; 0 if
+ * unknown, -1 (with error) if larger than any message can be. */
+static int64_t message_bytes(const rv_params *params, GArray *elements, GError **error)
 {
     int64_t b = rv_params_integer(params, "batch"), s = rv_params_integer(params, "seq");
     int64_t h = rv_params_integer(params, "hidden"), dtype = rv_params_integer(params, "dtype_bytes");
-    if (b > 0 && s > 0 && h > 0) return b * s * h * dtype;
-    return rv_median_int64(elements, 0) * dtype;
+    int64_t bytes = 0;
+    gboolean fits = b > 0 && s > 0 && h > 0
+                        ? rv_checked_mul(b, s, &bytes) && rv_checked_mul(bytes, h, &bytes) && rv_checked_mul(bytes, dtype, &bytes)
+                        : rv_checked_mul(rv_median_int64(elements, 0), dtype, &bytes);
+    if (fits && bytes <= RV_MAX_BYTES) return bytes;
+    g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "batch * seq * hidden * dtype_bytes is more than 2^53 bytes");
+    return -1;
 }
 
 /* GPU kernels of the forward, backward and optimizer phases, by step. */
@@ -416,7 +424,7 @@ static gboolean check_params(const rv_params *params, tp_state *state, GError **
     if (state->degree < 1 || state->degree > 4096 || !(efficiency > 0 && efficiency <= 1) || dtype < 1 || dtype > 16 ||
         rv_params_integer(params, "batch") < 0 || rv_params_integer(params, "seq") < 0 ||
         rv_params_integer(params, "hidden") < 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
                     "need 1 <= degree <= 4096, 0 < efficiency <= 1, 1 <= dtype_bytes <= 16 and batch, seq, hidden >= 0");
         return FALSE;
     }
@@ -461,8 +469,10 @@ static gboolean transform_steps(rv_graph *graph, const rv_params *params, tp_sta
         state->steps += forward > 0;
     }
     gboolean ok = TRUE;
-    state->message_bytes = message_bytes(params, state->activation_elements);
-    if (state->steps == 0) {
+    state->message_bytes = message_bytes(params, state->activation_elements, error);
+    if (state->message_bytes < 0) {
+        ok = FALSE;
+    } else if (state->steps == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "no Transformer block found: no repeated pattern of linear and attention GEMMs in any step's forward");
         ok = FALSE;
@@ -474,6 +484,10 @@ static gboolean transform_steps(rv_graph *graph, const rv_params *params, tp_sta
     }
     if (ok) state->allreduce_ns = rv_collective_time_ns(RV_COLL_ALLREDUCE_RING, state->message_bytes,
                                                         (int)state->degree, &state->link);
+    /* rv_collective_time_ns saturates; a saturated time is a parameter out of range. */
+    if (ok) ok = rv_task_duration_from(graph, -1, (double)state->allreduce_ns,
+                                       "the tp-allreduce parameters (bandwidth, latency, batch, seq, hidden)",
+                                       &state->allreduce_ns, error);
     for (guint i = 0; ok && i < cuts->len; i++) ok = insert_allreduce(graph, state, g_array_index(cuts, int32_t, i), error);
     g_array_unref(cuts);
     return ok;

@@ -67,10 +67,12 @@
  * each on a CPU thread that usually runs ahead of the GPU.
  */
 #include "reverie/plugin.h"
+#include "reverie/checked.h"
 #include "reverie/error.h"
 #include "reverie/shapes.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
+#include "reverie/validate.h"
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -184,7 +186,9 @@ static int64_t feature_map_bytes(const rv_graph *graph, int32_t task, int64_t dt
         elements = rv_shapes_elements(&shapes, addmm ? 1 : 0);
     }
     rv_shapes_clear(&shapes);
-    return elements * dtype_bytes;
+    /* Like shapes.c: an impossible size counts as unknown, never as huge. */
+    int64_t bytes;
+    return rv_checked_mul(elements, dtype_bytes, &bytes) && bytes <= RV_MAX_BYTES ? bytes : 0;
 }
 
 /* ---- the plan: which forward instance goes with which backward ----- */
@@ -286,9 +290,9 @@ typedef struct {
     int64_t bytes, copy_ns;    /* totals over all steps, one direction */
 } inserter;
 
-static int64_t copy_ns(const inserter *ins, int64_t bytes)
+static double copy_ns(const inserter *ins, int64_t bytes)
 {
-    return ins->latency_ns + (int64_t)llround((double)bytes * 1e9 / ins->bandwidth);
+    return (double)ins->latency_ns + (double)bytes * 1e9 / ins->bandwidth;
 }
 
 static int32_t insert_copy(rv_graph *graph, inserter *ins, int32_t like, int32_t channel, const char *name,
@@ -299,7 +303,9 @@ static int32_t insert_copy(rv_graph *graph, inserter *ins, int32_t like, int32_t
     task.flags = 0;
     task.resource = channel;
     task.name = rv_strings_intern(graph->strings, name);
-    task.duration_ns = copy_ns(ins, bytes);
+    if (!rv_task_duration_from(graph, -1, copy_ns(ins, bytes), "the vdnn parameters (pcie_bandwidth, latency)",
+                               &task.duration_ns, error))
+        return -1;
     task.host_overhead_ns = 0;
     task.bytes = bytes;
     task.correlation = -1;
@@ -340,8 +346,8 @@ static gboolean insert_step(rv_graph *graph, inserter *ins, GArray *plan, int32_
         int32_t next = rv_graph_resource_next(graph, entry->forward_last);
         if (next >= 0) rv_transform_add_edge(graph, id, next); /* vDNN's end-of-layer sync */
         offloads[i] = ins->previous_offload = id;
-        ins->bytes += entry->bytes;
-        ins->copy_ns += rv_graph_task(graph, id)->duration_ns;
+        ins->bytes = rv_saturating_add(ins->bytes, entry->bytes);
+        ins->copy_ns = rv_saturating_add(ins->copy_ns, rv_graph_task(graph, id)->duration_ns);
     }
     for (guint i = 0; i < plan->len; i++) {
         const offload *entry = &g_array_index(plan, offload, i);
@@ -389,7 +395,8 @@ static GArray *sizes_from_file(const char *path, GError **error)
     json_t *value;
     json_array_foreach(root, i, value) {
         if (sizes == NULL) break;
-        int64_t bytes = json_is_number(value) ? (int64_t)json_number_value(value) : -1;
+        double number = json_is_number(value) ? json_number_value(value) : -1;
+        int64_t bytes = number >= 1 && number <= (double)RV_MAX_BYTES ? (int64_t)number : -1;
         if (bytes <= 0) {
             g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "feature_map_sizes %s: entry %zu is not a positive byte count",
                         path, i);
@@ -560,7 +567,7 @@ static gboolean vdnn_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     plan_options options = { strcmp(rv_params_string(params, "policy"), "all") == 0,
                              rv_params_integer(params, "dtype_bytes"), NULL };
     if (options.dtype_bytes < 1 || options.dtype_bytes > 16) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "dtype_bytes must be 1 to 16, not %" G_GINT64_FORMAT,
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "dtype_bytes must be 1 to 16, not %" G_GINT64_FORMAT,
                     options.dtype_bytes);
         return FALSE;
     }

@@ -30,7 +30,7 @@ PY
 [ -f "$trace" ] || { echo "missing $trace" >&2; exit 1; }
 
 # --- every command's --help shows an example -----------------------------
-for command in import info simulate whatif validate plugins query export-graph breakdown critical-path; do
+for command in import info simulate whatif validate sweep plugins query export-graph breakdown critical-path; do
     expect_status 0 "$reverie" "$command" --help
     expect_in "$work/out" "Example"
 done

@@ -87,7 +87,7 @@ expect_error "$work/newer.rvg: format version 3 is newer than this reverie suppo
 # Not graphs at all, under a .rvg name.
 : >"$work/empty.rvg"
 expect_status 2 "$reverie" info "$work/empty.rvg"
-expect_error "$work/empty.rvg: named .rvg but is not a reverie graph (it does not start with the graph magic number)"
+expect_error "$work/empty.rvg: named .rvg but is not a reverie graph: it is empty"
 gzip -dc "$trace" >"$work/json.rvg"
 expect_status 2 "$reverie" simulate "$work/json.rvg"
 expect_error "$work/json.rvg: named .rvg but is not a reverie graph"
@@ -103,7 +103,8 @@ if [ -n "$gentrace" ]; then
     same_twice="$same_twice $work/generated.json"
 fi
 for trace in $same_twice; do
-    "$reverie" import --quiet "$trace" -o "$work/first.rvg" && "$reverie" import --quiet "$trace" -o "$work/second.rvg" ||
+    "$reverie" import --quiet --force "$trace" -o "$work/first.rvg" &&
+        "$reverie" import --quiet --force "$trace" -o "$work/second.rvg" ||
         fail "import $trace failed"
     cmp -s "$work/first.rvg" "$work/second.rvg" || fail "two imports of $trace differ"
 done

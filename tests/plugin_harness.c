@@ -50,7 +50,7 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     rv_params *params = rv_params_parse(descriptor, text, &local);
     ck_assert_msg(params != NULL, "%s:%s: %s", name, text, local ? local->message : "?");
     rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
-    gboolean ok = descriptor->apply(graph, params, &output, error);
+    gboolean ok = rv_plugin_apply(plugin, graph, params, &output, error);
     if (output.notes->len) g_printerr("%s:%s\n%s", name, text, output.notes->str);
     if (notes) g_string_append(notes, output.notes->str);
     if (ok && sim) {
@@ -207,6 +207,13 @@ int32_t tiny_task(tiny *t, int32_t resource, rv_task_kind kind, const char *name
     if (previous >= 0)
         rv_graph_add_edge(t->graph, previous, id, resource == t->gpu ? RV_EDGE_STREAM : RV_EDGE_THREAD, FALSE);
     return id;
+}
+
+void tiny_close_step(tiny *t)
+{
+    rv_step step = { rv_strings_intern(t->graph->strings, "ProfilerStep#0"), 0, 0, 0,
+                     rv_graph_task_count(t->graph) - 1 };
+    g_array_append_val(t->graph->steps, step);
 }
 
 /* A launch call on the CPU and its kernel on the stream. */

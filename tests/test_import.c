@@ -27,7 +27,7 @@ static char *data_path(const char *name)
 static void expect_failure(const char *path, const char *want, gboolean no_position, int threads)
 {
     GError *error = NULL;
-    rv_import_options options = { threads, NULL, NULL };
+    rv_import_options options = { .threads = threads };
     rv_trace *trace = rv_trace_load(path, NULL, &options, &error);
     ck_assert_msg(trace == NULL, "%s loaded, but it is not a trace", path);
     ck_assert_ptr_nonnull(error);
@@ -84,7 +84,7 @@ static void check_bad_case(const bad_case *c, int threads)
     expect_failure(path, c->want, FALSE, threads);
     if (c->position != NULL) {
         GError *error = NULL;
-        rv_import_options options = { threads, NULL, NULL };
+        rv_import_options options = { .threads = threads };
         ck_assert_ptr_null(rv_trace_load(path, NULL, &options, &error));
         ck_assert_msg(strstr(error->message, c->position) != NULL, "message lacks \"%s\": %s",
                       c->position, error->message);
@@ -187,7 +187,7 @@ START_TEST(test_truncated_json_every_cut)
     for (gsize cut = 0; cut < whole; cut += 7) {
         char *path = tt_write_temp(text, cut, ".json");
         GError *error = NULL;
-        rv_import_options options = { 1, NULL, NULL };
+        rv_import_options options = { .threads = 1 };
         rv_trace *trace = rv_trace_load(path, NULL, &options, &error);
         ck_assert_msg(trace == NULL, "a trace cut at byte %zu of %zu loaded", cut, length);
         ck_assert_int_eq(error->code, RV_ERROR_INPUT);
@@ -257,7 +257,7 @@ START_TEST(test_parallel_matches_serial)
     char *text = many_events_text(8000); /* ~3 MB: two of the reader's 2 MiB batches */
     char *path = tt_write_temp(text, strlen(text), ".json");
     g_free(text);
-    rv_import_options serial = { 1, NULL, NULL }, parallel = { 4, NULL, NULL };
+    rv_import_options serial = { .threads = 1 }, parallel = { .threads = 4 };
     GError *error = NULL;
     rv_trace *one = rv_trace_load(path, NULL, &serial, &error);
     ck_assert_msg(one != NULL, "%s", error ? error->message : "?");

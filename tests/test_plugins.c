@@ -296,6 +296,11 @@ static tiny two_step_loading_graph(void)
         rv_graph_task(t.graph, load)->step = step;
         rv_graph_task(t.graph, kernel)->step = step;
         rv_graph_task(t.graph, rv_graph_launch_of(t.graph, kernel))->step = step;
+        /* the steps the tasks name must exist (validate.h) */
+        char *name = g_strdup_printf("ProfilerStep#%d", step);
+        rv_step marks = { rv_strings_intern(t.graph->strings, name), 0, 0, load, kernel };
+        g_array_append_val(t.graph->steps, marks);
+        g_free(name);
     }
     return t;
 }

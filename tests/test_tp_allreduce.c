@@ -50,6 +50,7 @@ static tiny two_blocks(const char *first_dims)
     tiny t = tiny_new();
     block(&t, first_dims);
     block(&t, first_dims);
+    tiny_close_step(&t);
     return t;
 }
 

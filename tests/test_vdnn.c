@@ -90,6 +90,7 @@ static two_convs two_convs_graph(void)
                              RV_PHASE_BACKWARD);
     n.conv_a_bw = layer_kernel(&n.t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, 100,
                                RV_PHASE_BACKWARD);
+    tiny_close_step(&n.t);
     record(n.t.graph);
     ck_assert_int_eq(makespan(n.t.graph), US(605));
     return n;

@@ -170,7 +170,7 @@ rv_trace *tt_load(tt_trace *trace)
     char *text = tt_text(trace);
     char *path = tt_write_temp(text, strlen(text), ".json");
     GError *error = NULL;
-    rv_import_options options = { 1, NULL, NULL };
+    rv_import_options options = { .threads = 1 };
     rv_trace *loaded = rv_trace_load(path, NULL, &options, &error);
     ck_assert_msg(loaded != NULL, "tiny trace did not load: %s\n%s", error ? error->message : "?", text);
     g_unlink(path);

@@ -3,10 +3,14 @@
  *
  * An optimization is a shared object that exports one symbol,
  * `rv_plugin_descriptor`, of type rv_plugin.  reverie loads it with GModule
- * from the build folder, the install folder, REVERIE_PLUGIN_PATH, or a path
- * given on the command line (--opt ./my.so:k=v).  The descriptor carries a
- * typed parameter table; reverie parses the user's k=v text (with units)
- * against it before calling apply(), so a plugin never parses strings.
+ * by name from REVERIE_PLUGIN_PATH, the build tree (when the program runs
+ * from one) and the install folder, or from a path given on the command
+ * line (--opt ./my.so:k=v).  The descriptor carries a typed parameter
+ * table; reverie parses the user's k=v text (with units) against it before
+ * calling apply(), so a plugin never parses strings.  Values are bounded
+ * (checked.h): integers within 2^53, durations within RV_MAX_DURATION_NS,
+ * sizes within RV_MAX_BYTES, numbers finite; a parameter given twice is an
+ * error.
  *
  * ABI rules: bump RV_PLUGIN_ABI_VERSION when rv_plugin, rv_param_spec,
  * rv_params or any graph struct changes layout.  A plugin built for another
@@ -71,7 +75,10 @@ typedef struct {
     const char *summary;
     const rv_param_spec *params; /* terminated by an entry with name == NULL */
     /* Transform the graph.  Returning FALSE with an RV_ERROR_PLUGIN error
-     * aborts the what-if (exit 3); "found nothing to act on" is such an error. */
+     * aborts the what-if (exit 3); "found nothing to act on" is such an error.
+     * A parameter out of range is RV_ERROR_USAGE (exit 1).  The host checks
+     * the graph after apply() (validate.h) and blames the plugin if it is
+     * broken. */
     gboolean (*apply)(rv_graph *graph, const rv_params *params, rv_plugin_output *output,
                       GError **error);
 } rv_plugin;
@@ -80,7 +87,8 @@ typedef struct {
 
 typedef struct rv_loaded_plugin rv_loaded_plugin;
 
-/* Load by name (searching the plugin path) or by file path. */
+/* Load by name (letters, digits, '-', '_': searched in the plugin folders)
+ * or by file path (anything with a '/', such as ./my.so). */
 rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error);
 void rv_plugin_unload(rv_loaded_plugin *plugin);
 const rv_plugin *rv_plugin_descriptor_of(const rv_loaded_plugin *plugin);
@@ -96,8 +104,20 @@ void rv_params_free(rv_params *params);
 /* The effective values as text, in table order (for reports). */
 GPtrArray *rv_params_describe(const rv_params *params);
 
-/* Every plugin found on the search path, sorted by name (loaded). */
-GPtrArray *rv_plugin_discover(GError **error);
+/*
+ * Run the plugin's apply() and check the graph it leaves (validate.h).
+ * FALSE with the error prefixed by the plugin's name when apply() fails -
+ * also when it fails without setting an error, or sets one and claims
+ * success - and with RV_ERROR_PLUGIN when the graph is broken afterwards.
+ */
+gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
+                         rv_plugin_output *output, GError **error);
+
+/* Every plugin found on the search path, sorted by name (loaded).  A file
+ * is loaded - which runs its code - only when its ELF symbol table defines
+ * rv_plugin_descriptor.  If skipped is not NULL, one line (char*) per .so
+ * file left out, saying why, is added to it. */
+GPtrArray *rv_plugin_discover(GPtrArray *skipped);
 /* The folders searched, in order. */
 GPtrArray *rv_plugin_search_path(void);
 

@@ -30,8 +30,10 @@ int rv_cmd_breakdown(int argc, char **argv);
 int rv_cmd_critical_path(int argc, char **argv);
 int rv_cmd_sweep(int argc, char **argv);
 
-/* Load a trace or a saved graph, told apart by content.  Progress goes to
- * stderr only when it is a terminal. */
+/* Load a trace or a saved graph ("-": standard input), told apart by
+ * content, within the limits of the input options, and check that it is
+ * safe to simulate (validate.h).  Progress goes to stderr only when it is a
+ * terminal. */
 rv_graph *rv_cli_load(const char *path, GError **error);
 
 /* Print, one line each on stderr, what the timing model had to assume about
@@ -41,8 +43,16 @@ void rv_cli_print_notes(const rv_graph *graph);
 /* One stderr note when a replay had to drop the launch-queue rule (sim.h). */
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim);
 
-/* Parse options; on failure prints one line and returns FALSE with *status set. */
+/* Parse options, with the input limits (--max-bytes, --max-events,
+ * --read-timeout) added; on failure prints one line and returns FALSE with
+ * *status set. */
 gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status);
+/* The same for a command that reads no trace. */
+gboolean rv_cli_parse_without_input(GOptionContext *context, int *argc, char ***argv, int *status);
+
+/* Turn GLib's fatal errors (an allocation that failed) into one line and
+ * exit status 2 instead of a crash.  Called once, first thing in main. */
+void rv_cli_catch_fatal_errors(void);
 /* Print "reverie: message" and return the exit status for the error. */
 int rv_cli_fail(GError *error);
 /* Print a usage error and return exit status 1. */
@@ -64,7 +74,8 @@ const char *rv_cli_short_name(const char *name);
 
 /* One --opt: a plugin and the parameters parsed against its table. */
 typedef struct {
-    const rv_plugin *plugin;
+    const rv_loaded_plugin *loaded;  /* owned by the plugin table */
+    const rv_plugin *plugin;         /* its descriptor */
     rv_params *params;
     char *spec;       /* NAME[:k=v,...] as given */
     GString *notes;   /* what apply() reported; NULL before */
@@ -74,7 +85,7 @@ typedef struct {
 /* Loaded plugins by name, each loaded once (free with g_hash_table_destroy).
  * Lookups of names already loaded may come from several threads. */
 GHashTable *rv_cli_plugins_new(void);
-const rv_plugin *rv_cli_plugin(GHashTable *plugins, const char *name, GError **error);
+const rv_loaded_plugin *rv_cli_plugin(GHashTable *plugins, const char *name, GError **error);
 /* The NAME of "NAME[:k=v,...]" (g_free). */
 char *rv_cli_spec_name(const char *spec);
 /* Parse "NAME[:k=v,...]", loading NAME into `plugins` if it is new. */
@@ -102,6 +113,32 @@ GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *struc
 /* Apply the opts (counting changes) to `graph` and replay under the last
  * policy: the predicted step times, or NULL with an error. */
 GArray *rv_cli_predict(rv_graph *graph, GPtrArray *opts, GError **error);
+/* A json_t string of text, escaped (escape.h) if it is not valid UTF-8,
+ * which jansson would refuse.  Never NULL. */
+void *rv_cli_json_text(const char *text);
+
+/* ---- output files (output.c) ---- */
+
+typedef struct {
+    const char *path;    /* as given, for messages */
+    char *target;        /* the file written: path, or where its symbolic link points */
+    gboolean to_stdout;  /* path is "-" */
+    gboolean direct;     /* an existing device or FIFO: written in place */
+} rv_cli_output;
+
+/* Decide where an output goes, before anything slow: refuses the input
+ * itself (input: its path, "-" for standard input, or NULL), a directory,
+ * and an existing regular file unless force (RV_ERROR_USAGE, exit 1). */
+gboolean rv_cli_output_prepare(rv_cli_output *out, const char *path, const char *input, gboolean force,
+                               GError **error);
+void rv_cli_output_clear(rv_cli_output *out);
+
+/* Fills an output file; FALSE with *error, or with errno set by stdio. */
+typedef gboolean (*rv_cli_write_fn)(FILE *file, gpointer data, GError **error);
+/* Write the output atomically (a temporary file renamed over the target),
+ * or in place for standard output, a device or a FIFO.  A failure leaves an
+ * existing file unchanged and says which file and why. */
+gboolean rv_cli_output_write(const rv_cli_output *out, rv_cli_write_fn write_fn, gpointer data, GError **error);
 
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);

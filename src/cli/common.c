@@ -1,32 +1,111 @@
 /*
- * common.c - helpers every subcommand uses: input loading with progress,
- * option parsing and error reporting.  Only the command line prints.
+ * common.c - helpers every subcommand uses: input loading with progress and
+ * limits, option parsing and error reporting.  Only the command line prints.
+ *
+ * The input limits (--max-bytes, --max-events, --read-timeout) are one
+ * GOptionGroup that rv_cli_parse adds to every command that reads a trace,
+ * so each command accepts them without code of its own; their values live
+ * here until rv_cli_load uses them.
  */
 #include "cli.h"
+#include "reverie/escape.h"
 #include "reverie/explain.h"
+#include "reverie/input.h"
 #include "reverie/store.h"
 #include "reverie/trace.h"
+#include "reverie/units.h"
+#include "reverie/validate.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void show_progress(uint64_t bytes, uint64_t events, void *data)
+static rv_import_options input_limits = {
+    .max_bytes = RV_IMPORT_DEFAULT_MAX_BYTES,
+    .max_events = RV_IMPORT_DEFAULT_MAX_EVENTS,
+    .read_timeout_ms = RV_INPUT_DEFAULT_TIMEOUT_MS,
+};
+
+/* The last input opened, for the out-of-memory line (a copy: the hook may
+ * run after the input is closed, while a plugin or the replay works on it). */
+static char *current_input;
+
+/* ---- the input options -------------------------------------------------- */
+
+static gboolean bad_option_value(GError **error, const char *option, const char *value, const char *expected)
 {
-    const char *path = data;
-    fprintf(stderr, "\rimporting %s: %.0f MB, %" G_GUINT64_FORMAT " events", path, bytes / 1e6, events);
-    fflush(stderr);
+    char *shown = rv_escape_text(value);
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "%s %s: expected %s", option, shown, expected);
+    g_free(shown);
+    return FALSE;
 }
 
-static rv_graph *load_trace(const char *path, GError **error)
+static gboolean parse_max_bytes(const char *option, const char *value, gpointer data, GError **error)
 {
-    rv_import_options options = { 0 };
+    int64_t bytes = 0;
+    if (!rv_parse_bytes(value, &bytes, NULL) || bytes < 1)
+        return bad_option_value(error, option, value, "a size of at least 1 byte, such as 8GiB or 500MB");
+    input_limits.max_bytes = (uint64_t)bytes;
+    return TRUE;
+}
+
+static gboolean parse_max_events(const char *option, const char *value, gpointer data, GError **error)
+{
+    guint64 events = 0;
+    if (!g_ascii_string_to_unsigned(value, 10, 1, G_MAXUINT32, &events, NULL))
+        return bad_option_value(error, option, value, "a whole number of events from 1 to 4294967295");
+    input_limits.max_events = events;
+    return TRUE;
+}
+
+/* Seconds ("30", "0.5") or a duration with its unit ("30s", "500ms"). */
+static gboolean parse_read_timeout(const char *option, const char *value, gpointer data, GError **error)
+{
+    double seconds = -1;
+    int64_t ns = 0;
+    if (!rv_parse_number(value, &seconds, NULL) && rv_parse_duration_ns(value, &ns, NULL)) seconds = ns / 1e9;
+    if (!(seconds >= 0 && seconds <= 1e6))
+        return bad_option_value(error, option, value, "seconds from 0 (wait forever) to 1000000, such as 30 or 500ms");
+    input_limits.read_timeout_ms = seconds == 0 ? -1 : MAX(1, (int)(seconds * 1000));
+    return TRUE;
+}
+
+static GOptionGroup *input_option_group(void)
+{
+    static const GOptionEntry entries[] = {
+        { "max-bytes", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)parse_max_bytes,
+          "refuse a trace of more than SIZE bytes of JSON, counted after decompression (default 4GiB)", "SIZE" },
+        { "max-events", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)parse_max_events,
+          "refuse a trace of more than N events (default 10000000)", "N" },
+        { "read-timeout", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)parse_read_timeout,
+          "give up on a pipe or FIFO that sends nothing for SECONDS (default 60; 0 waits forever)", "SECONDS" },
+        { NULL }
+    };
+    GOptionGroup *group = g_option_group_new("input", "Limits on what is read (a trace or graph; - is standard input):",
+                                             "Show the limits on input size, events and waiting", NULL, NULL);
+    g_option_group_add_entries(group, entries);
+    return group;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static void show_progress(uint64_t bytes, uint64_t events, void *data)
+{
+    char *path = rv_escape_text(data);
+    fprintf(stderr, "\rimporting %s: %.0f MB, %" G_GUINT64_FORMAT " events", path, bytes / 1e6, events);
+    fflush(stderr);
+    g_free(path);
+}
+
+static rv_graph *load_trace(rv_input *input, GError **error)
+{
+    rv_import_options options = input_limits;
     gboolean terminal = isatty(STDERR_FILENO);
     if (terminal) {
         options.progress = show_progress;
-        options.progress_data = (void *)path;
+        options.progress_data = (void *)rv_input_name(input);
     }
-    rv_trace *trace = rv_trace_load(path, NULL, &options, error);
+    rv_trace *trace = rv_trace_load_input(input, NULL, &options, error);
     if (terminal) fprintf(stderr, "\r\033[K");
     if (trace == NULL) return NULL;
     rv_graph *graph = rv_graph_build(trace, error);
@@ -34,41 +113,180 @@ static rv_graph *load_trace(const char *path, GError **error)
     return graph;
 }
 
-rv_graph *rv_cli_load(const char *path, GError **error)
+/* A saved graph is loaded whole: by path when it is a file, else read here. */
+static rv_graph *load_saved_graph(rv_input *input, const char *path, GError **error)
 {
-    if (rv_store_is_graph_file(path))
+    const char *name = rv_input_name(input);
+    if (rv_input_is_regular(input) && strcmp(path, "-") != 0) {
+        if ((uint64_t)rv_input_size(input) > input_limits.max_bytes) {
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %" G_GINT64_FORMAT " bytes, more than the limit of %"
+                        G_GUINT64_FORMAT " (--max-bytes raises it)", name, rv_input_size(input), input_limits.max_bytes);
+            return NULL;
+        }
         return rv_store_load(path, error);
-    /* A .rvg name promises a graph: say so rather than fail as a bad trace.
-     * A missing file goes on to the loader, which names the real problem. */
-    if (g_str_has_suffix(path, ".rvg") && g_file_test(path, G_FILE_TEST_EXISTS)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: named .rvg but is not a reverie graph (it does not start with the graph magic number)", path);
-        return NULL;
     }
-    return load_trace(path, error);
+    GBytes *bytes = rv_input_read_all(input, input_limits.max_bytes, error);
+    if (bytes == NULL) return NULL;
+    gsize length = 0;
+    const guint8 *data = g_bytes_get_data(bytes, &length);
+    rv_graph *graph = rv_store_load_buffer(data, length, name, error);
+    g_bytes_unref(bytes);
+    return graph;
 }
 
-gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status)
+/* A .rvg name promises a graph: say what the file is rather than fail as a bad trace. */
+static void not_a_graph(rv_input *input, GError **error)
+{
+    const guint8 *head = NULL;
+    gssize got = rv_input_peek(input, 512, &head, NULL);
+    const char *what = got <= 0 ? "it is empty" : rv_describe_content(head, (gsize)got);
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: named .rvg but is not a reverie graph: %s",
+                rv_input_name(input), what ? what : "it does not start with the graph magic number");
+}
+
+/* Told apart by content: the first 8 bytes of a saved graph are its magic. */
+static rv_graph *load_input(rv_input *input, const char *path, GError **error)
+{
+    static const guint8 graph_magic[8] = { 'R', 'V', 'G', 'R', 'A', 'P', 'H', '\0' };
+    const guint8 *head = NULL;
+    gssize got = rv_input_peek(input, sizeof graph_magic, &head, error);
+    if (got < 0) return NULL;
+    if (got == (gssize)sizeof graph_magic && memcmp(head, graph_magic, sizeof graph_magic) == 0)
+        return load_saved_graph(input, path, error);
+    if (g_str_has_suffix(path, ".rvg")) {
+        not_a_graph(input, error);
+        return NULL;
+    }
+    return load_trace(input, error);
+}
+
+/* The simulator and the reports trust the graph; a forged saved graph or
+ * a trace of impossible durations is refused here, as bad input. */
+static gboolean check_loaded(rv_graph *graph, const char *name, GError **error)
+{
+    GError *invalid = NULL;
+    if (!rv_graph_validate(graph, &invalid)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s", name, invalid->message);
+        g_error_free(invalid);
+        return FALSE;
+    }
+    /* Reports print the source; a saved graph stores whatever path it was given. */
+    if (rv_text_needs_escape(graph->source)) {
+        char *escaped = rv_escape_text(graph->source);
+        g_free(graph->source);
+        graph->source = escaped;
+    }
+    return TRUE;
+}
+
+rv_graph *rv_cli_load(const char *path, GError **error)
+{
+    rv_input *input = rv_input_open(path, input_limits.read_timeout_ms, error);
+    if (input == NULL) return NULL;
+    g_free(current_input);
+    current_input = g_strdup(rv_input_name(input));
+    rv_graph *graph = load_input(input, path, error);
+    if (graph != NULL && !check_loaded(graph, rv_input_name(input), error)) {
+        rv_graph_free(graph);
+        graph = NULL;
+    }
+    rv_input_close(input);
+    return graph;
+}
+
+/* ---- fatal errors from GLib ---------------------------------------------- */
+
+/*
+ * GLib aborts the process when an allocation fails (g_error, SIGTRAP).  A
+ * trace that needs more memory than there is must end like any other bad
+ * input: one line and exit status 2.  The library never exits; this hook
+ * belongs to the command line.  It runs at most once: it never returns.
+ */
+static G_GNUC_NORETURN void fatal_exit(const char *message)
+{
+    /* GLib's text is "FILE:LINE: failed to allocate N bytes". */
+    const char *allocation = strstr(message, "failed to allocate");
+    char *shown = rv_escape_text(allocation ? allocation + strlen("failed to ") : message);
+    if (allocation != NULL)
+        fprintf(stderr, "reverie: %s: out of memory (could not %s) - allow more memory, or read less with "
+                "--max-events and --max-bytes\n", current_input ? current_input : "(no input)", shown);
+    else
+        fprintf(stderr, "reverie: fatal error: %s\n", shown);
+    fflush(stderr);
+    _exit(RV_EXIT_INPUT);
+}
+
+static GLogWriterOutput fatal_writer(GLogLevelFlags level, const GLogField *fields, gsize count, gpointer data)
+{
+    if (level & G_LOG_LEVEL_ERROR) {
+        for (gsize i = 0; i < count; i++) {
+            if (strcmp(fields[i].key, "MESSAGE") != 0) continue;
+            if (fields[i].length < 0) fatal_exit(fields[i].value);
+            fatal_exit(g_strndup(fields[i].value, (gsize)fields[i].length));
+        }
+        fatal_exit("an unspecified fatal error");
+    }
+    return g_log_writer_default(level, fields, count, data);
+}
+
+static void fatal_handler(const char *domain, GLogLevelFlags level, const char *message, gpointer data)
+{
+    if (level & G_LOG_LEVEL_ERROR) fatal_exit(message);
+    g_log_default_handler(domain, level, message, data);
+}
+
+void rv_cli_catch_fatal_errors(void)
+{
+    g_log_set_writer_func(fatal_writer, NULL, NULL);
+    g_log_set_handler(NULL, G_LOG_LEVEL_ERROR | G_LOG_FLAG_FATAL | G_LOG_FLAG_RECURSION, fatal_handler, NULL);
+    g_log_set_handler("GLib", G_LOG_LEVEL_ERROR | G_LOG_FLAG_FATAL | G_LOG_FLAG_RECURSION, fatal_handler, NULL);
+}
+
+/* ---- options and errors --------------------------------------------------- */
+
+static gboolean parse_options(GOptionContext *context, int *argc, char ***argv, int *status)
 {
     GError *error = NULL;
     if (g_option_context_parse(context, argc, argv, &error)) return TRUE;
-    fprintf(stderr, "reverie: %s (see --help)\n", error->message);
+    char *message = rv_escape_text(error->message);
+    fprintf(stderr, "reverie: %s (see --help)\n", message);
+    g_free(message);
     g_error_free(error);
     *status = RV_EXIT_USAGE;
     return FALSE;
 }
 
+gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status)
+{
+    g_option_context_add_group(context, input_option_group());
+    return parse_options(context, argc, argv, status);
+}
+
+gboolean rv_cli_parse_without_input(GOptionContext *context, int *argc, char ***argv, int *status)
+{
+    return parse_options(context, argc, argv, status);
+}
+
 int rv_cli_fail(GError *error)
 {
+    if (error == NULL) {
+        /* A bug: something failed without saying why.  Still a failure. */
+        fprintf(stderr, "reverie: internal error: a step failed without an error message\n");
+        return RV_EXIT_INPUT;
+    }
     int status = rv_error_exit_status(error);
-    fprintf(stderr, "reverie: %s\n", error ? error->message : "unknown error");
+    char *message = rv_escape_text(error->message);
+    fprintf(stderr, "reverie: %s\n", message);
+    g_free(message);
     g_clear_error(&error);
     return status;
 }
 
 int rv_cli_usage(const char *command, const char *message)
 {
-    fprintf(stderr, "reverie %s: %s (see reverie %s --help)\n", command, message, command);
+    char *shown = rv_escape_text(message);
+    fprintf(stderr, "reverie %s: %s (see reverie %s --help)\n", command, shown, command);
+    g_free(shown);
     return RV_EXIT_USAGE;
 }
 
@@ -79,10 +297,21 @@ void rv_cli_print_json(void *root)
 
 void rv_cli_print_json_digits(void *root, int digits)
 {
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
-    printf("%s\n", text);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(digits)) : NULL;
+    printf("%s\n", text ? text : "null");
     free(text);
     json_decref(root);
+}
+
+void *rv_cli_json_text(const char *text)
+{
+    json_t *value = json_string(text ? text : "");
+    if (value != NULL) return value;
+    /* Not UTF-8 (a forged saved graph): jansson refuses it, so escape it. */
+    char *escaped = rv_escape_text(text);
+    value = json_string(escaped);
+    g_free(escaped);
+    return value;
 }
 
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)

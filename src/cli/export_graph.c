@@ -7,10 +7,15 @@
  * the edges between them into an igraph_t with C attributes and call its
  * GraphML or DOT writer.  Whole traces have hundreds of thousands of tasks,
  * which few viewers can open, hence --steps, --select and the size limit.
+ *
+ * Names come from the trace: they are escaped (escape.h) before they reach
+ * the file, because XML 1.0 cannot hold most control characters at all.
+ * The file is written by output.c's rules (atomic, never the input, an
+ * existing file only with --force).
  */
 #include "cli.h"
+#include "reverie/escape.h"
 #include "reverie/select.h"
-#include <errno.h>
 #include <igraph.h>
 #include <string.h>
 
@@ -130,11 +135,13 @@ static igraph_error_t set_vertex_text(igraph_t *ig, const char *attribute, const
                                       const export_subset *subset, vertex_text_fn text_of)
 {
     igraph_strvector_t values;
+    char *escaped = NULL;
     igraph_error_t code = igraph_strvector_init(&values, subset->tasks->len);
     for (guint v = 0; code == IGRAPH_SUCCESS && v < subset->tasks->len; v++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, g_array_index(subset->tasks, int32_t, v));
-        code = igraph_strvector_set(&values, v, text_of(graph, task));
+        code = igraph_strvector_set(&values, v, rv_escape_if_needed(text_of(graph, task), &escaped));
     }
+    g_free(escaped);
     if (code == IGRAPH_SUCCESS) code = SETVASV(ig, attribute, &values);
     igraph_strvector_destroy(&values);
     return code;
@@ -216,22 +223,17 @@ static gboolean build_igraph(igraph_t *ig, const rv_graph *graph, const export_s
 
 /* ---- writing ------------------------------------------------------------ */
 
-static gboolean write_igraph(const igraph_t *ig, const char *path, export_format format, GError **error)
+typedef struct {
+    const igraph_t *ig;
+    export_format format;
+} igraph_file;
+
+static gboolean write_igraph(FILE *file, gpointer data, GError **error)
 {
-    gboolean to_stdout = strcmp(path, "-") == 0;
-    FILE *out = to_stdout ? stdout : fopen(path, "w");
-    if (out == NULL) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s", path, g_strerror(errno));
-        return FALSE;
-    }
-    igraph_error_t code = format == FORMAT_GRAPHML ? igraph_write_graph_graphml(ig, out, TRUE)
-                                                   : igraph_write_graph_dot(ig, out);
-    gboolean ok = igraph_ok(code, "write the file", error);
-    if ((to_stdout ? fflush(out) : fclose(out)) != 0 && ok) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s", path, g_strerror(errno));
-        ok = FALSE;
-    }
-    return ok;
+    const igraph_file *what = data;
+    igraph_error_t code = what->format == FORMAT_GRAPHML ? igraph_write_graph_graphml(what->ig, file, TRUE)
+                                                         : igraph_write_graph_dot(what->ig, file);
+    return igraph_ok(code, "write the file", error);
 }
 
 static gboolean check_size(const export_subset *subset, const export_options *options, GError **error)
@@ -244,17 +246,21 @@ static gboolean check_size(const export_subset *subset, const export_options *op
 }
 
 static gboolean export_graph(const rv_graph *graph, const rv_selection *sel, const export_options *options,
-                             export_format format, GError **error)
+                             const rv_cli_output *out, export_format format, GError **error)
 {
     export_subset subset = choose_tasks(graph, sel, options->steps);
     gboolean ok = check_size(&subset, options, error);
     igraph_t ig;
     if (ok) ok = build_igraph(&ig, graph, &subset, format, error);
     if (ok) {
-        ok = write_igraph(&ig, options->output, format, error);
-        if (ok && strcmp(options->output, "-") != 0)
-            fprintf(stderr, "wrote %s: %" G_GINT64_FORMAT " vertices, %" G_GINT64_FORMAT " edges\n", options->output,
+        igraph_file file = { &ig, format };
+        ok = rv_cli_output_write(out, write_igraph, &file, error);
+        if (ok && !out->to_stdout) {
+            char *shown = rv_escape_text(out->path);
+            fprintf(stderr, "wrote %s: %" G_GINT64_FORMAT " vertices, %" G_GINT64_FORMAT " edges\n", shown,
                     (gint64)igraph_vcount(&ig), (gint64)igraph_ecount(&ig));
+            g_free(shown);
+        }
         igraph_destroy(&ig);
     }
     subset_clear(&subset);
@@ -290,13 +296,19 @@ static int run_export(const export_options *options, int argc, char **argv)
     GError *error = NULL;
     export_format format;
     rv_selection *sel = NULL;
-    if (!choose_format(options, &format, &error) || !(sel = parse_selection(options, argc, argv, &error)))
+    rv_cli_output out;
+    /* The output is checked before the (slow) load: a refusal costs nothing. */
+    if (!choose_format(options, &format, &error) || !rv_cli_output_prepare(&out, options->output, argv[1],
+                                                                          options->force, &error))
         return rv_cli_fail(error);
-    rv_graph *graph = rv_cli_load(argv[1], &error);
+    rv_graph *graph = NULL;
     int status = RV_EXIT_OK;
-    if (graph == NULL || !export_graph(graph, sel, options, format, &error)) status = rv_cli_fail(error);
-    if (graph) rv_graph_free(graph);
+    if (!(sel = parse_selection(options, argc, argv, &error)) || !(graph = rv_cli_load(argv[1], &error)) ||
+        !export_graph(graph, sel, options, &out, format, &error))
+        status = rv_cli_fail(error);
+    rv_graph_free(graph);
     rv_selection_free(sel);
+    rv_cli_output_clear(&out);
     return status;
 }
 
@@ -308,7 +320,8 @@ int rv_cmd_export_graph(int argc, char **argv)
         { "format", 'f', 0, G_OPTION_ARG_STRING, &options.format, "graphml or dot (default: from the file name)", "FORMAT" },
         { "steps", 0, 0, G_OPTION_ARG_INT, &options.steps, "keep only the tasks of the first N steps", "N" },
         { "select", 's', 0, G_OPTION_ARG_STRING_ARRAY, &options.select, "keep only matching tasks (repeatable)", "SELECT" },
-        { "force", 0, 0, G_OPTION_ARG_NONE, &options.force, "write more than 200000 vertices", NULL },
+        { "force", 0, 0, G_OPTION_ARG_NONE, &options.force, "replace FILE if it exists, and write more than 200000 "
+          "vertices", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("GRAPH|TRACE -o FILE [SELECT...] - write the dependency graph");
@@ -317,7 +330,10 @@ int rv_cmd_export_graph(int argc, char **argv)
         "Writes GraphML (.graphml) or Graphviz DOT (.dot, .gv) with igraph. Vertices carry\n"
         "name, kind, phase, layer, resource, duration_us, step and task (the task id);\n"
         "edges carry kind. Only edges between written tasks are kept. Words after GRAPH\n"
-        "are added to the selection.\n\n" RV_SELECTION_HELP);
+        "are added to the selection. GRAPH may be - (standard input).\n\n"
+        "FILE is written to a temporary file beside it and renamed when complete, so a\n"
+        "failure leaves an existing FILE as it was; FILE is never the input itself, and an\n"
+        "existing FILE is replaced only with --force.\n\n" RV_SELECTION_HELP);
     int status = RV_EXIT_OK;
     if (rv_cli_parse(context, &argc, &argv, &status)) {
         prepare_igraph();

@@ -1,11 +1,16 @@
 /*
  * import.c - `reverie import TRACE [-o GRAPH.rvg]`: build the dependency
  * graph of a trace once and save it, so later queries skip the JSON.
+ *
+ * The output follows output.c's rules: never the input itself, an existing
+ * file only with --force, and a device or "-" written in place.
  */
 #include "cli.h"
+#include "reverie/escape.h"
 #include "reverie/store.h"
 #include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The trace's path with .json or .json.gz replaced by .rvg (or .rvg added),
  * so the graph lands next to the trace it came from. */
@@ -22,49 +27,108 @@ static char *default_output(const char *trace)
     return g_strconcat(trace, ".rvg", NULL);
 }
 
-static void print_summary(const rv_graph *graph, const char *output, double seconds)
+static gint64 file_size(const char *path)
 {
     GStatBuf info;
-    double megabytes = g_stat(output, &info) == 0 ? info.st_size / 1e6 : 0.0;
+    return g_stat(path, &info) == 0 ? (gint64)info.st_size : 0;
+}
+
+static void print_summary(const rv_graph *graph, const rv_cli_output *out, gint64 bytes, double seconds)
+{
+    char *shown = rv_escape_text(out->path);
+    /* With "-o -" standard output carries the graph itself. */
+    FILE *report = out->to_stdout ? stderr : stdout;
     /* Count live tasks, as info does: runtime calls nested in another call are
      * merged into it but stay in the file (marked removed) so ids are stable. */
     int32_t live = rv_graph_live_task_count(graph), merged = rv_graph_task_count(graph) - live;
-    printf("wrote %s: %d tasks", output, live);
-    if (merged) printf(" (plus %d nested runtime calls merged into their callers)", merged);
-    printf(", %u edges, %u steps, %.1f MB in %.2f s\n", graph->edges->len, graph->steps->len, megabytes, seconds);
+    fprintf(report, "wrote %s: %d tasks", shown, live);
+    if (merged) fprintf(report, " (plus %d nested runtime calls merged into their callers)", merged);
+    fprintf(report, ", %u edges, %u steps, %.1f MB in %.2f s\n", graph->edges->len, graph->steps->len, bytes / 1e6,
+            seconds);
+    g_free(shown);
+}
+
+static gboolean copy_file(FILE *out, gpointer path, GError **error)
+{
+    gchar *contents = NULL;
+    gsize length = 0;
+    if (!g_file_get_contents(path, &contents, &length, error)) return FALSE;
+    gboolean ok = fwrite(contents, 1, length, out) == length;
+    g_free(contents);
+    return ok;
+}
+
+/* store.c replaces its target with a new file, which must never happen to
+ * a device (as root it would replace /dev/null): those get a copy. */
+static gboolean save_graph(const rv_graph *graph, const rv_cli_output *out, gint64 *bytes, GError **error)
+{
+    if (!out->to_stdout && !out->direct) {
+        gboolean ok = rv_store_save(graph, out->target, error);
+        *bytes = ok ? file_size(out->target) : 0;
+        return ok;
+    }
+    char *temporary = NULL;
+    int fd = g_file_open_tmp("reverie-import-XXXXXX.rvg", &temporary, error);
+    if (fd < 0) return FALSE;
+    close(fd);
+    gboolean ok = rv_store_save(graph, temporary, error) && rv_cli_output_write(out, copy_file, temporary, error);
+    *bytes = ok ? file_size(temporary) : 0;
+    g_unlink(temporary);
+    g_free(temporary);
+    return ok;
 }
 
 /* Load (a trace, or a graph to copy), save, and report. */
-static int import_one(const char *trace, const char *output, gboolean quiet)
+static int import_one(const char *trace, const rv_cli_output *out, gboolean quiet)
 {
-    gint64 started = g_get_monotonic_time();
+    gint64 started = g_get_monotonic_time(), bytes = 0;
     GError *error = NULL;
     rv_graph *graph = rv_cli_load(trace, &error);
     if (graph == NULL) return rv_cli_fail(error);
     int status = RV_EXIT_OK;
-    if (!rv_store_save(graph, output, &error))
+    if (!save_graph(graph, out, &bytes, &error))
         status = rv_cli_fail(error);
     else if (!quiet)
-        print_summary(graph, output, (g_get_monotonic_time() - started) / 1e6);
+        print_summary(graph, out, bytes, (g_get_monotonic_time() - started) / 1e6);
     rv_graph_free(graph);
+    return status;
+}
+
+static int run_import(const char *trace, const char *output, gboolean force, gboolean quiet)
+{
+    if (output == NULL && strcmp(trace, "-") == 0)
+        return rv_cli_usage("import", "give the output with -o GRAPH.rvg when the trace is on standard input");
+    char *target = output ? g_strdup(output) : default_output(trace);
+    rv_cli_output out;
+    GError *error = NULL;
+    int status = rv_cli_output_prepare(&out, target, trace, force, &error) ? import_one(trace, &out, quiet)
+                                                                             : rv_cli_fail(error);
+    rv_cli_output_clear(&out);
+    g_free(target);
     return status;
 }
 
 int rv_cmd_import(int argc, char **argv)
 {
     char *output = NULL;
-    gboolean quiet = FALSE;
+    gboolean quiet = FALSE, force = FALSE;
     GOptionEntry entries[] = {
         { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "where to write the graph (default: the trace's "
-          "path with .json or .json.gz replaced by .rvg)", "GRAPH.rvg" },
+          "path with .json or .json.gz replaced by .rvg; - for standard output)", "GRAPH.rvg" },
+        { "force", 'f', 0, G_OPTION_ARG_NONE, &force, "replace the output if it exists", NULL },
         { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "print nothing on success", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE - build the dependency graph and save it (.rvg)");
     g_option_context_add_main_entries(context, entries, NULL);
     g_option_context_set_description(context,
-        "Every other command accepts the saved graph in place of the trace and loads it\n"
-        "without parsing JSON again. The format is described in src/store/store.c.\n\n"
+        "TRACE may be - to read standard input (then give -o). Every other command accepts\n"
+        "the saved graph in place of the trace and loads it without parsing JSON again.\n"
+        "The format is described in src/store/store.c.\n\n"
+        "The graph is written to a temporary file beside the output and renamed over it\n"
+        "when complete, so a failure leaves an existing file as it was. The output is never\n"
+        "the trace itself (compared as files, not names), and an existing file is replaced\n"
+        "only with --force.\n\n"
         "Example:\n  reverie import traces/small_ddp.json.gz -o small.rvg && reverie simulate small.rvg\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
@@ -73,12 +137,7 @@ int rv_cmd_import(int argc, char **argv)
         status = rv_cli_usage("import", "several traces in one graph are not supported yet; import one trace at a time");
         goto out;
     }
-    char *target = output ? g_strdup(output) : default_output(argv[1]);
-    if (g_strcmp0(target, argv[1]) == 0)
-        status = rv_cli_usage("import", "the output would overwrite the input; give another name with -o");
-    else
-        status = import_one(argv[1], target, quiet);
-    g_free(target);
+    status = run_import(argv[1], output, force, quiet);
 out:
     g_free(output);
     g_option_context_free(context);

@@ -3,6 +3,7 @@
  * Each subcommand lives in its own file (git style).
  */
 #include "cli.h"
+#include <signal.h>
 #include <string.h>
 
 static const rv_command commands[] = {
@@ -29,12 +30,18 @@ static void print_usage(FILE *out)
                  "commands:\n");
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
         fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'reverie COMMAND --help' explains one command.\n"
-                 "exit status: 0 success, 1 bad usage, 2 bad input, 3 plugin error\n");
+    fprintf(out, "\n'reverie COMMAND --help' explains one command; a trace or graph may be\n"
+                 "- (standard input), and --help-input lists the limits on what is read.\n"
+                 "exit status: 0 success, 1 bad usage or parameters, 2 bad input (or an output\n"
+                 "that cannot be written), 3 an optimization plugin failed\n");
 }
 
 int main(int argc, char **argv)
 {
+    rv_cli_catch_fatal_errors();
+    /* Past a file size limit (ulimit -f) a write must fail with EFBIG, which
+     * output.c reports, rather than kill the process mid-file. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         print_usage(stderr);
         return RV_EXIT_USAGE;

@@ -15,7 +15,7 @@ GHashTable *rv_cli_plugins_new(void)
     return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)rv_plugin_unload);
 }
 
-const rv_plugin *rv_cli_plugin(GHashTable *plugins, const char *name, GError **error)
+const rv_loaded_plugin *rv_cli_plugin(GHashTable *plugins, const char *name, GError **error)
 {
     rv_loaded_plugin *plugin = g_hash_table_lookup(plugins, name);
     if (plugin == NULL) {
@@ -23,7 +23,7 @@ const rv_plugin *rv_cli_plugin(GHashTable *plugins, const char *name, GError **e
         if (plugin == NULL) return NULL;
         g_hash_table_insert(plugins, g_strdup(name), plugin);
     }
-    return rv_plugin_descriptor_of(plugin);
+    return plugin;
 }
 
 char *rv_cli_spec_name(const char *spec)
@@ -35,14 +35,15 @@ char *rv_cli_spec_name(const char *spec)
 rv_cli_opt *rv_cli_opt_parse(GHashTable *plugins, const char *spec, GError **error)
 {
     char *name = rv_cli_spec_name(spec);
-    const rv_plugin *plugin = rv_cli_plugin(plugins, name, error);
+    const rv_loaded_plugin *loaded = rv_cli_plugin(plugins, name, error);
     g_free(name);
-    if (plugin == NULL) return NULL;
+    if (loaded == NULL) return NULL;
     const char *colon = strchr(spec, ':');
-    rv_params *params = rv_params_parse(plugin, colon ? colon + 1 : "", error);
+    rv_params *params = rv_params_parse(rv_plugin_descriptor_of(loaded), colon ? colon + 1 : "", error);
     if (params == NULL) return NULL;
     rv_cli_opt *opt = g_new0(rv_cli_opt, 1);
-    opt->plugin = plugin;
+    opt->loaded = loaded;
+    opt->plugin = rv_plugin_descriptor_of(loaded);
     opt->params = params;
     opt->spec = g_strdup(spec);
     return opt;
@@ -120,8 +121,9 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
         rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
         GArray *before = count_changes ? snapshot(graph) : NULL;
         guint edges_before = graph->edges->len;
-        if (!opt->plugin->apply(graph, opt->params, &output, error)) {
-            g_prefix_error(error, "%s: ", opt->plugin->name);
+        /* rv_plugin_apply also checks the graph the plugin left */
+        if (!rv_plugin_apply(opt->loaded, graph, opt->params, &output, error)) {
+            if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
             g_string_free(output.notes, TRUE);
             if (before) g_array_unref(before);
             return FALSE;

@@ -1,33 +1,79 @@
 /*
  * plugins.c - `reverie plugins [NAME] [--json]`: the optimizations reverie
  * can find, with their parameters (name, type, default, unit, help).
+ *
+ * Listing loads plugins, which runs their code; the loader only loads .so
+ * files whose symbol table defines rv_plugin_descriptor (plugin.c), and a
+ * NAME loads that plugin alone.  Descriptor texts come from foreign code and
+ * are escaped before they reach the terminal.
  */
 #include "cli.h"
+#include "reverie/escape.h"
 #include "reverie/plugin.h"
 #include <jansson.h>
 #include <string.h>
 
+static void print_text(const char *format_width, const char *text)
+{
+    char *shown = rv_escape_text(text);
+    printf(format_width, shown);
+    g_free(shown);
+}
+
 static void print_plugin(const rv_plugin *plugin, gboolean detailed)
 {
-    printf("%-14s %s\n", plugin->name, plugin->summary ? plugin->summary : "");
+    print_text("%-14s ", plugin->name);
+    print_text("%s\n", plugin->summary ? plugin->summary : "");
     if (!detailed) return;
     for (const rv_param_spec *spec = plugin->params; spec->name; spec++) {
-        char *type = spec->type == RV_PARAM_CHOICE ? g_strdup(spec->choices) : g_strdup(rv_param_type_name(spec->type));
-        printf("    %-16s %-22s default %-10s %-6s %s\n", spec->name, type,
-               spec->default_value ? spec->default_value : "(required)", spec->unit ? spec->unit : "",
-               spec->help ? spec->help : "");
-        g_free(type);
+        print_text("    %-16s ", spec->name);
+        print_text("%-22s ", spec->type == RV_PARAM_CHOICE ? spec->choices : rv_param_type_name(spec->type));
+        print_text("default %-10s ", spec->default_value ? spec->default_value : "(required)");
+        print_text("%-6s ", spec->unit ? spec->unit : "");
+        print_text("%s\n", spec->help ? spec->help : "");
     }
 }
 
 static json_t *plugin_json(const rv_plugin *plugin)
 {
     json_t *params = json_array();
-    for (const rv_param_spec *spec = plugin->params; spec->name; spec++)
-        json_array_append_new(params, json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:s?}", "name", spec->name,
-                                                "type", rv_param_type_name(spec->type), "default", spec->default_value,
-                                                "unit", spec->unit, "help", spec->help, "choices", spec->choices));
-    return json_pack("{s:s,s:s?,s:o}", "name", plugin->name, "summary", plugin->summary, "params", params);
+    for (const rv_param_spec *spec = plugin->params; spec->name; spec++) {
+        json_t *item = json_object();
+        json_object_set_new(item, "name", rv_cli_json_text(spec->name));
+        json_object_set_new(item, "type", json_string(rv_param_type_name(spec->type)));
+        if (spec->default_value) json_object_set_new(item, "default", rv_cli_json_text(spec->default_value));
+        if (spec->unit) json_object_set_new(item, "unit", rv_cli_json_text(spec->unit));
+        if (spec->help) json_object_set_new(item, "help", rv_cli_json_text(spec->help));
+        if (spec->choices) json_object_set_new(item, "choices", rv_cli_json_text(spec->choices));
+        json_array_append_new(params, item);
+    }
+    json_t *object = json_object();
+    json_object_set_new(object, "name", rv_cli_json_text(plugin->name));
+    if (plugin->summary) json_object_set_new(object, "summary", rv_cli_json_text(plugin->summary));
+    json_object_set_new(object, "params", params);
+    return object;
+}
+
+/* The plugins to show: the one named (loaded alone), or every one found. */
+static GPtrArray *plugins_to_show(const char *only, int *status)
+{
+    if (only == NULL) {
+        GPtrArray *skipped = g_ptr_array_new_with_free_func(g_free);
+        GPtrArray *plugins = rv_plugin_discover(skipped);
+        for (guint i = 0; i < skipped->len; i++) {
+            char *line = rv_escape_text(g_ptr_array_index(skipped, i));
+            fprintf(stderr, "reverie: skipped %s\n", line);
+            g_free(line);
+        }
+        g_ptr_array_free(skipped, TRUE);
+        return plugins;
+    }
+    GPtrArray *plugins = g_ptr_array_new_with_free_func((GDestroyNotify)rv_plugin_unload);
+    GError *error = NULL;
+    rv_loaded_plugin *plugin = rv_plugin_load(only, &error);
+    if (plugin != NULL) g_ptr_array_add(plugins, plugin);
+    else *status = rv_cli_fail(error);
+    return plugins;
 }
 
 int rv_cmd_plugins(int argc, char **argv)
@@ -38,32 +84,25 @@ int rv_cmd_plugins(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("[NAME] - list optimizations and their parameters");
-    g_option_context_set_description(context,
-        "Examples:\n  reverie plugins\n  reverie plugins ddp --json\n");
     g_option_context_add_main_entries(context, entries, NULL);
+    g_option_context_set_description(context,
+        "Plugins are found by name in REVERIE_PLUGIN_PATH, the build tree (when reverie\n"
+        "runs from one) and the install folder. Listing them loads them, which runs their\n"
+        "code: only .so files whose symbol table defines rv_plugin_descriptor are loaded,\n"
+        "and the others are named on stderr as skipped. NAME loads that plugin alone.\n\n"
+        "Examples:\n  reverie plugins\n  reverie plugins ddp --json\n");
     int status = RV_EXIT_OK;
-    if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
-    GPtrArray *plugins = rv_plugin_discover(NULL);
-    const char *only = argc > 1 ? argv[1] : NULL;
+    if (!rv_cli_parse_without_input(context, &argc, &argv, &status)) goto out;
+    if (argc > 2) { status = rv_cli_usage("plugins", "give at most one NAME"); goto out; }
+    GPtrArray *plugins = plugins_to_show(argc > 1 ? argv[1] : NULL, &status);
     json_t *list = json_array();
-    guint shown = 0;
     for (guint i = 0; i < plugins->len; i++) {
         const rv_plugin *plugin = rv_plugin_descriptor_of(g_ptr_array_index(plugins, i));
-        if (only && strcmp(only, plugin->name) != 0) continue;
-        shown++;
         if (as_json) json_array_append_new(list, plugin_json(plugin));
         else print_plugin(plugin, TRUE);
     }
-    if (as_json) {
-        char *text = json_dumps(list, JSON_INDENT(2));
-        printf("%s\n", text);
-        free(text);
-    }
-    json_decref(list);
-    if (only && shown == 0) {
-        fprintf(stderr, "reverie: no optimization named '%s' (see reverie plugins)\n", only);
-        status = RV_EXIT_PLUGIN;
-    }
+    if (as_json && status == RV_EXIT_OK) rv_cli_print_json(list);
+    else json_decref(list);
     g_ptr_array_free(plugins, TRUE);
 out:
     g_option_context_free(context);

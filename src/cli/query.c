@@ -4,8 +4,10 @@
  *
  * It is the way to try a selection before handing it to an optimization,
  * so it uses exactly the selection code the plugins use (select.h).
+ * Names come from the trace and are escaped before they are printed.
  */
 #include "cli.h"
+#include "reverie/escape.h"
 #include "reverie/select.h"
 #include "reverie/units.h"
 #include <jansson.h>
@@ -111,19 +113,26 @@ static int64_t mean_ns(int64_t total_ns, uint64_t count) { return count ? total_
 
 /* ---- text output -------------------------------------------------------- */
 
-/* text cut to at most width characters, ending in "..." when cut. */
+/* text escaped, then cut to at most width characters, ending in "..." when cut. */
 static char *truncated(const char *text, glong width)
 {
-    if (g_utf8_strlen(text, -1) <= width) return g_strdup(text);
-    const char *cut = g_utf8_offset_to_pointer(text, width - 3);
-    return g_strdup_printf("%.*s...", (int)(cut - text), text);
+    char *escaped = rv_escape_text(text);
+    if (g_utf8_strlen(escaped, -1) <= width) return escaped;
+    const char *cut = g_utf8_offset_to_pointer(escaped, width - 3);
+    char *shown = g_strdup_printf("%.*s...", (int)(cut - escaped), escaped);
+    g_free(escaped);
+    return shown;
 }
 
 static void print_totals(const rv_graph *graph, const rv_selection *sel, const query_totals *totals)
 {
     char *total = rv_format_duration(totals->total_ns), *mean = rv_format_duration(mean_ns(totals->total_ns, totals->count));
-    printf("source: %s\n", graph->source);
-    printf("selection: %s\n", rv_selection_is_empty(sel) ? "(all tasks)" : rv_selection_text(sel));
+    char *source = rv_escape_text(graph->source);
+    char *selection = rv_escape_text(rv_selection_is_empty(sel) ? "(all tasks)" : rv_selection_text(sel));
+    printf("source: %s\n", source);
+    printf("selection: %s\n", selection);
+    g_free(source);
+    g_free(selection);
     printf("matched: %" G_GUINT64_FORMAT " of %d tasks, total %s, mean %s\n", totals->count, totals->live_tasks, total, mean);
     g_free(total);
     g_free(mean);
@@ -167,11 +176,13 @@ static void print_task_row(const rv_graph *graph, int32_t id)
     char *duration = rv_format_duration(task->duration_ns);
     char *layer = truncated(or_none(rv_strings_get(graph->strings, task->layer)), 28);
     char *name = truncated(rv_strings_get(graph->strings, task->name), NAME_WIDTH);
+    char *resource = rv_escape_text(resource_name(graph, task->resource));
     char step[16];
     if (task->step >= 0) g_snprintf(step, sizeof step, "%d", task->step);
     else g_strlcpy(step, "-", sizeof step);
     printf("  %8d %-8s %-9s %4s %11s  %-18s %-28s %s\n", id, rv_task_kind_name(task->kind), rv_phase_name(task->phase),
-           step, duration, resource_name(graph, task->resource), layer, name);
+           step, duration, resource, layer, name);
+    g_free(resource);
     g_free(duration);
     g_free(layer);
     g_free(name);
@@ -195,7 +206,7 @@ static json_t *json_groups(const GPtrArray *groups, const query_totals *totals, 
     guint shown = limit ? MIN(limit, groups->len) : groups->len;
     for (guint g = 0; g < shown; g++) {
         const query_group *group = g_ptr_array_index(groups, g);
-        json_array_append_new(list, json_pack("{s:s,s:I,s:f,s:f,s:f}", "key", group->key, "count", (json_int_t)group->count,
+        json_array_append_new(list, json_pack("{s:o,s:I,s:f,s:f,s:f}", "key", rv_cli_json_text(group->key), "count", (json_int_t)group->count,
                                               "total_us", group->total_ns / 1e3,
                                               "mean_us", mean_ns(group->total_ns, group->count) / 1e3, "share",
                                               totals->total_ns ? (double)group->total_ns / totals->total_ns : 0.0));
@@ -206,11 +217,13 @@ static json_t *json_groups(const GPtrArray *groups, const query_totals *totals, 
 static json_t *json_task(const rv_graph *graph, int32_t id)
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-    return json_pack("{s:i,s:s,s:s,s:i,s:s,s:f,s:s,s:s,s:s,s:s}", "id", id, "kind", rv_task_kind_name(task->kind),
-                     "phase", rv_phase_name(task->phase), "step", task->step, "step_name", step_name(graph, task->step),
-                     "duration_us", task->duration_ns / 1e3, "resource", resource_name(graph, task->resource),
-                     "layer", rv_strings_get(graph->strings, task->layer), "op", rv_strings_get(graph->strings, task->op),
-                     "name", rv_strings_get(graph->strings, task->name));
+    return json_pack("{s:i,s:s,s:s,s:i,s:o,s:f,s:o,s:o,s:o,s:o}", "id", id, "kind", rv_task_kind_name(task->kind),
+                     "phase", rv_phase_name(task->phase), "step", task->step,
+                     "step_name", rv_cli_json_text(step_name(graph, task->step)), "duration_us", task->duration_ns / 1e3,
+                     "resource", rv_cli_json_text(resource_name(graph, task->resource)),
+                     "layer", rv_cli_json_text(rv_strings_get(graph->strings, task->layer)),
+                     "op", rv_cli_json_text(rv_strings_get(graph->strings, task->op)),
+                     "name", rv_cli_json_text(rv_strings_get(graph->strings, task->name)));
 }
 
 static json_t *json_tasks(const rv_graph *graph, const GArray *ids, guint limit)
@@ -225,8 +238,8 @@ static void print_json(const rv_graph *graph, const rv_selection *sel, const GAr
                        group_by by, const query_totals *totals, guint limit)
 {
     json_t *root = json_object();
-    json_object_set_new(root, "source", json_string(graph->source));
-    json_object_set_new(root, "selection", json_string(rv_selection_text(sel)));
+    json_object_set_new(root, "source", rv_cli_json_text(graph->source));
+    json_object_set_new(root, "selection", rv_cli_json_text(rv_selection_text(sel)));
     json_object_set_new(root, "count", json_integer((json_int_t)totals->count));
     json_object_set_new(root, "tasks_in_graph", json_integer(totals->live_tasks));
     json_object_set_new(root, "total_us", json_real(totals->total_ns / 1e3));

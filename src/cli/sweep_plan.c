@@ -193,7 +193,8 @@ static sweep_axis *parse_axis(const char *text, GHashTable *plugins, GError **er
     axis->param = g_strdup(dot + 1);
     axis->values = strings_array();
     g_free(key);
-    const rv_plugin *plugin = rv_cli_plugin(plugins, axis->plugin, error);
+    const rv_loaded_plugin *loaded = rv_cli_plugin(plugins, axis->plugin, error);
+    const rv_plugin *plugin = loaded ? rv_plugin_descriptor_of(loaded) : NULL;
     const rv_param_spec *spec = plugin ? rv_plugin_param(plugin, axis->param) : NULL;
     gboolean ok = spec != NULL;
     if (plugin != NULL && spec == NULL) {

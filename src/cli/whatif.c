@@ -4,20 +4,35 @@
  */
 #include "cli.h"
 #include "runs.h"
+#include "reverie/escape.h"
 #include "reverie/plugin.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include <jansson.h>
 #include <string.h>
 
+/* Notes are lines of text that may quote names from the trace. */
+static void print_notes(const GString *notes)
+{
+    if (notes == NULL || notes->len == 0) return;
+    char **lines = g_strsplit(notes->str, "\n", -1);
+    for (char **line = lines; *line; line++) {
+        if (**line == '\0' && line[1] == NULL) break;
+        char *shown = rv_escape_text(*line);
+        printf("%s\n", shown);
+        g_free(shown);
+    }
+    g_strfreev(lines);
+}
+
 static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted)
 {
-    char recorded[32], base[32], pred[32];
-    printf("%s\n", graph->source);
+    char recorded[32], base[32], pred[32], *escaped = NULL;
+    printf("%s\n", rv_escape_if_needed(graph->source, &escaped));
     for (guint i = 0; i < opts->len; i++) {
         rv_cli_opt *opt = g_ptr_array_index(opts, i);
-        printf("  optimization %u: %s\n", i + 1, opt->spec);
-        if (opt->notes && opt->notes->len) printf("%s", opt->notes->str);
+        printf("  optimization %u: %s\n", i + 1, rv_escape_if_needed(opt->spec, &escaped));
+        print_notes(opt->notes);
     }
     printf("  %-20s %14s %14s %14s %9s\n", "step", "recorded", "baseline", "predicted", "speedup");
     int64_t base_total = 0, pred_total = 0, rec_total = 0;
@@ -27,7 +42,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline
         rv_cli_format_ms(recorded, sizeof recorded, b->recorded_ns);
         rv_cli_format_ms(base, sizeof base, b->simulated_ns);
         rv_cli_format_ms(pred, sizeof pred, p->simulated_ns);
-        printf("  %-20s %14s %14s %14s %8.3fx\n", b->name, recorded, base, pred,
+        printf("  %-20s %14s %14s %14s %8.3fx\n", rv_escape_if_needed(b->name, &escaped), recorded, base, pred,
                p->simulated_ns ? (double)b->simulated_ns / p->simulated_ns : 0.0);
         base_total += b->simulated_ns; pred_total += p->simulated_ns; rec_total += b->recorded_ns;
     }
@@ -36,12 +51,13 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline
     rv_cli_format_ms(pred, sizeof pred, pred_total);
     printf("  %-20s %14s %14s %14s %8.3fx\n", "total", recorded, base, pred,
            pred_total ? (double)base_total / pred_total : 0.0);
+    g_free(escaped);
 }
 
 static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted, const rv_diff *diff)
 {
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
-    json_object_set_new(root, "source", json_string(graph->source));
+    json_object_set_new(root, "source", rv_cli_json_text(graph->source));
     uint64_t changed = 0;
     for (guint i = 0; i < opts->len; i++) {
         rv_cli_opt *opt = g_ptr_array_index(opts, i);
@@ -49,12 +65,12 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
         GPtrArray *described = rv_params_describe(opt->params);
         for (guint k = 0; k < described->len; k++) {
             char **pair = g_strsplit(g_ptr_array_index(described, k), "=", 2);
-            json_object_set_new(params, pair[0], json_string(pair[1] ? pair[1] : ""));
+            json_object_set_new(params, pair[0], rv_cli_json_text(pair[1] ? pair[1] : ""));
             g_strfreev(pair);
         }
         g_ptr_array_free(described, TRUE);
-        json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:I}", "name", opt->plugin->name,
-                                              "params", params, "notes", opt->notes ? opt->notes->str : "",
+        json_array_append_new(list, json_pack("{s:o,s:o,s:o,s:I}", "name", rv_cli_json_text(opt->plugin->name),
+                                              "params", params, "notes", rv_cli_json_text(opt->notes ? opt->notes->str : ""),
                                               "changed_tasks", (json_int_t)opt->changed_tasks));
         changed += opt->changed_tasks;
     }
@@ -64,7 +80,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
     for (guint s = 0; s < baseline->len; s++) {
         const rv_step_time *b = &g_array_index(baseline, rv_step_time, s);
         const rv_step_time *p = &g_array_index(predicted, rv_step_time, s);
-        json_array_append_new(steps, json_pack("{s:s,s:f,s:f,s:f}", "name", b->name, "recorded_us", b->recorded_ns / 1e3,
+        json_array_append_new(steps, json_pack("{s:o,s:f,s:f,s:f}", "name", rv_cli_json_text(b->name), "recorded_us", b->recorded_ns / 1e3,
                                                "baseline_us", b->simulated_ns / 1e3, "predicted_us", p->simulated_ns / 1e3));
         base_total += b->simulated_ns; pred_total += p->simulated_ns; rec_total += b->recorded_ns;
     }

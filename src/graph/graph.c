@@ -205,9 +205,15 @@ static void report_cycle(const rv_graph *graph, const gboolean *unordered, GErro
     g_array_unref(cycle);
 }
 
+/* igraph keeps its error state (the "finally" stack) and its handlers in
+ * globals: Debian's build is not thread-local, and a sweep validates its
+ * variants from several threads, so one check runs at a time. */
+G_LOCK_DEFINE_STATIC(igraph_lock);
+
 gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error)
 {
     int32_t n = rv_graph_task_count(graph);
+    G_LOCK(igraph_lock);
     igraph_vector_int_t edge_list, order;
     igraph_t ig;
     igraph_vector_int_init(&edge_list, (igraph_integer_t)graph->edges->len * 2);
@@ -237,5 +243,6 @@ gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error)
     igraph_vector_int_destroy(&order);
     igraph_destroy(&ig);
     igraph_vector_int_destroy(&edge_list);
+    G_UNLOCK(igraph_lock);
     return ok;
 }

@@ -10,6 +10,7 @@
  * The caller holds no lock; interning is thread-safe.
  */
 #include "import.h"
+#include "reverie/checked.h"
 #include <math.h>
 #include <string.h>
 
@@ -210,6 +211,26 @@ static int32_t intern_raw_array(event_context *ctx, const char *quoted_key)
     return id;
 }
 
+static gboolean out_of_range(event_context *ctx, const char *field, int64_t value, const char *range)
+{
+    g_set_error(ctx->error, RV_ERROR, RV_ERROR_INPUT,
+                "%s: event #%u (byte %" G_GUINT64_FORMAT "): field \"%s\" is out of range (%" G_GINT64_FORMAT
+                "; expected %s)", ctx->path, ctx->file_index, ctx->byte_offset, field, value, range);
+    return FALSE;
+}
+
+/* A stream id into 32 bits without merging two streams.  CUPTI's ids are
+ * unsigned 32-bit: 4294967295 (all streams, on a context sync) becomes -1,
+ * "unknown", and the others keep a distinct value.  Anything wider would
+ * have to be cut, which merges streams: refused. */
+static gboolean narrow_stream(event_context *ctx, const char *field, int64_t value, int32_t *out)
+{
+    if (value < G_MININT32 || value > (int64_t)G_MAXUINT32)
+        return out_of_range(ctx, field, value, "a 32-bit stream id");
+    *out = (int32_t)(uint32_t)value;
+    return TRUE;
+}
+
 static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
 {
     int64_t external_id = -1, device = -1, stream = -1;
@@ -220,8 +241,10 @@ static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
     if (!read_int(ctx, args, "device", &device)) return FALSE;
     if (!read_int(ctx, args, "stream", &stream)) return FALSE;
     if (!read_int(ctx, args, "bytes", &event->bytes)) return FALSE;
+    if (device < -1 || device > G_MAXINT32) return out_of_range(ctx, "device", device, "a device number");
+    if (event->bytes > RV_MAX_BYTES) return out_of_range(ctx, "bytes", event->bytes, "at most 2^53");
     event->device = (int32_t)device;
-    event->stream = (int32_t)stream;
+    if (!narrow_stream(ctx, "stream", stream, &event->stream)) return FALSE;
     if (event->kind == RV_EV_CUDA_SYNC) {
         json_t *kind = json_object_get(args, "cuda_sync_kind");
         event->sync_kind = sync_kind_of(json_is_string(kind) ? json_string_value(kind) : NULL);
@@ -313,8 +336,8 @@ static gboolean read_complete(event_context *ctx, json_t *object, const char *ca
     if (kind == RV_EV_KERNEL || kind == RV_EV_MEMCPY || kind == RV_EV_MEMSET) {
         if (event->device < 0)
             event->device = event->pid >= 0 && event->pid < 4096 ? (int32_t)event->pid : 0;
-        if (event->stream < 0)
-            event->stream = (int32_t)event->tid;
+        if (event->stream < 0 && !narrow_stream(ctx, "tid", event->tid, &event->stream))
+            return FALSE;
     }
     *outcome = EVENT_KEPT;
     return TRUE;

@@ -1,27 +1,41 @@
 /*
  * reader.c - stream a Chrome-trace JSON file into rv_events, in parallel.
  *
- * Memory stays near the size of the events, not of the JSON: the file is
- * read (and gunzipped by zlib, which also reads plain files) in 1 MiB blocks.
- * A small scanner walks the top-level object and, inside "traceEvents",
- * finds where each event's JSON text begins and ends without building a
- * tree.  Events are copied into batches of a few MiB; a GThreadPool parses
- * each batch with jansson, one small tree per event, and converts it
- * (event.c).  Batches are joined in file order at the end, so the result is
- * the same whatever the thread count.
+ * Memory stays near the size of the events, not of the JSON: the input
+ * (input.h: a file, a pipe or standard input) is read in 1 MiB blocks and
+ * inflated here with zlib when it starts with the gzip magic.  A small
+ * scanner walks the top-level object and, inside "traceEvents", finds where
+ * each event's JSON text begins and ends without building a tree.  Events
+ * are copied into batches of a few MiB; a GThreadPool parses each batch
+ * with jansson, one small tree per event, and converts it (event.c).
+ * Finished batches are appended to the trace in file order as soon as all
+ * earlier ones are, so the result is the same whatever the thread count and
+ * the events are never held twice.
  *
- * Invariant: at most max_in_flight batches exist unparsed at a time, which
- * bounds the memory spent on JSON text.
+ * Invariants:
+ *   - at most max_in_flight batches exist unparsed at a time, which bounds
+ *     the memory spent on JSON text;
+ *   - the scanner looks at each byte of the text once: a value that spans
+ *     several blocks is resumed where the last block ended (value_scan), and
+ *     a value under a key we ignore is consumed as it is scanned, never
+ *     kept, so an ignored value of any size costs linear time and one block
+ *     of memory;
+ *   - a value that is kept (an event, a key, deviceProperties or
+ *     distributedInfo) may not exceed RV_IMPORT_MAX_VALUE_BYTES, the text
+ *     may not exceed max_bytes and traceEvents may not hold more than
+ *     max_events entries (trace.h).
  */
 #include "import.h"
+#include "reverie/input.h"
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <zlib.h>
 
 #define READ_BLOCK (1u << 20)
+#define RAW_BLOCK (256u << 10)
 #define BATCH_BYTES (2u << 20)
 #define PROGRESS_EVERY (8u << 20)
+#define MAX_KEY_BYTES (64u << 10)
 
 typedef struct {
     GByteArray *text;        /* the events' JSON, back to back */
@@ -30,6 +44,7 @@ typedef struct {
     uint32_t first_index;
     rv_trace_stats stats;
     GError *error;
+    gboolean parsed;         /* set under reader.lock once events is final */
 } batch;
 
 typedef struct {
@@ -37,17 +52,31 @@ typedef struct {
     guint64 file_offset;
 } event_span;
 
+/* The text of the input: inflated when it is gzip, copied when it is not. */
+typedef struct {
+    rv_input *input;
+    const char *name;
+    gboolean gzip;
+    z_stream z;
+    gboolean z_ready;
+    guint8 *raw;             /* compressed bytes; z.next_in points into it */
+    gboolean raw_end;        /* the input has no more bytes */
+    gboolean done;           /* the last gzip member has ended */
+} text_source;
+
 typedef struct {
     const char *path;
-    gzFile file;
+    text_source source;
     char *buffer;            /* bytes [0, length) loaded; [position, length) unread */
     gsize capacity, length, position;
     guint64 base;            /* file offset of buffer[0] (uncompressed) */
     gboolean eof;
     uint32_t event_index;
     guint64 next_progress;
+    guint64 max_bytes, max_events;
+    guint64 scanned;         /* bytes the scanner looked at (trace.h: bytes_scanned) */
     GThreadPool *pool;
-    GPtrArray *batches;
+    GQueue waiting;          /* batch*, submitted and not yet appended, in file order */
     batch *current;
     GMutex lock;
     GCond done_cond;
@@ -57,16 +86,100 @@ typedef struct {
     gboolean saw_events_array;
 } reader;
 
-/* ---- input ---------------------------------------------------------- */
+/* ---- the text: plain or inflated ---------------------------------------- */
 
-/* zlib's message, without the "PATH: " it puts in front of it. */
-static const char *gz_message(const reader *r, int *code)
+static gboolean source_open(text_source *s, rv_input *input, GError **error)
 {
-    const char *message = gzerror(r->file, code);
-    gsize length = strlen(r->path);
-    if (strncmp(message, r->path, length) == 0 && message[length] == ':' && message[length + 1] == ' ')
-        message += length + 2;
-    return message;
+    const guint8 *head = NULL;
+    s->input = input;
+    s->name = rv_input_name(input);
+    gssize got = rv_input_peek(input, 2, &head, error);
+    if (got < 0) return FALSE;
+    s->gzip = got == 2 && head[0] == 0x1f && head[1] == 0x8b;
+    if (!s->gzip) return TRUE;
+    s->raw = g_malloc(RAW_BLOCK);
+    /* 15 + 16: a gzip header and trailer around a 32 KiB-window deflate stream. */
+    if (inflateInit2(&s->z, 15 + 16) != Z_OK) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: cannot start decompressing: out of memory", s->name);
+        return FALSE;
+    }
+    s->z_ready = TRUE;
+    return TRUE;
+}
+
+static void source_close(text_source *s)
+{
+    if (s->z_ready) inflateEnd(&s->z);
+    g_free(s->raw);
+}
+
+/* Have at least `want` compressed bytes unread, unless the input ends first. */
+static gboolean refill_raw(text_source *s, gsize want, GError **error)
+{
+    while (s->z.avail_in < want && !s->raw_end) {
+        if (s->z.avail_in > 0) memmove(s->raw, s->z.next_in, s->z.avail_in);
+        s->z.next_in = s->raw;
+        gssize got = rv_input_read(s->input, s->raw + s->z.avail_in, RAW_BLOCK - s->z.avail_in, error);
+        if (got < 0) return FALSE;
+        if (got == 0) s->raw_end = TRUE;
+        s->z.avail_in += (uInt)got;
+    }
+    return TRUE;
+}
+
+static guint64 compressed_offset(const text_source *s) { return rv_input_offset(s->input) - s->z.avail_in; }
+
+static gssize gzip_failed(text_source *s, int status, guint64 text_offset, GError **error)
+{
+    if (status == Z_MEM_ERROR)
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: out of memory while decompressing at byte %" G_GUINT64_FORMAT,
+                    s->name, compressed_offset(s));
+    else if (status == Z_BUF_ERROR)
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: the gzip data ends early, after %" G_GUINT64_FORMAT " compressed bytes (%" G_GUINT64_FORMAT
+                    " bytes of text) - the file is truncated", s->name, compressed_offset(s), text_offset);
+    else
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: corrupt gzip data near compressed byte %" G_GUINT64_FORMAT
+                    " (after %" G_GUINT64_FORMAT " bytes of text): %s", s->name, compressed_offset(s), text_offset,
+                    s->z.msg ? s->z.msg : "invalid data");
+    return -1;
+}
+
+/* Inflate into out; 0 once the last member has ended.  As gzip's own
+ * readers do, members that follow each other are read as one text, and
+ * bytes after the last member that do not start another are ignored. */
+static gssize gzip_read(text_source *s, char *out, gsize size, guint64 text_offset, GError **error)
+{
+    s->z.next_out = (Bytef *)out;
+    s->z.avail_out = (uInt)size;
+    while (s->z.avail_out == size && !s->done) {
+        if (s->z.avail_in == 0 && !refill_raw(s, 1, error)) return -1;
+        int status = inflate(&s->z, Z_NO_FLUSH);
+        if (status == Z_STREAM_END) {
+            if (!refill_raw(s, 2, error)) return -1;
+            if (s->z.avail_in >= 2 && s->z.next_in[0] == 0x1f && s->z.next_in[1] == 0x8b) inflateReset(&s->z);
+            else s->done = TRUE;
+        } else if ((status == Z_BUF_ERROR && s->z.avail_in == 0 && s->raw_end) ||
+                   (status != Z_OK && status != Z_BUF_ERROR)) {
+            return gzip_failed(s, status, text_offset + (size - s->z.avail_out), error);
+        }
+    }
+    return (gssize)(size - s->z.avail_out);
+}
+
+static gssize source_read(text_source *s, char *out, gsize size, guint64 text_offset, GError **error)
+{
+    return s->gzip ? gzip_read(s, out, size, text_offset, error) : rv_input_read(s->input, out, size, error);
+}
+
+/* ---- the buffer ---------------------------------------------------------- */
+
+static gboolean over_limit(reader *r, GError **error)
+{
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                "%s: more than %" G_GUINT64_FORMAT " bytes of JSON%s (after event #%u) - the limit; --max-bytes "
+                "raises it", r->path, r->max_bytes, r->source.gzip ? " after decompression" : "", r->event_index);
+    return FALSE;
 }
 
 static gboolean fill(reader *r, GError **error)
@@ -80,48 +193,44 @@ static gboolean fill(reader *r, GError **error)
         r->position = 0;
     }
     if (r->capacity - r->length < READ_BLOCK) {
-        r->capacity = MAX(r->capacity * 2, r->length + READ_BLOCK);
-        r->buffer = g_realloc(r->buffer, r->capacity);
-    }
-    int got = gzread(r->file, r->buffer + r->length, READ_BLOCK);
-    if (got < 0) {
-        int code = 0;
-        const char *message = gz_message(r, &code);
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: cannot decompress after byte %" G_GUINT64_FORMAT ": %s",
-                    r->path, r->base + r->length, code == Z_ERRNO ? g_strerror(errno) : message);
-        return FALSE;
-    }
-    if (got == 0) {
-        int code = 0;
-        const char *message = gz_message(r, &code);
-        if (code != Z_OK && code != Z_STREAM_END) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                        "%s: truncated or corrupt gzip data after %" G_GUINT64_FORMAT
-                        " uncompressed bytes: %s", r->path, r->base + r->length, message);
+        gsize capacity = MAX(r->capacity * 2, r->length + READ_BLOCK);
+        char *grown = g_try_realloc(r->buffer, capacity);
+        if (grown == NULL) {
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: out of memory at byte %" G_GUINT64_FORMAT
+                        " (could not grow the read buffer to %" G_GSIZE_FORMAT " bytes)", r->path,
+                        r->base + r->length, capacity);
             return FALSE;
         }
-        r->eof = TRUE;
+        r->buffer = grown;
+        r->capacity = capacity;
     }
+    gssize got = source_read(&r->source, r->buffer + r->length, READ_BLOCK, r->base + r->length, error);
+    if (got < 0) {
+        return FALSE;
+    }
+    if (got == 0) r->eof = TRUE;
     r->length += (gsize)got;
     r->trace->stats.bytes_uncompressed = r->base + r->length;
+    if (r->base + r->length > r->max_bytes) return over_limit(r, error);
     return TRUE;
 }
 
-static gboolean is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+static gboolean is_space(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-/* The next non-space byte, or '\0' at end of input. */
-static gboolean peek(reader *r, char *out, GError **error)
+/* The next non-space byte, or -1 at end of input. */
+static gboolean next_char(reader *r, int *out, GError **error)
 {
     for (;;) {
+        gsize from = r->position;
         while (r->position < r->length && is_space(r->buffer[r->position]))
             r->position++;
+        r->scanned += r->position - from;
         if (r->position < r->length) {
-            *out = r->buffer[r->position];
+            *out = (unsigned char)r->buffer[r->position];
             return TRUE;
         }
         if (r->eof) {
-            *out = '\0';
+            *out = -1;
             return TRUE;
         }
         if (!fill(r, error))
@@ -146,59 +255,133 @@ static gboolean syntax_error(reader *r, const char *what, GError **error)
     return FALSE;
 }
 
-/*
- * Find the end of the JSON value starting at r->position, reading more as
- * needed.  Only structure is checked here (strings, brackets); jansson
- * checks the rest when it parses the value.
- */
-static gboolean scan_value(reader *r, gsize *end, GError **error)
+/* The UTF-8 byte order mark some editors and Windows tools write first. */
+static gboolean skip_byte_order_mark(reader *r, GError **error)
 {
-    for (;;) {
-        const char *text = r->buffer;
-        gsize i = r->position, length = r->length;
-        int depth = 0;
-        gboolean in_string = FALSE, escaped = FALSE;
-        char first = text[i];
-        if (first != '{' && first != '[' && first != '"') {
-            while (i < length && !is_space(text[i]) && text[i] != ',' && text[i] != ']' &&
-                   text[i] != '}')
-                i++;
-            if (i < length || r->eof) {
-                *end = i;
-                return i > r->position ? TRUE : syntax_error(r, "a JSON value", error);
+    while (r->length < 3 && !r->eof)
+        if (!fill(r, error)) return FALSE;
+    if (r->length >= 3 && memcmp(r->buffer, "\xef\xbb\xbf", 3) == 0) r->position = 3;
+    return TRUE;
+}
+
+/* ---- scanning values ----------------------------------------------------- */
+
+/* Where the scan of one JSON value stands; it survives refills, so a value
+ * spanning many blocks is scanned once.  Only structure is checked here
+ * (strings, brackets); jansson checks the rest of the values it parses. */
+typedef struct {
+    gboolean scalar;         /* a number or a literal: ends before a delimiter */
+    gboolean in_string, escaped;
+    guint64 depth;
+} value_scan;
+
+enum { SCAN_DONE, SCAN_MORE };
+
+static void scan_begin(value_scan *s, char first)
+{
+    s->scalar = first != '{' && first != '[' && first != '"';
+    s->in_string = s->escaped = FALSE;
+    s->depth = 0;
+}
+
+/* Advance *at through text[*at, length); SCAN_DONE with *at just past the
+ * value's end, or SCAN_MORE with *at == length. */
+static int scan_step(value_scan *s, const char *text, gsize *at, gsize length)
+{
+    gsize i = *at;
+    if (s->scalar) {
+        while (i < length && !is_space(text[i]) && text[i] != ',' && text[i] != ']' && text[i] != '}') i++;
+        *at = i;
+        return i < length ? SCAN_DONE : SCAN_MORE;
+    }
+    for (; i < length; i++) {
+        char c = text[i];
+        if (s->in_string) {
+            if (s->escaped) s->escaped = FALSE;
+            else if (c == '\\') s->escaped = TRUE;
+            else if (c == '"') {
+                s->in_string = FALSE;
+                if (s->depth == 0) { *at = i + 1; return SCAN_DONE; }
             }
-        } else {
-            for (; i < length; i++) {
-                char c = text[i];
-                if (in_string) {
-                    if (escaped) escaped = FALSE;
-                    else if (c == '\\') escaped = TRUE;
-                    else if (c == '"') {
-                        in_string = FALSE;
-                        if (depth == 0) { *end = i + 1; return TRUE; }
-                    }
-                } else if (c == '"') {
-                    in_string = TRUE;
-                } else if (c == '{' || c == '[') {
-                    depth++;
-                } else if (c == '}' || c == ']') {
-                    if (--depth == 0) { *end = i + 1; return TRUE; }
-                    if (depth < 0) break;
-                }
-            }
-            if (r->eof || depth < 0) {
-                gsize at = r->position;
-                r->position = length;
-                g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                            "%s: unexpected end of file at byte %" G_GUINT64_FORMAT
-                            ": the value starting at byte %" G_GUINT64_FORMAT
-                            " (event #%u) is incomplete - is the file truncated?",
-                            r->path, r->base + length, r->base + at, r->event_index);
-                return FALSE;
-            }
+        } else if (c == '"') {
+            s->in_string = TRUE;
+        } else if (c == '{' || c == '[') {
+            s->depth++;
+        } else if ((c == '}' || c == ']') && s->depth > 0 && --s->depth == 0) {
+            *at = i + 1;
+            return SCAN_DONE;
         }
-        if (!fill(r, error))
-            return FALSE;
+    }
+    *at = i;
+    return SCAN_MORE;
+}
+
+static gboolean truncated_value(reader *r, guint64 start, GError **error)
+{
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                "%s: unexpected end of file at byte %" G_GUINT64_FORMAT
+                ": the value starting at byte %" G_GUINT64_FORMAT
+                " (event #%u) is incomplete - is the file truncated?",
+                r->path, r->base + r->length, start, r->event_index);
+    return FALSE;
+}
+
+/*
+ * Find the end of the JSON value starting at r->position and keep all of
+ * it in the buffer: *end is its end, r->position still its start.  `what`
+ * names the value for the message when it is longer than limit bytes
+ * (NULL: the event being read).
+ */
+static gboolean too_long(reader *r, gsize limit, const char *what, GError **error)
+{
+    char *event = what ? NULL : g_strdup_printf("event #%u", r->event_index);
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": %s is longer than %"
+                G_GSIZE_FORMAT " KiB - no profiler writes one this large; the file is damaged or not a trace",
+                r->path, here(r), what ? what : event, limit >> 10);
+    g_free(event);
+    return FALSE;
+}
+
+static gboolean scan_kept(reader *r, gsize limit, const char *what, gsize *end, GError **error)
+{
+    value_scan s;
+    scan_begin(&s, r->buffer[r->position]);
+    gsize offset = 0; /* from r->position, which fill() may move */
+    for (;;) {
+        gsize at = r->position + offset;
+        int result = scan_step(&s, r->buffer, &at, r->length);
+        r->scanned += at - (r->position + offset);
+        offset = at - r->position;
+        if (offset > limit) return too_long(r, limit, what, error);
+        if (result == SCAN_DONE || (r->eof && s.scalar)) {
+            *end = at;
+            return offset > 0 ? TRUE : syntax_error(r, "a JSON value", error);
+        }
+        if (r->eof) {
+            guint64 start = here(r);
+            r->position = r->length;
+            return truncated_value(r, start, error);
+        }
+        if (!fill(r, error)) return FALSE;
+    }
+}
+
+/* Consume the JSON value starting at r->position without keeping it:
+ * each block is dropped once scanned, so any size costs one block. */
+static gboolean skip_value(reader *r, GError **error)
+{
+    value_scan s;
+    scan_begin(&s, r->buffer[r->position]);
+    guint64 start = here(r);
+    for (;;) {
+        gsize at = r->position;
+        int result = scan_step(&s, r->buffer, &at, r->length);
+        r->scanned += at - r->position;
+        r->position = at;
+        if (result == SCAN_DONE || (r->eof && s.scalar))
+            return here(r) > start ? TRUE : syntax_error(r, "a JSON value", error);
+        if (r->eof) return truncated_value(r, start, error);
+        if (!fill(r, error)) return FALSE;
     }
 }
 
@@ -279,8 +462,9 @@ static batch *batch_new(uint32_t first_index)
     return b;
 }
 
-static void batch_free(batch *b)
+static void batch_free(gpointer data)
 {
+    batch *b = data;
     if (b->text) g_byte_array_unref(b->text);
     if (b->spans) g_array_unref(b->spans);
     if (b->events) g_array_unref(b->events);
@@ -341,36 +525,84 @@ static void parse_batch(batch *b, reader *r)
 static void worker(gpointer data, gpointer user_data)
 {
     reader *r = user_data;
-    parse_batch(data, r);
+    batch *b = data;
+    parse_batch(b, r);
     g_mutex_lock(&r->lock);
+    b->parsed = TRUE;
     r->in_flight--;
-    g_cond_signal(&r->done_cond);
+    g_cond_broadcast(&r->done_cond);
     g_mutex_unlock(&r->lock);
 }
 
-static void submit_batch(reader *r)
+static void add_stats(rv_trace_stats *total, const rv_trace_stats *part)
+{
+    total->events_total += part->events_total;
+    total->events_used += part->events_used;
+    total->skipped_no_duration += part->skipped_no_duration;
+    total->skipped_no_ph += part->skipped_no_ph;
+    total->ignored_category += part->ignored_category;
+    total->ignored_phase += part->ignored_phase;
+    total->gpu_annotations += part->gpu_annotations;
+}
+
+/* Append the parsed batches at the head of the queue to the trace, in file
+ * order; with wait, also wait for those still being parsed.  The first
+ * batch that failed ends it with that batch's error. */
+static gboolean append_parsed(reader *r, gboolean wait, GError **error)
+{
+    for (;;) {
+        g_mutex_lock(&r->lock);
+        batch *b = g_queue_peek_head(&r->waiting);
+        while (b != NULL && wait && !b->parsed) g_cond_wait(&r->done_cond, &r->lock);
+        gboolean ready = b != NULL && b->parsed;
+        if (ready) g_queue_pop_head(&r->waiting);
+        g_mutex_unlock(&r->lock);
+        if (!ready) return TRUE;
+        if (b->error != NULL) {
+            g_propagate_error(error, b->error);
+            b->error = NULL;
+            batch_free(b);
+            return FALSE;
+        }
+        g_array_append_vals(r->trace->events, b->events->data, b->events->len);
+        add_stats(&r->trace->stats, &b->stats);
+        batch_free(b);
+    }
+}
+
+static gboolean submit_batch(reader *r, GError **error)
 {
     batch *b = r->current;
     r->current = NULL;
     if (b == NULL || b->spans->len == 0) {
         if (b) batch_free(b);
-        return;
-    }
-    g_ptr_array_add(r->batches, b);
-    if (r->pool == NULL) {
-        parse_batch(b, r);
-        return;
+        return TRUE;
     }
     g_mutex_lock(&r->lock);
-    while (r->in_flight >= r->max_in_flight)
-        g_cond_wait(&r->done_cond, &r->lock);
-    r->in_flight++;
+    g_queue_push_tail(&r->waiting, b);
     g_mutex_unlock(&r->lock);
-    g_thread_pool_push(r->pool, b, NULL);
+    if (r->pool == NULL) {
+        parse_batch(b, r);
+        b->parsed = TRUE;
+    } else {
+        g_mutex_lock(&r->lock);
+        while (r->in_flight >= r->max_in_flight)
+            g_cond_wait(&r->done_cond, &r->lock);
+        r->in_flight++;
+        g_mutex_unlock(&r->lock);
+        g_thread_pool_push(r->pool, b, NULL);
+    }
+    return append_parsed(r, FALSE, error);
 }
 
-static void add_event_text(reader *r, gsize end)
+static gboolean add_event_text(reader *r, gsize end, GError **error)
 {
+    if (r->event_index >= r->max_events) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: byte %" G_GUINT64_FORMAT ": more than %" G_GUINT64_FORMAT " events in \"traceEvents\" - "
+                    "the limit; --max-events raises it", r->path, here(r), r->max_events);
+        return FALSE;
+    }
     if (r->current == NULL)
         r->current = batch_new(r->event_index);
     batch *b = r->current;
@@ -379,20 +611,21 @@ static void add_event_text(reader *r, gsize end)
     g_array_append_val(b->spans, span);
     r->position = end;
     r->event_index++;
-    if (b->text->len >= BATCH_BYTES)
-        submit_batch(r);
+    if (b->text->len >= BATCH_BYTES && !submit_batch(r, error))
+        return FALSE;
     if (r->options && r->options->progress && here(r) >= r->next_progress) {
         r->next_progress = here(r) + PROGRESS_EVERY;
         r->options->progress(here(r), r->event_index, r->options->progress_data);
     }
+    return TRUE;
 }
 
 /* ---- structure ------------------------------------------------------ */
 
 static gboolean expect(reader *r, char wanted, const char *what, GError **error)
 {
-    char c;
-    if (!peek(r, &c, error)) return FALSE;
+    int c;
+    if (!next_char(r, &c, error)) return FALSE;
     if (c != wanted) return syntax_error(r, what, error);
     r->position++;
     return TRUE;
@@ -401,17 +634,17 @@ static gboolean expect(reader *r, char wanted, const char *what, GError **error)
 /* The elements of an array of events; r->position is just past '['. */
 static gboolean read_event_array(reader *r, GError **error)
 {
-    char c;
+    int c;
     r->saw_events_array = TRUE;
-    if (!peek(r, &c, error)) return FALSE;
+    if (!next_char(r, &c, error)) return FALSE;
     if (c == ']') { r->position++; return TRUE; }
     for (;;) {
         gsize end;
-        if (!peek(r, &c, error)) return FALSE;
-        if (c == '\0') return syntax_error(r, "an event", error);
-        if (!scan_value(r, &end, error)) return FALSE;
-        add_event_text(r, end);
-        if (!peek(r, &c, error)) return FALSE;
+        if (!next_char(r, &c, error)) return FALSE;
+        if (c < 0) return syntax_error(r, "an event", error);
+        if (!scan_kept(r, RV_IMPORT_MAX_VALUE_BYTES, NULL, &end, error)) return FALSE;
+        if (!add_event_text(r, end, error)) return FALSE;
+        if (!next_char(r, &c, error)) return FALSE;
         if (c == ',') { r->position++; continue; }
         if (c == ']') { r->position++; return TRUE; }
         return syntax_error(r, "',' or ']' between events", error);
@@ -419,10 +652,13 @@ static gboolean read_event_array(reader *r, GError **error)
 }
 
 /* A whole top-level value, parsed with jansson (metadata, small). */
-static json_t *read_small_value(reader *r, GError **error)
+static json_t *read_small_value(reader *r, const char *key, GError **error)
 {
     gsize end;
-    if (!scan_value(r, &end, error)) return NULL;
+    char *what = g_strdup_printf("the value of \"%s\"", key);
+    gboolean scanned = scan_kept(r, RV_IMPORT_MAX_VALUE_BYTES, what, &end, error);
+    g_free(what);
+    if (!scanned) return NULL;
     json_error_t json_error;
     json_t *value = json_loadb(r->buffer + r->position, end - r->position, 0, &json_error);
     if (value == NULL)
@@ -444,45 +680,68 @@ static void read_device_properties(rv_trace *trace, json_t *value)
     }
 }
 
-static void read_distributed_info(rv_trace *trace, json_t *value)
+/* rank and world_size feed divisions and int casts in the plugins: a value
+ * no job can have is refused rather than cut. */
+static gboolean read_rank_field(reader *r, json_t *object, const char *field, guint64 at, int64_t *out,
+                                GError **error)
 {
-    if (!json_is_object(value)) return;
-    json_t *rank = json_object_get(value, "rank");
-    json_t *world = json_object_get(value, "world_size");
+    json_t *value = json_object_get(object, field);
+    if (!json_is_integer(value)) return TRUE;
+    json_int_t number = json_integer_value(value);
+    if (number < 0 || number > (1 << 24)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": distributedInfo.%s = %"
+                    JSON_INTEGER_FORMAT " is out of range (0 to %d)", r->path, at, field, number, 1 << 24);
+        return FALSE;
+    }
+    *out = number;
+    return TRUE;
+}
+
+static gboolean read_distributed_info(reader *r, json_t *value, guint64 at, GError **error)
+{
+    rv_trace *trace = r->trace;
+    if (!json_is_object(value)) return TRUE;
     json_t *backend = json_object_get(value, "backend");
-    if (json_is_integer(rank)) trace->rank = json_integer_value(rank);
-    if (json_is_integer(world)) trace->world_size = json_integer_value(world);
-    if (json_is_string(backend)) trace->backend = g_strdup(json_string_value(backend));
+    /* A file may repeat the key; the last one wins, as in jansson. */
+    if (json_is_string(backend)) {
+        g_free(trace->backend);
+        trace->backend = g_strdup(json_string_value(backend));
+    }
+    return read_rank_field(r, value, "rank", at, &trace->rank, error) &&
+           read_rank_field(r, value, "world_size", at, &trace->world_size, error);
+}
+
+static gboolean read_metadata(reader *r, const char *key, GError **error)
+{
+    guint64 at = here(r);
+    json_t *value = read_small_value(r, key, error);
+    if (value == NULL) return FALSE;
+    gboolean ok = TRUE;
+    if (strcmp(key, "deviceProperties") == 0) read_device_properties(r->trace, value);
+    else ok = read_distributed_info(r, value, at, error);
+    json_decref(value);
+    return ok;
 }
 
 static gboolean read_member(reader *r, const char *key, GError **error)
 {
-    char c;
-    if (!peek(r, &c, error)) return FALSE;
-    if (c == '\0') return syntax_error(r, "a value", error);
+    int c;
+    if (!next_char(r, &c, error)) return FALSE;
+    if (c < 0) return syntax_error(r, "a value", error);
     if (strcmp(key, "traceEvents") == 0) {
         if (c != '[') return syntax_error(r, "an array for \"traceEvents\"", error);
         r->position++;
         return read_event_array(r, error);
     }
-    if (strcmp(key, "deviceProperties") == 0 || strcmp(key, "distributedInfo") == 0) {
-        json_t *value = read_small_value(r, error);
-        if (value == NULL) return FALSE;
-        if (key[0] == 'd' && key[1] == 'e') read_device_properties(r->trace, value);
-        else read_distributed_info(r->trace, value);
-        json_decref(value);
-        return TRUE;
-    }
-    gsize end;
-    if (!scan_value(r, &end, error)) return FALSE;
-    r->position = end;
-    return TRUE;
+    if (strcmp(key, "deviceProperties") == 0 || strcmp(key, "distributedInfo") == 0)
+        return read_metadata(r, key, error);
+    return skip_value(r, error);
 }
 
 static gboolean read_key(reader *r, char **key, GError **error)
 {
     gsize end;
-    if (!scan_value(r, &end, error)) return FALSE;
+    if (!scan_kept(r, MAX_KEY_BYTES, "a key", &end, error)) return FALSE;
     json_error_t json_error;
     json_t *value = json_loadb(r->buffer + r->position, end - r->position, JSON_DECODE_ANY,
                                &json_error);
@@ -498,32 +757,42 @@ static gboolean read_key(reader *r, char **key, GError **error)
 
 static gboolean read_root_object(reader *r, GError **error)
 {
-    char c;
+    int c;
     r->position++;
-    if (!peek(r, &c, error)) return FALSE;
+    if (!next_char(r, &c, error)) return FALSE;
     if (c == '}') { r->position++; return TRUE; }
     for (;;) {
         char *key = NULL;
-        if (!peek(r, &c, error)) return FALSE;
+        if (!next_char(r, &c, error)) return FALSE;
         if (c != '"') return syntax_error(r, "a key", error);
         if (!read_key(r, &key, error)) return FALSE;
         gboolean ok = expect(r, ':', "':'", error) && read_member(r, key, error);
         g_free(key);
         if (!ok) return FALSE;
-        if (!peek(r, &c, error)) return FALSE;
+        if (!next_char(r, &c, error)) return FALSE;
         if (c == ',') { r->position++; continue; }
         if (c == '}') { r->position++; return TRUE; }
         return syntax_error(r, "',' or '}'", error);
     }
 }
 
+/* The first byte is not '{' or '[': say what the file is, if we can tell. */
+static gboolean not_a_trace(reader *r, GError **error)
+{
+    const char *what = rv_describe_content((const guint8 *)r->buffer + r->position, r->length - r->position);
+    if (what == NULL) return syntax_error(r, "a JSON trace ('{' or '[') - this is not a Chrome trace", error);
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": this is not a Chrome trace: %s%s",
+                r->path, here(r), r->source.gzip ? "after decompression, " : "", what);
+    return FALSE;
+}
+
 static gboolean read_document(reader *r, GError **error)
 {
-    char c;
-    if (!peek(r, &c, error)) return FALSE;
-    if (c == '\0') {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": the file is empty",
-                    r->path, here(r));
+    int c;
+    if (!skip_byte_order_mark(r, error) || !next_char(r, &c, error)) return FALSE;
+    if (c < 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": the file is empty%s",
+                    r->path, here(r), here(r) > 0 ? " (nothing but white space)" : "");
         return FALSE;
     }
     if (c == '[') {
@@ -532,103 +801,78 @@ static gboolean read_document(reader *r, GError **error)
     } else if (c == '{') {
         if (!read_root_object(r, error)) return FALSE;
     } else {
-        return syntax_error(r, "a JSON trace ('{' or '[') - this is not a Chrome trace", error);
+        /* Sniff at least a tar header's worth, so "what is it" can be told. */
+        while (r->length - r->position < 512 && !r->eof)
+            if (!fill(r, error)) return FALSE;
+        return not_a_trace(r, error);
     }
-    if (!peek(r, &c, error)) return FALSE;
-    if (c != '\0') return syntax_error(r, "end of file after the trace", error);
+    if (!next_char(r, &c, error)) return FALSE;
+    if (c >= 0) return syntax_error(r, "end of file after the trace", error);
     return TRUE;
 }
 
-/* ---- joining -------------------------------------------------------- */
+/* ---- the whole read -------------------------------------------------- */
 
-static void add_stats(rv_trace_stats *total, const rv_trace_stats *part)
+static void reader_init(reader *r, rv_trace *trace, rv_input *input, const rv_import_options *options)
 {
-    total->events_total += part->events_total;
-    total->events_used += part->events_used;
-    total->skipped_no_duration += part->skipped_no_duration;
-    total->skipped_no_ph += part->skipped_no_ph;
-    total->ignored_category += part->ignored_category;
-    total->ignored_phase += part->ignored_phase;
-    total->gpu_annotations += part->gpu_annotations;
-}
-
-static gboolean join_batches(reader *r, GError **error)
-{
-    guint64 total = 0;
-    for (guint i = 0; i < r->batches->len; i++) {
-        batch *b = g_ptr_array_index(r->batches, i);
-        if (b->error != NULL) {
-            g_propagate_error(error, b->error);
-            b->error = NULL;
-            return FALSE;
-        }
-        total += b->events->len;
-    }
-    GArray *events = g_array_sized_new(FALSE, FALSE, sizeof(rv_event), (guint)total);
-    for (guint i = 0; i < r->batches->len; i++) {
-        batch *b = g_ptr_array_index(r->batches, i);
-        g_array_append_vals(events, b->events->data, b->events->len);
-        add_stats(&r->trace->stats, &b->stats);
-        g_array_unref(b->events);
-        b->events = NULL;
-    }
-    g_array_unref(r->trace->events);
-    r->trace->events = events;
-    return TRUE;
-}
-
-static gboolean open_input(reader *r, GError **error)
-{
-    struct stat info;
-    if (stat(r->path, &info) != 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s", r->path, g_strerror(errno));
-        return FALSE;
-    }
-    if (S_ISDIR(info.st_mode)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: is a directory; give a trace file (for several ranks, list each file)",
-                    r->path);
-        return FALSE;
-    }
-    r->file = gzopen(r->path, "rb");
-    if (r->file == NULL) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s", r->path, g_strerror(errno));
-        return FALSE;
-    }
-    gzbuffer(r->file, 256 * 1024);
-    return TRUE;
-}
-
-gboolean rv_import_stream(rv_trace *trace, const rv_import_options *options, GError **error)
-{
-    reader r = { 0 };
     install_arena_allocator();
-    r.path = trace->source;
-    r.trace = trace;
-    r.options = options;
-    r.batches = g_ptr_array_new_with_free_func((GDestroyNotify)batch_free);
-    g_mutex_init(&r.lock);
-    g_cond_init(&r.done_cond);
+    r->path = rv_input_name(input);
+    r->trace = trace;
+    r->options = options;
+    r->max_bytes = options && options->max_bytes ? options->max_bytes : RV_IMPORT_DEFAULT_MAX_BYTES;
+    r->max_events = options && options->max_events ? options->max_events : RV_IMPORT_DEFAULT_MAX_EVENTS;
+    /* file_index is 32 bits wide */
+    r->max_events = MIN(r->max_events, (guint64)G_MAXUINT32);
+    g_queue_init(&r->waiting);
+    g_mutex_init(&r->lock);
+    g_cond_init(&r->done_cond);
     int threads = options && options->threads > 0 ? options->threads : (int)g_get_num_processors();
     if (threads > 1) {
-        r.pool = g_thread_pool_new(worker, &r, threads, TRUE, NULL);
-        r.max_in_flight = threads * 2;
+        GError *pool_error = NULL;
+        r->pool = g_thread_pool_new(worker, r, threads, TRUE, &pool_error);
+        /* No threads to be had (a tight limit on processes or memory): parse here. */
+        if (r->pool == NULL) g_clear_error(&pool_error);
+        r->max_in_flight = threads * 2;
     }
-    gboolean ok = open_input(&r, error) && read_document(&r, error);
-    if (ok) submit_batch(&r);
-    else if (r.current) { batch_free(r.current); r.current = NULL; }
-    if (r.pool) g_thread_pool_free(r.pool, FALSE, TRUE);
-    if (ok && !r.saw_events_array) {
+}
+
+static void reader_clear(reader *r)
+{
+    if (r->pool) g_thread_pool_free(r->pool, FALSE, TRUE);
+    if (r->current) batch_free(r->current);
+    g_queue_clear_full(&r->waiting, batch_free);
+    source_close(&r->source);
+    g_free(r->buffer);
+    g_mutex_clear(&r->lock);
+    g_cond_clear(&r->done_cond);
+}
+
+gboolean rv_import_stream(rv_trace *trace, rv_input *input, const rv_import_options *options, GError **error)
+{
+    reader r = { 0 };
+    reader_init(&r, trace, input, options);
+    GError *scan_error = NULL, *batch_error = NULL;
+    gboolean ok = source_open(&r.source, input, &scan_error) && read_document(&r, &scan_error) &&
+                  submit_batch(&r, &scan_error);
+    /* Let every batch finish: one of them may hold an error earlier in the
+     * file than the scanner's, and that is the one to report. */
+    if (r.pool) {
+        g_thread_pool_free(r.pool, FALSE, TRUE);
+        r.pool = NULL;
+    }
+    if (!append_parsed(&r, TRUE, &batch_error)) {
+        g_clear_error(&scan_error);
+        g_propagate_error(error, batch_error);
+        ok = FALSE;
+    } else if (!ok) {
+        g_propagate_error(error, scan_error);
+    } else if (!r.saw_events_array) {
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
                     "%s: byte %" G_GUINT64_FORMAT " (end of file): no \"traceEvents\" array - "
                     "this JSON is not a PyTorch profiler trace", r.path, here(&r));
         ok = FALSE;
     }
-    ok = ok && join_batches(&r, error);
-    if (r.file) gzclose(r.file);
-    g_free(r.buffer);
-    g_ptr_array_free(r.batches, TRUE);
-    g_mutex_clear(&r.lock);
-    g_cond_clear(&r.done_cond);
+    trace->bytes_scanned = r.scanned;
+    reader_clear(&r);
     return ok;
 }

@@ -8,7 +8,7 @@
 #include "import.h"
 #include <string.h>
 
-gboolean rv_import_stream(rv_trace *trace, const rv_import_options *options, GError **error);
+gboolean rv_import_stream(rv_trace *trace, rv_input *input, const rv_import_options *options, GError **error);
 
 static const char *const event_kind_names[RV_EV_KIND_COUNT] = {
     "cpu_op", "user_annotation", "python_function", "runtime", "kernel",
@@ -81,19 +81,29 @@ static gboolean validate(rv_trace *trace, GError **error)
     return TRUE;
 }
 
-rv_trace *rv_trace_load(const char *path, rv_strings *strings, const rv_import_options *options,
-                        GError **error)
+rv_trace *rv_trace_load_input(rv_input *input, rv_strings *strings, const rv_import_options *options,
+                              GError **error)
 {
     rv_trace *trace = g_new0(rv_trace, 1);
-    trace->source = g_strdup(path);
+    trace->source = g_strdup(rv_input_name(input));
     trace->strings = strings ? rv_strings_ref(strings) : rv_strings_new();
     trace->events = g_array_new(FALSE, FALSE, sizeof(rv_event));
     trace->device_names = g_ptr_array_new_with_free_func(g_free);
     trace->rank = trace->world_size = -1;
-    if (!rv_import_stream(trace, options, error) || !validate(trace, error)) {
+    if (!rv_import_stream(trace, input, options, error) || !validate(trace, error)) {
         rv_trace_free(trace);
         return NULL;
     }
+    return trace;
+}
+
+rv_trace *rv_trace_load(const char *path, rv_strings *strings, const rv_import_options *options,
+                        GError **error)
+{
+    rv_input *input = rv_input_open(path, options ? options->read_timeout_ms : 0, error);
+    if (input == NULL) return NULL;
+    rv_trace *trace = rv_trace_load_input(input, strings, options, error);
+    rv_input_close(input);
     return trace;
 }
 

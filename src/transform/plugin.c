@@ -1,20 +1,33 @@
 /*
- * plugin.c - loading optimization plugins (GModule) and parsing their
- * parameters against the typed table each one declares.
+ * plugin.c - loading optimization plugins (GModule), parsing their
+ * parameters against the typed table each one declares, and applying them.
  *
- * Search order for a plugin named NAME (file NAME.so): each folder of
- * REVERIE_PLUGIN_PATH, the build tree's optimizations/ folder, then the
- * install folder.  A name containing '/' or ending in ".so" is a path.
+ * A plugin is named or given as a file:
+ *   - a name (letters, digits, '-' and '_') is looked up as NAME.so in the
+ *     plugin folders, in order: each folder of REVERIE_PLUGIN_PATH, the
+ *     optimizations/ folder of the build tree when the running program is
+ *     in one, then the install folder;
+ *   - anything with a '/' (./my.so, /opt/x/my.so) is that file, never a
+ *     search: a bare "my.so" is refused rather than handed to dlopen(),
+ *     which would look it up through LD_LIBRARY_PATH.
+ * The build tree is found at run time from /proc/self/exe (a meson build
+ * folder holds meson-private/), never compiled in, so an installed binary
+ * does not search the folder it was built in.
+ *
+ * Loading a shared object runs its constructors.  Listing the folders
+ * (rv_plugin_discover) reads each file's ELF symbol table first and loads
+ * only files that define rv_plugin_descriptor.
  */
 #include "reverie/plugin.h"
+#include "reverie/checked.h"
 #include "reverie/error.h"
 #include "reverie/units.h"
+#include "reverie/validate.h"
+#include "elf.h"
 #include <gmodule.h>
+#include <math.h>
 #include <string.h>
 
-#ifndef REVERIE_BUILD_PLUGIN_DIR
-#define REVERIE_BUILD_PLUGIN_DIR ""
-#endif
 #ifndef REVERIE_PLUGIN_DIR
 #define REVERIE_PLUGIN_DIR "/usr/local/lib/reverie"
 #endif
@@ -47,6 +60,24 @@ const char *rv_param_type_name(rv_param_type type)
     return type <= RV_PARAM_STRING ? type_names[type] : "?";
 }
 
+/* The optimizations/ folder beside the running program, when that program
+ * runs from a meson build folder; NULL otherwise. */
+static char *build_tree_plugin_dir(void)
+{
+    char *program = g_file_read_link("/proc/self/exe", NULL);
+    if (program == NULL) return NULL;
+    char *folder = g_path_get_dirname(program);
+    char *marker = g_build_filename(folder, "meson-private", NULL);
+    char *plugins = g_build_filename(folder, "optimizations", NULL);
+    gboolean in_build_tree = g_file_test(marker, G_FILE_TEST_IS_DIR) && g_file_test(plugins, G_FILE_TEST_IS_DIR);
+    g_free(program);
+    g_free(folder);
+    g_free(marker);
+    if (in_build_tree) return plugins;
+    g_free(plugins);
+    return NULL;
+}
+
 GPtrArray *rv_plugin_search_path(void)
 {
     GPtrArray *folders = g_ptr_array_new_with_free_func(g_free);
@@ -57,16 +88,22 @@ GPtrArray *rv_plugin_search_path(void)
             if (**part) g_ptr_array_add(folders, g_strdup(*part));
         g_strfreev(parts);
     }
-    if (REVERIE_BUILD_PLUGIN_DIR[0] && g_file_test(REVERIE_BUILD_PLUGIN_DIR, G_FILE_TEST_IS_DIR))
-        g_ptr_array_add(folders, g_strdup(REVERIE_BUILD_PLUGIN_DIR));
+    char *build_tree = build_tree_plugin_dir();
+    if (build_tree != NULL) g_ptr_array_add(folders, build_tree);
     g_ptr_array_add(folders, g_strdup(REVERIE_PLUGIN_DIR));
     return folders;
 }
 
-static char *find_plugin_file(const char *name)
+static gboolean is_plugin_name(const char *name)
 {
-    if (strchr(name, '/') != NULL || g_str_has_suffix(name, ".so"))
-        return g_strdup(name);
+    if (*name == '\0') return FALSE;
+    for (const char *c = name; *c; c++)
+        if (!g_ascii_isalnum(*c) && *c != '-' && *c != '_') return FALSE;
+    return TRUE;
+}
+
+static char *search_folders(const char *name, GError **error)
+{
     GPtrArray *folders = rv_plugin_search_path();
     char *found = NULL;
     for (guint i = 0; i < folders->len && found == NULL; i++) {
@@ -75,7 +112,33 @@ static char *find_plugin_file(const char *name)
         else g_free(file);
     }
     g_ptr_array_free(folders, TRUE);
+    if (found == NULL)
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "no optimization named '%s' (see 'reverie plugins'; or give a path to a .so, such as ./%s.so)",
+                    name, name);
     return found;
+}
+
+/* The file to load: a path as given (made absolute, so that dlopen takes
+ * it as that file), or a name found in the plugin folders. */
+static char *find_plugin_file(const char *name, GError **error)
+{
+    if (strchr(name, '/') != NULL) {
+        if (!g_file_test(name, G_FILE_TEST_IS_REGULAR)) {
+            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "plugin %s: %s", name,
+                        g_file_test(name, G_FILE_TEST_EXISTS) ? "not a regular file" : "no such file");
+            return NULL;
+        }
+        return g_canonicalize_filename(name, NULL);
+    }
+    if (is_plugin_name(name)) return search_folders(name, error);
+    if (g_str_has_suffix(name, ".so"))
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "'%s' is a file name: to load that file give its path "
+                    "(./%s); a bare name is looked up in the plugin folders", name, name);
+    else
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "'%s' is not an optimization name (letters, digits, '-', '_') "
+                    "nor a path (with a '/')", name);
+    return NULL;
 }
 
 static gboolean check_descriptor(const rv_plugin *descriptor, const char *path, GError **error)
@@ -94,15 +157,8 @@ static gboolean check_descriptor(const rv_plugin *descriptor, const char *path, 
     return TRUE;
 }
 
-rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error)
+static rv_loaded_plugin *load_file(char *path, GError **error)
 {
-    char *path = find_plugin_file(name_or_path);
-    if (path == NULL) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
-                    "no optimization named '%s' (see 'reverie plugins'; or give a path to a .so)",
-                    name_or_path);
-        return NULL;
-    }
     GModule *module = g_module_open(path, G_MODULE_BIND_LOCAL);
     if (module == NULL) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "plugin %s: cannot load: %s", path, g_module_error());
@@ -129,6 +185,12 @@ rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error)
     return plugin;
 }
 
+rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error)
+{
+    char *path = find_plugin_file(name_or_path, error);
+    return path ? load_file(path, error) : NULL;
+}
+
 void rv_plugin_unload(rv_loaded_plugin *plugin)
 {
     if (plugin == NULL) return;
@@ -145,7 +207,24 @@ static gint compare_plugins(gconstpointer a, gconstpointer b)
     return strcmp(x->descriptor->name, y->descriptor->name);
 }
 
-GPtrArray *rv_plugin_discover(GError **error)
+/* Load path if its symbol table says it is a plugin; otherwise say why not. */
+static rv_loaded_plugin *load_if_plugin(const char *path, GPtrArray *skipped)
+{
+    GError *error = NULL;
+    const char *why = NULL;
+    GMappedFile *file = g_mapped_file_new(path, FALSE, &error);
+    gboolean plugin_file = file != NULL &&
+        rv_elf_defines_symbol((const guint8 *)g_mapped_file_get_contents(file), g_mapped_file_get_length(file),
+                              RV_PLUGIN_SYMBOL, &why);
+    if (file != NULL) g_mapped_file_unref(file);
+    rv_loaded_plugin *plugin = plugin_file ? load_file(g_strdup(path), &error) : NULL;
+    if (plugin == NULL && skipped != NULL)
+        g_ptr_array_add(skipped, error ? g_strdup(error->message) : g_strdup_printf("%s: not loaded: %s", path, why));
+    g_clear_error(&error);
+    return plugin;
+}
+
+GPtrArray *rv_plugin_discover(GPtrArray *skipped)
 {
     GPtrArray *plugins = g_ptr_array_new_with_free_func((GDestroyNotify)rv_plugin_unload);
     GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -157,7 +236,7 @@ GPtrArray *rv_plugin_discover(GError **error)
         while ((entry = g_dir_read_name(dir)) != NULL) {
             if (!g_str_has_suffix(entry, ".so") || g_hash_table_contains(seen, entry)) continue;
             char *path = g_build_filename(g_ptr_array_index(folders, i), entry, NULL);
-            rv_loaded_plugin *plugin = rv_plugin_load(path, NULL);
+            rv_loaded_plugin *plugin = g_file_test(path, G_FILE_TEST_IS_REGULAR) ? load_if_plugin(path, skipped) : NULL;
             g_free(path);
             if (plugin == NULL) continue;
             g_hash_table_add(seen, g_strdup(entry));
@@ -168,8 +247,38 @@ GPtrArray *rv_plugin_discover(GError **error)
     g_ptr_array_free(folders, TRUE);
     g_hash_table_destroy(seen);
     g_ptr_array_sort(plugins, compare_plugins);
-    (void)error;
     return plugins;
+}
+
+/* ---- applying ------------------------------------------------------- */
+
+gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
+                         rv_plugin_output *output, GError **error)
+{
+    const rv_plugin *descriptor = plugin->descriptor;
+    GError *failure = NULL;
+    gboolean ok = descriptor->apply(graph, params, output, &failure);
+    if (ok && failure != NULL) {
+        g_prefix_error(&failure, "reported success but set an error: ");
+        ok = FALSE;
+    }
+    if (!ok && failure == NULL)
+        g_set_error(&failure, RV_ERROR, RV_ERROR_PLUGIN, "failed without saying why (apply() returned FALSE "
+                    "and set no error) - %s", plugin->path);
+    if (!ok) {
+        g_prefix_error(&failure, "%s: ", descriptor->name);
+        g_propagate_error(error, failure);
+        return FALSE;
+    }
+    /* The plugin is foreign code with write access to the graph: check
+     * what the simulator will trust, and blame the plugin, not the trace. */
+    if (!rv_graph_validate(graph, &failure)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "%s: the plugin left the graph broken (%s): %s",
+                    descriptor->name, plugin->path, failure->message);
+        g_error_free(failure);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 /* ---- parameters ----------------------------------------------------- */
@@ -185,24 +294,51 @@ static gboolean parse_choice(const rv_param_spec *spec, const char *text, GError
     return ok;
 }
 
+/* A whole number that a double holds exactly: below 2^53 in size, since
+ * the text "2^53 + 1" already reads as 2^53.  Anything larger could be
+ * silently rounded, and past 2^63 the cast to int64 is undefined. */
+static gboolean parse_integer(const char *text, param_value *value, GError **error)
+{
+    double number = 0;
+    if (!rv_parse_number(text, &number, error)) return FALSE;
+    if (fabs(number) >= RV_MAX_EXACT_INTEGER) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "\"%s\" is out of range (less than 2^53 in size)", text);
+        return FALSE;
+    }
+    if (number != floor(number)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "\"%s\" is not a whole number", text);
+        return FALSE;
+    }
+    value->integer = (int64_t)number;
+    value->number = number;
+    return TRUE;
+}
+
+/* A parsed amount above the limit of its kind (checked.h): plugins add and
+ * multiply these, so they must stay far inside int64. */
+static gboolean check_amount(const char *text, int64_t amount, int64_t limit, const char *what, GError **error)
+{
+    if (amount <= limit) return TRUE;
+    g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "\"%s\" is out of range (a %s of at most %" G_GINT64_FORMAT ")",
+                text, what, limit);
+    return FALSE;
+}
+
 static gboolean parse_value(const rv_param_spec *spec, const char *text, param_value *value, GError **error)
 {
     GError *inner = NULL;
     gboolean ok = TRUE;
-    double number = 0;
     switch (spec->type) {
     case RV_PARAM_NUMBER: ok = rv_parse_number(text, &value->number, &inner); break;
-    case RV_PARAM_INTEGER:
-        ok = rv_parse_number(text, &number, &inner);
-        if (ok && number != (double)(int64_t)number) {
-            g_set_error(&inner, RV_ERROR, RV_ERROR_USAGE, "\"%s\" is not a whole number", text);
-            ok = FALSE;
-        }
-        value->integer = (int64_t)number;
-        value->number = number;
+    case RV_PARAM_INTEGER: ok = parse_integer(text, value, &inner); break;
+    case RV_PARAM_DURATION:
+        ok = rv_parse_duration_ns(text, &value->integer, &inner) &&
+             check_amount(text, value->integer, RV_MAX_DURATION_NS, "duration in ns", &inner);
         break;
-    case RV_PARAM_DURATION: ok = rv_parse_duration_ns(text, &value->integer, &inner); break;
-    case RV_PARAM_BYTES: ok = rv_parse_bytes(text, &value->integer, &inner); break;
+    case RV_PARAM_BYTES:
+        ok = rv_parse_bytes(text, &value->integer, &inner) &&
+             check_amount(text, value->integer, RV_MAX_BYTES, "size in bytes", &inner);
+        break;
     case RV_PARAM_BANDWIDTH: ok = rv_parse_bandwidth(text, &value->number, &inner); break;
     case RV_PARAM_CHOICE: ok = parse_choice(spec, text, &inner); break;
     case RV_PARAM_STRING: break;
@@ -289,6 +425,10 @@ static gboolean assign(rv_params *params, const rv_plugin *plugin, const char *p
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "plugin %s: unknown parameter '%s' (parameters: %s)",
                     plugin->name, key, names);
         g_free(names);
+    } else if (value->given) {
+        /* Which one would win is a guess; a sweep script's typo should not be. */
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "plugin %s: parameter '%s' is given twice", plugin->name, key);
+        ok = FALSE;
     } else if ((ok = parse_value(value->spec, equals + 1, value, error))) {
         value->given = TRUE;
     } else {

@@ -12,14 +12,18 @@
  *     events on a device >= 0, file order);
  *   - a built graph that does not replay (the builder promises a DAG), or a
  *     graph build failing with anything but one RV_ERROR_INPUT line.
+ * Like the command line (rv_cli_load), only a graph that passes
+ * rv_graph_validate is replayed: a trace of impossible durations is
+ * refused there, as bad input.
  *
- * Build and run: tests/fuzz/run_import.sh (see its header).
+ * Build and run: tests/fuzz/run_import.sh or run_all.sh (see their headers).
  */
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include "reverie/trace.h"
+#include "reverie/validate.h"
 
 #include <glib.h>
 #include <stdio.h>
@@ -86,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     GError *error = NULL;
     if (!g_file_set_contents(input_path, (const char *)data, (gssize)size, &error))
         fail("cannot write the input file", error->message);
-    rv_import_options options = { 1, NULL, NULL };
+    rv_import_options options = { .threads = 1 };
     rv_trace *trace = rv_trace_load(input_path, NULL, &options, &error);
     if (trace == NULL) {
         check_error(error, "load");
@@ -102,7 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         g_error_free(error);
         return 0;
     }
-    replay(graph);
+    if (rv_graph_validate(graph, &error)) replay(graph);
+    else if (error == NULL || strchr(error->message, '\n') != NULL) fail("validation", error ? error->message : NULL);
+    g_clear_error(&error);
     rv_graph_free(graph);
     return 0;
 }

@@ -25,13 +25,10 @@ fuzz=tests/fuzz
 mkdir -p "$build/fuzz" "$fuzz/corpus" "$fuzz/crashes"
 binary=$build/fuzz/fuzz_store
 
-# Every sanitizer report is fatal, signed overflow included: the loader's
-# time bounds promise that the replay of an accepted graph cannot overflow.
-# shellcheck disable=SC2046
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude \
-    "$fuzz/fuzz_store.c" src/store/store.c src/graph/graph.c src/util/strings.c src/util/error.c \
-    src/sim/sim.c src/report/steps.c \
-    $(pkg-config --cflags --libs glib-2.0 igraph zlib jansson) -lm -o "$binary"
+# Every sanitizer report is fatal, signed overflow included (build.sh): the
+# loader's time bounds promise that the replay of an accepted graph cannot
+# overflow.
+tests/fuzz/build.sh fuzz_store "$binary"
 
 # Seeds: small saved graphs of the project's and the shared traces.
 reverie=$build/reverie
@@ -42,7 +39,7 @@ seed() {
 }
 for trace in hta_cpu_only hta_triton_a100 hta_event_sync hta_event_sync_multi_stream \
              hta_simple_add_small_a100 hta_rank_non_gpu; do
-    seed "../shared/traces/$trace.json.gz"
+    seed "traces/$trace.json.gz"
 done
 seed traces/small_ddp.json.gz
 

@@ -26,19 +26,12 @@ out=$build/fuzz-import
 mkdir -p "$out/corpus" "$out/crashes"
 binary=$out/fuzz_import
 
-# Signed overflow stays a warning: the simulator does not saturate, so a
-# trace of absurd (but in-range) durations can overflow a replay time; that
-# gives nonsense numbers, not a crash.  Everything else is fatal.
-# shellcheck disable=SC2046
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -fsanitize-recover=signed-integer-overflow -Iinclude \
-    tests/fuzz/fuzz_import.c src/import/*.c src/util/strings.c src/util/error.c \
-    src/graph/graph.c src/graph/build.c src/graph/tags.c src/graph/streams.c src/graph/sync.c \
-    src/graph/edges.c src/graph/timing.c src/sim/sim.c src/report/steps.c \
-    $(pkg-config --cflags --libs glib-2.0 gthread-2.0 igraph zlib jansson) -lm -o "$binary"
+# build.sh: signed overflow stays a warning (the simulator does not
+# saturate yet); everything else is fatal.
+tests/fuzz/build.sh fuzz_import "$binary"
 
 # Seeds: the small shared traces, the project's own, and the bad inputs.
-traces=../shared/traces
+traces=traces
 for trace in hta_cpu_only hta_triton_a100 hta_event_sync hta_event_sync_multi_stream \
              hta_simple_add_small_a100 hta_rank_non_gpu; do
     [ -f "$traces/$trace.json.gz" ] && gzip -dc "$traces/$trace.json.gz" >"$out/corpus/seed-$trace.json"

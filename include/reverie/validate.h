@@ -1,0 +1,54 @@
+/*
+ * validate.h - is a graph safe to simulate?  Checked after every plugin and
+ * after every load, because the simulator and the reports trust it.
+ *
+ * rv_graph_validate checks what the simulator, the step report and the
+ * commands index or add up without checking again:
+ *   - every resource's kind is a known kind and its name a string id;
+ *   - every task's resource is a resource, its kind and phase known kinds,
+ *     its name, operator, layer (and Input Dims, or -1) string ids, its step
+ *     a step or -1;
+ *   - every task's duration lies in [0, RV_MAX_DURATION_NS], its bytes are
+ *     not negative, and the durations of the tasks that run add up to at
+ *     most RV_MAX_WORK_NS (checked.h), so no sum over the graph overflows;
+ *   - every edge joins two tasks and has a known kind;
+ *   - every step's name is a string id and its markers are tasks;
+ *   - the edges form no cycle (rv_graph_check_acyclic, igraph).
+ * The first problem found is reported as one line of RV_ERROR_INPUT that
+ * does not start with the graph's source: the caller says whose fault it is
+ * (the file's, or a plugin's).
+ *
+ * Cost: O(V + E) plus one topological sort.
+ */
+#ifndef REVERIE_VALIDATE_H
+#define REVERIE_VALIDATE_H
+
+#include <glib.h>
+#include "reverie/graph.h"
+
+G_BEGIN_DECLS
+
+gboolean rv_graph_validate(const rv_graph *graph, GError **error);
+
+/*
+ * Before scaling tasks by factor (rv_transform_scale): FALSE with an
+ * RV_ERROR_USAGE error naming `parameter` (such as "factor=1e300") when
+ * factor is not a finite number >= 0, when it would make one of the tasks
+ * last longer than RV_MAX_DURATION_NS, or the graph's tasks together
+ * longer than RV_MAX_WORK_NS.  Removed tasks count for nothing.
+ */
+gboolean rv_tasks_check_scale(const rv_graph *graph, const GArray *tasks, double factor,
+                              const char *parameter, GError **error);
+
+/*
+ * A duration a plugin computed in floating point for task (or for a new
+ * task, task = -1), as whole nanoseconds in *out.  FALSE with an
+ * RV_ERROR_USAGE error blaming `cause` (the parameters, such as
+ * "bandwidth_factor=1e-300") when it is not in [0, RV_MAX_DURATION_NS].
+ */
+gboolean rv_task_duration_from(const rv_graph *graph, int32_t task, double ns, const char *cause,
+                               int64_t *out, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * validate.c - the checks a graph passes before it is simulated (see
+ * include/reverie/validate.h): after a load and after every plugin.
+ *
+ * A plugin is foreign code with write access to the graph's arrays, and a
+ * saved graph is a file anyone can forge; the simulator indexes arrays with
+ * the ids they hold and adds up their durations without checking again.
+ */
+#include "reverie/validate.h"
+#include "reverie/checked.h"
+#include "reverie/error.h"
+#include <math.h>
+#include <string.h>
+
+static gboolean invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean invalid(GError **error, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    char *message = g_strdup_vprintf(format, args);
+    va_end(args);
+    g_set_error_literal(error, RV_ERROR, RV_ERROR_INPUT, message);
+    g_free(message);
+    return FALSE;
+}
+
+static gboolean is_string_id(const rv_graph *graph, int32_t id)
+{
+    return id >= 0 && id < rv_strings_count(graph->strings);
+}
+
+static gboolean is_task_id(const rv_graph *graph, int32_t id)
+{
+    return id >= 0 && id < rv_graph_task_count(graph);
+}
+
+static gboolean check_resources(const rv_graph *graph, GError **error)
+{
+    for (guint r = 0; r < graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        if (resource->kind >= RV_RES_KIND_COUNT)
+            return invalid(error, "resource %u has an unknown kind (%u)", r, resource->kind);
+        if (!is_string_id(graph, resource->name))
+            return invalid(error, "resource %u names string %d, which does not exist", r, resource->name);
+    }
+    return TRUE;
+}
+
+static gboolean check_task_ids(const rv_graph *graph, int32_t id, const rv_task *task, GError **error)
+{
+    if (task->resource < 0 || (guint)task->resource >= graph->resources->len)
+        return invalid(error, "task #%d is on resource %d, which does not exist (%u resources)", id,
+                       task->resource, graph->resources->len);
+    if (task->kind >= RV_TASK_KIND_COUNT) return invalid(error, "task #%d has an unknown kind (%u)", id, task->kind);
+    if (task->phase >= RV_PHASE_COUNT) return invalid(error, "task #%d has an unknown phase (%u)", id, task->phase);
+    if (!is_string_id(graph, task->name) || !is_string_id(graph, task->op) || !is_string_id(graph, task->layer) ||
+        (task->input_dims != -1 && !is_string_id(graph, task->input_dims)))
+        return invalid(error, "task #%d names a string that does not exist", id);
+    if (task->step != -1 && (task->step < 0 || (guint)task->step >= graph->steps->len))
+        return invalid(error, "task #%d is in step %d, which does not exist (%u steps)", id, task->step,
+                       graph->steps->len);
+    return TRUE;
+}
+
+static gboolean check_task_amounts(const rv_graph *graph, int32_t id, const rv_task *task, GError **error)
+{
+    if (task->duration_ns < 0 || task->duration_ns > RV_MAX_DURATION_NS) {
+        char *limit = rv_describe_long_duration((double)RV_MAX_DURATION_NS);
+        gboolean ok = invalid(error, "task #%d (%s) has a duration of %" G_GINT64_FORMAT " ns, outside 0 .. %s", id,
+                              rv_strings_get(graph->strings, task->name), task->duration_ns, limit);
+        g_free(limit);
+        return ok;
+    }
+    if (task->host_overhead_ns < 0 || task->host_overhead_ns > RV_MAX_DURATION_NS) {
+        char *limit = rv_describe_long_duration((double)RV_MAX_DURATION_NS);
+        gboolean ok = invalid(error, "task #%d (%s) has a host overhead of %" G_GINT64_FORMAT " ns, outside 0 .. %s",
+                              id, rv_strings_get(graph->strings, task->name), task->host_overhead_ns, limit);
+        g_free(limit);
+        return ok;
+    }
+    if (task->bytes < 0) return invalid(error, "task #%d has a negative byte count", id);
+    return TRUE;
+}
+
+static gboolean check_tasks(const rv_graph *graph, GError **error)
+{
+    int64_t work = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!check_task_ids(graph, id, task, error) || !check_task_amounts(graph, id, task, error)) return FALSE;
+        if (task->flags & RV_TASK_FLAG_REMOVED) continue;
+        /* Cannot overflow: work <= 2^61 and each duration and overhead <= 10^15
+         * before the test.  The host overhead counts: the replay adds it too. */
+        work += task->duration_ns + task->host_overhead_ns;
+        if (work > RV_MAX_WORK_NS) {
+            char *limit = rv_describe_long_duration((double)RV_MAX_WORK_NS);
+            gboolean ok = invalid(error, "the tasks' durations add up to more than %s (2^61 ns) by task #%d: "
+                                  "these are not real times", limit, id);
+            g_free(limit);
+            return ok;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean check_edges(const rv_graph *graph, GError **error)
+{
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        if (!is_task_id(graph, edge->from) || !is_task_id(graph, edge->to))
+            return invalid(error, "edge %u joins task #%d to task #%d, but the tasks are #0 .. #%d", e, edge->from,
+                           edge->to, rv_graph_task_count(graph) - 1);
+        if (edge->kind >= RV_EDGE_KIND_COUNT) return invalid(error, "edge %u has an unknown kind (%u)", e, edge->kind);
+    }
+    return TRUE;
+}
+
+static gboolean check_steps(const rv_graph *graph, GError **error)
+{
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+        if (!is_string_id(graph, step->name)) return invalid(error, "step %u names a string that does not exist", s);
+        if (!is_task_id(graph, step->begin_marker) || !is_task_id(graph, step->end_marker))
+            return invalid(error, "step %u has a marker task that does not exist (#%d, #%d)", s, step->begin_marker,
+                           step->end_marker);
+    }
+    return TRUE;
+}
+
+/* rv_graph_check_acyclic names the graph's source first; validate.h
+ * promises messages without it. */
+static gboolean check_acyclic(const rv_graph *graph, GError **error)
+{
+    GError *cycle = NULL;
+    if (rv_graph_check_acyclic(graph, &cycle)) return TRUE;
+    const char *message = cycle->message;
+    gsize source_length = strlen(graph->source);
+    if (strncmp(message, graph->source, source_length) == 0 && strncmp(message + source_length, ": ", 2) == 0)
+        message += source_length + 2;
+    g_set_error_literal(error, RV_ERROR, RV_ERROR_INPUT, message);
+    g_error_free(cycle);
+    return FALSE;
+}
+
+gboolean rv_graph_validate(const rv_graph *graph, GError **error)
+{
+    /* Order matters: later checks index with ids the earlier ones vouched for. */
+    return check_resources(graph, error) && check_steps(graph, error) && check_tasks(graph, error) &&
+           check_edges(graph, error) && check_acyclic(graph, error);
+}
+
+static gboolean out_of_range(GError **error, const rv_graph *graph, int32_t task, double ns, const char *cause)
+{
+    char *wanted = rv_describe_long_duration(ns), *limit = rv_describe_long_duration((double)RV_MAX_DURATION_NS);
+    if (task >= 0)
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s would make task #%d (%s) last %s, outside 0 .. %s", cause, task,
+                    rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).name), wanted, limit);
+    else
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s would make a new task last %s, outside 0 .. %s", cause, wanted,
+                    limit);
+    g_free(wanted);
+    g_free(limit);
+    return FALSE;
+}
+
+gboolean rv_task_duration_from(const rv_graph *graph, int32_t task, double ns, const char *cause, int64_t *out,
+                               GError **error)
+{
+    if (rv_checked_duration(ns, out)) return TRUE;
+    return out_of_range(error, graph, task, ns, cause);
+}
+
+/* The sum, in double, of the durations and host overheads of the live
+ * tasks of the graph. */
+static double live_work_ns(const rv_graph *graph)
+{
+    double work = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!(task->flags & RV_TASK_FLAG_REMOVED)) work += (double)task->duration_ns + (double)task->host_overhead_ns;
+    }
+    return work;
+}
+
+gboolean rv_tasks_check_scale(const rv_graph *graph, const GArray *tasks, double factor, const char *parameter,
+                              GError **error)
+{
+    if (!isfinite(factor) || factor < 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s: the factor must be a finite number >= 0", parameter);
+        return FALSE;
+    }
+    double selected = 0;
+    for (guint i = 0; i < tasks->len; i++) {
+        int32_t id = g_array_index(tasks, int32_t, i);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (task->flags & RV_TASK_FLAG_REMOVED) continue;
+        /* the callers scale the duration, the host overhead or both */
+        double scaled = (double)MAX(task->duration_ns, task->host_overhead_ns) * factor;
+        if (scaled > (double)RV_MAX_DURATION_NS) return out_of_range(error, graph, id, scaled, parameter);
+        selected += (double)task->duration_ns + (double)task->host_overhead_ns;
+    }
+    /* Tasks may be listed twice; counting them twice only makes this stricter. */
+    double work = live_work_ns(graph) + selected * (factor - 1.0);
+    if (work > (double)RV_MAX_WORK_NS) {
+        char *wanted = rv_describe_long_duration(work), *limit = rv_describe_long_duration((double)RV_MAX_WORK_NS);
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s would make the tasks add up to %s, more than %s", parameter,
+                    wanted, limit);
+        g_free(wanted);
+        g_free(limit);
+        return FALSE;
+    }
+    return TRUE;
+}

@@ -1,0 +1,88 @@
+#!/bin/sh
+# run_all.sh [SECONDS] [BUILD_DIR] - build every fuzz harness with clang's
+# libFuzzer and the sanitizers (build.sh), seed each, and fuzz each for
+# SECONDS (default 60): what .ci/run does after the test suites.
+#
+# A crash becomes a regression input: it is copied to
+# tests/fuzz/regressions/HARNESS-crash-SHA1 (the harness's prefix, so that
+# replay-HARNESS picks it up in `meson test`), and the script exits 1 naming
+# the files, to be fixed and committed.  Corpora and logs stay under
+# BUILD_DIR/fuzz-all/, which git ignores.
+#
+# Harnesses and their regression prefixes:
+#   fuzz_store   saved-graph loader   overflow-, store-
+#   fuzz_import  trace importer       import-
+#   fuzz_elf     ELF reader           elf-
+#   fuzz_params  parameters, escaping params-
+set -eu
+seconds=${1:-60}
+build=${2:-build}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+[ -x "$build/reverie" ] || { echo "run_all.sh: build reverie first (ninja -C $build)"; exit 1; }
+out=$(cd "$build" && pwd)/fuzz-all
+regressions=$root/tests/fuzz/regressions
+mkdir -p "$out"
+
+seed_store() {
+    for trace in traces/small_ddp.json.gz traces/hta_event_sync.json.gz traces/hta_triton_a100.json.gz; do
+        if [ -f "$trace" ]; then "$build/reverie" import --quiet --force "$trace" -o "$1/seed-$(basename "$trace" .json.gz).rvg" || true; fi
+    done
+    cp "$regressions"/overflow-* "$1/" 2>/dev/null || true
+    return 0
+}
+
+seed_import() {
+    for trace in hta_cpu_only hta_triton_a100 hta_event_sync hta_simple_add_small_a100; do
+        if [ -f "traces/$trace.json.gz" ]; then gzip -dc "traces/$trace.json.gz" >"$1/seed-$trace.json"; fi
+    done
+    gzip -dc traces/small_ddp.json.gz | head -c 60000 >"$1/seed-small-ddp-head.json"
+    cp traces/small_ddp.json.gz "$1/seed-gzipped.json.gz"
+    for file in tests/data/bad/* "$regressions"/import-*; do
+        [ -f "$file" ] && cp "$file" "$1/bad-$(basename "$file")"
+    done
+    return 0
+}
+
+seed_elf() {
+    for plugin in "$build"/optimizations/*.so; do [ -f "$plugin" ] && cp "$plugin" "$1/"; done
+    return 0
+}
+
+seed_params() {
+    printf 'n=1.5,i=8,d=5us,b=25MiB,w=100Gbps,c=bb,s=kind=kernel,phase=forward' >"$1/seed-all"
+    printf 'i=1e300,d=1e9s,b=16PiB' >"$1/seed-huge"
+    printf 'w=0.125b/s,n=2,n=3' >"$1/seed-twice"
+    printf 's=\033]0;x\007\342\200\256\377' >"$1/seed-escapes"
+}
+
+crashes=""
+for harness in fuzz_store fuzz_import fuzz_elf fuzz_params; do
+    work=$out/$harness
+    mkdir -p "$work/corpus" "$work/crashes"
+    echo "== $harness: building"
+    tests/fuzz/build.sh "$harness" "$work/$harness"
+    "seed_${harness#fuzz_}" "$work/corpus"
+    max_len=65536
+    [ "$harness" = fuzz_elf ] && max_len=262144
+    set -- -max_total_time="$seconds" -max_len=$max_len -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$work/crashes/" -print_final_stats=1
+    [ "$harness" = fuzz_import ] && set -- "$@" -dict="$root/tests/fuzz/import.dict"
+    echo "== $harness: fuzzing for $seconds s"
+    (cd "$work" && ./"$harness" "$@" corpus >"$work/log" 2>&1) || true
+    grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$work/log" | tail -1 || true
+    prefix=${harness#fuzz_}
+    for crash in "$work"/crashes/*; do
+        [ -f "$crash" ] || continue
+        name=$prefix-crash-$(sha1sum "$crash" | cut -c1-12)
+        cp "$crash" "$regressions/$name"
+        crashes="$crashes $name"
+        echo "== $harness: CRASH, kept as tests/fuzz/regressions/$name"
+        grep -m3 -E "ERROR|fuzz_|runtime error" "$work/log" || true
+    done
+done
+if [ -n "$crashes" ]; then
+    echo "run_all.sh: new crashes:$crashes (fix them, then commit the regression inputs)"
+    exit 1
+fi
+echo "run_all.sh: no crash in $seconds s per harness"
