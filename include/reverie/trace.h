@@ -62,10 +62,12 @@ typedef struct {
     int64_t bytes;             /* memcpy/memset payload */
     int64_t wait_on_stream;    /* cuda_sync */
     int64_t wait_on_record_correlation; /* cuda_sync: the cudaEventRecord waited on */
+    /* Stream ids are kept whole: CUDA's are small, but ROCm's can be
+     * pointer-sized, and cutting them could merge two streams. */
+    int64_t device;            /* GPU kinds */
+    int64_t stream;            /* GPU kinds and cuda_sync; -1 if unknown */
     int32_t name;              /* string id */
     int32_t input_dims;        /* string id of compact "Input Dims" JSON, or -1 */
-    int32_t device;            /* GPU kinds */
-    int32_t stream;            /* GPU kinds and cuda_sync; -1 if unknown */
     uint32_t file_index;       /* position in traceEvents, for messages */
     uint8_t kind;              /* rv_event_kind */
     uint8_t flow_category;     /* rv_flow_category, flows only */

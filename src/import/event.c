@@ -219,15 +219,16 @@ static gboolean out_of_range(event_context *ctx, const char *field, int64_t valu
     return FALSE;
 }
 
-/* A stream id into 32 bits without merging two streams.  CUPTI's ids are
- * unsigned 32-bit: 4294967295 (all streams, on a context sync) becomes -1,
- * "unknown", and the others keep a distinct value.  Anything wider would
- * have to be cut, which merges streams: refused. */
-static gboolean narrow_stream(event_context *ctx, const char *field, int64_t value, int32_t *out)
+/* CUPTI writes "all streams" (a context synchronize) as the unsigned 32-bit
+ * 4294967295: that is -1, "unknown", like a missing id.  Other ids are kept
+ * whole, in stream and wait_on_stream alike, so that the two still match. */
+static gboolean read_stream(event_context *ctx, json_t *args, const char *field, int64_t *out)
 {
-    if (value < G_MININT32 || value > (int64_t)G_MAXUINT32)
-        return out_of_range(ctx, field, value, "a 32-bit stream id");
-    *out = (int32_t)(uint32_t)value;
+    int64_t value = -1;
+    if (!read_int(ctx, args, field, &value)) return FALSE;
+    if (value == (int64_t)G_MAXUINT32) value = -1;
+    if (value < -1) return out_of_range(ctx, field, value, "a stream id >= 0");
+    *out = value;
     return TRUE;
 }
 
@@ -239,16 +240,16 @@ static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
     if (external_id < 0 && !read_int(ctx, args, "external id", &external_id)) return FALSE;
     event->external_id = external_id;
     if (!read_int(ctx, args, "device", &device)) return FALSE;
-    if (!read_int(ctx, args, "stream", &stream)) return FALSE;
+    if (!read_stream(ctx, args, "stream", &stream)) return FALSE;
     if (!read_int(ctx, args, "bytes", &event->bytes)) return FALSE;
-    if (device < -1 || device > G_MAXINT32) return out_of_range(ctx, "device", device, "a device number");
+    if (device < -1) return out_of_range(ctx, "device", device, "a device number >= 0");
     if (event->bytes > RV_MAX_BYTES) return out_of_range(ctx, "bytes", event->bytes, "at most 2^53");
-    event->device = (int32_t)device;
-    if (!narrow_stream(ctx, "stream", stream, &event->stream)) return FALSE;
+    event->device = device;
+    event->stream = stream;
     if (event->kind == RV_EV_CUDA_SYNC) {
         json_t *kind = json_object_get(args, "cuda_sync_kind");
         event->sync_kind = sync_kind_of(json_is_string(kind) ? json_string_value(kind) : NULL);
-        if (!read_int(ctx, args, "wait_on_stream", &event->wait_on_stream)) return FALSE;
+        if (!read_stream(ctx, args, "wait_on_stream", &event->wait_on_stream)) return FALSE;
         if (!read_int(ctx, args, "wait_on_cuda_event_record_corr_id",
                       &event->wait_on_record_correlation)) return FALSE;
     }
@@ -335,9 +336,9 @@ static gboolean read_complete(event_context *ctx, json_t *object, const char *ca
         return FALSE;
     if (kind == RV_EV_KERNEL || kind == RV_EV_MEMCPY || kind == RV_EV_MEMSET) {
         if (event->device < 0)
-            event->device = event->pid >= 0 && event->pid < 4096 ? (int32_t)event->pid : 0;
-        if (event->stream < 0 && !narrow_stream(ctx, "tid", event->tid, &event->stream))
-            return FALSE;
+            event->device = event->pid >= 0 && event->pid < 4096 ? event->pid : 0;
+        /* the legacy schema names the stream only as the tid */
+        if (event->stream < 0) event->stream = event->tid;
     }
     *outcome = EVENT_KEPT;
     return TRUE;
