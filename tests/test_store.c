@@ -26,6 +26,7 @@
 #include "project_traces.h"
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 /* The layout constants the tests forge against (see store.c). */
@@ -728,6 +729,12 @@ START_TEST(forged_strings)
     fix_checksums(nul, length);
     expect_load_error(nul, length, "contains a NUL byte", "NUL in a string");
     g_free(nul);
+    guint8 *latin1 = g_memdup2(bytes, length);
+    found = memmem(latin1, length, "layerB", 6);
+    found[5] = 0xe9; /* "layer\xe9": Latin-1, not UTF-8 */
+    fix_checksums(latin1, length);
+    expect_load_error(latin1, length, "is not valid UTF-8", "a string that is not UTF-8");
+    g_free(latin1);
     g_free(duplicate);
     g_free(bytes);
 }
@@ -778,6 +785,39 @@ START_TEST(save_refuses_inconsistent_graph)
     g_clear_error(&error);
     rv_graph_free(good);
     g_free(path);
+    remove_dir(dir);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* A forged edge list can close a cycle with ids that are all in range:
+ * the loader refuses it, as the simulator would never finish the tasks. */
+START_TEST(cycle_refused_on_load)
+{
+    rv_graph *graph = hand_built_graph();
+    rv_graph_add_edge(graph, 3, 1, RV_EDGE_THREAD, FALSE);
+    gsize length;
+    guint8 *bytes = save_bytes(graph, &length);
+    expect_load_error(bytes, length, "the dependency graph has a cycle", "a cycle");
+    g_free(bytes);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* GLib renames a new file over the target; a FIFO (or, as root, a device)
+ * must not be replaced by a regular file. */
+START_TEST(save_refuses_a_target_that_is_not_a_file)
+{
+    rv_graph *graph = hand_built_graph();
+    char *dir = temp_dir();
+    char *fifo = g_build_filename(dir, "fifo", NULL);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    GError *error = NULL;
+    ck_assert(!rv_store_save(graph, fifo, &error));
+    ck_assert(strstr(error->message, "is not a regular file") != NULL);
+    ck_assert(!g_file_test(fifo, G_FILE_TEST_IS_REGULAR));
+    g_clear_error(&error);
+    g_free(fifo);
     remove_dir(dir);
     rv_graph_free(graph);
 }
@@ -855,6 +895,8 @@ static Suite *store_suite(void)
     tcase_add_test(damage, forged_strings);
     tcase_add_test(damage, extra_bytes);
     tcase_add_test(damage, save_refuses_inconsistent_graph);
+    tcase_add_test(damage, cycle_refused_on_load);
+    tcase_add_test(damage, save_refuses_a_target_that_is_not_a_file);
     tcase_add_test(damage, fuzz_regressions_fail_cleanly);
     suite_add_tcase(suite, damage);
     return suite;

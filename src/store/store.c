@@ -104,6 +104,7 @@
  * do not understand may change what the graph means.
  */
 #include "reverie/store.h"
+#include "reverie/validate.h"
 #include "reverie/error.h"
 #include <stddef.h>
 #include <stdio.h>
@@ -536,6 +537,12 @@ gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error)
         return FALSE;
     }
     g_string_free(why, TRUE);
+    /* GLib renames a new file over the target: as root that would replace a
+     * device such as /dev/null with a regular file. */
+    if (g_file_test(path, G_FILE_TEST_EXISTS) && !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: it exists and is not a regular file", path);
+        return FALSE;
+    }
     GString *file = encode_graph(graph);
     GError *io_error = NULL;
     /* CONSISTENT: GLib writes a temporary file beside the target and renames
@@ -739,6 +746,10 @@ static gboolean read_strings(reader *r, rv_strings *strings)
             return fail(r, section, "string %u (%u bytes) runs past the end of the section", i, length);
         if (memchr(text, '\0', length) != NULL)
             return fail(r, section, "string %u contains a NUL byte", i);
+        /* Names come from JSON, which is UTF-8; a forged one must not reach
+         * jansson (which refuses it) or a terminal. */
+        if (!g_utf8_validate((const char *)text, length, NULL))
+            return fail(r, section, "string %u is not valid UTF-8", i);
         if (i == 0 && length != 0)
             return fail(r, section, "string 0 is not the empty string");
         /* Interning in order reproduces the saved ids unless a text repeats. */
@@ -961,7 +972,14 @@ static gboolean read_graph_sections(reader *r, rv_graph *graph)
     const char *section = check_graph(graph, why);
     if (section != NULL) fail(r, section, "%s", why->str);
     g_string_free(why, TRUE);
-    return section == NULL;
+    if (section != NULL) return FALSE;
+    /* What the simulator trusts beyond the ids: durations within the
+     * limits and no cycle (a forged edge list can close one). */
+    GError *invalid = NULL;
+    if (rv_graph_validate(graph, &invalid)) return TRUE;
+    fail(r, NULL, "%s", invalid->message);
+    g_error_free(invalid);
+    return FALSE;
 }
 
 rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *name, GError **error)
