@@ -50,6 +50,7 @@ report() { # NAME WHY
     fail "case $1: $2"
     sed 's/^/     stderr: /' "$err" | head -5 >&2
     head -c 300 "$out" | sed 's/^/     stdout: /' >&2
+    echo >&2 # the cut may end mid-line
 }
 
 # hostile NAME STATUS WANT COMMAND... : WANT is text stderr must hold
@@ -258,6 +259,10 @@ hostile rvg-name-gzip-inside  2 "not a reverie graph: it is a gzip file" "$R" si
 hostile escaped-query         0 '\x1b]0;pwned\x07'  "$R" query "$in/evil-names.json" name~sgemm --group-by name
 hostile escaped-whatif        0 'ProfilerStep#2\x1b' "$R" whatif "$in/evil-names.json" --opt scale:factor=0.5
 hostile escaped-json          0 '\u001B]0;pwned'    "$R" query "$in/evil-names.json" name~pwned --json --limit 1
+hostile escaped-info          0 'ProfilerStep#2\x1b' "$R" info "$in/evil-names.json"
+hostile escaped-simulate      0 'ProfilerStep#2\x1b' "$R" simulate "$in/evil-names.json" --explain 50
+hostile escaped-breakdown     0 'ProfilerStep#2\x1b' "$R" breakdown "$in/evil-names.json"
+hostile escaped-critical-path 0 'ProfilerStep#2\x1b' "$R" critical-path "$in/evil-names.json" --opt amp
 hostile escaped-path          2 '\x1b[2J'           "$R" simulate "$in/$(printf 'no\033[2Jsuch.json')"
 hostile newline-in-path       2 'bad\nname'         "$R" simulate "$in/$(printf 'bad\nname.json')"
 have_python && hostile escaped-graphml 0 ""  bash -c '"$R" export-graph "$W/in/evil-names.json" -o - --format graphml --steps 1 | python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.stdin)"'

@@ -61,7 +61,7 @@ static rv_step_breakdown sum_steps(const rv_breakdown *breakdown)
 
 static void print_split_row(const char *label, int64_t total, const int64_t *split, int64_t exposed)
 {
-    printf("  %-20s %12.3f", label, total / 1e6);
+    printf("  %-20s %12.3f", rv_cli_shown(label), total / 1e6);
     for (int k = 0; k < RV_SPLIT_COUNT; k++) print_part(split[k], total);
     print_part(exposed, total);
     printf("\n");
@@ -89,7 +89,7 @@ static void print_run(const rv_cli_run *run, const rv_breakdown *breakdown)
     printf("\n");
     for (guint r = 0; r < breakdown->resource_count; r++) {
         if (!rv_breakdown_has_uses(graph, (int32_t)r)) continue;
-        printf("  %-32s", resource_label(graph, r));
+        printf("  %-32s", rv_cli_shown(resource_label(graph, r)));
         for (int u = 0; u < RV_USE_COUNT; u++) print_part(sum.use_ns[r * RV_USE_COUNT + u], sum.end_ns);
         printf("\n");
     }

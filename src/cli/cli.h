@@ -67,7 +67,7 @@ void rv_cli_print_json_digits(void *root, int digits);
 
 /* A layer or operator name for a table column: the autograd engine's
  * "autograd::engine::evaluate_function: " prefix dropped (the rest,
- * "ConvolutionBackward0", says what it is). */
+ * "ConvolutionBackward0", says what it is), escaped as rv_cli_shown does. */
 const char *rv_cli_short_name(const char *name);
 
 /* ---- optimizations (opts.c), shared by whatif and sweep ---- */
@@ -113,6 +113,13 @@ GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *struc
 /* Apply the opts (counting changes) to `graph` and replay under the last
  * policy: the predicted step times, or NULL with an error. */
 GArray *rv_cli_predict(rv_graph *graph, GPtrArray *opts, GError **error);
+/* Text from a trace for a terminal: itself when clean, else escaped
+ * (escape.h) into one of RV_CLI_SHOWN_SLOTS buffers that the following
+ * calls reuse, so that one printf can show a few names without a free.
+ * Not thread-safe: the command line prints from one thread. */
+#define RV_CLI_SHOWN_SLOTS 8
+const char *rv_cli_shown(const char *text);
+
 /* A json_t string of text, escaped (escape.h) if it is not valid UTF-8,
  * which jansson would refuse.  Never NULL. */
 void *rv_cli_json_text(const char *text);

@@ -303,6 +303,17 @@ void rv_cli_print_json_digits(void *root, int digits)
     json_decref(root);
 }
 
+const char *rv_cli_shown(const char *text)
+{
+    static char *ring[RV_CLI_SHOWN_SLOTS];
+    static guint next;
+    if (!rv_text_needs_escape(text)) return text ? text : "";
+    guint slot = next++ % RV_CLI_SHOWN_SLOTS;
+    g_free(ring[slot]);
+    ring[slot] = rv_escape_text(text);
+    return ring[slot];
+}
+
 void *rv_cli_json_text(const char *text)
 {
     json_t *value = json_string(text ? text : "");
@@ -366,5 +377,5 @@ char *rv_cli_us_text(int64_t ns)
 const char *rv_cli_short_name(const char *name)
 {
     static const char prefix[] = "autograd::engine::evaluate_function: ";
-    return g_str_has_prefix(name, prefix) ? name + sizeof prefix - 1 : name;
+    return rv_cli_shown(g_str_has_prefix(name, prefix) ? name + sizeof prefix - 1 : name);
 }

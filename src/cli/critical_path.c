@@ -74,11 +74,11 @@ static void print_longest(const rv_graph *graph, const rv_critical_path *path, i
         const rv_path_link *link = g_ptr_array_index(all, i);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, link->task);
         printf("    %12.3f ms  %-8s %-9s %.60s\n", rv_path_link_ns(link) / 1e6, rv_task_kind_name(task->kind),
-               rv_phase_name(task->phase), text_of(graph, task->name));
+               rv_phase_name(task->phase), rv_cli_shown(text_of(graph, task->name)));
         if (link->predecessor >= 0)
             printf("    %27s after %s%s%s: %.50s\n", "", rv_via_name(link->via), link->via == RV_VIA_EDGE ? " " : "",
                    link->via == RV_VIA_EDGE ? rv_edge_kind_name(link->edge_kind) : "",
-                   text_of(graph, g_array_index(graph->tasks, rv_task, link->predecessor).name));
+                   rv_cli_shown(text_of(graph, g_array_index(graph->tasks, rv_task, link->predecessor).name)));
     }
     g_ptr_array_free(all, TRUE);
 }
@@ -98,7 +98,7 @@ static void print_run(const rv_cli_run *run, const rv_critical_path *path, int t
                       totals.by_kind_ns[RV_TASK_MEMSET] + totals.by_kind_ns[RV_TASK_COMM];
         int64_t waits = totals.by_wait_ns[RV_WAIT_LAUNCH_LATENCY] + totals.by_wait_ns[RV_WAIT_IDLE_GAP];
         int64_t cpu = totals.total_ns - gpu - waits;
-        printf("  %-20s %11.3f ms %7.1f%% %7.1f%% %7.1f%% %8" G_GUINT64_FORMAT "\n", step_label(run->graph, s),
+        printf("  %-20s %11.3f ms %7.1f%% %7.1f%% %7.1f%% %8" G_GUINT64_FORMAT "\n", rv_cli_shown(step_label(run->graph, s)),
                totals.total_ns / 1e6, share(gpu, totals.total_ns), share(cpu, totals.total_ns),
                share(waits, totals.total_ns), totals.links);
         rv_path_totals_clear(&totals);

@@ -54,7 +54,7 @@ static void print_resources(const rv_graph *graph, const graph_counts *counts)
     printf("resources: %u\n", graph->resources->len);
     for (guint r = 0; r < graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
-        printf("  %-32s %-10s %10" G_GUINT64_FORMAT " tasks", rv_strings_get(graph->strings, resource->name),
+        printf("  %-32s %-10s %10" G_GUINT64_FORMAT " tasks", rv_cli_shown(rv_strings_get(graph->strings, resource->name)),
                rv_resource_kind_name(resource->kind), counts->tasks_per_resource[r]);
         if (resource->kind == RV_RES_GPU_STREAM)
             printf("   launch latency %.3f us, idle gap %.3f us, queue %d", resource->launch_latency_ns / 1e3,
@@ -72,7 +72,7 @@ static void print_edges_and_steps(const rv_graph *graph, const graph_counts *cou
     for (guint s = 0; s < graph->steps->len; s++) {
         const rv_step *step = &g_array_index(graph->steps, rv_step, s);
         int64_t from = s ? g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns : step->recorded_begin_ns;
-        printf("  %-20s recorded %12.3f ms\n", rv_strings_get(graph->strings, step->name), (step->recorded_end_ns - from) / 1e6);
+        printf("  %-20s recorded %12.3f ms\n", rv_cli_shown(rv_strings_get(graph->strings, step->name)), (step->recorded_end_ns - from) / 1e6);
     }
 }
 
@@ -126,12 +126,12 @@ static void print_text(const rv_graph *graph, const graph_counts *counts)
 {
     printf("source: %s\n", graph->source);
     printf("devices: %u", graph->device_names->len);
-    if (graph->device_names->len) printf(" (%s)", (const char *)g_ptr_array_index(graph->device_names, 0));
+    if (graph->device_names->len) printf(" (%s)", rv_cli_shown(g_ptr_array_index(graph->device_names, 0)));
     /* -1 means the trace did not record it (no distributedInfo): say so, not "rank -1 of -1" */
     if (graph->rank < 0) printf("\ndistributed: not recorded (no distributedInfo: one process)");
     else if (graph->world_size < 0) printf("\ndistributed: rank %" G_GINT64_FORMAT " (world size not recorded)", graph->rank);
     else printf("\ndistributed: rank %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT, graph->rank, graph->world_size);
-    printf("%s%s\n", graph->backend ? ", backend " : "", graph->backend ? graph->backend : "");
+    printf("%s%s\n", graph->backend ? ", backend " : "", graph->backend ? rv_cli_shown(graph->backend) : "");
     print_tasks(counts);
     print_resources(graph, counts);
     print_edges_and_steps(graph, counts);

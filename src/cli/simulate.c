@@ -47,7 +47,7 @@ static void print_table(const rv_graph *graph, const GArray *steps, const replay
         rv_cli_format_ms(recorded, sizeof recorded, step->recorded_ns);
         rv_cli_format_ms(simulated, sizeof simulated, step->simulated_ns);
         rv_cli_format_ms(unexplained, sizeof unexplained, step_unexplained(graph, x, i));
-        printf("  %-20s %14s %14s %8.2f%% %14s\n", step->name, recorded, simulated,
+        printf("  %-20s %14s %14s %8.2f%% %14s\n", rv_cli_shown(step->name), recorded, simulated,
                100.0 * rv_relative_error(step->recorded_ns, step->simulated_ns), unexplained);
     }
     rv_cli_format_ms(recorded, sizeof recorded, summary->recorded_total);
@@ -86,7 +86,7 @@ static void print_explanation(const rv_graph *graph, const rv_explanation *x, in
                x->suspect_host_gaps, x->suspect_host_ns / 1e6, x->suspect_by_chance);
     printf("  by resource:\n");
     for (guint r = 0; r < graph->resources->len; r++)
-        if (x->by_resource[r]) printf("    %-32s %12.3f ms\n", resource_label(graph, (int32_t)r), x->by_resource[r] / 1e6);
+        if (x->by_resource[r]) printf("    %-32s %12.3f ms\n", rv_cli_shown(resource_label(graph, (int32_t)r)), x->by_resource[r] / 1e6);
     if (x->top->len == 0) return;
     printf("  largest (time from the trace's start, ms; 'after' is the dependency the rules waited for):\n");
     printf("    %12s %12s  %-18s %-22s %s\n", "unexplained", "recorded at", "step", "resource", "task");
@@ -94,9 +94,9 @@ static void print_explanation(const rv_graph *graph, const rv_explanation *x, in
         const rv_unexplained_task *item = &g_array_index(x->top, rv_unexplained_task, i);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, item->task);
         printf("    %9.3f ms %12.3f  %-18s %-22s %.60s\n", item->unexplained_ns / 1e6,
-               (task->recorded_start_ns - origin_ns) / 1e6, step_label(graph, task->step),
-               resource_label(graph, task->resource), task_name(graph, item->task));
-        if (item->binding >= 0) printf("    %27s after %.70s\n", "", task_name(graph, item->binding));
+               (task->recorded_start_ns - origin_ns) / 1e6, rv_cli_shown(step_label(graph, task->step)),
+               rv_cli_shown(resource_label(graph, task->resource)), rv_cli_shown(task_name(graph, item->task)));
+        if (item->binding >= 0) printf("    %27s after %.70s\n", "", rv_cli_shown(task_name(graph, item->binding)));
     }
 }
 
