@@ -27,7 +27,9 @@
 
 G_BEGIN_DECLS
 
-/* Multiply the duration of each task by factor (a negative factor counts as 0). */
+/* Multiply the duration of each task by factor; the result is clamped to
+ * 0 .. RV_MAX_DURATION_NS (checked.h), so check the factor first
+ * (validate.h's rv_tasks_check_scale) to report it instead. */
 void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor);
 /* Multiply the host overhead of each task by factor: the Python and
  * framework time before a CPU call (graph.h); GPU tasks have none. */

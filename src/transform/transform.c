@@ -9,6 +9,7 @@
  * out once per batch and shared by the removed tasks next to it.
  */
 #include "reverie/transform.h"
+#include "reverie/checked.h"
 #include "reverie/stats.h"
 #include "reverie/error.h"
 #include "../graph/index.h"
@@ -41,11 +42,21 @@ void rv_transform_invalidate(rv_graph *graph)
     rv_graph_index_reset(graph);
 }
 
+/* ns * factor within 0 .. RV_MAX_DURATION_NS: a plugin is meant to check
+ * its factor first (rv_tasks_check_scale), but llround of a value beyond
+ * int64 is undefined, so the primitive clamps rather than trusts. */
+static int64_t scaled_ns(int64_t ns, double factor)
+{
+    double scaled = (double)ns * factor;
+    if (!(scaled > 0)) return 0; /* also NaN */
+    return scaled >= (double)RV_MAX_DURATION_NS ? RV_MAX_DURATION_NS : (int64_t)llround(scaled);
+}
+
 void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor)
 {
     for (guint i = 0; i < tasks->len; i++) {
         rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
-        task->duration_ns = (int64_t)llround((double)task->duration_ns * MAX(0.0, factor));
+        task->duration_ns = scaled_ns(task->duration_ns, factor);
     }
     durations_changed(graph);
 }
@@ -54,7 +65,7 @@ void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, doub
 {
     for (guint i = 0; i < tasks->len; i++) {
         rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
-        task->host_overhead_ns = (int64_t)llround((double)task->host_overhead_ns * MAX(0.0, factor));
+        task->host_overhead_ns = scaled_ns(task->host_overhead_ns, factor);
     }
 }
 
