@@ -109,6 +109,8 @@ GPtrArray *rv_params_describe(const rv_params *params);
  * FALSE with the error prefixed by the plugin's name when apply() fails -
  * also when it fails without setting an error, or sets one and claims
  * success - and with RV_ERROR_PLUGIN when the graph is broken afterwards.
+ * The graph given is taken as valid (loads and earlier applies leave it
+ * so): the cycle check runs only when apply() changed the edges.
  */
 gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
                          rv_plugin_output *output, GError **error);

@@ -8,9 +8,10 @@
  *   - every task's resource is a resource, its kind and phase known kinds,
  *     its name, operator, layer (and Input Dims, or -1) string ids, its step
  *     a step or -1;
- *   - every task's duration lies in [0, RV_MAX_DURATION_NS], its bytes are
- *     not negative, and the durations of the tasks that run add up to at
- *     most RV_MAX_WORK_NS (checked.h), so no sum over the graph overflows;
+ *   - every task's duration and host overhead lie in [0,
+ *     RV_MAX_DURATION_NS], its bytes are not negative, and the durations and
+ *     overheads of the tasks that run add up to at most RV_MAX_WORK_NS
+ *     (checked.h), so no sum over the graph overflows;
  *   - every edge joins two tasks and has a known kind;
  *   - every step's name is a string id and its markers are tasks;
  *   - the edges form no cycle (rv_graph_check_acyclic, igraph).
@@ -29,6 +30,12 @@
 G_BEGIN_DECLS
 
 gboolean rv_graph_validate(const rv_graph *graph, GError **error);
+
+/* Every check above but the last, in O(V + E) without igraph: for a graph
+ * whose edges are known to form no cycle (the same edges as a graph that
+ * passed rv_graph_validate).  A sweep checks thousands of variants whose
+ * plugin only retimed tasks; the sort was most of their cost. */
+gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error);
 
 /*
  * Before scaling tasks by factor (rv_transform_scale): FALSE with an
