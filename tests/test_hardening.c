@@ -741,6 +741,21 @@ START_TEST(parameters_are_bounded_and_given_once)
     expect_params_refused("ddp.so", "world=1.5", "not a whole number");
     expect_params_refused("network.so", "added_latency=1e9s", "is out of range (a duration");
     expect_params_refused("ddp.so", "bucket_cap=16PiB", "is out of range (a size");
+    expect_params_refused("scale.so", "factor=2, factor = 3", "parameter 'factor' is given twice");
+}
+END_TEST
+
+/* Spaces after commas and around '=' are how people type lists. */
+START_TEST(parameters_allow_spaces)
+{
+    rv_loaded_plugin *plugin = load_plugin("REVERIE_TEST_PLUGIN_DIR", "scale.so");
+    GError *error = NULL;
+    rv_params *params = rv_params_parse(rv_plugin_descriptor_of(plugin), " factor = 0.25 , part=duration ", &error);
+    ck_assert_msg(params != NULL, "%s", error ? error->message : "");
+    ck_assert(rv_params_number(params, "factor") == 0.25);
+    ck_assert_str_eq(rv_params_string(params, "part"), "duration");
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
 }
 END_TEST
 
@@ -837,6 +852,7 @@ static Suite *hardening_suite(void)
     tcase_add_test(plugins, elf_reader_finds_the_descriptor);
     tcase_add_test(plugins, elf_reader_survives_damage);
     tcase_add_test(plugins, parameters_are_bounded_and_given_once);
+    tcase_add_test(plugins, parameters_allow_spaces);
     tcase_add_test(plugins, plugin_names_and_paths);
     tcase_add_loop_test(plugins, apply_blames_a_plugin_that_breaks_the_graph, 0, G_N_ELEMENTS(broken_plugins));
     suite_add_tcase(suite, plugins);

@@ -383,18 +383,34 @@ static gboolean apply_defaults(rv_params *params, const rv_plugin *plugin, GErro
 
 /* Split "a=1,b=x,y" on commas, but a piece without '=' continues the
  * previous value (so selections and lists can contain commas). */
+/* "key = value" -> "key=value"; a piece without '=' is kept as it is. */
+static char *tidy_assignment(const char *piece)
+{
+    const char *equals = strchr(piece, '=');
+    if (equals == NULL) return g_strdup(piece);
+    char *key = g_strstrip(g_strndup(piece, (gsize)(equals - piece)));
+    char *value = g_strstrip(g_strdup(equals + 1));
+    char *tidy = g_strconcat(key, "=", value, NULL);
+    g_free(key);
+    g_free(value);
+    return tidy;
+}
+
 static GPtrArray *split_assignments(const char *text)
 {
     GPtrArray *pieces = g_ptr_array_new_with_free_func(g_free);
     char **parts = g_strsplit(text, ",", -1);
     for (char **part = parts; *part; part++) {
+        /* "factor=0.5, select=..." as people type it: spaces around a
+         * piece are not part of a name or a value */
+        g_strstrip(*part);
         if (**part == '\0') continue;
         if (strchr(*part, '=') == NULL && pieces->len > 0) {
             char *joined = g_strdup_printf("%s,%s", (char *)g_ptr_array_index(pieces, pieces->len - 1), *part);
             g_free(pieces->pdata[pieces->len - 1]);
             pieces->pdata[pieces->len - 1] = joined;
         } else {
-            g_ptr_array_add(pieces, g_strdup(*part));
+            g_ptr_array_add(pieces, tidy_assignment(*part));
         }
     }
     g_strfreev(parts);
