@@ -89,6 +89,36 @@ expect_in "$work/out" 'kind=kernel'
 expect_status 0 "$reverie" query "$real" kind=kernel phase=backward --group-by layer
 expect_in "$work/out" 'ConvolutionBackward'
 
+# --- CSV: the same rows as JSON -------------------------------------------
+expect_status 0 "$reverie" query "$trace" kind=kernel --group-by name --csv -n 0
+cp "$work/out" "$work/groups.csv"
+expect_status 0 "$reverie" query "$trace" kind=kernel --group-by name --json -n 0
+python3 - "$work/groups.csv" "$work/out" <<'EOF' || fail "query --csv groups differ from --json"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+groups = json.load(open(sys.argv[2]))["groups"]
+assert [r["name"] for r in rows] == [g["key"] for g in groups], "keys"
+assert all(int(r["count"]) == g["count"] and abs(float(r["total_us"]) - g["total_us"]) < 1e-3
+           for r, g in zip(rows, groups)), "counts or totals"
+EOF
+expect_status 0 "$reverie" query "$trace" kind=kernel --csv -n 3
+head -1 "$work/out" | grep -qx 'id,kind,phase,step,duration_us,resource,layer,op,name' || fail "query --csv header"
+[ "$(wc -l < "$work/out")" -eq 4 ] || fail "query --csv -n 3: expected 3 rows"
+expect_status 1 "$reverie" query "$trace" kind=kernel --csv --json
+
+# --- plugins --csv: one row per parameter ---------------------------------
+expect_status 0 "$reverie" plugins --csv
+cp "$work/out" "$work/plugins.csv"
+expect_status 0 "$reverie" plugins --json
+python3 - "$work/plugins.csv" "$work/out" <<'EOF' || fail "plugins --csv differs from --json"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+plugins = json.load(open(sys.argv[2]))
+want = sum(max(1, len(p["params"])) for p in plugins)
+assert len(rows) == want, (len(rows), want)
+assert {r["plugin"] for r in rows} == {p["name"] for p in plugins}
+EOF
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)" >&2
     exit 1

@@ -54,6 +54,22 @@ static json_t *plugin_json(const rv_plugin *plugin)
     return object;
 }
 
+/* One row per parameter (a plugin without parameters gets one row with an
+ * empty parameter), so that a spreadsheet can filter by plugin. */
+static void print_plugin_csv(const rv_plugin *plugin)
+{
+    const rv_param_spec *spec = plugin->params;
+    do {
+        const char *row[] = { rv_cli_shown(plugin->name), rv_cli_shown(plugin->summary),
+                              spec->name ? rv_cli_shown(spec->name) : "",
+                              spec->name ? rv_cli_shown(spec->type == RV_PARAM_CHOICE ? spec->choices
+                                                                                     : rv_param_type_name(spec->type)) : "",
+                              spec->name ? rv_cli_shown(spec->default_value) : "",
+                              spec->name ? rv_cli_shown(spec->unit) : "", spec->name ? rv_cli_shown(spec->help) : "" };
+        rv_cli_csv_row(row, G_N_ELEMENTS(row));
+    } while (spec->name && (++spec)->name);
+}
+
 /* The plugins to show: the one named (loaded alone), or every one found. */
 static GPtrArray *plugins_to_show(const char *only, int *status)
 {
@@ -78,9 +94,10 @@ static GPtrArray *plugins_to_show(const char *only, int *status)
 
 int rv_cmd_plugins(int argc, char **argv)
 {
-    gboolean as_json = FALSE;
+    gboolean as_json = FALSE, as_csv = FALSE;
     GOptionEntry entries[] = {
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print one CSV row per parameter", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("[NAME] - list optimizations and their parameters");
@@ -90,15 +107,21 @@ int rv_cmd_plugins(int argc, char **argv)
         "runs from one) and the install folder. Listing them loads them, which runs their\n"
         "code: only .so files whose symbol table defines rv_plugin_descriptor are loaded,\n"
         "and the others are named on stderr as skipped. NAME loads that plugin alone.\n\n"
-        "Examples:\n  reverie plugins\n  reverie plugins ddp --json\n");
+        "Examples:\n  reverie plugins\n  reverie plugins ddp --json\n  reverie plugins --csv > plugins.csv\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse_without_input(context, &argc, &argv, &status)) goto out;
     if (argc > 2) { status = rv_cli_usage("plugins", "give at most one NAME"); goto out; }
+    if (as_json && as_csv) { status = rv_cli_usage("plugins", "give --json or --csv, not both"); goto out; }
     GPtrArray *plugins = plugins_to_show(argc > 1 ? argv[1] : NULL, &status);
     json_t *list = json_array();
+    if (as_csv && plugins->len) {
+        const char *header[] = { "plugin", "summary", "param", "type", "default", "unit", "help" };
+        rv_cli_csv_row(header, G_N_ELEMENTS(header));
+    }
     for (guint i = 0; i < plugins->len; i++) {
         const rv_plugin *plugin = rv_plugin_descriptor_of(g_ptr_array_index(plugins, i));
         if (as_json) json_array_append_new(list, plugin_json(plugin));
+        else if (as_csv) print_plugin_csv(plugin);
         else print_plugin(plugin, TRUE);
     }
     if (as_json && status == RV_EXIT_OK) rv_cli_print_json(list);

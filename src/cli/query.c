@@ -254,11 +254,49 @@ static void print_json(const rv_graph *graph, const rv_selection *sel, const GAr
     rv_cli_print_json(root);
 }
 
+/* ---- CSV output --------------------------------------------------------- */
+
+static void print_groups_csv(const GPtrArray *groups, group_by by, const query_totals *totals, guint limit)
+{
+    const char *header[] = { group_names[by], "count", "total_us", "mean_us", "share" };
+    rv_cli_csv_row(header, G_N_ELEMENTS(header));
+    guint shown = limit ? MIN(limit, groups->len) : groups->len;
+    for (guint g = 0; g < shown; g++) {
+        const query_group *group = g_ptr_array_index(groups, g);
+        char *count = g_strdup_printf("%" G_GUINT64_FORMAT, group->count);
+        char *total = rv_cli_us_text(group->total_ns), *mean = rv_cli_us_text(mean_ns(group->total_ns, group->count));
+        char *share = g_strdup_printf("%.6f", totals->total_ns ? (double)group->total_ns / totals->total_ns : 0.0);
+        const char *row[] = { rv_cli_shown(group->key), count, total, mean, share };
+        rv_cli_csv_row(row, G_N_ELEMENTS(row));
+        g_free(count); g_free(total); g_free(mean); g_free(share);
+    }
+}
+
+static void print_tasks_csv(const rv_graph *graph, const GArray *ids, guint limit)
+{
+    const char *header[] = { "id", "kind", "phase", "step", "duration_us", "resource", "layer", "op", "name" };
+    rv_cli_csv_row(header, G_N_ELEMENTS(header));
+    guint shown = limit ? MIN(limit, ids->len) : ids->len;
+    for (guint i = 0; i < shown; i++) {
+        int32_t id = g_array_index(ids, int32_t, i);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        char *id_text = g_strdup_printf("%d", id), *step = g_strdup_printf("%d", task->step);
+        char *duration = rv_cli_us_text(task->duration_ns);
+        const char *row[] = { id_text, rv_task_kind_name(task->kind), rv_phase_name(task->phase), step, duration,
+                              rv_cli_shown(resource_name(graph, task->resource)),
+                              rv_cli_shown(rv_strings_get(graph->strings, task->layer)),
+                              rv_cli_shown(rv_strings_get(graph->strings, task->op)),
+                              rv_cli_shown(rv_strings_get(graph->strings, task->name)) };
+        rv_cli_csv_row(row, G_N_ELEMENTS(row));
+        g_free(id_text); g_free(step); g_free(duration);
+    }
+}
+
 /* ---- the command -------------------------------------------------------- */
 
 typedef struct {
     char *group_by;
-    gboolean as_json;
+    gboolean as_json, as_csv;
     gint limit;
 } query_options;
 
@@ -272,6 +310,9 @@ static int run_query(const char *path, const rv_selection *sel, group_by by, con
     GPtrArray *groups = by != GROUP_NONE ? collect_groups(graph, ids, by) : NULL;
     if (options->as_json) {
         print_json(graph, sel, ids, groups, by, &totals, (guint)options->limit);
+    } else if (options->as_csv) {
+        if (groups) print_groups_csv(groups, by, &totals, (guint)options->limit);
+        else print_tasks_csv(graph, ids, (guint)options->limit);
     } else {
         print_totals(graph, sel, &totals);
         if (groups) print_groups(groups, by, &totals, (guint)options->limit);
@@ -287,6 +328,7 @@ static int check_options(const query_options *options, int argc, group_by *by)
 {
     if (argc < 2) return rv_cli_usage("query", "give a trace or graph, then a selection");
     if (options->limit < 0) return rv_cli_usage("query", "--limit must be 0 (no limit) or more");
+    if (options->as_json && options->as_csv) return rv_cli_usage("query", "give --json or --csv, not both");
     *by = GROUP_NONE;
     if (options->group_by == NULL) return RV_EXIT_OK;
     int found = group_by_from_name(options->group_by);
@@ -302,10 +344,12 @@ static int check_options(const query_options *options, int argc, group_by *by)
 
 int rv_cmd_query(int argc, char **argv)
 {
-    query_options options = { NULL, FALSE, DEFAULT_LIMIT };
+    query_options options = { NULL, FALSE, FALSE, DEFAULT_LIMIT };
     GOptionEntry entries[] = {
         { "group-by", 'g', 0, G_OPTION_ARG_STRING, &options.group_by, "sum by " GROUP_LIST, "KEY" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &options.as_json, "print JSON", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &options.as_csv,
+          "print the groups or tasks as CSV (durations in us; -n 0 for all rows)", NULL },
         { "limit", 'n', 0, G_OPTION_ARG_INT, &options.limit, "list at most N tasks or groups (default 20, 0: all)", "N" },
         { NULL }
     };
