@@ -139,6 +139,10 @@ rm -f "$in/bomb-body.gz"
 max_kernel='{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1000000000000,"args":{"stream":7,"device":0}}'
 events 10000 "$max_kernel" >"$in/max-durations.json"
 events 1 '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":1099511627776,"device":0}}' >"$in/wide-stream.json"
+events 3 '{"ph":"X","cat":"mtia_ccp_events","name":"k","pid":0,"tid":7,"ts":1,"dur":2}' >"$in/mtia-only.json"
+printf '{"traceEvents": [{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":50},
+{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":1,"dur":5},
+{"ph":"X","cat":"mtia_ccp_events","name":"k","pid":1,"tid":9,"ts":2,"dur":3}]}' >"$in/mtia-host.json"
 events 1 '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7,"device":-2}}' >"$in/wide-device.json"
 events 1 '{"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7,"device":0,"bytes":9223372036854775807}}' >"$in/huge-bytes.json"
 printf '{"distributedInfo": {"rank": 0, "world_size": 1000000000}, "traceEvents": [%s]}' "$kernel" >"$in/huge-world.json"
@@ -231,6 +235,8 @@ else
     skip out-of-memory "ulimit -v cannot be used under $sanitize"
 fi
 hostile durations-overflow    2 "durations add up to more than"     "$R" simulate "$in/max-durations.json"
+hostile mtia-only             2 "3 of its events belong to a device backend reverie does not model"  "$R" simulate "$in/mtia-only.json"
+hostile mtia-says-ignored     0 "1 of device backends not modelled"  "$R" info "$in/mtia-host.json"
 hostile wide-stream           0 "gpu stream 0/1099511627776"  "$R" info "$in/wide-stream.json"
 hostile wide-device           2 "field \"device\" is out of range"  "$R" simulate "$in/wide-device.json"
 hostile huge-bytes            2 "field \"bytes\" is out of range"   "$R" whatif "$in/huge-bytes.json" --opt network

@@ -226,7 +226,7 @@ static rv_graph *hand_built_graph(void)
     graph->world_size = 8;
     graph->backend = g_strdup("nccl");
     graph->legacy_schema = TRUE;
-    graph->trace_stats = (rv_trace_stats){ 100, 90, 1, 2, 3, 4, 5, 123456789 };
+    graph->trace_stats = (rv_trace_stats){ 100, 90, 1, 2, 3, 4, 5, 123456789, 2 };
     graph->build_stats.nested_runtime_calls = 6;
     graph->build_stats.sync_events_used = 7;
     graph->build_stats.dropped_edges = 8;

@@ -84,7 +84,14 @@ typedef struct {
     uint64_t ignored_phase;      /* metadata, instant, counter events */
     uint64_t gpu_annotations;    /* gpu_user_annotation duplicates of CPU annotations */
     uint64_t bytes_uncompressed;
+    /* Of ignored_category: events of device backends reverie does not
+     * model (MTIA, Gaudi, XPU, MLU, GCU, PrivateUse1: mtia_ccp_events,
+     * hpu_op, ...), whose work is missing from the graph. */
+    uint64_t unmodelled_backend;
 } rv_trace_stats;
+
+/* How messages name the backends counted in unmodelled_backend. */
+#define RV_UNMODELLED_BACKENDS "MTIA, Gaudi, XPU, MLU, GCU or PrivateUse1 categories such as mtia_ccp_events"
 
 typedef struct {
     char *source;                /* path as given, "<stdin>" for standard input */

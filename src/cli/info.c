@@ -83,9 +83,9 @@ static void print_skipped(const rv_graph *graph)
     printf("import: %" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " used, %.1f MB of JSON%s\n",
            t->events_total, t->events_used, t->bytes_uncompressed / 1e6, graph->legacy_schema ? " (2021 legacy schema)" : "");
     printf("skipped: %" G_GUINT64_FORMAT " without duration, %" G_GUINT64_FORMAT " without phase, %"
-           G_GUINT64_FORMAT " of unused categories, %" G_GUINT64_FORMAT " metadata/instant, %" G_GUINT64_FORMAT
-           " GPU-side annotations\n", t->skipped_no_duration, t->skipped_no_ph, t->ignored_category,
-           t->ignored_phase, t->gpu_annotations);
+           G_GUINT64_FORMAT " of unused categories (%" G_GUINT64_FORMAT " of device backends not modelled), %"
+           G_GUINT64_FORMAT " metadata/instant, %" G_GUINT64_FORMAT " GPU-side annotations\n", t->skipped_no_duration,
+           t->skipped_no_ph, t->ignored_category, t->unmodelled_backend, t->ignored_phase, t->gpu_annotations);
     printf("build: %" G_GUINT64_FORMAT " nested runtime calls merged, %" G_GUINT64_FORMAT
            " GPU tasks without a launch, %" G_GUINT64_FORMAT " overlapping GPU tasks, %" G_GUINT64_FORMAT
            " edges the recording contradicts dropped\n",
@@ -214,9 +214,11 @@ static void print_json(const rv_graph *graph, const graph_counts *counts)
     json_object_set_new(root, "timing", json_timing(graph));
     json_object_set_new(root, "build", json_build(&graph->build_stats));
     const rv_trace_stats *t = &graph->trace_stats;
-    json_object_set_new(root, "skipped", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "events_total", (json_int_t)t->events_total,
+    json_object_set_new(root, "skipped", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "events_total", (json_int_t)t->events_total,
                         "no_duration", (json_int_t)t->skipped_no_duration, "no_phase", (json_int_t)t->skipped_no_ph,
-                        "unused_category", (json_int_t)t->ignored_category, "metadata_or_instant", (json_int_t)t->ignored_phase,
+                        "unused_category", (json_int_t)t->ignored_category,
+                        "unmodelled_backend", (json_int_t)t->unmodelled_backend,
+                        "metadata_or_instant", (json_int_t)t->ignored_phase,
                         "gpu_annotations", (json_int_t)t->gpu_annotations));
     rv_cli_print_json(root);
 }

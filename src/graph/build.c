@@ -456,9 +456,17 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error)
     rv_graph *graph = b.graph;
     builder_clear(&b);
     if (rv_graph_task_count(graph) == 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: the trace has no runtime calls, GPU work or step annotations to simulate",
-                    trace->source);
+        uint64_t foreign = trace->stats.unmodelled_backend;
+        if (foreign > 0)
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                        "%s: nothing to simulate: %" G_GUINT64_FORMAT " of its events belong to a device backend reverie "
+                        "does not model (" RV_UNMODELLED_BACKENDS "), and it has no CUDA/ROCm runtime calls, GPU "
+                        "work or step annotations",
+                        trace->source, foreign);
+        else
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                        "%s: the trace has no runtime calls, GPU work or step annotations to simulate",
+                        trace->source);
         rv_graph_free(graph);
         return NULL;
     }

@@ -37,6 +37,19 @@ static const category_entry categories[] = {
     { "Memset", RV_EV_MEMSET, TRUE },
 };
 
+/* Kineto's category prefixes for device backends other than CUDA and ROCm
+ * (which use "kernel", "gpu_memcpy", "cuda_runtime"...). */
+static const char *const unmodelled_backend_prefixes[] = {
+    "mtia_", "hpu_", "xpu_", "mlu_", "gcu_", "privateuse1_",
+};
+
+static gboolean is_unmodelled_backend(const char *category)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(unmodelled_backend_prefixes); i++)
+        if (g_str_has_prefix(category, unmodelled_backend_prefixes[i])) return TRUE;
+    return FALSE;
+}
+
 static const char *json_type_name(const json_t *value)
 {
     switch (json_typeof(value)) {
@@ -306,7 +319,8 @@ static gboolean read_complete(event_context *ctx, json_t *object, const char *ca
     int kind = category_kind(category, &legacy);
     if (kind < 0) {
         *outcome = strcmp(category, "gpu_user_annotation") == 0 ? EVENT_GPU_ANNOTATION
-                                                                 : EVENT_IGNORED_CATEGORY;
+                   : is_unmodelled_backend(category)           ? EVENT_UNMODELLED_BACKEND
+                                                                : EVENT_IGNORED_CATEGORY;
         return TRUE;
     }
     event->kind = (uint8_t)kind;

@@ -13,6 +13,7 @@ typedef enum {
     EVENT_NO_PHASE,
     EVENT_NO_DURATION,
     EVENT_IGNORED_CATEGORY,
+    EVENT_UNMODELLED_BACKEND,   /* also counted as an ignored category */
     EVENT_IGNORED_PHASE,
     EVENT_GPU_ANNOTATION
 } event_outcome;

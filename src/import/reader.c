@@ -479,6 +479,7 @@ static void count_outcome(rv_trace_stats *stats, event_outcome outcome)
     case EVENT_NO_PHASE: stats->skipped_no_ph++; break;
     case EVENT_NO_DURATION: stats->skipped_no_duration++; break;
     case EVENT_IGNORED_CATEGORY: stats->ignored_category++; break;
+    case EVENT_UNMODELLED_BACKEND: stats->ignored_category++; stats->unmodelled_backend++; break;
     case EVENT_IGNORED_PHASE: stats->ignored_phase++; break;
     case EVENT_GPU_ANNOTATION: stats->gpu_annotations++; break;
     }
@@ -543,6 +544,7 @@ static void add_stats(rv_trace_stats *total, const rv_trace_stats *part)
     total->ignored_category += part->ignored_category;
     total->ignored_phase += part->ignored_phase;
     total->gpu_annotations += part->gpu_annotations;
+    total->unmodelled_backend += part->unmodelled_backend;
 }
 
 /* Append the parsed batches at the head of the queue to the trace, in file

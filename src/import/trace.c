@@ -65,6 +65,11 @@ static gboolean validate(rv_trace *trace, GError **error)
                         "%s: byte %" G_GUINT64_FORMAT " (end of file): no complete (ph \"X\") "
                         "events, and %u flow events without partners - nothing to simulate",
                         trace->source, trace->stats.bytes_uncompressed, unpaired);
+        else if (trace->stats.unmodelled_backend > 0)
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                        "%s: nothing to simulate: %" G_GUINT64_FORMAT " of its events belong to a device backend "
+                        "reverie does not model (" RV_UNMODELLED_BACKENDS "), and none is of a category it models",
+                        trace->source, trace->stats.unmodelled_backend);
         else
             g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
                         "%s: byte %" G_GUINT64_FORMAT " (end of file): none of the %" G_GUINT64_FORMAT

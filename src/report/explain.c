@@ -188,5 +188,13 @@ GPtrArray *rv_timing_notes(const rv_graph *graph)
             "blocking calls need at least %+.3f ms): corrected by %+.3f ms; synchronizations the recording "
             "contradicts were dropped", timing->offset_high_ns / 1e6, timing->offset_low_ns / 1e6,
             timing->clock_offset_ns / 1e6));
+    uint64_t foreign = graph->trace_stats.unmodelled_backend;
+    if (foreign > 0)
+        g_ptr_array_add(notes, g_strdup_printf(
+            "%" G_GUINT64_FORMAT " events of a device backend reverie does not model (" RV_UNMODELLED_BACKENDS
+            ") were ignored: %s", foreign,
+            gpu == 0 ? "the graph holds only the host side, so its replay and every prediction leave that device's "
+                       "work out"
+                     : "that device's work is missing from the graph"));
     return notes;
 }

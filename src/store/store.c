@@ -61,8 +61,8 @@
  *                i64 rank; i64 world_size;
  *                u8 has_backend (0 or 1), then str backend if it is 1;
  *                u8 legacy_schema (0 or 1); u8 whole_trace_step (0 or 1);
- *                u32 8, then the 8 rv_trace_stats counters as u64 in the
- *                order of the struct (events_total .. bytes_uncompressed);
+ *                u32 9, then the 9 rv_trace_stats counters as u64 in the
+ *                order of the struct (events_total .. unmodelled_backend);
  *                u32 18, then the 18 rv_build_stats counters as u64 in the
  *                order of the struct (nested_runtime_calls .. implicit_waits);
  *                the timing estimates (rv_timing): i64 clock_offset_ns,
@@ -155,6 +155,7 @@ static const size_t trace_stat_offsets[] = {
     offsetof(rv_trace_stats, skipped_no_duration), offsetof(rv_trace_stats, skipped_no_ph),
     offsetof(rv_trace_stats, ignored_category),  offsetof(rv_trace_stats, ignored_phase),
     offsetof(rv_trace_stats, gpu_annotations),   offsetof(rv_trace_stats, bytes_uncompressed),
+    offsetof(rv_trace_stats, unmodelled_backend),
 };
 static const size_t build_stat_offsets[] = {
     offsetof(rv_build_stats, nested_runtime_calls), offsetof(rv_build_stats, unmatched_gpu_tasks),
@@ -178,7 +179,7 @@ G_STATIC_ASSERT(sizeof(rv_task) == 72);
 G_STATIC_ASSERT(sizeof(rv_edge) == 12);
 G_STATIC_ASSERT(sizeof(rv_step) == 32);
 G_STATIC_ASSERT(sizeof(rv_timing) == 88);
-G_STATIC_ASSERT(sizeof(rv_graph) == 392); /* the last 8: graph->index, a cache, not saved */
+G_STATIC_ASSERT(sizeof(rv_graph) == 400); /* the last 8: graph->index, a cache, not saved */
 #endif
 
 typedef struct {
