@@ -3,6 +3,7 @@
  * the acyclicity check (igraph).
  */
 #include "reverie/graph.h"
+#include "reverie/escape.h"
 #include "reverie/error.h"
 #include "index.h"
 #include <igraph.h>
@@ -195,8 +196,8 @@ static void report_cycle(const rv_graph *graph, const gboolean *unordered, GErro
     for (guint i = 0; i < cycle->len && i < 12; i++) {
         int32_t id = g_array_index(cycle, int32_t, i);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        g_string_append_printf(text, "%s#%d %s", i ? " -> " : "", id,
-                               rv_strings_get(graph->strings, task->name));
+        g_string_append_printf(text, "%s#%d ", i ? " -> " : "", id);
+        rv_escape_append(text, rv_strings_get(graph->strings, task->name)); /* one line, whatever the name */
     }
     if (cycle->len > 12) g_string_append_printf(text, " -> ... (%u tasks)", cycle->len);
     g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: the dependency graph has a cycle: %s",

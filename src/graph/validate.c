@@ -9,6 +9,7 @@
 #include "reverie/validate.h"
 #include "reverie/checked.h"
 #include "reverie/error.h"
+#include "reverie/escape.h"
 #include <math.h>
 #include <string.h>
 
@@ -63,22 +64,30 @@ static gboolean check_task_ids(const rv_graph *graph, int32_t id, const rv_task 
     return TRUE;
 }
 
+/* A task's name for a one-line message: names come from the trace (or a
+ * forged file) and may hold line breaks or terminal escapes (g_free). */
+static char *task_label(const rv_graph *graph, int32_t id)
+{
+    return rv_escape_text(rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, id).name));
+}
+
+static gboolean amount_out_of_range(GError **error, const rv_graph *graph, int32_t id, const char *what,
+                                    int64_t value)
+{
+    char *limit = rv_describe_long_duration((double)RV_MAX_DURATION_NS), *name = task_label(graph, id);
+    gboolean ok = invalid(error, "task #%d (%s) has a %s of %" G_GINT64_FORMAT " ns, outside 0 .. %s", id, name, what,
+                          value, limit);
+    g_free(limit);
+    g_free(name);
+    return ok;
+}
+
 static gboolean check_task_amounts(const rv_graph *graph, int32_t id, const rv_task *task, GError **error)
 {
-    if (task->duration_ns < 0 || task->duration_ns > RV_MAX_DURATION_NS) {
-        char *limit = rv_describe_long_duration((double)RV_MAX_DURATION_NS);
-        gboolean ok = invalid(error, "task #%d (%s) has a duration of %" G_GINT64_FORMAT " ns, outside 0 .. %s", id,
-                              rv_strings_get(graph->strings, task->name), task->duration_ns, limit);
-        g_free(limit);
-        return ok;
-    }
-    if (task->host_overhead_ns < 0 || task->host_overhead_ns > RV_MAX_DURATION_NS) {
-        char *limit = rv_describe_long_duration((double)RV_MAX_DURATION_NS);
-        gboolean ok = invalid(error, "task #%d (%s) has a host overhead of %" G_GINT64_FORMAT " ns, outside 0 .. %s",
-                              id, rv_strings_get(graph->strings, task->name), task->host_overhead_ns, limit);
-        g_free(limit);
-        return ok;
-    }
+    if (task->duration_ns < 0 || task->duration_ns > RV_MAX_DURATION_NS)
+        return amount_out_of_range(error, graph, id, "duration", task->duration_ns);
+    if (task->host_overhead_ns < 0 || task->host_overhead_ns > RV_MAX_DURATION_NS)
+        return amount_out_of_range(error, graph, id, "host overhead", task->host_overhead_ns);
     if (task->bytes < 0) return invalid(error, "task #%d has a negative byte count", id);
     return TRUE;
 }
@@ -158,10 +167,12 @@ gboolean rv_graph_validate(const rv_graph *graph, GError **error)
 static gboolean out_of_range(GError **error, const rv_graph *graph, int32_t task, double ns, const char *cause)
 {
     char *wanted = rv_describe_long_duration(ns), *limit = rv_describe_long_duration((double)RV_MAX_DURATION_NS);
-    if (task >= 0)
+    if (task >= 0) {
+        char *name = task_label(graph, task);
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s would make task #%d (%s) last %s, outside 0 .. %s", cause, task,
-                    rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).name), wanted, limit);
-    else
+                    name, wanted, limit);
+        g_free(name);
+    } else
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s would make a new task last %s, outside 0 .. %s", cause, wanted,
                     limit);
     g_free(wanted);
