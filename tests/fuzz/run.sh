@@ -30,7 +30,7 @@ binary=$build/fuzz/fuzz_store
 # overflow.
 tests/fuzz/build.sh fuzz_store "$binary"
 
-# Seeds: small saved graphs of the project's and the shared traces.
+# Seeds: small saved graphs of traces the project ships.
 reverie=$build/reverie
 seed() {
     [ -f "$1" ] || return 0

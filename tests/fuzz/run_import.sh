@@ -26,11 +26,11 @@ out=$build/fuzz-import
 mkdir -p "$out/corpus" "$out/crashes"
 binary=$out/fuzz_import
 
-# build.sh: signed overflow stays a warning (the simulator does not
-# saturate yet); everything else is fatal.
+# build.sh: every sanitizer report is fatal, signed overflow included (the
+# importer bounds times and the simulator saturates its sums).
 tests/fuzz/build.sh fuzz_import "$binary"
 
-# Seeds: the small shared traces, the project's own, and the bad inputs.
+# Seeds: the small traces the project ships and the bad inputs.
 traces=traces
 for trace in hta_cpu_only hta_triton_a100 hta_event_sync hta_event_sync_multi_stream \
              hta_simple_add_small_a100 hta_rank_non_gpu; do
