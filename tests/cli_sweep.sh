@@ -163,6 +163,17 @@ expect_usage_error 1 "--shard takes K/N" "$g" --vary scale.factor=1 --shard 5/4
 expect_usage_error 1 "--shard takes K/N" "$g" --vary scale.factor=1 --shard 0/4
 expect_usage_error 1 "--shard takes K/N" "$g" --vary scale.factor=1 --shard 1/0
 expect_usage_error 1 "--shard takes K/N" "$g" --vary scale.factor=1 --shard half
+expect_usage_error 1 "--plot draws the curve of one --vary" "$g" --vary scale.factor=1,2 --vary amp.compute_speedup=2,3 --plot "$work/p.svg"
+expect_usage_error 1 "--plot draws the curve of one --vary" "$g" "$g" --vary scale.factor=1,2 --plot "$work/p.svg"
+
+# --plot: the rows as usual, and an SVG picture of them.
+expect_status 0 "$reverie" sweep "$g" --vary 'scale.factor=0.25..1/4' --plot "$work/curve.svg"
+[ "$(wc -l < "$work/out")" -eq 5 ] || fail "--plot: the rows should still be printed"
+head -c 200 "$work/curve.svg" | grep -q '<svg' || fail "--plot wrote no SVG"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$work/curve.svg" || fail "--plot: not well-formed XML"
+fi
+expect_status 2 "$reverie" sweep "$g" --vary 'scale.factor=0.5,1' --plot "$work/no/such/dir/curve.svg"
 expect_usage_error 1 "nothing to sweep" "$g" --opt amp
 expect_usage_error 1 "expected NAME.PARAM=LIST" "$g" --vary scale.factor
 expect_usage_error 1 "a range is lo..hi/N" "$g" --vary 'scale.factor=0..1'

@@ -14,12 +14,13 @@
  * over all inputs), so N processes split a sweep evenly and their rows,
  * sorted by variant, are the whole sweep's.
  *
- * Output goes through a sweep_output (CSV or JSON Lines).  A --plot option
- * (issue 14, item 4) would be one more: keep the rows of a one-axis sweep
- * and draw them when the sweep ends.  It is not built here.
+ * Output goes through a sweep_output (CSV or JSON Lines).  --plot keeps,
+ * beside it, each row's predicted time of a one-axis sweep and draws the
+ * curve when the sweep ends (plot.h).
  */
 #include "cli.h"
 #include "sweep_plan.h"
+#include "reverie/plot.h"
 #include "reverie/report.h"
 #include <jansson.h>
 #include <stdlib.h>
@@ -258,6 +259,10 @@ typedef struct {
     gint64 started_us, shown_us;
     int status;                 /* of the first failed variant */
     char *first_failure;
+    /* --plot: one rv_plot_point per row, and the baseline's time */
+    const char *plot;
+    GArray *points;
+    int64_t baseline_ns;
 } sweep;
 
 static void show_progress(sweep *s, gboolean force)
@@ -281,6 +286,11 @@ static void emit(sweep *s, uint64_t variant, uint64_t local, const char *source,
     }
     sweep_row row = { variant, local, source, baseline, result };
     s->out->row(s->out, &row);
+    if (s->points) {
+        rv_plot_point point = { sweep_plan_value(s->plan, local, 0), result->predicted_ns / 1e6, result->error == NULL };
+        g_array_append_val(s->points, point);
+        if (baseline) s->baseline_ns = total_ns(baseline);
+    }
     fflush(stdout);
     s->printed++;
     if (result->error) {
@@ -393,6 +403,21 @@ static void finish(sweep *s)
                 s->failed, s->printed, s->first_failure);
 }
 
+/* The curve of a one-axis sweep of one input (check_options saw to that). */
+static gboolean draw_plot(const sweep *s)
+{
+    const sweep_axis *axis = g_ptr_array_index(s->plan->axes, 0);
+    char *x_label = g_strdup_printf("%s.%s", axis->plugin, axis->param);
+    char *title = g_strdup_printf("sweep of %s: %s", x_label, rv_cli_shown(s->inputs[0]));
+    GError *error = NULL;
+    gboolean ok = rv_plot_curve_svg(s->plot, title, x_label, (const rv_plot_point *)s->points->data, s->points->len,
+                                    s->baseline_ns / 1e6, &error);
+    if (!ok) rv_cli_fail(error);
+    g_free(title);
+    g_free(x_label);
+    return ok;
+}
+
 static int run_sweep(sweep *s)
 {
     s->total = 0;
@@ -420,7 +445,9 @@ static int run_sweep(sweep *s)
     }
     finish(s);
     g_async_queue_unref(s->scratch);
-    return s->failed ? s->status : RV_EXIT_OK;
+    int status = s->failed ? s->status : RV_EXIT_OK;
+    if (s->plot && !draw_plot(s) && status == RV_EXIT_OK) status = RV_EXIT_INPUT;
+    return status;
 }
 
 /* ---- options ---------------------------------------------------------- */
@@ -451,17 +478,20 @@ static const char sweep_help[] =
     "Output: one row per variant in variant order: the varied values, the predicted and\n"
     "baseline time of all steps (ms; us in JSON), their ratio (speedup), per-step times with\n"
     "--steps, and the error of a variant that failed (the sweep goes on; the exit status is\n"
-    "that of the first failure: 3 plugin, 2 input).\n"
+    "that of the first failure: 1 a value out of range, 3 plugin, 2 input).\n"
+    "--plot FILE.svg draws a one-axis sweep as a curve: its values evenly spaced in the\n"
+    "order given (so lo..hi/N is linear and lo..hi/N log is log-scaled), the baseline dashed.\n"
     "\n"
     "Examples:\n"
     "  reverie sweep g.rvg --vary scale.factor=0.5..1/11\n"
+    "  reverie sweep g.rvg --vary 'network.bandwidth_factor=0.1..10/21 log' --plot network.svg\n"
     "  reverie sweep g.rvg --opt amp --vary 'ddp.bandwidth=10Gbps..400Gbps/20 log' --vary ddp.world=8,16\n"
     "  reverie sweep g.rvg --variants variants.txt --jsonl\n"
     "  reverie sweep g.rvg --vary ddp.world=2..64/32 --shard 3/4 > part-3.csv   (see README: Sweeps)\n";
 
 typedef struct {
     char **opts, **varies;
-    char *variants, *shard;
+    char *variants, *shard, *plot;
     int jobs;
     gboolean jsonl, csv, steps;
 } sweep_options;
@@ -477,6 +507,8 @@ static int check_options(const sweep_options *o, int argc, guint *shard, guint *
         return rv_cli_usage("sweep", "--shard takes K/N with 1 <= K <= N (e.g. 1/4 ... 4/4)");
     if (o->steps && !o->jsonl && argc > 2)
         return rv_cli_usage("sweep", "--steps with several inputs needs --jsonl (CSV columns need one step count)");
+    if (o->plot && (argc > 2 || o->variants || o->varies == NULL || g_strv_length(o->varies) != 1))
+        return rv_cli_usage("sweep", "--plot draws the curve of one --vary over one input (no --variants)");
     return RV_EXIT_OK;
 }
 
@@ -493,9 +525,11 @@ static int sweep_with(const sweep_options *o, char **inputs, int input_count, gu
                              o->steps };
         sweep s = { .inputs = inputs, .input_count = input_count, .jobs = o->jobs ? o->jobs : (int)g_get_num_processors(),
                     .shard = shard, .shards = shards, .out = &out, .plugins = plugins, .plan = plan,
-                    .progress = isatty(STDERR_FILENO) };
+                    .progress = isatty(STDERR_FILENO), .plot = o->plot };
+        if (o->plot) s.points = g_array_new(FALSE, FALSE, sizeof(rv_plot_point));
         status = run_sweep(&s);
         g_free(s.first_failure);
+        if (s.points) g_array_unref(s.points);
     }
     sweep_plan_free(plan);
     g_hash_table_destroy(plugins);
@@ -506,7 +540,7 @@ int rv_cmd_sweep(int argc, char **argv)
 {
     sweep_options o = { 0 };
     GOptionEntry entries[] = {
-        { "opt", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &o.opts, "an optimization every variant applies first", "NAME[:k=v,...]" },
+        { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.opts, "an optimization every variant applies first", "NAME[:k=v,...]" },
         { "vary", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.varies, "an axis: a parameter and its values", "NAME.PARAM=LIST" },
         { "variants", 0, 0, G_OPTION_ARG_FILENAME, &o.variants, "one variant per line: its --opt specs", "FILE" },
         { "jobs", 'j', 0, G_OPTION_ARG_INT, &o.jobs, "variants run in parallel (default: one per core)", "N" },
@@ -514,6 +548,8 @@ int rv_cmd_sweep(int argc, char **argv)
         { "jsonl", 0, 0, G_OPTION_ARG_NONE, &o.jsonl, "print one JSON object per line", NULL },
         { "steps", 0, 0, G_OPTION_ARG_NONE, &o.steps, "add each step's predicted time", NULL },
         { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "run only the K-th of N equal parts", "K/N" },
+        { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot,
+          "draw a one-axis sweep's predicted times as a curve against the baseline, to SVG", "FILE.svg" },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("GRAPH|TRACE... --vary NAME.PARAM=LIST... - many what-ifs in one run");
@@ -527,6 +563,7 @@ int rv_cmd_sweep(int argc, char **argv)
     g_strfreev(o.varies);
     g_free(o.variants);
     g_free(o.shard);
+    g_free(o.plot);
     g_option_context_free(context);
     return status;
 }

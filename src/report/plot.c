@@ -2,7 +2,7 @@
  * plot.c - draw step times and breakdowns to SVG with cairo (plot.h).
  *
  * Layout in points: a title, the per-step panel, a legend, and the
- * mean-step-by-phase panel.  Scales are computed from the data; the y axis
+ * mean-step-by-phase panel; or, for a sweep, one panel with its curve.  Scales are computed from the data; the y axis
  * gets round tick values in milliseconds.
  */
 #include "reverie/plot.h"
@@ -205,16 +205,90 @@ static void draw(cairo_t *cr, const char *title, const rv_graph *graph, const rv
         draw_legend(cr, LEFT + phase.width + 30, HEIGHT - 190 + 20 * p, phases + p, phase_colours + p, 1);
 }
 
-gboolean rv_plot_write_svg(const char *path, const char *title, const rv_graph *graph, const rv_plot_run *runs,
-                           guint count, GError **error)
+/* ---- a sweep's curve ------------------------------------------------- */
+
+typedef struct {
+    const char *title, *x_label;
+    const rv_plot_point *points;
+    guint count;
+    double baseline_ms;
+} curve;
+
+static double point_x(const panel *p, guint i, guint count)
 {
-    if (count == 0 || runs[0].breakdown->steps->len == 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: nothing to plot (no steps)", path);
-        return FALSE;
+    return count > 1 ? p->x + 10 + i * (p->width - 20) / (count - 1) : p->x + p->width / 2;
+}
+
+static void draw_baseline(cairo_t *cr, const panel *p, double baseline_ms)
+{
+    double y = p->y - baseline_ms / p->max_ms * p->height, dash[] = { 6.0, 4.0 };
+    cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
+    cairo_set_line_width(cr, 1.2);
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_move_to(cr, p->x, y);
+    cairo_line_to(cr, p->x + p->width, y);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    char text[64];
+    g_snprintf(text, sizeof text, "baseline %.2f ms", baseline_ms);
+    text_at(cr, p->x + p->width - 4, y - 5, 10, text, 1.0);
+}
+
+/* The line through the variants that ran, a dot on each, and every value
+ * on the x axis (about a dozen when there are many). */
+static void draw_points(cairo_t *cr, const panel *p, const curve *c)
+{
+    set_colour(cr, split_colours[0]);
+    cairo_set_line_width(cr, 1.8);
+    gboolean drawing = FALSE;
+    for (guint i = 0; i < c->count; i++) {
+        if (!c->points[i].ok) { drawing = FALSE; continue; }
+        double x = point_x(p, i, c->count), y = p->y - c->points[i].predicted_ms / p->max_ms * p->height;
+        if (drawing) cairo_line_to(cr, x, y);
+        else cairo_move_to(cr, x, y);
+        drawing = TRUE;
     }
+    cairo_stroke(cr);
+    guint every = c->count / 12 + 1;
+    for (guint i = 0; i < c->count; i++) {
+        double x = point_x(p, i, c->count);
+        if (c->points[i].ok) {
+            set_colour(cr, split_colours[0]);
+            cairo_arc(cr, x, p->y - c->points[i].predicted_ms / p->max_ms * p->height, 3.0, 0, 2 * G_PI);
+            cairo_fill(cr);
+        }
+        cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+        if (i % every == 0 || i == c->count - 1) text_at(cr, x, p->y + 16, 10, c->points[i].label, 0.5);
+    }
+}
+
+static void draw_curve(cairo_t *cr, const curve *c)
+{
+    double max = c->baseline_ms;
+    for (guint i = 0; i < c->count; i++)
+        if (c->points[i].ok) max = MAX(max, c->points[i].predicted_ms);
+    panel p = { LEFT, HEIGHT - 70, WIDTH - LEFT - RIGHT, HEIGHT - 140, max > 0 ? max * 1.12 : 1.0 };
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    text_at(cr, WIDTH / 2, 22, 14, c->title, 0.5);
+    draw_axis(cr, &p, "predicted time of all steps (ms)");
+    draw_baseline(cr, &p, c->baseline_ms);
+    draw_points(cr, &p, c);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    text_at(cr, p.x + p.width / 2, p.y + 40, 11, c->x_label, 0.5);
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+typedef void (*draw_fn)(cairo_t *cr, const void *data);
+
+static gboolean write_svg(const char *path, draw_fn draw_it, const void *data, GError **error)
+{
     cairo_surface_t *surface = cairo_svg_surface_create(path, WIDTH, HEIGHT);
     cairo_t *cr = cairo_create(surface);
-    draw(cr, title, graph, runs, count);
+    draw_it(cr, data);
     cairo_destroy(cr);
     cairo_surface_finish(surface);
     cairo_status_t status = cairo_surface_status(surface);
@@ -222,4 +296,46 @@ gboolean rv_plot_write_svg(const char *path, const char *title, const rv_graph *
     if (status == CAIRO_STATUS_SUCCESS) return TRUE;
     g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: cannot write the plot: %s", path, cairo_status_to_string(status));
     return FALSE;
+}
+
+typedef struct {
+    const char *title;
+    const rv_graph *graph;
+    const rv_plot_run *runs;
+    guint count;
+} steps_plot;
+
+static void draw_steps_plot(cairo_t *cr, const void *data)
+{
+    const steps_plot *plot = data;
+    draw(cr, plot->title, plot->graph, plot->runs, plot->count);
+}
+
+static void draw_curve_plot(cairo_t *cr, const void *data)
+{
+    draw_curve(cr, data);
+}
+
+gboolean rv_plot_write_svg(const char *path, const char *title, const rv_graph *graph, const rv_plot_run *runs,
+                           guint count, GError **error)
+{
+    if (count == 0 || runs[0].breakdown->steps->len == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: nothing to plot (no steps)", path);
+        return FALSE;
+    }
+    steps_plot plot = { title, graph, runs, count };
+    return write_svg(path, draw_steps_plot, &plot, error);
+}
+
+gboolean rv_plot_curve_svg(const char *path, const char *title, const char *x_label, const rv_plot_point *points,
+                           guint count, double baseline_ms, GError **error)
+{
+    guint ok = 0;
+    for (guint i = 0; i < count; i++) ok += points[i].ok;
+    if (ok == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: nothing to plot (no variant ran)", path);
+        return FALSE;
+    }
+    curve c = { title, x_label, points, count, baseline_ms };
+    return write_svg(path, draw_curve_plot, &c, error);
 }
