@@ -59,6 +59,7 @@ seed_params() {
 crashes=""
 for harness in fuzz_store fuzz_import fuzz_elf fuzz_params; do
     work=$out/$harness
+    rm -rf "$work/crashes" # an earlier run's, already kept under regressions/
     mkdir -p "$work/corpus" "$work/crashes"
     echo "== $harness: building"
     tests/fuzz/build.sh "$harness" "$work/$harness"
