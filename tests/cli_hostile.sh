@@ -318,9 +318,9 @@ hostile ddp-world-zero        1 "need 1 <= world"                   "$R" whatif 
 hostile network-tiny-factor   1 "bandwidth_factor=1e-300"           "$R" whatif "$trace" --opt network:bandwidth_factor=1e-300
 hostile network-huge-latency  1 "is out of range (a duration"       "$R" whatif "$trace" --opt network:added_latency=1e9s
 hostile bare-so-name          1 "give its path (./scale.so)"        "$R" whatif "$trace" --opt scale.so
-hostile missing-plugin-path   3 "no such file"                      "$R" whatif "$trace" --opt ./missing.so
-hostile plugin-path-folder    3 "not a regular file"                "$R" whatif "$trace" --opt "$plugins/"
-hostile unknown-plugin        3 "no optimization named 'nosuch'"    "$R" whatif "$trace" --opt nosuch
+hostile missing-plugin-path   1 "no such file"                      "$R" whatif "$trace" --opt ./missing.so
+hostile plugin-path-folder    1 "not a regular file"                "$R" whatif "$trace" --opt "$plugins/"
+hostile unknown-plugin        1 "no optimization named 'nosuch'"    "$R" whatif "$trace" --opt nosuch
 hostile fails-silently        3 "failed without saying why"         "$R" whatif "$trace" --opt "$plugins/hostile_fail_silently.so"
 hostile success-with-error    3 "reported success but set an error" "$R" whatif "$trace" --opt "$plugins/hostile_succeed_with_error.so"
 hostile edge-to-nowhere       3 "the plugin left the graph broken"  "$R" whatif "$trace" --opt "$plugins/hostile_bad_edge.so"

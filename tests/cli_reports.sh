@@ -108,7 +108,7 @@ expect_in "$work/err" "cannot write the timeline"
 [ "$(grep -vc "reverie: note:" "$work/err")" -eq 1 ] || fail "unwritable timeline: more than one error line"
 expect_status 2 "$reverie" breakdown "$trace" --plot /nonexistent-folder/p.svg
 expect_in "$work/err" "cannot write the plot"
-expect_status 3 "$reverie" critical-path "$trace" --opt no-such-plugin
+expect_status 1 "$reverie" critical-path "$trace" --opt no-such-plugin
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures failures" >&2

@@ -185,7 +185,7 @@ expect_usage_error 1 "is given twice" "$g" --vary scale.factor=1 --vary scale.fa
 expect_usage_error 1 "is applied 2 times" "$g" --opt scale --opt scale --vary scale.factor=1,2
 expect_usage_error 1 "an empty value" "$g" --vary scale.factor=1,,2
 expect_usage_error 1 "give at least one trace or graph" --vary scale.factor=1
-expect_usage_error 3 "no optimization named 'nosuch'" "$g" --vary nosuch.x=1
+expect_usage_error 1 "no optimization named 'nosuch'" "$g" --vary nosuch.x=1
 printf 'scale:factor=1\nscale:nope=2\n' >"$work/bad.txt"
 expect_usage_error 1 "bad.txt:2: plugin scale: unknown parameter 'nope'" "$g" --variants "$work/bad.txt"
 expect_usage_error 2 "--variants:" "$g" --variants "$work/missing.txt"

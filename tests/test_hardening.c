@@ -770,10 +770,11 @@ START_TEST(plugin_names_and_paths)
     ck_assert_int_eq(error->code, RV_ERROR_USAGE);
     g_clear_error(&error);
     ck_assert_ptr_null(rv_plugin_load("./no-such-plugin.so", &error));
-    ck_assert_int_eq(error->code, RV_ERROR_PLUGIN);
+    ck_assert_int_eq(error->code, RV_ERROR_USAGE);
     ck_assert(strstr(error->message, "no such file") != NULL);
     g_clear_error(&error);
     ck_assert_ptr_null(rv_plugin_load("no-such-plugin", &error));
+    ck_assert_int_eq(error->code, RV_ERROR_USAGE);
     ck_assert(strstr(error->message, "no optimization named 'no-such-plugin'") != NULL);
     g_clear_error(&error);
     rv_loaded_plugin *wrong_abi = NULL;

@@ -12,14 +12,8 @@
 #include "reverie/timeline.h"
 #include <string.h>
 
-static gboolean predict(rv_cli_runs *runs, char **specs, GError **error)
+static gboolean predict(rv_cli_runs *runs, GPtrArray *opts, GError **error)
 {
-    GHashTable *plugins = rv_cli_plugins_new();
-    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, error);
-    if (opts == NULL) {
-        g_hash_table_destroy(plugins);
-        return FALSE;
-    }
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     runs->predicted = rv_graph_copy(runs->baseline);
     gboolean ok = rv_cli_apply_opts(runs->predicted, opts, TRUE, &policy, error) &&
@@ -30,22 +24,30 @@ static gboolean predict(rv_cli_runs *runs, char **specs, GError **error)
         if (opt->notes) g_string_append(runs->notes, opt->notes->str);
     }
     rv_cli_policy_clear(&policy);
-    g_ptr_array_unref(opts);
-    g_hash_table_destroy(plugins); /* after the policy: its code lives in the plugin */
     return ok;
+}
+
+static gboolean load_and_replay(const char *path, GPtrArray *opts, rv_cli_runs *runs, GError **error)
+{
+    runs->baseline = rv_cli_load(path, error);
+    if (runs->baseline == NULL) return FALSE;
+    rv_cli_print_notes(runs->baseline);
+    rv_recorded_result(runs->baseline, &runs->recorded_sim);
+    if (!rv_simulate(runs->baseline, NULL, &runs->baseline_sim, error)) return FALSE;
+    return opts == NULL || predict(runs, opts, error);
 }
 
 gboolean rv_cli_runs_load(const char *path, char **specs, rv_cli_runs *runs, GError **error)
 {
     memset(runs, 0, sizeof *runs);
     runs->notes = g_string_new(NULL);
-    runs->baseline = rv_cli_load(path, error);
-    if (runs->baseline == NULL) return FALSE;
-    rv_cli_print_notes(runs->baseline);
-    rv_recorded_result(runs->baseline, &runs->recorded_sim);
-    if (!rv_simulate(runs->baseline, NULL, &runs->baseline_sim, error)) return FALSE;
-    if (specs == NULL || specs[0] == NULL) return TRUE;
-    return predict(runs, specs, error);
+    /* The --opt specs are checked before the (slow) load, as whatif does. */
+    GHashTable *plugins = rv_cli_plugins_new();
+    GPtrArray *opts = specs && specs[0] ? rv_cli_opts_prepare(plugins, specs, error) : NULL;
+    gboolean ok = (opts != NULL || !(specs && specs[0])) && load_and_replay(path, opts, runs, error);
+    if (opts) g_ptr_array_unref(opts);
+    g_hash_table_destroy(plugins); /* after the policy: its code lives in the plugin */
+    return ok;
 }
 
 void rv_cli_runs_clear(rv_cli_runs *runs)

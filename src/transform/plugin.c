@@ -112,8 +112,10 @@ static char *search_folders(const char *name, GError **error)
         else g_free(file);
     }
     g_ptr_array_free(folders, TRUE);
+    /* A name that names nothing is the user's typo (exit 1), not a plugin
+     * that failed (exit 3). */
     if (found == NULL)
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
                     "no optimization named '%s' (see 'reverie plugins'; or give a path to a .so, such as ./%s.so)",
                     name, name);
     return found;
@@ -125,7 +127,7 @@ static char *find_plugin_file(const char *name, GError **error)
 {
     if (strchr(name, '/') != NULL) {
         if (!g_file_test(name, G_FILE_TEST_IS_REGULAR)) {
-            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "plugin %s: %s", name,
+            g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "plugin %s: %s", name,
                         g_file_test(name, G_FILE_TEST_EXISTS) ? "not a regular file" : "no such file");
             return NULL;
         }
