@@ -36,6 +36,39 @@ int rv_cmd_sweep(int argc, char **argv);
  * terminal. */
 rv_graph *rv_cli_load(const char *path, GError **error);
 
+/* ---- several ranks of one job (job.c) ---- */
+
+/* The inputs of simulate, whatif, info, import and validate: one trace or
+ * graph as rv_cli_load does (its notes printed); several, or a folder of
+ * them (.json, .json.gz, .rvg in natural order), as the ranks of one job,
+ * joined (job.h).  With notes, what the timing model assumed about each
+ * input goes to stderr (rv_cli_print_notes) once the inputs loaded. */
+rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error);
+/* Does the graph hold several ranks? */
+gboolean rv_cli_is_job(const rv_graph *graph);
+/* One replay as the commands report it: the steps (a job's: its slowest
+ * rank's), and for a job each rank's steps and waits (job.h). */
+typedef struct {
+    GArray *steps;       /* rv_step_time */
+    GPtrArray *by_rank;  /* jobs only: per rank index, a GArray of rv_step_time */
+    GArray *waits;       /* jobs only: rv_rank_wait per rank index */
+} rv_cli_replay;
+gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error);
+void rv_cli_replay_clear(rv_cli_replay *replay);
+/* Per rank and step: recorded, simulated, error, and the time waited in
+ * collectives and for whom; then the job's steps (the slowest rank). */
+void rv_cli_print_rank_table(const rv_graph *graph, const rv_cli_replay *replay);
+/* The same for a what-if: recorded, baseline, predicted, speedup, and the
+ * predicted waits. */
+void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
+/* The "ranks" array of --json (a json_t *): each rank's steps, with
+ * baseline_us and predicted_us when a prediction is given, its waits (in
+ * the prediction, if any) and clock offset. */
+void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
+/* info: the ranks, their clock offsets, and the collectives matched by each rule. */
+void rv_cli_print_job_summary(const rv_graph *graph);
+void *rv_cli_json_job_summary(const rv_graph *graph);
+
 /* Print, one line each on stderr, what the timing model had to assume about
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
 void rv_cli_print_notes(const rv_graph *graph);

@@ -43,7 +43,30 @@ static gboolean check_resources(const rv_graph *graph, GError **error)
             return invalid(error, "resource %u has an unknown kind (%u)", r, resource->kind);
         if (!is_string_id(graph, resource->name))
             return invalid(error, "resource %u names string %d, which does not exist", r, resource->name);
+        /* A graph with no rank list (built by hand) has the one rank 0. */
+        guint ranks = MAX(graph->ranks->len, 1);
+        if (resource->rank_index < -1 || (resource->rank_index >= 0 && (guint)resource->rank_index >= ranks))
+            return invalid(error, "resource %u belongs to rank index %d, which does not exist (%u ranks)", r,
+                           resource->rank_index, ranks);
     }
+    return TRUE;
+}
+
+static gboolean check_collectives(const rv_graph *graph, GError **error)
+{
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        if (!is_string_id(graph, info->group))
+            return invalid(error, "collective %u names a process group string that does not exist", c);
+        if (info->rendezvous != -1 && !is_task_id(graph, info->rendezvous))
+            return invalid(error, "collective %u meets at task #%d, which does not exist", c, info->rendezvous);
+        if (info->parallelism >= RV_PARALLEL_COUNT || info->matched_by >= RV_MATCH_COUNT || info->bytes < 0 ||
+            info->group_size < 0 || info->participants < 0)
+            return invalid(error, "collective %u has an impossible description", c);
+    }
+    for (guint r = 0; r < graph->ranks->len; r++)
+        if (!is_string_id(graph, g_array_index(graph->ranks, rv_rank, r).source))
+            return invalid(error, "rank index %u names a source string that does not exist", r);
     return TRUE;
 }
 
@@ -60,6 +83,9 @@ static gboolean check_task_ids(const rv_graph *graph, int32_t id, const rv_task 
     if (task->step != -1 && (task->step < 0 || (guint)task->step >= graph->steps->len))
         return invalid(error, "task #%d is in step %d, which does not exist (%u steps)", id, task->step,
                        graph->steps->len);
+    if (task->collective < 0 || (guint)task->collective > graph->collectives->len)
+        return invalid(error, "task #%d belongs to collective %d, which does not exist (%u collectives)", id,
+                       task->collective - 1, graph->collectives->len);
     return TRUE;
 }
 
@@ -146,8 +172,8 @@ static gboolean check_acyclic(const rv_graph *graph, GError **error)
 gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error)
 {
     /* Order matters: later checks index with ids the earlier ones vouched for. */
-    return check_resources(graph, error) && check_steps(graph, error) && check_tasks(graph, error) &&
-           check_edges(graph, error);
+    return check_resources(graph, error) && check_steps(graph, error) && check_collectives(graph, error) &&
+           check_tasks(graph, error) && check_edges(graph, error);
 }
 
 gboolean rv_graph_validate(const rv_graph *graph, GError **error)
