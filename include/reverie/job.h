@@ -26,10 +26,14 @@
  *    replay a transfer starts when every participant has arrived.  The
  *    transfer lasts what the last arriver's kernel lasted (it waited for
  *    nobody): a rule, not each rank's own wait copied.
- * 4. Start.  Each rank entered the recorded window at its own moment; its
- *    threads' first host overheads count from the job's origin (the
- *    earliest rank's first task, after the clock correction) as a trace's
- *    own do from its origin (timing.c).
+ * 4. Start.  Each rank entered the recorded window at its own moment (its
+ *    previous, unrecorded step ended then).  That moment, after the clock
+ *    correction and relative to the job's first rank, is the one per-rank
+ *    value taken from recorded times: a zero-length marker opens each of
+ *    the rank's threads with that lag as its host overhead (the threads'
+ *    own tasks keep theirs, so a faster host does not shorten the lag).
+ *    It is the replay's initial condition, not a wait: every wait after
+ *    it comes from the rules.
  *
  * Input that cannot be one job is refused with one line naming the files:
  * two traces of one rank, different world sizes, a rank missing from the

@@ -13,7 +13,9 @@
  *     RV_MAX_DURATION_NS], its bytes are not negative, and the durations and
  *     overheads of the tasks that run add up to at most RV_MAX_WORK_NS
  *     (checked.h), so no sum over the graph overflows;
- *   - every edge joins two tasks and has a known kind;
+ *   - every edge joins two tasks and has a known kind, and in a graph of
+ *     several ranks no edge joins two ranks' tasks directly (they meet at
+ *     a collective's rendezvous, a resource of the whole job);
  *   - every step's name is a string id and its markers are tasks;
  *   - every task's collective is one of the graph's, whose process group is
  *     a string id and whose meeting point, if any, a task;

@@ -246,41 +246,85 @@ static void correct_clocks(rv_graph *joint)
     }
 }
 
-/* ---- the job's origin ---------------------------------------------------------- */
+/* ---- the job's start ----------------------------------------------------------- */
 
-/* A thread's first task counts its host overhead from the job's origin, as
- * a trace's own do from the trace's origin (timing.c), unless something on
- * another resource released it later. */
-static void overheads_from_origin(rv_graph *joint)
+/* Each rank entered the recorded window at its own moment (its previous,
+ * unrecorded step ended then).  That moment, on the corrected clock, is
+ * the one per-rank value the join takes from recorded times: a zero-length
+ * marker opens each of the rank's threads, its host overhead the rank's
+ * lag behind the job's first rank.  The threads' own tasks keep the host
+ * overheads their trace gave them, so a what-if that speeds up the host
+ * leaves the lag alone.  A GPU stream whose first task has no launch call
+ * waits for the rank's start too. */
+typedef struct {
+    int64_t origin;        /* per rank: its first recorded start */
+    int32_t marker;        /* per rank: its first start marker, -1 */
+} rank_start;
+
+static void find_firsts(const rv_graph *joint, int32_t *first, rank_start *starts, int64_t *job_origin)
 {
-    int32_t n = rv_graph_task_count(joint);
-    guint resources = joint->resources->len;
-    int64_t origin = G_MAXINT64;
-    int32_t *first = g_new(int32_t, resources);
-    for (guint r = 0; r < resources; r++) first[r] = -1;
-    for (int32_t t = 0; t < n; t++) {
-        const rv_task *task = rv_graph_task(joint, t);
+    *job_origin = G_MAXINT64;
+    for (int32_t t = 0; t < rv_graph_task_count(joint); t++) {
+        const rv_task *task = rv_graph_task((rv_graph *)joint, t);
         if (task->flags & RV_TASK_FLAG_REMOVED) continue;
-        origin = MIN(origin, task->recorded_start_ns);
+        int32_t rank = rv_task_rank_index(joint, task);
+        if (rank < 0) continue;
+        *job_origin = MIN(*job_origin, task->recorded_start_ns);
+        starts[rank].origin = MIN(starts[rank].origin, task->recorded_start_ns);
         int32_t *slot = &first[task->resource];
-        if (*slot < 0 || task->recorded_start_ns < rv_graph_task(joint, *slot)->recorded_start_ns) *slot = t;
+        if (*slot < 0 || task->recorded_start_ns < rv_graph_task((rv_graph *)joint, *slot)->recorded_start_ns) *slot = t;
     }
-    int64_t *ready = g_new(int64_t, n);
-    for (int32_t t = 0; t < n; t++) ready[t] = G_MININT64;
-    for (guint e = 0; e < joint->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(joint->edges, rv_edge, e);
-        const rv_task *from = rv_graph_task(joint, edge->from), *to = rv_graph_task(joint, edge->to);
-        if (from->resource == to->resource || (from->flags & RV_TASK_FLAG_REMOVED)) continue;
-        int64_t at = edge->from_start ? from->recorded_start_ns : from->recorded_start_ns + from->duration_ns;
-        ready[edge->to] = MAX(ready[edge->to], at);
-    }
-    for (guint r = 0; r < resources; r++) {
-        if (first[r] < 0 || g_array_index(joint->resources, rv_resource, r).kind != RV_RES_CPU_THREAD) continue;
-        rv_task *task = rv_graph_task(joint, first[r]);
-        task->host_overhead_ns = MAX(0, task->recorded_start_ns - MAX(origin, ready[first[r]]));
-    }
-    g_free(ready);
+}
+
+static int32_t add_start_marker(rv_graph *joint, int32_t resource, const rank_start *start, int64_t job_origin)
+{
+    rv_task marker = { 0 };
+    marker.host_overhead_ns = start->origin - job_origin;
+    marker.recorded_start_ns = start->origin;
+    marker.correlation = -1;
+    marker.resource = resource;
+    marker.name = rv_strings_intern(joint->strings, "rank enters the recorded window");
+    marker.input_dims = -1;
+    marker.step = -1;
+    marker.kind = RV_TASK_MARKER;
+    marker.phase = RV_PHASE_OTHER;
+    return rv_graph_add_task(joint, &marker);
+}
+
+/* Does anything lead to the task (a launch, another stream)? */
+static gboolean *has_predecessor(const rv_graph *joint)
+{
+    gboolean *led = g_new0(gboolean, rv_graph_task_count(joint));
+    for (guint e = 0; e < joint->edges->len; e++) led[g_array_index(joint->edges, rv_edge, e).to] = TRUE;
+    return led;
+}
+
+static void add_rank_starts(rv_graph *joint)
+{
+    guint resources = joint->resources->len, ranks = joint->ranks->len;
+    int32_t *first = g_new(int32_t, resources);
+    rank_start *starts = g_new(rank_start, ranks);
+    for (guint r = 0; r < resources; r++) first[r] = -1;
+    for (guint r = 0; r < ranks; r++) starts[r] = (rank_start){ G_MAXINT64, -1 };
+    int64_t job_origin;
+    find_firsts(joint, first, starts, &job_origin);
+    gboolean *led = has_predecessor(joint);
+    for (int pass = 0; pass < 2; pass++) /* threads first: the streams need their rank's marker */
+        for (guint r = 0; r < resources; r++) {
+            const rv_resource *resource = &g_array_index(joint->resources, rv_resource, r);
+            if (first[r] < 0 || resource->rank_index < 0) continue;
+            rank_start *start = &starts[resource->rank_index];
+            if (pass == 0 && resource->kind == RV_RES_CPU_THREAD) {
+                int32_t marker = add_start_marker(joint, (int32_t)r, start, job_origin);
+                rv_graph_add_edge(joint, marker, first[r], RV_EDGE_THREAD, FALSE);
+                if (start->marker < 0) start->marker = marker;
+            } else if (pass == 1 && resource->kind == RV_RES_GPU_STREAM && !led[first[r]] && start->marker >= 0) {
+                rv_graph_add_edge(joint, start->marker, first[r], RV_EDGE_INTER_THREAD, FALSE);
+            }
+        }
+    g_free(led);
     g_free(first);
+    g_free(starts);
 }
 
 /* ---- rendezvous ---------------------------------------------------------------- */
@@ -439,7 +483,7 @@ rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
     }
     estimate_offsets(joint, matched);
     correct_clocks(joint);
-    overheads_from_origin(joint);
+    add_rank_starts(joint);
     meet_at_rendezvous(joint, matched);
     g_ptr_array_unref(matched);
     if (!rv_graph_check_acyclic(joint, error)) {

@@ -130,14 +130,33 @@ static gboolean check_tasks(const rv_graph *graph, GError **error)
     return TRUE;
 }
 
+/* Ranks meet only in collectives (job.h): through a resource of the whole
+ * job (rank index -1), never by an edge from one rank's task to another's.
+ * A plugin that puts several ranks' transfers on one channel breaks this. */
+static gboolean check_rank_crossing(const rv_graph *graph, guint e, const rv_edge *edge, GError **error)
+{
+    const rv_task *from = &g_array_index(graph->tasks, rv_task, edge->from);
+    const rv_task *to = &g_array_index(graph->tasks, rv_task, edge->to);
+    int32_t a = rv_task_rank_index(graph, from), b = rv_task_rank_index(graph, to);
+    if (a < 0 || b < 0 || a == b || (from->flags & RV_TASK_FLAG_REMOVED) || (to->flags & RV_TASK_FLAG_REMOVED))
+        return TRUE;
+    return invalid(error, "edge %u joins rank %" G_GINT64_FORMAT "'s task #%d (%s) to rank %" G_GINT64_FORMAT "'s task #%d "
+                   "(%s): ranks meet only in a collective's rendezvous, so this does not support a job of several ranks",
+                   e, g_array_index(graph->ranks, rv_rank, a).rank, edge->from,
+                   rv_strings_get(graph->strings, from->name), g_array_index(graph->ranks, rv_rank, b).rank, edge->to,
+                   rv_strings_get(graph->strings, to->name));
+}
+
 static gboolean check_edges(const rv_graph *graph, GError **error)
 {
+    gboolean several_ranks = graph->ranks->len > 1;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
         if (!is_task_id(graph, edge->from) || !is_task_id(graph, edge->to))
             return invalid(error, "edge %u joins task #%d to task #%d, but the tasks are #0 .. #%d", e, edge->from,
                            edge->to, rv_graph_task_count(graph) - 1);
         if (edge->kind >= RV_EDGE_KIND_COUNT) return invalid(error, "edge %u has an unknown kind (%u)", e, edge->kind);
+        if (several_ranks && !check_rank_crossing(graph, e, edge, error)) return FALSE;
     }
     return TRUE;
 }
