@@ -228,8 +228,6 @@ START_TEST(dlrm_saved_and_loaded)
 }
 END_TEST
 
-/* ---- bad input ----------------------------------------------------------------- */
-
 static void expect_join_error(GPtrArray *graphs, const char *want)
 {
     GError *error = NULL;
@@ -240,6 +238,114 @@ static void expect_join_error(GPtrArray *graphs, const char *want)
     ck_assert_msg(strchr(error->message, '\n') == NULL, "not one line: %s", error->message);
     g_error_free(error);
 }
+
+/* ---- a synthetic job (the project's generator): sequence numbers, clocks ---- */
+
+/* reverie-gentrace --ranks: a 4-rank job whose all-reduces are rendezvous,
+ * its hosts' clocks 2.5 ms apart, its collectives named by process group
+ * and sequence number as PyTorch 2 writes them. */
+START_TEST(generated_job_matched_by_sequence)
+{
+    const char *generator = g_getenv("REVERIE_GENTRACE");
+    ck_assert_msg(generator != NULL, "REVERIE_GENTRACE is not set (run through meson test)");
+    char *dir = g_dir_make_tmp("rv-genjob-XXXXXX", NULL);
+    char *folder = g_build_filename(dir, "job", NULL);
+    char *argv[] = { (char *)generator, "--ranks", "4", "--steps", "3", "--clock-skew-us", "2500", "-o", folder, NULL };
+    int status = -1;
+    ck_assert(g_spawn_sync(NULL, argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, NULL));
+    ck_assert_int_eq(status, 0);
+    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
+    for (int r = 0; r < 4; r++) {
+        char *name = g_strdup_printf("rank%d.json.gz", r);
+        char *path = g_build_filename(folder, name, NULL);
+        g_ptr_array_add(graphs, load_trace_file(path));
+        g_unlink(path);
+        g_free(path);
+        g_free(name);
+    }
+    rv_graph *joint = join_ok(graphs);
+    ck_assert_uint_gt(joint->collectives->len, 0);
+    for (guint c = 0; c < joint->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
+        ck_assert_int_eq(info->matched_by, RV_MATCH_SEQUENCE);
+        ck_assert_int_eq(info->participants, 4);
+        ck_assert_int_gt(info->bytes, 0);
+    }
+    for (guint r = 1; r < 4; r++) {
+        int64_t offset = g_array_index(joint->ranks, rv_rank, r).clock_offset_ns;
+        ck_assert_msg(llabs(offset - (int64_t)r * 2500000) < 10000, "rank %u: offset %" G_GINT64_FORMAT, r, offset);
+    }
+    double *errors = rank_errors(joint);
+    g_printerr("generated 4-rank job, per-rank mean error  %.2f%% %.2f%% %.2f%% %.2f%%\n", 100 * errors[0],
+               100 * errors[1], 100 * errors[2], 100 * errors[3]);
+    for (int r = 0; r < 4; r++) ck_assert_msg(errors[r] <= 0.05, "rank %d: %.2f%%", r, 100 * errors[r]);
+    g_free(errors);
+    rv_graph_free(joint);
+    g_ptr_array_unref(graphs);
+    g_rmdir(folder);
+    g_rmdir(dir);
+    g_free(folder);
+    g_free(dir);
+}
+END_TEST
+
+/* ---- point-to-point: sends and receives paired per pair of ranks ------------- */
+
+/* Rank `rank` of a 2-rank pipeline: a send to (or receive from) the other
+ * rank, twice, on one stream, each launched by one call. */
+static rv_graph *pipeline_rank(int rank)
+{
+    tiny t = tiny_new();
+    t.graph->rank = rank;
+    t.graph->world_size = 2;
+    rv_rank entry = { rank, 2, 0, rv_strings_intern(t.graph->strings, rank ? "stage1.json" : "stage0.json"), 0 };
+    g_array_append_val(t.graph->ranks, entry);
+    for (int k = 0; k < 2; k++) {
+        int32_t kernel = tiny_launch(&t, "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", US(5),
+                                     US(rank == 0 ? 50 : 10), RV_PHASE_FORWARD, RV_TASK_COMM);
+        rv_collective_info info = { 1 << 20, -1, rv_strings_intern(t.graph->strings, "3"), 2, 1 - rank, -1, 1,
+                                    RV_COLL_BROADCAST, RV_PARALLEL_PIPELINE, RV_MATCH_NONE, 0 };
+        rv_graph_task(t.graph, kernel)->collective = rv_graph_add_collective(t.graph, &info);
+    }
+    tiny_close_step(&t);
+    return t.graph;
+}
+
+/* A pipeline rank renumbered (its peer stays rank 1 or 0). */
+static rv_graph *renumbered(rv_graph *graph, int rank)
+{
+    g_array_index(graph->ranks, rv_rank, 0).rank = rank;
+    graph->rank = rank;
+    graph->world_size = -1;
+    return graph;
+}
+
+START_TEST(point_to_point_paired_by_peer)
+{
+    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
+    g_ptr_array_add(graphs, pipeline_rank(0));
+    g_ptr_array_add(graphs, pipeline_rank(1));
+    rv_graph *joint = join_ok(graphs);
+    ck_assert_uint_eq(joint->collectives->len, 2);
+    for (guint c = 0; c < 2; c++) {
+        const rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
+        ck_assert_int_eq(info->matched_by, RV_MATCH_PEER);
+        ck_assert_int_eq(info->participants, 2);
+    }
+    /* the receiver (rank 1) waits for the sender's longer kernels: its transfers start after rank 0's arrivals */
+    rv_graph_free(joint);
+    g_ptr_array_unref(graphs);
+    /* ranks 5 and 6 send to rank 1, whose trace is not given */
+    graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
+    g_ptr_array_add(graphs, renumbered(pipeline_rank(0), 5));
+    g_ptr_array_add(graphs, renumbered(pipeline_rank(0), 6));
+    expect_join_error(graphs, "rank 5 (hand-built) sends to or receives from rank 1, whose trace is not given");
+    g_ptr_array_unref(graphs);
+}
+END_TEST
+
+/* ---- bad input ----------------------------------------------------------------- */
+
 
 START_TEST(duplicate_rank_refused)
 {
@@ -449,6 +555,11 @@ int main(void)
     tcase_add_test(dlrm, dlrm_clock_offset_found);
     tcase_add_test(dlrm, dlrm_saved_and_loaded);
     suite_add_tcase(suite, dlrm);
+    TCase *matching = tcase_create("matching");
+    tcase_set_timeout(matching, 300);
+    tcase_add_test(matching, generated_job_matched_by_sequence);
+    tcase_add_test(matching, point_to_point_paired_by_peer);
+    suite_add_tcase(suite, matching);
     TCase *bad = tcase_create("bad input");
     tcase_set_timeout(bad, 300);
     tcase_add_test(bad, duplicate_rank_refused);
