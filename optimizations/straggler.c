@@ -86,7 +86,8 @@ static gboolean straggler_apply(rv_graph *graph, const rv_params *params, rv_plu
         rv_transform_scale(graph, tasks, factor);
         if (strcmp(part, "gpu") != 0) rv_transform_scale_host_overhead(graph, tasks, factor);
         g_string_append_printf(output->notes, "    rank %" G_GINT64_FORMAT ": %u %s tasks take %gx as long%s\n", rank,
-                               tasks->len, part, factor,
+                               tasks->len, strcmp(part, "all") == 0 ? "CPU and GPU" : strcmp(part, "gpu") == 0 ? "GPU" : "CPU",
+                               factor,
                                rv_graph_task_count(graph) > 0 && graph->ranks->len <= 1
                                    ? " (a rank alone: nobody waits for it here)" : "");
     }

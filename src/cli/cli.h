@@ -138,7 +138,8 @@ GPtrArray *rv_cli_opts_prepare(GHashTable *plugins, char **specs, GError **error
 gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                            GError **error);
 void rv_cli_policy_clear(rv_plugin_output *policy);
-/* Replay and measure the steps (report.h's rv_step_time; g_array_unref);
+/* Replay and measure the steps (report.h's rv_step_time; g_array_unref; a
+ * job's are its slowest rank's, report.h's rv_job_step_times);
  * `structure` (sim.h) may be NULL.  A replay that had to drop the
  * launch-queue rule says so once per run on stderr. */
 GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,

@@ -20,4 +20,4 @@ clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $reco
     -DREVERIE_PLUGIN_DIR='"/nonexistent"' -Iinclude "tests/fuzz/$harness.c" \
     src/util/*.c src/import/*.c src/graph/*.c src/sim/*.c src/report/*.c src/store/*.c \
     src/model/*.c src/comm/*.c src/transform/*.c \
-    $(pkg-config --cflags --libs glib-2.0 gmodule-2.0 gthread-2.0 igraph zlib jansson) -lm -o "$output"
+    $(pkg-config --cflags --libs glib-2.0 gmodule-2.0 gthread-2.0 igraph zlib jansson cairo) -lm -o "$output"
