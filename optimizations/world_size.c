@@ -84,7 +84,7 @@ static gboolean plan_from_params(const rv_params *params, rv_recost_plan *plan, 
     return FALSE;
 }
 
-static void describe(GString *notes, const rv_recost_plan *plan, const rv_recost_summary *summary)
+static void describe(GString *notes, const rv_graph *graph, const rv_recost_plan *plan, const rv_recost_summary *summary)
 {
     rv_cluster after = rv_cluster_for_ranks(plan->world, plan->gpus_per_node, &plan->intra, &plan->inter);
     char *inter = rv_format_bandwidth(plan->inter.bandwidth_Bps), *intra = rv_format_bandwidth(plan->intra.bandwidth_Bps);
@@ -94,7 +94,9 @@ static void describe(GString *notes, const rv_recost_plan *plan, const rv_recost
                            after.gpus_per_node, inter, intra, summary->collectives, summary->tasks, before, now);
     if (summary->inferred_payloads)
         g_string_append_printf(notes, "    %u collectives have no recorded payload: solved from their recorded time on "
-                               "the recorded world's links\n", summary->inferred_payloads);
+                               "the recorded world's links%s\n", summary->inferred_payloads,
+                               graph->ranks->len > 1 ? "" : " (a rank alone: that time also holds its wait for the "
+                                                            "others, so the payload is an upper bound)");
     if (summary->unknown_operation)
         g_string_append_printf(notes, "    %u collectives the model cannot cost (unknown operation) kept their time\n",
                                summary->unknown_operation);
@@ -116,7 +118,7 @@ static gboolean world_size_apply(rv_graph *graph, const rv_params *params, rv_pl
                     strcmp(rv_params_string(params, "parallelism"), "all") ? " in that parallelism" : "");
         return FALSE;
     }
-    describe(output->notes, &plan, &summary);
+    describe(output->notes, graph, &plan, &summary);
     return TRUE;
 }
 

@@ -84,8 +84,8 @@ static gboolean check_task_ids(const rv_graph *graph, int32_t id, const rv_task 
         return invalid(error, "task #%d is in step %d, which does not exist (%u steps)", id, task->step,
                        graph->steps->len);
     if (task->collective < 0 || (guint)task->collective > graph->collectives->len)
-        return invalid(error, "task #%d belongs to collective %d, which does not exist (%u collectives)", id,
-                       task->collective - 1, graph->collectives->len);
+        return invalid(error, "task #%d belongs to collective %" G_GINT64_FORMAT ", which does not exist (%u collectives)",
+                       id, (int64_t)task->collective - 1, graph->collectives->len);
     return TRUE;
 }
 

@@ -317,8 +317,8 @@ static gboolean check_task(const rv_graph *graph, int32_t id, int32_t string_cou
     else if (task->step < -1 || (task->step >= 0 && (guint)task->step >= graph->steps->len))
         g_string_printf(why, "task %d belongs to step %d (there are %u steps)", id, task->step, graph->steps->len);
     else if (task->collective < 0 || (guint)task->collective > graph->collectives->len)
-        g_string_printf(why, "task %d belongs to collective %d (there are %u)", id, task->collective - 1,
-                        graph->collectives->len);
+        g_string_printf(why, "task %d belongs to collective %" G_GINT64_FORMAT " (there are %u)", id,
+                        (int64_t)task->collective - 1, graph->collectives->len);
     else
         return check_task_strings(task, id, string_count, why) && check_task_times(task, id, work, why);
     return FALSE;
