@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <stdio.h>
 #include "reverie/error.h"
+#include "reverie/explain.h"
 #include "reverie/graph.h"
 #include "reverie/sim.h"
 #include "reverie/plugin.h"
@@ -65,6 +66,10 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseli
  * baseline_us and predicted_us when a prediction is given, its waits (in
  * the prediction, if any) and clock offset. */
 void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
+/* The recorded GPU time the rules leave unexplained in step `step` as the
+ * reports list steps (explain.h; a job's k-th step: all its ranks' k-th;
+ * a graph without steps: all of it). */
+int64_t rv_cli_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step);
 /* info: the ranks, their clock offsets, and the collectives matched by each rule. */
 void rv_cli_print_job_summary(const rv_graph *graph);
 void *rv_cli_json_job_summary(const rv_graph *graph);

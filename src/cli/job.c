@@ -5,6 +5,7 @@
  * whatif print for such a graph.
  */
 #include "cli.h"
+#include "reverie/explain.h"
 #include "reverie/job.h"
 #include "reverie/report.h"
 #include <jansson.h>
@@ -278,6 +279,24 @@ void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, co
                                                predicted ? g_ptr_array_index(predicted->by_rank, r) : NULL,
                                                &g_array_index(last->waits, rv_rank_wait, r)));
     return ranks;
+}
+
+int64_t rv_cli_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
+{
+    if (graph->steps->len == 0) return x->total_ns;
+    if (!rv_cli_is_job(graph)) return step < graph->steps->len ? x->by_step[step] : 0;
+    /* the job's k-th step: every rank's k-th */
+    guint ranks = graph->ranks->len;
+    guint *seen = g_new0(guint, ranks + 1);
+    int64_t total = 0;
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *entry = &g_array_index(graph->steps, rv_step, s);
+        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, entry->begin_marker));
+        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
+        if (seen[slot]++ == step) total += x->by_step[s];
+    }
+    g_free(seen);
+    return total;
 }
 
 /* ---- what the join found, for info -------------------------------------- */

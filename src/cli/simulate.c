@@ -34,7 +34,7 @@ static replay_summary summarize(const GArray *steps)
 /* A step's unexplained time; a graph without steps has it all in one. */
 static int64_t step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
 {
-    return graph->steps->len == 0 ? x->total_ns : x->by_step[step];
+    return rv_cli_step_unexplained(graph, x, step);
 }
 
 static void print_table(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
