@@ -16,21 +16,33 @@
  * layers (layers.h); gradient k in backward order is produced by run
  * k*runs/gradients.  One all-reduce per bucket is
  * inserted on a "net" channel after the last kernel of the run producing
- * its last gradient, in bucket order; the step's first optimizer task (or
- * its end marker) waits for all of them.  Costs: comm.h's alpha-beta model
- * on nodes = ceil(world / gpus_per_node) nodes of min(world, gpus_per_node)
- * GPUs (NVLink inside a node, `bandwidth`/`latency` between nodes).
+ * its last gradient, in bucket order.  As in NCCL DDP, a stream waits for
+ * them, not the host: the step's first optimizer GPU task (else the next
+ * step's first GPU task; else, with no GPU work after, the step's end)
+ * waits for all of them, so a free network costs nothing.  Costs: comm.h's
+ * alpha-beta model on nodes = ceil(world / gpus_per_node) nodes of
+ * min(world, gpus_per_node) GPUs (NVLink inside a node,
+ * `bandwidth`/`latency` between nodes).  Each inserted all-reduce is a
+ * data-parallel collective of `world` ranks (graph.h), so later what-ifs
+ * know it.  When tensor parallelism divides the model (tp-allreduce ran
+ * first, or the trace's own tensor-parallel collectives say so), each rank
+ * holds 1/degree of every gradient: the sizes divide by the degree.
  *
- * A trace that already holds NCCL all-reduce kernels is re-costed instead:
- * with a known payload the new cost is computed; otherwise the duration is
- * scaled by the ring bandwidth term 2(p-1)/p of the new over the recorded
- * world size.  world=1 leaves the graph unchanged.
+ * A trace that already holds data-parallel collectives (recorded NCCL
+ * kernels, or ones an earlier ddp inserted) is re-costed instead, with the
+ * model (recost.h): new = recorded x model(world) / model(recorded world),
+ * the payload from the trace or solved from the recorded time (tp-allreduce
+ * shrinks them for its shards, before or after); tensor-parallel and
+ * other collectives are left alone.  A job of several ranks
+ * without data-parallel collectives is refused (insert them in one rank's
+ * trace).  world=1 leaves the graph unchanged.
  */
 #include "reverie/plugin.h"
 #include "reverie/checked.h"
 #include "reverie/comm.h"
 #include "reverie/error.h"
 #include "reverie/layers.h"
+#include "reverie/recost.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include "reverie/validate.h"
@@ -61,7 +73,6 @@ static int64_t allreduce_ns(const cost_model *model, int64_t bytes)
     return rv_cluster_collective_ns(model->collective, bytes, &model->cluster);
 }
 
-static const char *str(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
 
 /* Gradient sizes in forward order: the weighted layers of the first step
  * whose shapes give any weights (layers.h), layers without one left out. */
@@ -77,35 +88,56 @@ static GArray *gradients_from_trace(rv_graph *graph)
     return sizes;
 }
 
-/* Re-cost the NCCL all-reduces the trace already holds; how many, or -1
- * when the parameters would make one last longer than any task may. */
-static int recost_existing(rv_graph *graph, const cost_model *model, int world, GString *notes, GError **error)
+/* Data-parallel collectives the graph already holds (recorded or inserted). */
+static gboolean has_data_parallel(const rv_graph *graph)
 {
-    int count = 0;
-    int64_t before = 0, after = 0;
-    int old_world = graph->world_size > 1 && graph->world_size <= (1 << 24) ? (int)graph->world_size : 2;
-    double scale = (2.0 * (world - 1) / world) / (2.0 * (old_world - 1) / old_world);
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_COMM) continue;
-        int c = rv_collective_from_kernel_name(str(graph, task->name));
-        if (c != RV_COLL_ALLREDUCE_RING && c != RV_COLL_ALLREDUCE_TREE) continue;
-        double wanted = task->bytes > 0 ? (double)allreduce_ns(model, task->bytes) : task->duration_ns * scale;
-        int64_t now;
-        if (!rv_task_duration_from(graph, id, wanted, "the ddp parameters (bandwidth, latency, world)", &now, error))
-            return -1;
-        before = rv_saturating_add(before, task->duration_ns);
-        rv_transform_set_duration(graph, id, now);
-        after = rv_saturating_add(after, task->duration_ns);
-        count++;
+        const rv_task *task = rv_graph_task((rv_graph *)graph, id);
+        const rv_collective_info *info = rv_task_collective(graph, task);
+        if (info && !(task->flags & RV_TASK_FLAG_REMOVED) && info->parallelism == RV_PARALLEL_DATA &&
+            info->op != RV_COLLECTIVE_OP_UNKNOWN)
+            return TRUE;
     }
-    if (count) {
-        char *b = rv_format_duration(before), *a = rv_format_duration(after);
-        g_string_append_printf(notes, "    re-costed %d recorded all-reduces for world %d (recorded world %d): %s -> %s\n",
-                               count, world, old_world, b, a);
-        g_free(b); g_free(a);
+    return FALSE;
+}
+
+/* The tensor-parallel degree a what-if gave the graph (tp-allreduce's
+ * inserted collectives), else 1.  A trace recorded tensor parallel has its
+ * gradients sharded already: its shapes and payloads say so. */
+static int tensor_parallel_degree(const rv_graph *graph)
+{
+    int degree = 1;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task((rv_graph *)graph, id);
+        const rv_collective_info *info = rv_task_collective(graph, task);
+        if (info && !(task->flags & RV_TASK_FLAG_REMOVED) && info->parallelism == RV_PARALLEL_TENSOR && info->inserted)
+            degree = MAX(degree, info->group_size);
     }
-    return count;
+    return degree;
+}
+
+/* Re-cost the data-parallel collectives the graph already holds with the model. */
+static gboolean recost_existing(rv_graph *graph, const cost_model *model, int world, GString *notes, GError **error)
+{
+    rv_recost_plan plan = { world, model->cluster.gpus_per_node, model->cluster.intra, model->cluster.inter,
+                            model->collective, 1u << RV_PARALLEL_DATA, 1 };
+    rv_recost_summary summary;
+    if (!rv_graph_recost_collectives(graph, &plan, "the ddp parameters (bandwidth, latency, world)", &summary, error))
+        return FALSE;
+    char *b = rv_format_duration(summary.before_ns), *a = rv_format_duration(summary.after_ns);
+    rv_cluster after = rv_cluster_for_ranks(world, model->cluster.gpus_per_node, &model->cluster.intra,
+                                            &model->cluster.inter);
+    g_string_append_printf(notes, "    re-costed %u data-parallel collectives (%u transfers) for world %d (recorded world "
+                           "%d; %d nodes x %d): %s -> %s\n", summary.collectives, summary.tasks, world,
+                           summary.recorded_world, after.nodes, after.gpus_per_node, b, a);
+
+    if (summary.inferred_payloads)
+        g_string_append_printf(notes, "    %u have no recorded payload: solved from their recorded time on the recorded "
+                               "world's links%s\n", summary.inferred_payloads,
+                               graph->ranks->len > 1 ? "" : " (a rank alone: that time also holds its wait for the "
+                                                            "others, so the payload is an upper bound)");
+    g_free(b); g_free(a);
+    return TRUE;
 }
 
 static gboolean cost_model_from_params(const rv_params *params, cost_model *model, int64_t *world, GError **error)
@@ -191,27 +223,36 @@ static guint last_gradient_of(const bucket_plan *plan, guint b)
     return last;
 }
 
-/* Per step (index step + 1): its earliest non-GPU optimizer task, or -1. */
-static int32_t *first_optimizer_tasks(rv_graph *graph)
+/* Per step (index step + 1): the GPU task that waits for the step's
+ * all-reduces - its earliest optimizer GPU task, else the next step's
+ * earliest GPU task - or -1 (the step's end marker then waits). */
+static int32_t *gradient_waiters(rv_graph *graph)
 {
     guint slots = graph->steps->len + 1;
-    int32_t *first = g_new(int32_t, slots);
-    for (guint s = 0; s < slots; s++) first[s] = -1;
+    int32_t *optimizer = g_new(int32_t, slots), *any = g_new(int32_t, slots);
+    for (guint s = 0; s < slots; s++) optimizer[s] = any[s] = -1;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) || task->phase != RV_PHASE_OPTIMIZER) continue;
+        if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
         if (task->step < -1 || task->step >= (int32_t)graph->steps->len) continue;
-        int32_t *slot = &first[task->step + 1];
-        if (*slot < 0 || task->recorded_start_ns < rv_graph_task(graph, *slot)->recorded_start_ns) *slot = id;
+        int32_t *slots_of[2] = { &any[task->step + 1], task->phase == RV_PHASE_OPTIMIZER ? &optimizer[task->step + 1] : NULL };
+        for (int k = 0; k < 2; k++)
+            if (slots_of[k] && (*slots_of[k] < 0 || rv_task_compare_recorded(&id, slots_of[k], graph) < 0)) *slots_of[k] = id;
     }
-    return first;
+    /* the next step is the next one of the same trace: steps are in order
+     * (slot 0, outside every step, has no next) */
+    for (guint s = 1; s + 1 < slots; s++)
+        if (optimizer[s] < 0) optimizer[s] = any[s + 1];
+    g_free(any);
+    return optimizer;
 }
+
 
 /* One all-reduce per bucket after the run producing its last gradient, on
  * the channel after `*previous`; `waiter` (if any) waits for each. */
 static gboolean insert_step_allreduces(rv_graph *graph, const bucket_plan *plan, const GArray *run_ends,
                                        int32_t channel, int32_t waiter, int32_t *previous, guint *inserted,
-                                       GError **error)
+                                       const rv_collective_info *kind, GError **error)
 {
     for (guint b = 0; b < plan->bucket_bytes->len; b++) {
         guint run = rv_gradient_run(last_gradient_of(plan, b), plan->gradients, run_ends->len);
@@ -225,6 +266,9 @@ static gboolean insert_step_allreduces(rv_graph *graph, const bucket_plan *plan,
         task.host_overhead_ns = 0;
         task.bytes = g_array_index(plan->bucket_bytes, int64_t, b);
         task.correlation = -1;
+        rv_collective_info info = *kind;
+        info.bytes = task.bytes;
+        task.collective = rv_graph_add_collective(graph, &info);
         rv_insert_spec spec = { task, *previous, -1 };
         int32_t id = rv_transform_insert(graph, &spec, error);
         if (id < 0) return FALSE;
@@ -238,11 +282,14 @@ static gboolean insert_step_allreduces(rv_graph *graph, const bucket_plan *plan,
 
 /* Every step's all-reduces, chained on one "net" channel in step order.
  * Returns the number of steps that got them, or -1 on error. */
-static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, guint *inserted, GError **error)
+static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, const cost_model *model, int world,
+                             guint *inserted, GError **error)
 {
     GPtrArray *backward = rv_backward_gpu_tasks_by_step(graph);
-    int32_t *optimizer = first_optimizer_tasks(graph);
+    int32_t *optimizer = gradient_waiters(graph);
     int32_t channel = rv_transform_add_channel(graph, "net");
+    rv_collective_info kind = { 0, -1, rv_strings_intern(graph->strings, "ddp"), world, -1, -1, 1,
+                                (uint8_t)model->collective, RV_PARALLEL_DATA, RV_MATCH_NONE, 1 };
     int32_t previous = -1;
     int steps = 0;
     rv_string_memo weighted;
@@ -253,11 +300,11 @@ static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, guint *in
         if (list->len == 0) continue;
         int32_t waiter = optimizer[slot];
         if (waiter < 0 && step >= 0) waiter = g_array_index(graph->steps, rv_step, step).end_marker;
-        /* a producer must be launched before the waiter, or the new edge closes a cycle */
+        /* a producer must be launched before the waiter ran, or the new edge may close a cycle */
         if (waiter >= 0) rv_keep_launched_by(graph, list, rv_graph_task(graph, waiter)->recorded_start_ns);
         if (list->len == 0) continue;
         GArray *run_ends = rv_weighted_backward_runs_with(graph, list, &weighted);
-        if (!insert_step_allreduces(graph, plan, run_ends, channel, waiter, &previous, inserted, error)) steps = -1;
+        if (!insert_step_allreduces(graph, plan, run_ends, channel, waiter, &previous, inserted, &kind, error)) steps = -1;
         else steps++;
         g_array_unref(run_ends);
     }
@@ -268,8 +315,11 @@ static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, guint *in
 }
 
 static void describe(GString *notes, const bucket_plan *plan, const cost_model *model, const char *algorithm,
-                     int64_t world, guint inserted, int steps)
+                     int64_t world, guint inserted, int steps, int tensor_parallel)
 {
+    if (tensor_parallel > 1)
+        g_string_append_printf(notes, "    tensor parallelism of degree %d: each rank holds 1/%d of every gradient\n",
+                               tensor_parallel, tensor_parallel);
     char *size = rv_format_bytes(plan->total_bytes), *bw = rv_format_bandwidth(model->cluster.inter.bandwidth_Bps);
     int64_t sum = 0;
     for (guint b = 0; b < plan->bucket_bytes->len; b++) sum = rv_saturating_add(sum, plan->cost_ns[b]);
@@ -291,8 +341,13 @@ static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
         g_string_append(output->notes, "    world=1: no gradient to exchange, graph unchanged\n");
         return TRUE;
     }
-    int recosted = recost_existing(graph, &model, (int)world, output->notes, error);
-    if (recosted != 0) return recosted > 0;
+    if (has_data_parallel(graph)) return recost_existing(graph, &model, (int)world, output->notes, error);
+    if (graph->ranks->len > 1) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "this job of %u ranks has no data-parallel all-reduce to re-cost; ddp inserts all-reduces into "
+                    "one rank's trace - give it one trace", graph->ranks->len);
+        return FALSE;
+    }
 
     const char *file = rv_params_string(params, "param_sizes");
     GArray *sizes = file && *file ? rv_weight_sizes_from_file(file, error) : gradients_from_trace(graph);
@@ -304,12 +359,17 @@ static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
         g_array_unref(sizes);
         return FALSE;
     }
+    int tensor_parallel = tensor_parallel_degree(graph);
+    for (guint i = 0; i < sizes->len; i++) g_array_index(sizes, int64_t, i) /= tensor_parallel;
     bucket_plan plan;
     plan_buckets(sizes, rv_params_bytes(params, "bucket_cap"), &model, &plan);
     g_array_unref(sizes);
     guint inserted = 0;
-    int steps = plan_is_feasible(graph, &plan, error) ? insert_allreduces(graph, &plan, &inserted, error) : -1;
-    if (steps >= 0) describe(output->notes, &plan, &model, rv_params_string(params, "algorithm"), world, inserted, steps);
+    int steps = plan_is_feasible(graph, &plan, error)
+                    ? insert_allreduces(graph, &plan, &model, (int)world, &inserted, error) : -1;
+    if (steps >= 0)
+        describe(output->notes, &plan, &model, rv_params_string(params, "algorithm"), world, inserted, steps,
+                 tensor_parallel);
     plan_clear(&plan);
     if (steps == 0)
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the trace has no backward-phase GPU work to attach all-reduces to");

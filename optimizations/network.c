@@ -7,6 +7,11 @@
  *
  * Communication tasks are those of kind comm (NCCL kernels) and every task
  * on a channel resource (transfers inserted by other plugins, e.g. ddp).
+ * In a job of several ranks (job.h) a collective's time is its transfer,
+ * after every participant arrived; the arrivals and the meeting point are
+ * not communication and are left alone.  In one rank's trace alone a
+ * kernel's recorded time also holds that rank's wait for the others, which
+ * this scales too.
  * A recorded duration d is read as fixed_latency + a bandwidth part; the
  * trace does not say which bandwidth produced it, so the split is the
  * user's (default: all of it is bandwidth time).  The new duration is
@@ -45,7 +50,7 @@ static gboolean network_apply(rv_graph *graph, const rv_params *params, rv_plugi
     int64_t before = 0, after = 0, bytes = 0;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         rv_task *task = rv_graph_task(graph, id);
-        if (task->flags & RV_TASK_FLAG_REMOVED) continue;
+        if (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) continue;
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
         if (task->kind != RV_TASK_COMM && resource->kind != RV_RES_CHANNEL) continue;
         int64_t d = task->duration_ns, latency = MIN(d, fixed), now;

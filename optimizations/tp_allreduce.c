@@ -42,6 +42,16 @@
  * from the Input Dims of each block's first linear GEMM (its activation
  * input is B*S x H; addmm's is input 1, the others' input 0), the median
  * over blocks.  degree=1 leaves the graph unchanged.
+ *
+ * Each inserted all-reduce is a tensor-parallel collective of `degree`
+ * ranks (graph.h), so that ddp afterwards leaves it alone and divides the
+ * gradients by the degree.  Data-parallel all-reduces already in the graph
+ * (recorded, or inserted by ddp before) now move 1/degree of their payload:
+ * each is re-costed over this plugin's link (recost.h), time x
+ * model(S / degree) / model(S), so either order of ddp and tp-allreduce
+ * gives about the same step.  A graph that is tensor parallel already (its
+ * own or inserted tensor-parallel collectives) is refused: slicing its
+ * GEMMs again would count the degree twice.
  */
 #include "reverie/plugin.h"
 #include "reverie/checked.h"
@@ -49,6 +59,7 @@
 #include "reverie/comm.h"
 #include "reverie/error.h"
 #include "reverie/kernels.h"
+#include "reverie/recost.h"
 #include "reverie/shapes.h"
 #include "reverie/stats.h"
 #include "reverie/transform.h"
@@ -329,6 +340,10 @@ static gboolean insert_allreduce(rv_graph *graph, tp_state *state, int32_t after
     task.bytes = state->message_bytes;
     task.correlation = -1;
     task.input_dims = -1;
+    rv_collective_info info = { state->message_bytes, -1, rv_strings_intern(graph->strings, "tensor parallel"),
+                                (int32_t)state->degree, -1, -1, 1, RV_COLL_ALLREDUCE_RING, RV_PARALLEL_TENSOR,
+                                RV_MATCH_NONE, 1 };
+    task.collective = rv_graph_add_collective(graph, &info);
     rv_insert_spec spec = { task, after, rv_graph_launch_of(graph, after) };
     if (rv_transform_insert(graph, &spec, error) < 0) return FALSE;
     state->allreduces++;
@@ -493,6 +508,41 @@ static gboolean transform_steps(rv_graph *graph, const rv_params *params, tp_sta
     return ok;
 }
 
+/* The collectives of one parallelism the graph has already (inserted ones
+ * only, if asked): how many, and their largest group. */
+static guint collectives_of(const rv_graph *graph, rv_parallelism parallelism, gboolean inserted_only, int *degree)
+{
+    guint count = 0;
+    *degree = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task((rv_graph *)graph, id);
+        const rv_collective_info *info = rv_task_collective(graph, task);
+        if (!info || (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) ||
+            info->parallelism != parallelism || (inserted_only && !info->inserted))
+            continue;
+        count++;
+        *degree = MAX(*degree, info->group_size);
+    }
+    return count;
+}
+
+/* The data-parallel all-reduces move 1/degree of their payload: same
+ * group, same link (this plugin's), smaller message. */
+static gboolean shard_data_parallel(rv_graph *graph, const tp_state *state, GString *notes, GError **error)
+{
+    rv_recost_plan plan = { rv_graph_world_size(graph), 1 << 24, state->link, state->link, -1,
+                            1u << RV_PARALLEL_DATA, (int)state->degree };
+    rv_recost_summary summary;
+    if (!rv_graph_recost_collectives(graph, &plan, "the tp-allreduce parameters", &summary, error)) return FALSE;
+    if (summary.collectives == 0) return TRUE;
+    char *before = rv_format_duration(summary.before_ns), *after = rv_format_duration(summary.after_ns);
+    g_string_append_printf(notes, "    %u data-parallel all-reduces now move 1/%" G_GINT64_FORMAT " of their payload: %s -> "
+                           "%s\n", summary.collectives, state->degree, before, after);
+    g_free(before);
+    g_free(after);
+    return TRUE;
+}
+
 static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     tp_state state = { 0 };
@@ -501,6 +551,16 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
         g_string_append(output->notes, "    degree=1: one GPU holds every layer, graph unchanged\n");
         return TRUE;
     }
+    int existing_degree = 0;
+    guint existing = collectives_of(graph, RV_PARALLEL_TENSOR, FALSE, &existing_degree);
+    if (existing > 0) {
+        char degree_text[32] = "";
+        if (existing_degree > 0) g_snprintf(degree_text, sizeof degree_text, " of %d ranks", existing_degree);
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "the graph is tensor parallel already (%u all-reduces of a tensor-parallel group%s, recorded or "
+                    "inserted): slicing its GEMMs again would count the degree twice", existing, degree_text);
+        return FALSE;
+    }
     GHashTable *by_phase[3];
     group_kernels(graph, by_phase);
     state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
@@ -508,6 +568,7 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     state.ranges_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
     gboolean ok = transform_steps(graph, params, &state, by_phase, error);
     if (ok) write_notes(&state, output->notes);
+    if (ok) ok = shard_data_parallel(graph, &state, output->notes, error);
     g_hash_table_destroy(state.ranges_of);
     token_memo_clear(&state.tokens);
     g_array_unref(state.activation_elements);

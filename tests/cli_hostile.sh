@@ -211,7 +211,9 @@ hostile executable            2 "ELF executable"                    "$R" simulat
 hostile tar                   2 "tar archive"                       "$R" simulate "$in/tar.json"
 hostile tar-gz                2 "after decompression, it is a tar"  "$R" simulate "$in/tgz.json.gz"
 hostile gzip-in-gzip          2 "after decompression, it is a gzip" "$R" simulate "$in/double.json.gz"
-hostile directory             2 "is a directory"                    "$R" simulate "$in"
+hostile directory             2 "is a directory"                    "$R" query "$in" kind=kernel
+mkdir -p "$in/no-traces"
+hostile folder-without-traces 2 "a folder with no .json"            "$R" simulate "$in/no-traces"
 hostile missing-file          2 "No such file"                      "$R" simulate "$in/missing.json"
 hostile dev-null              2 "the file is empty"                 "$R" simulate /dev/null
 hostile dev-zero              2 "NUL bytes"                         "$R" simulate /dev/zero
@@ -251,7 +253,7 @@ hostile stdin-slow-writer     0 "1468 tasks"           bash -c '(sleep 2; cat "$
 hostile stdin-stalled-writer  2 "no data for 1 s"      bash -c '(sleep 5; cat "$T") | "$R" simulate - --read-timeout 1'
 hostile fifo-no-writer        2 "the FIFO has no writer" "$R" simulate "$in/fifo-no-writer" --read-timeout 1
 hostile fifo-with-writer      0 "1468 tasks"  bash -c 'mkfifo "$W/scratch/f"; (zcat "$T" >"$W/scratch/f" &); "$R" simulate "$W/scratch/f"; s=$?; rm -f "$W/scratch/f"; exit $s'
-hostile no-input-given        1 "give exactly one"     "$R" simulate
+hostile no-input-given        1 "give a trace or graph" "$R" simulate
 # Nothing lost through a pipe: the same replay as from the file.
 hostile pipe-loses-nothing    0 ""  bash -c 'cmp <("$R" simulate "$T" | tail -n +2) <(zcat "$T" | "$R" simulate - | tail -n +2)'
 hostile graph-through-pipe    0 "1468 tasks"  bash -c '"$R" import --quiet "$T" -o - | "$R" simulate -'

@@ -55,8 +55,9 @@ cp "$trace" "$work/copy.json.gz"
 expect_status 0 "$reverie" import "$work/copy.json.gz"
 [ -f "$work/copy.rvg" ] || fail "the default output is not the trace's name with .rvg"
 expect_status 1 "$reverie" import
-expect_status 1 "$reverie" import "$trace" "$trace" -o "$work/two.rvg"
-expect_error "several traces"
+# the same trace twice is the same rank twice: not one job
+expect_status 2 "$reverie" import "$trace" "$trace" -o "$work/two.rvg"
+expect_error "rank 0 is given twice: $trace and $trace"
 expect_status 1 "$reverie" import --no-such-option "$trace"
 expect_status 2 "$reverie" import "$work/missing.json" -o "$work/missing.rvg"
 expect_status 2 "$reverie" import "$trace" -o "$work/no/such/dir/g.rvg"
@@ -80,9 +81,9 @@ for at in 0 9 16 30 200 $((size / 2)) $((size - 1)); do
     expect_error "$work/flip.rvg: "
 done
 cp "$graph" "$work/newer.rvg"
-printf '\003' | dd of="$work/newer.rvg" bs=1 seek=8 conv=notrunc 2>/dev/null
+printf '\004' | dd of="$work/newer.rvg" bs=1 seek=8 conv=notrunc 2>/dev/null
 expect_status 2 "$reverie" info "$work/newer.rvg"
-expect_error "$work/newer.rvg: format version 3 is newer than this reverie supports (2); re-import the trace"
+expect_error "$work/newer.rvg: format version 4 is newer than this reverie supports (3); re-import the trace"
 
 # Not graphs at all, under a .rvg name.
 : >"$work/empty.rvg"

@@ -30,8 +30,9 @@
 #include <zlib.h>
 
 /* The layout constants the tests forge against (see store.c). */
-enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 68, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 41 };
-enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA };
+enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 45,
+       COLLECTIVE_SIZE = 40, RANK_SIZE = 32 };
+enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
 
@@ -232,6 +233,12 @@ static rv_graph *hand_built_graph(void)
     graph->build_stats.dropped_edges = 8;
     graph->build_stats.queue_blocked_launches = 9;
     graph->timing = (rv_timing){ -2500, -3000, 6000, 1500, 900, 10, 2, 30, 40, 50, 1024, RV_CLOCK_CORRECTED, 1 };
+    /* the kernel is rank 1's part of an all-reduce among 8 */
+    rv_collective_info all_reduce = { 1 << 20, 17, rv_strings_intern(graph->strings, "0"), 8, -1, -1, 1, 0,
+                                      RV_PARALLEL_DATA, RV_MATCH_NONE, 0 };
+    rv_graph_task(graph, ids[2])->collective = rv_graph_add_collective(graph, &all_reduce);
+    rv_rank rank = { 1, 8, -1234, rv_strings_intern(graph->strings, "rank1.json"), 3 };
+    g_array_append_val(graph->ranks, rank);
     return graph;
 }
 
@@ -251,7 +258,7 @@ static void assert_resources_equal(const rv_graph *a, const rv_graph *b)
         ck_assert(x->process == y->process && x->thread == y->thread);
         ck_assert(x->name == y->name && x->kind == y->kind);
         ck_assert(x->launch_latency_ns == y->launch_latency_ns && x->idle_gap_ns == y->idle_gap_ns &&
-                  x->queue_depth == y->queue_depth);
+                  x->queue_depth == y->queue_depth && x->rank_index == y->rank_index);
     }
 }
 
@@ -262,8 +269,8 @@ static void assert_task_equal(const rv_task *x, const rv_task *y, guint id)
                   x->bytes == y->bytes, "task %u: times, correlation or bytes differ", id);
     ck_assert_msg(x->resource == y->resource && x->name == y->name && x->op == y->op && x->layer == y->layer &&
                   x->input_dims == y->input_dims && x->step == y->step, "task %u: indices differ", id);
-    ck_assert_msg(x->kind == y->kind && x->phase == y->phase && x->flags == y->flags,
-                  "task %u: kind, phase or flags differ", id);
+    ck_assert_msg(x->kind == y->kind && x->phase == y->phase && x->flags == y->flags && x->collective == y->collective,
+                  "task %u: kind, phase, flags or collective differ", id);
 }
 
 static void assert_tasks_edges_steps_equal(const rv_graph *a, const rv_graph *b)
@@ -298,6 +305,21 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
     ck_assert(memcmp(&a->trace_stats, &b->trace_stats, sizeof a->trace_stats) == 0);
     ck_assert(memcmp(&a->build_stats, &b->build_stats, sizeof a->build_stats) == 0);
     ck_assert(memcmp(&a->timing, &b->timing, sizeof a->timing) == 0);
+    ck_assert_uint_eq(a->collectives->len, b->collectives->len);
+    for (guint c = 0; c < a->collectives->len; c++) {
+        const rv_collective_info *x = &g_array_index(a->collectives, rv_collective_info, c);
+        const rv_collective_info *y = &g_array_index(b->collectives, rv_collective_info, c);
+        ck_assert_msg(x->bytes == y->bytes && x->seq == y->seq && x->group == y->group &&
+                      x->group_size == y->group_size && x->peer == y->peer && x->rendezvous == y->rendezvous &&
+                      x->participants == y->participants && x->op == y->op && x->parallelism == y->parallelism &&
+                      x->matched_by == y->matched_by && x->inserted == y->inserted, "collective %u differs", c);
+    }
+    ck_assert_uint_eq(a->ranks->len, b->ranks->len);
+    for (guint r = 0; r < a->ranks->len; r++) {
+        const rv_rank *x = &g_array_index(a->ranks, rv_rank, r), *y = &g_array_index(b->ranks, rv_rank, r);
+        ck_assert_msg(x->rank == y->rank && x->world_size == y->world_size && x->clock_offset_ns == y->clock_offset_ns &&
+                      x->source == y->source && x->offset_samples == y->offset_samples, "rank index %u differs", r);
+    }
 }
 
 /* Replays of both graphs agree task by task and step by step. */
@@ -455,8 +477,8 @@ START_TEST(saving_is_deterministic)
     ck_assert(first_length == second_length && memcmp(first, second, first_length) == 0);
     /* The header is the documented, stable one. */
     ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
-    ck_assert_uint_eq(le32(first + 8), 2);
-    ck_assert_uint_eq(le32(first + 12), 6);
+    ck_assert_uint_eq(le32(first + 8), 3);
+    ck_assert_uint_eq(le32(first + 12), 8);
     ck_assert_uint_eq(le32(first + 20), 0);
     g_free(first);
     g_free(second);
@@ -546,11 +568,14 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 3, 4);
+    put_le(bytes + 8, 4, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 3 is newer than this reverie supports (2); re-import the trace",
-                      "version 3");
+                      "test.rvg: format version 4 is newer than this reverie supports (3); re-import the trace",
+                      "version 4");
+    put_le(bytes + 8, 2, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: format version 2 predates jobs of several ranks", "version 2");
     put_le(bytes + 8, 1, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 1 holds an older timing model", "version 1");
@@ -626,13 +651,26 @@ static const forgery forgeries[] = {
     { 0, HEADER_SIZE + 8, 1, 8, "section 'strings': starts at byte 1" },
     { 0, HEADER_SIZE + 16, 1u << 30, 8, "truncated: section 'strings'" },
     /* records */
-    { SEC_RESOURCES, 0, 4, 4, "section 'resources': 4 records of 41 bytes" },
+    { SEC_RESOURCES, 0, 4, 4, "section 'resources': 4 records of 45 bytes" },
+    { SEC_RESOURCES, 4 + 41, 2, 4, "resource 0 belongs to rank index 2" },
+    { SEC_RESOURCES, 4 + 41, (uint32_t)-2, 4, "resource 0 belongs to rank index -2" },
     { SEC_RESOURCES, 4 + RESOURCE_SIZE + 16, (uint64_t)-1, 8, "resource 1 has impossible timing" },
     { SEC_RESOURCES, 4 + RESOURCE_SIZE + 24, 2000000000, 8, "resource 1 has impossible timing" },
     { SEC_RESOURCES, 4 + RESOURCE_SIZE + 32, (uint32_t)-1, 4, "resource 1 has impossible timing" },
     { SEC_RESOURCES, 4 + 36, 9999, 4, "resource 0 names string 9999" },
     { SEC_RESOURCES, 4 + 40, RV_RES_KIND_COUNT, 1, "resource 0 has kind 3" },
-    { SEC_TASKS, 0, 0, 4, "section 'tasks': 0 records of 68 bytes" },
+    { SEC_TASKS, 0, 0, 4, "section 'tasks': 0 records of 72 bytes" },
+    { SEC_TASKS, 4 + TASK_SIZE + 68, 5, 4, "task 1 belongs to collective 4 (there are 1)" },
+    { SEC_TASKS, 4 + TASK_SIZE + 68, (uint32_t)-1, 4, "task 1 belongs to collective -2" },
+    { SEC_COLLECTIVES, 0, 2, 4, "section 'collectives': 2 records of 40 bytes" },
+    { SEC_COLLECTIVES, 4 + 16, 10000, 4, "collective 0 names string 10000" },
+    { SEC_COLLECTIVES, 4 + 28, 99, 4, "collective 0 meets at task 99" },
+    { SEC_COLLECTIVES, 4 + 37, RV_PARALLEL_COUNT, 1, "collective 0 has an impossible kind" },
+    { SEC_COLLECTIVES, 4 + 38, RV_MATCH_COUNT, 1, "collective 0 has an impossible kind" },
+    { SEC_COLLECTIVES, 4 + 0, (uint64_t)-1, 8, "collective 0 has an impossible kind, size or count" },
+    { SEC_RANKS, 0, 3, 4, "section 'ranks': 3 records of 32 bytes" },
+    { SEC_RANKS, 4 + 24, 10000, 4, "rank index 0 names string 10000" },
+    { SEC_RANKS, 4 + 28, (uint32_t)-1, 4, "rank index 0 has an impossible clock offset" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, (uint32_t)-1, 4, "task 1 runs on resource -1" },
     { SEC_TASKS, 4 + TASK_SIZE + 44, 10000, 4, "task 1: name is string 10000" },
@@ -751,10 +789,11 @@ START_TEST(extra_bytes)
     expect_load_error(longer, length + 3, "3 bytes of unknown data follow the last section", "trailing bytes");
     uint32_t count = le32(longer + 12);
     guint8 *last_entry = longer + HEADER_SIZE + ENTRY_SIZE * (count - 1);
-    ck_assert_uint_eq(le32(last_entry), SEC_METADATA);
+    ck_assert_uint_eq(le32(last_entry), SEC_RANKS);
     put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
     fix_checksums(longer, length + 3);
-    expect_load_error(longer, length + 3, "section 'metadata': 3 bytes left over", "metadata too long");
+    expect_load_error(longer, length + 3, "section 'ranks': 1 records of 32 bytes need 32 bytes but the section has 35",
+                      "ranks too long");
     g_free(longer);
     g_free(bytes);
 }

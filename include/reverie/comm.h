@@ -125,6 +125,31 @@ int64_t rv_hierarchical_allreduce_ns(int64_t bytes, int nodes,
 int64_t rv_cluster_collective_ns(rv_collective c, int64_t bytes,
                                  const rv_cluster *cluster);
 
+/* The cluster p ranks occupy: ceil(p / gpus_per_node) nodes of
+** min(p, gpus_per_node) GPUs, intra links inside a node, inter between. */
+rv_cluster rv_cluster_for_ranks(int ranks, int gpus_per_node,
+                                const rv_link *intra, const rv_link *inter);
+
+/* ---- re-costing a recorded collective ---- */
+
+/* A recorded collective moved to another cluster (another group size, or
+** other links) or algorithm: the recorded time scaled by the model's ratio,
+**
+**   wanted_ns = recorded_ns * time(wanted_c, S / divisor, wanted) / time(c, S, recorded)
+**
+** so that the same cluster and algorithm give back the recorded time
+** exactly (divisor 1: the same payload; 4: each rank holds a quarter of
+** it, as under 4-way tensor parallelism).  S is `bytes` when the trace gave the payload; else (bytes <= 0)
+** the payload for which time(c, S, recorded) = recorded_ns, solved from
+** the model (0 when the recorded time is below the model's latency alone).
+** The payload used goes to *bytes_used (may be NULL).  -1 for invalid
+** arguments; saturates at INT64_MAX. */
+int64_t rv_collective_recost_ns(rv_collective c, rv_collective wanted_c, int64_t bytes,
+                                int64_t divisor, int64_t recorded_ns,
+                                const rv_cluster *recorded,
+                                const rv_cluster *wanted,
+                                int64_t *bytes_used);
+
 /* ---- names ---- */
 
 /* Canonical names: "allreduce_ring", "allreduce_tree", "allreduce_hier",

@@ -18,7 +18,9 @@
  *     start(t) = max(free(s), ready(t)), where a launch edge makes t ready
  *     launch_latency(s) after its launch call ends.
  *   free(r)   = end of the previous task on r, plus idle_gap(r) on a GPU
- *               stream (the inter-kernel gap of a busy stream);
+ *               stream (the inter-kernel gap of a busy stream) unless that
+ *               task was a rank's arrival at a collective (job.h: the
+ *               transfer that follows is the same kernel);
  *   ready(t)  = latest end (or start, for from_start edges) of t's
  *               predecessors through non-order edges;
  *   end(t)    = start(t) + duration(t).
@@ -55,6 +57,11 @@ typedef struct {
     int32_t queue_depth;        /* launches in flight before a launch call blocks; 0: unbounded */
     int32_t name;      /* string id: "thread 1102/1262", "gpu 0 stream 7", "net" */
     uint8_t kind;      /* rv_resource_kind */
+    /* Appended in ABI 4 (several ranks in one graph, job.h): the rank whose
+     * thread, stream or channel this is, as an index into graph->ranks; 0 in
+     * a graph of one trace; -1 for a resource of the whole job (the
+     * rendezvous where a collective's participants meet). */
+    int32_t rank_index;
 } rv_resource;
 
 typedef enum {
@@ -92,7 +99,12 @@ enum {
     RV_TASK_FLAG_INSERTED = 1u << 2,   /* made by a plugin */
     RV_TASK_FLAG_STEP_BEGIN = 1u << 3, /* marker: a step's annotation begins */
     RV_TASK_FLAG_STEP_END = 1u << 4,   /* marker: a step's annotation ends */
-    RV_TASK_FLAG_REMOVED = 1u << 5     /* removed by a plugin; skipped by the simulator */
+    RV_TASK_FLAG_REMOVED = 1u << 5,    /* removed by a plugin; skipped by the simulator */
+    /* A rank's arrival at a collective, or the moment all participants have
+     * arrived (job.h): zero-length bookkeeping of the rendezvous.  No idle
+     * gap follows an arrival on its stream (the transfer is the same kernel),
+     * and plugins that re-cost communication leave these alone. */
+    RV_TASK_FLAG_RENDEZVOUS = 1u << 6
 };
 
 typedef struct {
@@ -110,6 +122,11 @@ typedef struct {
     uint8_t kind;               /* rv_task_kind */
     uint8_t phase;              /* rv_phase */
     uint16_t flags;
+    /* Appended in ABI 4: 1 + the index of the collective this task belongs
+     * to in graph->collectives (its transfer, or its arrival), 0 for none -
+     * so a zero-initialised task is part of no collective.  Use
+     * rv_task_collective(). */
+    int32_t collective;
 } rv_task;
 
 typedef struct {
@@ -171,6 +188,57 @@ typedef struct {
     uint8_t queue_measured;      /* 1: depth seen in the trace; 0: CUDA's default assumed */
 } rv_timing;
 
+/* Which parallelism a collective serves, so that composed what-ifs re-cost
+ * only their own (a data-parallel world size leaves tensor-parallel
+ * all-reduces alone).  From the process group's name or description where
+ * the trace has one; else from the operation: point-to-point is pipeline,
+ * all-to-all expert (or embedding) parallel, an all-reduce launched in the
+ * forward pass tensor parallel, other reductions and gathers data parallel. */
+typedef enum {
+    RV_PARALLEL_UNKNOWN, RV_PARALLEL_DATA, RV_PARALLEL_TENSOR, RV_PARALLEL_PIPELINE, RV_PARALLEL_EXPERT,
+    RV_PARALLEL_COUNT
+} rv_parallelism;
+
+/* How a collective's participants on different ranks were found (job.h). */
+typedef enum {
+    RV_MATCH_NONE,       /* one rank only: nothing to match (a trace alone, or left unmatched) */
+    RV_MATCH_SEQUENCE,   /* process group and sequence number from the trace */
+    RV_MATCH_ORDER,      /* the k-th collective of its process group (or stream) on every rank */
+    RV_MATCH_PEER,       /* point-to-point: the k-th send from a to b with the k-th receive on b from a */
+    RV_MATCH_COUNT
+} rv_match_rule;
+
+/* rv_collective_info.op when the kernel is not one comm.h can cost. */
+#define RV_COLLECTIVE_OP_UNKNOWN 0xFF
+
+/* One collective: the kernels of all its participants in the graph share
+ * it.  What the trace says about it (names, sizes, sequence) comes from the
+ * NCCL kernel's arguments or the record_param_comms / c10d operator that
+ * launched it. */
+typedef struct {
+    int64_t bytes;          /* payload per rank (the input buffer), 0 if unknown */
+    int64_t seq;            /* sequence number in its process group, -1 if unknown */
+    int32_t group;          /* string id: the process group ("0", or "stream 84" when unnamed) */
+    int32_t group_size;     /* ranks in the process group, 0 if unknown */
+    int32_t peer;           /* point-to-point: the other rank, else -1 */
+    int32_t rendezvous;     /* task where the participants meet, -1 when unmatched */
+    int32_t participants;   /* ranks of this graph that take part (1 when unmatched) */
+    uint8_t op;             /* rv_collective (comm.h), or RV_COLLECTIVE_OP_UNKNOWN */
+    uint8_t parallelism;    /* rv_parallelism */
+    uint8_t matched_by;     /* rv_match_rule */
+    uint8_t inserted;       /* 1: made by a plugin */
+} rv_collective_info;
+
+/* One rank of the job the graph holds (a graph of one trace has one). */
+typedef struct {
+    int64_t rank;             /* distributedInfo's rank, else the position the trace was given in */
+    int64_t world_size;       /* distributedInfo's world size, -1 if absent */
+    int64_t clock_offset_ns;  /* its host clock minus the job's, from collectives' common ends; already
+                                 subtracted from its recorded times */
+    int32_t source;           /* string id: the trace it came from */
+    int32_t offset_samples;   /* common ends the offset rests on (0: none, offset 0 assumed) */
+} rv_rank;
+
 typedef struct {
     char *source;
     rv_strings *strings;
@@ -190,6 +258,10 @@ typedef struct {
      * first used).  Appended last, so the fields above keep their offsets
      * and plugins built against ABI 3 still read them right. */
     struct rv_graph_index *index;
+    /* Appended in ABI 4 (job.h): the collectives (rv_collective_info) and the
+     * ranks (rv_rank) the graph holds. */
+    GArray *collectives;
+    GArray *ranks;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered
@@ -212,6 +284,20 @@ static inline rv_task *rv_graph_task(rv_graph *graph, int32_t id)
     return &g_array_index(graph->tasks, rv_task, id);
 }
 static inline int32_t rv_graph_task_count(const rv_graph *graph) { return (int32_t)graph->tasks->len; }
+/* The collective a task belongs to, or NULL (see rv_task.collective). */
+static inline rv_collective_info *rv_task_collective(const rv_graph *graph, const rv_task *task)
+{
+    if (task->collective <= 0 || (guint)task->collective > graph->collectives->len) return NULL;
+    return &g_array_index(graph->collectives, rv_collective_info, task->collective - 1);
+}
+/* The rank index (into graph->ranks) of a task's resource; -1 for the job's own. */
+static inline int32_t rv_task_rank_index(const rv_graph *graph, const rv_task *task)
+{
+    return g_array_index(graph->resources, rv_resource, task->resource).rank_index;
+}
+/* Add a collective; returns the value for rv_task.collective (1 + its index). */
+int32_t rv_graph_add_collective(rv_graph *graph, const rv_collective_info *info);
+
 /* Tasks not marked removed (what info and import report). */
 int32_t rv_graph_live_task_count(const rv_graph *graph);
 
@@ -229,9 +315,12 @@ const char *rv_phase_name(rv_phase phase);
 const char *rv_edge_kind_name(rv_edge_kind kind);
 const char *rv_resource_kind_name(rv_resource_kind kind);
 const char *rv_clock_status_name(rv_clock_status status);
+const char *rv_parallelism_name(rv_parallelism parallelism);
+const char *rv_match_rule_name(rv_match_rule rule);
 /* Parse the names above back; -1 if unknown. */
 int rv_task_kind_from_name(const char *name);
 int rv_phase_from_name(const char *name);
+int rv_parallelism_from_name(const char *name);
 
 G_END_DECLS
 

@@ -27,8 +27,10 @@
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 3u  /* 2: rv_priority_fn became a rank (sim.h);
-                                     3: rules-only timing (host_overhead_ns, stream timing in rv_resource) */
+#define RV_PLUGIN_ABI_VERSION 4u  /* 2: rv_priority_fn became a rank (sim.h);
+                                     3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
+                                     4: several ranks in one graph (rv_resource.rank_index,
+                                        rv_task.collective, graph->collectives and graph->ranks) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

@@ -26,6 +26,17 @@ typedef struct {
 /* One entry per step of the graph.  Free with g_array_unref. */
 GArray *rv_step_times(const rv_graph *graph, const rv_sim_result *sim);
 
+/* The same per rank of a graph of several ranks (job.h): a GPtrArray, per
+ * rank index, of GArrays of rv_step_time in the rank's order.  A rank
+ * without ProfilerStep annotations has one step over its own tasks.  Free
+ * with g_ptr_array_unref. */
+GPtrArray *rv_step_times_by_rank(const rv_graph *graph, const rv_sim_result *sim);
+
+/* The job's step times: the k-th step of the job is as long as the
+ * slowest rank's k-th step, recorded and simulated alike (each the largest
+ * over the ranks that have it).  g_array_unref. */
+GArray *rv_job_step_times(const GPtrArray *by_rank);
+
 /* A step's interval on a timeline: [begin_ns, end_ns). */
 typedef struct {
     int64_t begin_ns, end_ns;
@@ -33,7 +44,8 @@ typedef struct {
 
 /*
  * Each step's interval by the step rule: from the previous step's end (the
- * first step: its own start) to its end.  sim NULL: on the recorded clock,
+ * first step: its own start) to its end; in a graph of several ranks
+ * (job.h), the previous step of the same rank.  sim NULL: on the recorded clock,
  * from the graph's recorded steps; else on the simulated one.  A graph
  * without steps has one window from its first task's start to its last
  * task's end.  Free with g_array_unref.

@@ -68,6 +68,14 @@ typedef struct {
     int64_t stream;            /* GPU kinds and cuda_sync; -1 if unknown */
     int32_t name;              /* string id */
     int32_t input_dims;        /* string id of compact "Input Dims" JSON, or -1 */
+    /* string id of what the event says about a collective, or -1: a compact
+     * JSON object of the args PyTorch writes on NCCL kernels and on the
+     * record_param_comms / c10d:: operators ("Collective name", "Process
+     * Group Name", "Process Group Description", "Process Group Ranks",
+     * "Group size", "Seq", "In msg nelems", "Out msg nelems", "dtype",
+     * "Src Rank", "Dst Rank"), plus "Operator" (its name), "Input type" and
+ * "Input Dims" on the operators */
+    int32_t comm;
     uint32_t file_index;       /* position in traceEvents, for messages */
     uint8_t kind;              /* rv_event_kind */
     uint8_t flow_category;     /* rv_flow_category, flows only */

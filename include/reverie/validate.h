@@ -4,7 +4,8 @@
  *
  * rv_graph_validate checks what the simulator, the step report and the
  * commands index or add up without checking again:
- *   - every resource's kind is a known kind and its name a string id;
+ *   - every resource's kind is a known kind, its name a string id and its
+ *     rank index a rank of the graph (or -1, the job's own);
  *   - every task's resource is a resource, its kind and phase known kinds,
  *     its name, operator, layer (and Input Dims, or -1) string ids, its step
  *     a step or -1;
@@ -12,8 +13,12 @@
  *     RV_MAX_DURATION_NS], its bytes are not negative, and the durations and
  *     overheads of the tasks that run add up to at most RV_MAX_WORK_NS
  *     (checked.h), so no sum over the graph overflows;
- *   - every edge joins two tasks and has a known kind;
+ *   - every edge joins two tasks and has a known kind, and in a graph of
+ *     several ranks no edge joins two ranks' tasks directly (they meet at
+ *     a collective's rendezvous, a resource of the whole job);
  *   - every step's name is a string id and its markers are tasks;
+ *   - every task's collective is one of the graph's, whose process group is
+ *     a string id and whose meeting point, if any, a task;
  *   - the edges form no cycle (rv_graph_check_acyclic, igraph).
  * The first problem found is reported as one line of RV_ERROR_INPUT that
  * does not start with the graph's source: the caller says whose fault it is

@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <stdio.h>
 #include "reverie/error.h"
+#include "reverie/explain.h"
 #include "reverie/graph.h"
 #include "reverie/sim.h"
 #include "reverie/plugin.h"
@@ -35,6 +36,43 @@ int rv_cmd_sweep(int argc, char **argv);
  * safe to simulate (validate.h).  Progress goes to stderr only when it is a
  * terminal. */
 rv_graph *rv_cli_load(const char *path, GError **error);
+
+/* ---- several ranks of one job (job.c) ---- */
+
+/* The inputs of simulate, whatif, info, import and validate: one trace or
+ * graph as rv_cli_load does (its notes printed); several, or a folder of
+ * them (.json, .json.gz, .rvg in natural order), as the ranks of one job,
+ * joined (job.h).  With notes, what the timing model assumed about each
+ * input goes to stderr (rv_cli_print_notes) once the inputs loaded. */
+rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error);
+/* Does the graph hold several ranks? */
+gboolean rv_cli_is_job(const rv_graph *graph);
+/* One replay as the commands report it: the steps (a job's: its slowest
+ * rank's), and for a job each rank's steps and waits (job.h). */
+typedef struct {
+    GArray *steps;       /* rv_step_time */
+    GPtrArray *by_rank;  /* jobs only: per rank index, a GArray of rv_step_time */
+    GArray *waits;       /* jobs only: rv_rank_wait per rank index */
+} rv_cli_replay;
+gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error);
+void rv_cli_replay_clear(rv_cli_replay *replay);
+/* Per rank and step: recorded, simulated, error, and the time waited in
+ * collectives and for whom; then the job's steps (the slowest rank). */
+void rv_cli_print_rank_table(const rv_graph *graph, const rv_cli_replay *replay);
+/* The same for a what-if: recorded, baseline, predicted, speedup, and the
+ * predicted waits. */
+void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
+/* The "ranks" array of --json (a json_t *): each rank's steps, with
+ * baseline_us and predicted_us when a prediction is given, its waits (in
+ * the prediction, if any) and clock offset. */
+void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
+/* The recorded GPU time the rules leave unexplained in step `step` as the
+ * reports list steps (explain.h; a job's k-th step: all its ranks' k-th;
+ * a graph without steps: all of it). */
+int64_t rv_cli_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step);
+/* info: the ranks, their clock offsets, and the collectives matched by each rule. */
+void rv_cli_print_job_summary(const rv_graph *graph);
+void *rv_cli_json_job_summary(const rv_graph *graph);
 
 /* Print, one line each on stderr, what the timing model had to assume about
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
@@ -105,7 +143,8 @@ GPtrArray *rv_cli_opts_prepare(GHashTable *plugins, char **specs, GError **error
 gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                            GError **error);
 void rv_cli_policy_clear(rv_plugin_output *policy);
-/* Replay and measure the steps (report.h's rv_step_time; g_array_unref);
+/* Replay and measure the steps (report.h's rv_step_time; g_array_unref; a
+ * job's are its slowest rank's, report.h's rv_job_step_times);
  * `structure` (sim.h) may be NULL.  A replay that had to drop the
  * launch-queue rule says so once per run on stderr. */
 GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,

@@ -78,12 +78,12 @@ static gboolean save_graph(const rv_graph *graph, const rv_cli_output *out, gint
     return ok;
 }
 
-/* Load (a trace, or a graph to copy), save, and report. */
-static int import_one(const char *trace, const rv_cli_output *out, gboolean quiet)
+/* Load (a trace, a graph to copy, or the ranks of a job), save, and report. */
+static int import_inputs(char **paths, int count, const rv_cli_output *out, gboolean quiet)
 {
     gint64 started = g_get_monotonic_time(), bytes = 0;
     GError *error = NULL;
-    rv_graph *graph = rv_cli_load(trace, &error);
+    rv_graph *graph = rv_cli_load_job(paths, count, FALSE, &error);
     if (graph == NULL) return rv_cli_fail(error);
     int status = RV_EXIT_OK;
     if (!save_graph(graph, out, &bytes, &error))
@@ -94,15 +94,28 @@ static int import_one(const char *trace, const rv_cli_output *out, gboolean quie
     return status;
 }
 
-static int run_import(const char *trace, const char *output, gboolean force, gboolean quiet)
+static int run_import(char **paths, int count, const char *output, gboolean force, gboolean quiet)
 {
+    const char *trace = paths[0];
     if (output == NULL && strcmp(trace, "-") == 0)
         return rv_cli_usage("import", "give the output with -o GRAPH.rvg when the trace is on standard input");
-    char *target = output ? g_strdup(output) : default_output(trace);
+    if (output == NULL && count > 1)
+        return rv_cli_usage("import", "give the output with -o GRAPH.rvg when importing several ranks");
+    /* a folder of ranks: FOLDER.rvg beside it */
+    char *folder = count == 1 && g_file_test(trace, G_FILE_TEST_IS_DIR) ? g_strdup(trace) : NULL;
+    if (folder != NULL) while (strlen(folder) > 1 && g_str_has_suffix(folder, "/")) folder[strlen(folder) - 1] = '\0';
+    char *target = output ? g_strdup(output) : folder ? g_strconcat(folder, ".rvg", NULL) : default_output(trace);
     rv_cli_output out;
     GError *error = NULL;
-    int status = rv_cli_output_prepare(&out, target, trace, force, &error) ? import_one(trace, &out, quiet)
-                                                                             : rv_cli_fail(error);
+    gboolean ready = rv_cli_output_prepare(&out, target, folder ? NULL : trace, force, &error);
+    for (int i = 1; ready && i < count; i++) {
+        /* the output must not be any of the inputs */
+        rv_cli_output check;
+        ready = rv_cli_output_prepare(&check, target, paths[i], TRUE, &error);
+        rv_cli_output_clear(&check);
+    }
+    int status = ready ? import_inputs(paths, count, &out, quiet) : rv_cli_fail(error);
+    g_free(folder);
     rv_cli_output_clear(&out);
     g_free(target);
     return status;
@@ -119,11 +132,13 @@ int rv_cmd_import(int argc, char **argv)
         { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "print nothing on success", NULL },
         { NULL }
     };
-    GOptionContext *context = g_option_context_new("TRACE - build the dependency graph and save it (.rvg)");
+    GOptionContext *context = g_option_context_new("TRACE|FOLDER... - build the dependency graph and save it (.rvg)");
     g_option_context_add_main_entries(context, entries, NULL);
     g_option_context_set_description(context,
         "TRACE may be - to read standard input (then give -o). Every other command accepts\n"
         "the saved graph in place of the trace and loads it without parsing JSON again.\n"
+        "Several traces (give -o), or a folder of them (FOLDER.rvg by default), are the ranks of\n"
+        "one job: one graph holds them all, their collectives matched.\n"
         "The format is described in src/store/store.c.\n\n"
         "The graph is written to a temporary file beside the output and renamed over it\n"
         "when complete, so a failure leaves an existing file as it was. The output is never\n"
@@ -133,11 +148,7 @@ int rv_cmd_import(int argc, char **argv)
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc < 2) { status = rv_cli_usage("import", "give the trace to import"); goto out; }
-    if (argc > 2) {
-        status = rv_cli_usage("import", "several traces in one graph are not supported yet; import one trace at a time");
-        goto out;
-    }
-    status = run_import(argv[1], output, force, quiet);
+    status = run_import(argv + 1, argc - 1, output, force, quiet);
 out:
     g_free(output);
     g_option_context_free(context);

@@ -7,6 +7,8 @@
  */
 #include "cli.h"
 #include "reverie/explain.h"
+#include "reverie/comm.h"
+#include "reverie/report.h"
 #include <jansson.h>
 #include <string.h>
 
@@ -69,11 +71,40 @@ static void print_edges_and_steps(const rv_graph *graph, const graph_counts *cou
     for (int k = 0; k < RV_EDGE_KIND_COUNT; k++)
         if (counts->edges_by_kind[k]) printf("  %-14s %10" G_GUINT64_FORMAT "\n", rv_edge_kind_name(k), counts->edges_by_kind[k]);
     printf("steps: %u%s\n", graph->steps->len, graph->whole_trace_step ? " (no ProfilerStep annotations: the whole trace is one step)" : "");
+    GArray *windows = rv_step_windows(graph, NULL);
     for (guint s = 0; s < graph->steps->len; s++) {
         const rv_step *step = &g_array_index(graph->steps, rv_step, s);
-        int64_t from = s ? g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns : step->recorded_begin_ns;
-        printf("  %-20s recorded %12.3f ms\n", rv_cli_shown(rv_strings_get(graph->strings, step->name)), (step->recorded_end_ns - from) / 1e6);
+        const rv_window *window = &g_array_index(windows, rv_window, s);
+        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, step->begin_marker));
+        if (rv_cli_is_job(graph) && rank >= 0)
+            printf("  rank %-4" G_GINT64_FORMAT " %-20s recorded %12.3f ms\n", g_array_index(graph->ranks, rv_rank, rank).rank,
+                   rv_cli_shown(rv_strings_get(graph->strings, step->name)), (window->end_ns - window->begin_ns) / 1e6);
+        else
+            printf("  %-20s recorded %12.3f ms\n", rv_cli_shown(rv_strings_get(graph->strings, step->name)),
+                   (window->end_ns - window->begin_ns) / 1e6);
     }
+    g_array_unref(windows);
+}
+
+/* What the trace says about its collectives (a job: also how they were matched). */
+static void print_collectives(const rv_graph *graph)
+{
+    if (rv_cli_is_job(graph)) {
+        rv_cli_print_job_summary(graph);
+        return;
+    }
+    if (graph->collectives->len == 0) return;
+    uint64_t by_parallelism[RV_PARALLEL_COUNT] = { 0 }, sized = 0;
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        by_parallelism[info->parallelism]++;
+        sized += info->bytes > 0;
+    }
+    printf("collectives: %u NCCL kernels (%" G_GUINT64_FORMAT " with a known payload), by parallelism:",
+           graph->collectives->len, sized);
+    for (int p = 0; p < RV_PARALLEL_COUNT; p++)
+        if (by_parallelism[p]) printf(" %s %" G_GUINT64_FORMAT, rv_parallelism_name(p), by_parallelism[p]);
+    printf("; one rank alone: each keeps its recorded wait for the others\n");
 }
 
 static void print_skipped(const rv_graph *graph)
@@ -128,13 +159,15 @@ static void print_text(const rv_graph *graph, const graph_counts *counts)
     printf("devices: %u", graph->device_names->len);
     if (graph->device_names->len) printf(" (%s)", rv_cli_shown(g_ptr_array_index(graph->device_names, 0)));
     /* -1 means the trace did not record it (no distributedInfo): say so, not "rank -1 of -1" */
-    if (graph->rank < 0) printf("\ndistributed: not recorded (no distributedInfo: one process)");
+    if (rv_cli_is_job(graph)) printf("\ndistributed: %u ranks of %" G_GINT64_FORMAT " in one graph", graph->ranks->len, graph->world_size);
+    else if (graph->rank < 0) printf("\ndistributed: not recorded (no distributedInfo: one process)");
     else if (graph->world_size < 0) printf("\ndistributed: rank %" G_GINT64_FORMAT " (world size not recorded)", graph->rank);
     else printf("\ndistributed: rank %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT, graph->rank, graph->world_size);
     printf("%s%s\n", graph->backend ? ", backend " : "", graph->backend ? rv_cli_shown(graph->backend) : "");
     print_tasks(counts);
     print_resources(graph, counts);
     print_edges_and_steps(graph, counts);
+    print_collectives(graph);
     print_skipped(graph);
     print_timing(graph);
 }
@@ -204,13 +237,20 @@ static void print_json(const rv_graph *graph, const graph_counts *counts)
     }
     json_object_set_new(root, "resources", resources);
     json_t *steps = json_array();
+    GArray *windows = rv_step_windows(graph, NULL);
     for (guint s = 0; s < graph->steps->len; s++) {
         const rv_step *step = &g_array_index(graph->steps, rv_step, s);
-        int64_t from = s ? g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns : step->recorded_begin_ns;
-        json_array_append_new(steps, json_pack("{s:s,s:f}", "name", rv_strings_get(graph->strings, step->name),
-                                               "recorded_us", (step->recorded_end_ns - from) / 1e3));
+        const rv_window *window = &g_array_index(windows, rv_window, s);
+        json_t *item = json_pack("{s:s,s:f}", "name", rv_strings_get(graph->strings, step->name), "recorded_us",
+                                 (window->end_ns - window->begin_ns) / 1e3);
+        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, step->begin_marker));
+        if (rv_cli_is_job(graph) && rank >= 0)
+            json_object_set_new(item, "rank", json_integer((json_int_t)g_array_index(graph->ranks, rv_rank, rank).rank));
+        json_array_append_new(steps, item);
     }
+    g_array_unref(windows);
     json_object_set_new(root, "steps", steps);
+    if (rv_cli_is_job(graph)) json_object_set_new(root, "job", rv_cli_json_job_summary(graph));
     json_object_set_new(root, "timing", json_timing(graph));
     json_object_set_new(root, "build", json_build(&graph->build_stats));
     const rv_trace_stats *t = &graph->trace_stats;
@@ -230,19 +270,20 @@ int rv_cmd_info(int argc, char **argv)
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON", NULL },
         { NULL }
     };
-    GOptionContext *context = g_option_context_new("TRACE|GRAPH - what the dependency graph holds");
+    GOptionContext *context = g_option_context_new("TRACE|GRAPH|FOLDER... - what the dependency graph holds");
     g_option_context_add_main_entries(context, entries, NULL);
     g_option_context_set_description(context,
         "Tasks by kind and phase, resources (each GPU stream with its launch latency, idle gap\n"
         "and launch-queue depth), edges by kind, steps, what the import skipped, how many waits\n"
         "each rule resolved, the CPU/GPU clock offset, and the recorded time the timing rules\n"
-        "do not explain.\n\n"
+        "do not explain. Several traces, or a folder, are the ranks of one job: also each rank's\n"
+        "clock offset and how many collectives were matched across ranks, and by which rule.\n\n"
         "Example:\n  reverie info traces/hta_resnet50_v100.json.gz\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
-    if (argc != 2) { status = rv_cli_usage("info", "give exactly one trace or graph"); goto out; }
+    if (argc < 2) { status = rv_cli_usage("info", "give a trace or graph, or several (the ranks of one job)"); goto out; }
     GError *error = NULL;
-    rv_graph *graph = rv_cli_load(argv[1], &error);
+    rv_graph *graph = rv_cli_load_job(argv + 1, argc - 1, FALSE, &error);
     if (graph == NULL) { status = rv_cli_fail(error); goto out; }
     graph_counts counts;
     count_graph(graph, &counts);

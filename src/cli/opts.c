@@ -150,7 +150,15 @@ GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *struc
     rv_sim_result sim = { 0 };
     if (!rv_simulate_reusing(graph, structure, policy, &sim, error)) return NULL;
     rv_cli_note_replay(graph, &sim);
-    GArray *steps = rv_step_times(graph, &sim);
+    GArray *steps;
+    if (graph->ranks->len > 1) {
+        /* a job's step is its slowest rank's (job.h) */
+        GPtrArray *by_rank = rv_step_times_by_rank(graph, &sim);
+        steps = rv_job_step_times(by_rank);
+        g_ptr_array_unref(by_rank);
+    } else {
+        steps = rv_step_times(graph, &sim);
+    }
     rv_sim_result_clear(&sim);
     return steps;
 }

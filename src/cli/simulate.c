@@ -6,9 +6,11 @@
 #include "cli.h"
 #include "runs.h"
 #include "reverie/explain.h"
+#include "reverie/job.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include <jansson.h>
+#include <string.h>
 
 typedef struct {
     double mean_error, max_error;
@@ -32,7 +34,7 @@ static replay_summary summarize(const GArray *steps)
 /* A step's unexplained time; a graph without steps has it all in one. */
 static int64_t step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
 {
-    return graph->steps->len == 0 ? x->total_ns : x->by_step[step];
+    return rv_cli_step_unexplained(graph, x, step);
 }
 
 static void print_table(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
@@ -125,7 +127,7 @@ static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
 }
 
 static void print_json(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
-                       const rv_explanation *x, gboolean detail)
+                       const rv_explanation *x, gboolean detail, const rv_cli_replay *job)
 {
     json_t *root = json_object(), *list = json_array();
     json_object_set_new(root, "source", json_string(graph->source));
@@ -149,6 +151,7 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
     json_object_set_new(root, "whole_trace", json_boolean(graph->whole_trace_step));
     json_object_set_new(root, "tasks", json_integer(rv_graph_live_task_count(graph)));
     json_object_set_new(root, "edges", json_integer(graph->edges->len));
+    if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, job, NULL));
     rv_cli_print_json(root);
 }
 
@@ -164,25 +167,48 @@ static int64_t recorded_origin(const rv_graph *graph)
     return origin == G_MAXINT64 ? 0 : origin;
 }
 
+/* A job's steps are the slowest rank's (job.h); a trace's are its own. */
+static GArray *steps_of(const rv_graph *graph, const rv_sim_result *sim, rv_cli_replay *job)
+{
+    memset(job, 0, sizeof *job);
+    if (!rv_cli_is_job(graph)) return rv_step_times(graph, sim);
+    job->by_rank = rv_step_times_by_rank(graph, sim);
+    job->steps = rv_job_step_times(job->by_rank);
+    job->waits = rv_rank_waits(graph, sim);
+    return g_array_ref(job->steps);
+}
+
+static void print_job_table(const rv_graph *graph, const rv_cli_replay *job)
+{
+    printf("%s: %u ranks, %d tasks, %u edges\n", rv_cli_shown(graph->source), graph->ranks->len,
+           rv_graph_live_task_count(graph), graph->edges->len);
+    rv_cli_print_rank_table(graph, job);
+}
+
 static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_cli_extras *extras)
 {
     GError *error = NULL;
     rv_sim_result sim = { 0 };
     if (!rv_simulate(graph, NULL, &sim, &error)) return rv_cli_fail(error);
     rv_cli_note_replay(graph, &sim);
-    GArray *steps = rv_step_times(graph, &sim);
+    rv_cli_replay job;
+    GArray *steps = steps_of(graph, &sim, &job);
     replay_summary summary = summarize(steps);
     rv_explanation *x = rv_explain(graph, explain_top > 0 ? (guint)explain_top : 0);
     if (as_json) {
-        print_json(graph, steps, &summary, x, explain_top > 0);
+        print_json(graph, steps, &summary, x, explain_top > 0, &job);
     } else if (extras->csv) {
         rv_cli_print_simulate_csv(graph, steps);
+    } else if (rv_cli_is_job(graph)) {
+        print_job_table(graph, &job);
+        if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
     } else {
         print_table(graph, steps, &summary, x);
         if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
     }
     rv_explanation_free(x);
     g_array_unref(steps);
+    rv_cli_replay_clear(&job);
     rv_sim_result_clear(&sim);
     return rv_cli_simulate_extras(graph, extras);
 }
@@ -203,7 +229,7 @@ int rv_cmd_simulate(int argc, char **argv)
           "FILE.svg" },
         { NULL }
     };
-    GOptionContext *context = g_option_context_new("TRACE|GRAPH - replay by the timing rules and compare with the recording");
+    GOptionContext *context = g_option_context_new("TRACE|GRAPH|FOLDER... - replay by the timing rules and compare with the recording");
     g_option_context_add_main_entries(context, entries, NULL);
     g_option_context_set_description(context,
         "For each step: the recorded time (the ProfilerStep annotation, extended to the end\n"
@@ -211,18 +237,21 @@ int rv_cmd_simulate(int argc, char **argv)
         "time: how much later GPU tasks were recorded than the timing rules allow (a missing\n"
         "dependency, another rank, another process). The replay starts every task by the\n"
         "rules, so unexplained time shows up as error, never as a copied wait.\n"
-        "A trace without ProfilerStep annotations is one step from its first to its last task.\n\n"
+        "A trace without ProfilerStep annotations is one step from its first to its last task.\n"
+        "Several traces, or a folder of them, are the ranks of one job, replayed together: each\n"
+        "rank's steps, the time it waited in collectives and for whom, and the job's step (the\n"
+        "slowest rank).\n\n"
         "Examples:\n  reverie simulate traces/hta_resnet50_v100.json.gz --explain 10\n"
-        "  reverie simulate traces/small_ddp.json.gz --timeline replay.json.gz --plot steps.svg\n");
+        "  reverie simulate traces/small_ddp.json.gz --timeline replay.json.gz --plot steps.svg\n"
+        "  reverie simulate traces/param_dlrm_v100_8ranks\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
-    if (argc != 2) { status = rv_cli_usage("simulate", "give exactly one trace or graph"); goto out; }
+    if (argc < 2) { status = rv_cli_usage("simulate", "give a trace or graph, or several (the ranks of one job)"); goto out; }
     if (as_json && extras.csv) { status = rv_cli_usage("simulate", "give --json or --csv, not both"); goto out; }
     if (explain_top < 0) { status = rv_cli_usage("simulate", "--explain takes a count of 0 or more"); goto out; }
     GError *error = NULL;
-    rv_graph *graph = rv_cli_load(argv[1], &error);
+    rv_graph *graph = rv_cli_load_job(argv + 1, argc - 1, TRUE, &error);
     if (graph == NULL) { status = rv_cli_fail(error); goto out; }
-    rv_cli_print_notes(graph);
     status = report(graph, as_json, explain_top, &extras);
     rv_graph_free(graph);
 out:

@@ -64,12 +64,21 @@ static double signed_error(int64_t value, int64_t reference)
     return reference ? (double)(value - reference) / (double)reference : 0.0;
 }
 
-static gboolean load_side(const char *path, side *out, GError **error)
+/* The steps as compared: a job's are its slowest rank's (job.h). */
+static GArray *replay_steps(const rv_graph *graph, const rv_policy *policy, GError **error)
 {
-    out->graph = rv_cli_load(path, error);
+    rv_cli_replay replay;
+    if (!rv_cli_replay_job(graph, policy, &replay, error)) return NULL;
+    GArray *steps = g_array_ref(replay.steps);
+    rv_cli_replay_clear(&replay);
+    return steps;
+}
+
+static gboolean load_side(char *path, side *out, GError **error)
+{
+    out->graph = rv_cli_load_job(&path, 1, TRUE, error);
     if (out->graph == NULL) return FALSE;
-    rv_cli_print_notes(out->graph);
-    out->steps = rv_cli_replay_steps(out->graph, NULL, NULL, error);
+    out->steps = replay_steps(out->graph, NULL, error);
     if (out->steps == NULL) return FALSE;
     out->recorded_ns = steady_step(out->steps, FALSE);
     out->simulated_ns = steady_step(out->steps, TRUE);
@@ -138,7 +147,18 @@ static void print_json(const comparison *c)
     rv_cli_print_json(root);
 }
 
-static int run_validate(const char *baseline_path, const char *variant_path, char **specs, gboolean as_json)
+/* Apply the opts to the baseline and replay it under the last policy. */
+static GArray *predict(rv_graph *graph, GPtrArray *opts, GError **error)
+{
+    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    GArray *predicted = NULL;
+    if (rv_cli_apply_opts(graph, opts, TRUE, &policy, error))
+        predicted = replay_steps(graph, policy.policy.priority ? &policy.policy : NULL, error);
+    rv_cli_policy_clear(&policy);
+    return predicted;
+}
+
+static int run_validate(char *baseline_path, char *variant_path, char **specs, gboolean as_json)
 {
     GError *error = NULL;
     comparison c;
@@ -147,7 +167,7 @@ static int run_validate(const char *baseline_path, const char *variant_path, cha
     c.opts = rv_cli_opts_prepare(c.plugins, specs, &error);
     gboolean ok = c.opts != NULL && load_side(baseline_path, &c.baseline, &error) &&
                   load_side(variant_path, &c.variant, &error);
-    if (ok) c.predicted = rv_cli_predict(c.baseline.graph, c.opts, &error);
+    if (ok) c.predicted = predict(c.baseline.graph, c.opts, &error);
     int status = RV_EXIT_OK;
     if (c.predicted != NULL) {
         c.predicted_ns = steady_step(c.predicted, TRUE);
@@ -181,7 +201,8 @@ int rv_cmd_validate(int argc, char **argv)
         "BASELINE and VARIANT are two recordings (traces or saved graphs) of one job that differ\n"
         "in one knob. The --opt specs predict VARIANT from BASELINE; the prediction's steady step\n"
         "(the median of the steps after the first) is compared with VARIANT's recorded one.\n"
-        "Without --opt the prediction is the baseline replayed: how far 'no change' is off.\n\n"
+        "Without --opt the prediction is the baseline replayed: how far 'no change' is off.\n"
+        "Either side may be a folder of traces, the ranks of one job: its step is the slowest rank's.\n\n"
         "Example:\n"
         "  reverie validate traces/pairs/dataloader_workers_v100/num_workers_0.json.gz \\\n"
         "                   traces/pairs/dataloader_workers_v100/num_workers_4.json.gz --opt dataloader:workers=4\n");

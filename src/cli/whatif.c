@@ -25,14 +25,23 @@ static void print_notes(const GString *notes)
     g_strfreev(lines);
 }
 
-static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted)
+static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
+                        const rv_cli_replay *predicted_replay)
 {
+    const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     char recorded[32], base[32], pred[32], *escaped = NULL;
-    printf("%s\n", rv_escape_if_needed(graph->source, &escaped));
+    printf("%s", rv_escape_if_needed(graph->source, &escaped));
+    if (rv_cli_is_job(graph)) printf(" (%u ranks)", graph->ranks->len);
+    printf("\n");
     for (guint i = 0; i < opts->len; i++) {
         rv_cli_opt *opt = g_ptr_array_index(opts, i);
         printf("  optimization %u: %s\n", i + 1, rv_escape_if_needed(opt->spec, &escaped));
         print_notes(opt->notes);
+    }
+    if (rv_cli_is_job(graph)) {
+        rv_cli_print_rank_whatif(graph, base_replay, predicted_replay);
+        g_free(escaped);
+        return;
     }
     printf("  %-20s %14s %14s %14s %9s\n", "step", "recorded", "baseline", "predicted", "speedup");
     int64_t base_total = 0, pred_total = 0, rec_total = 0;
@@ -54,8 +63,10 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline
     g_free(escaped);
 }
 
-static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted, const rv_diff *diff)
+static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
+                       const rv_cli_replay *predicted_replay, const rv_diff *diff)
 {
+    const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
     json_object_set_new(root, "source", rv_cli_json_text(graph->source));
     uint64_t changed = 0;
@@ -90,41 +101,41 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
     json_object_set_new(root, "predicted_us", json_real(pred_total / 1e3));
     json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
     if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
+    if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, base_replay, predicted_replay));
     rv_cli_print_json(root);
 }
 
-static int run_whatif(const char *path, char **specs, gboolean as_json, const rv_cli_extras *extras)
+static int run_whatif(char **paths, int count, char **specs, gboolean as_json, const rv_cli_extras *extras)
 {
     GError *error = NULL;
     GHashTable *plugins = rv_cli_plugins_new();
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     rv_graph *graph = NULL;
     rv_graph *kept = NULL;  /* the baseline graph, for --timeline, --plot and --diff */
+    rv_cli_replay base = { 0 }, after = { 0 };
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
     GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
-    if (opts != NULL) graph = rv_cli_load(path, &error);
-    if (graph != NULL) {
-        rv_cli_print_notes(graph);
-        baseline = rv_cli_replay_steps(graph, NULL, NULL, &error);
-    }
+    if (opts != NULL) graph = rv_cli_load_job(paths, count, TRUE, &error);
+    if (graph != NULL && rv_cli_replay_job(graph, NULL, &base, &error)) baseline = base.steps;
     if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
-    if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error))
-        predicted = rv_cli_replay_steps(graph, NULL, policy.policy.priority ? &policy.policy : NULL, &error);
+    if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error) &&
+        rv_cli_replay_job(graph, policy.policy.priority ? &policy.policy : NULL, &after, &error))
+        predicted = after.steps;
     int status = RV_EXIT_OK;
     if (predicted != NULL)
         status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
     if (predicted != NULL && status == RV_EXIT_OK) {
-        if (as_json) print_json(graph, opts, baseline, predicted, diff);
+        if (as_json) print_json(graph, opts, &base, &after, diff);
         else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
-        else print_table(graph, opts, baseline, predicted);
+        else print_table(graph, opts, &base, &after);
         if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);
     }
     rv_cli_policy_clear(&policy);
-    if (baseline) g_array_unref(baseline);
-    if (predicted) g_array_unref(predicted);
+    rv_cli_replay_clear(&base);
+    rv_cli_replay_clear(&after);
     rv_diff_free(diff);
     rv_graph_free(kept);
     rv_graph_free(graph);
@@ -150,21 +161,24 @@ int rv_cmd_whatif(int argc, char **argv)
           "FILE.svg" },
         { NULL }
     };
-    GOptionContext *context = g_option_context_new("TRACE|GRAPH --opt NAME[:k=v,...]... - predict an optimization");
+    GOptionContext *context = g_option_context_new("TRACE|GRAPH|FOLDER... --opt NAME[:k=v,...]... - predict an optimization");
     g_option_context_add_main_entries(context, entries, NULL);
     g_option_context_set_description(context,
         "Examples:\n"
         "  reverie whatif trace.json.gz --opt amp\n"
         "  reverie whatif trace.json.gz --opt ddp:world=8,bandwidth=100Gbps --opt fused-adam\n"
         "  reverie whatif trace.json.gz --opt amp --diff --plot amp.svg --timeline amp.json.gz\n"
+        "  reverie whatif traces/param_dlrm_v100_8ranks --opt straggler:rank=3,factor=1.5\n"
+        "Several traces, or a folder, are the ranks of one job: each rank's steps and waits, and the\n"
+        "job's step (the slowest rank).\n"
         "Values take units: 25GB/s, 100Gbps, 5us, 2ms, 25MiB. 'reverie plugins' lists them.\n"
         "Exit 3 when an optimization fails or finds nothing to act on.\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
-    if (argc != 2) { status = rv_cli_usage("whatif", "give exactly one trace or graph"); goto out; }
+    if (argc < 2) { status = rv_cli_usage("whatif", "give a trace or graph, or several (the ranks of one job)"); goto out; }
     if (specs == NULL || specs[0] == NULL) { status = rv_cli_usage("whatif", "give at least one --opt"); goto out; }
     if (as_json && extras.csv) { status = rv_cli_usage("whatif", "give --json or --csv, not both"); goto out; }
-    status = run_whatif(argv[1], specs, as_json, &extras);
+    status = run_whatif(argv + 1, argc - 1, specs, as_json, &extras);
 out:
     rv_cli_extras_clear(&extras);
     g_strfreev(specs);

@@ -198,6 +198,55 @@ int64_t rv_cluster_collective_ns(rv_collective c, int64_t bytes,
   return rv_collective_time_ns(c, bytes, ranks, &slowest);
 }
 
+rv_cluster rv_cluster_for_ranks(int ranks, int gpus_per_node,
+                                const rv_link *intra, const rv_link *inter)
+{
+  rv_cluster cluster = { 1, 1, *intra, *inter };
+  if (ranks < 1 || gpus_per_node < 1)
+    return cluster;
+  cluster.gpus_per_node = MIN(ranks, gpus_per_node);
+  cluster.nodes = (ranks + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  return cluster;
+}
+
+/* ---- re-costing --------------------------------------------------------- */
+
+/* The payload for which the model on `cluster` takes `ns`: the model is
+** affine in S (latency + S * per-byte), so two points give it. */
+static int64_t payload_for(rv_collective c, int64_t ns,
+                           const rv_cluster *cluster)
+{
+  static const int64_t probe = (int64_t)1 << 30;
+  int64_t base = rv_cluster_collective_ns(c, 0, cluster);
+  int64_t at_probe = rv_cluster_collective_ns(c, probe, cluster);
+  if (base < 0 || at_probe <= base || ns <= base)
+    return 0;
+  double per_byte = (double)(at_probe - base) / (double)probe;
+  double bytes = (double)(ns - base) / per_byte;
+  return bytes >= 9.0e15 ? (int64_t)9.0e15 : (int64_t)llround(bytes);
+}
+
+int64_t rv_collective_recost_ns(rv_collective c, rv_collective wanted_c, int64_t bytes,
+                                int64_t divisor, int64_t recorded_ns,
+                                const rv_cluster *recorded,
+                                const rv_cluster *wanted,
+                                int64_t *bytes_used)
+{
+  if (recorded_ns < 0 || !recorded || !wanted || divisor < 1)
+    return -1;
+  int64_t payload = bytes > 0 ? bytes : payload_for(c, recorded_ns, recorded);
+  if (bytes_used)
+    *bytes_used = payload;
+  int64_t before = rv_cluster_collective_ns(c, payload, recorded);
+  int64_t after = rv_cluster_collective_ns(wanted_c, payload / divisor, wanted);
+  if (before < 0 || after < 0)
+    return -1;
+  if (before == 0)
+    return after == 0 ? recorded_ns : add_saturating(recorded_ns, after);
+  double ns = (double)recorded_ns * ((double)after / (double)before);
+  return round_ns(ns);
+}
+
 /* ---- names ------------------------------------------------------------- */
 
 static const char *const collective_names[RV_COLL_COUNT] = {

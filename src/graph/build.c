@@ -20,8 +20,10 @@ int32_t builder_add_task(builder *b, const rv_task *task, int32_t event_index)
 {
     int32_t id = rv_graph_add_task(b->graph, task);
     int32_t none = -1;
+    comm_scope no_comm = { -1, -1 };
     g_array_append_val(b->task_event, event_index);
     g_array_append_val(b->task_launch, none);
+    g_array_append_val(b->task_comm, no_comm);
     g_array_append_val(builder_resource_tasks(b, task->resource), id);
     return id;
 }
@@ -327,6 +329,10 @@ static void copy_metadata(builder *b)
     graph->backend = g_strdup(trace->backend);
     graph->legacy_schema = trace->legacy_schema;
     graph->trace_stats = trace->stats;
+    /* A trace is one rank of its job; job.c joins several. */
+    rv_rank rank = { trace->rank >= 0 ? trace->rank : 0, trace->world_size, 0,
+                     rv_strings_intern(graph->strings, trace->source ? trace->source : ""), 0 };
+    g_array_append_val(graph->ranks, rank);
 }
 
 static void builder_init(builder *b, const rv_trace *trace)
@@ -342,6 +348,7 @@ static void builder_init(builder *b, const rv_trace *trace)
     b->cpu_resource = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     b->gpu_resource = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     b->step_pids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    b->task_comm = g_array_new(FALSE, FALSE, sizeof(comm_scope));
 }
 
 static void builder_clear(builder *b)
@@ -354,6 +361,7 @@ static void builder_clear(builder *b)
     g_hash_table_destroy(b->cpu_resource);
     g_hash_table_destroy(b->gpu_resource);
     g_array_unref(b->step_pids);
+    g_array_unref(b->task_comm);
 }
 
 static void find_origin(builder *b)
@@ -397,6 +405,7 @@ static void run_passes(builder *b)
     find_origin(b);
     b->graph->whole_trace_step = b->graph->steps->len == 0;
     rv_build_tags(b);
+    rv_build_collectives(b);
     rv_build_sync_edges(b, sync_pairs);
     rv_build_cross_stream_edges(b, &streams);
     g_array_unref(sync_pairs);
@@ -417,7 +426,7 @@ static int32_t canonical_id(const rv_strings *old, rv_strings *canonical, int32_
 /*
  * Give the graph its own string table, numbered in order of first use by
  * resources, then tasks (name, operator, layer, Input Dims) in id order,
- * then steps.  The importer interns from several threads, so its ids
+ * then steps, collectives' process groups and the ranks' sources.  The importer interns from several threads, so its ids
  * depend on timing; these do not, and a trace imported twice saves to the
  * same bytes.  Strings no task uses are left behind.
  */
@@ -441,6 +450,14 @@ static void renumber_strings(rv_graph *graph)
     for (guint s = 0; s < graph->steps->len; s++) {
         rv_step *step = &g_array_index(graph->steps, rv_step, s);
         step->name = canonical_id(old, canonical, map, step->name);
+    }
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        info->group = canonical_id(old, canonical, map, info->group);
+    }
+    for (guint r = 0; r < graph->ranks->len; r++) {
+        rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
+        rank->source = canonical_id(old, canonical, map, rank->source);
     }
     g_free(map);
     graph->strings = canonical;

@@ -28,6 +28,7 @@ typedef struct {
     GHashTable *cpu_resource;       /* "pid/tid" key -> resource id + 1 */
     GHashTable *gpu_resource;       /* "device/stream" key -> resource id + 1 */
     GArray *step_pids;              /* per step: pid of its annotation */
+    GArray *task_comm;              /* per task: comm_scope, what the enclosing c10d operators say (tags.c) */
     int64_t origin_ns;              /* earliest recorded start of any task */
 } builder;
 
@@ -52,7 +53,15 @@ int32_t builder_cpu_resource(builder *b, int64_t pid, int64_t tid);
 void builder_sort_resource(builder *b, int32_t resource);
 gboolean builder_is_gpu_task(const rv_task *task);
 
+/* The collective metadata (trace.h's rv_event.comm) of the innermost two
+ * operators around a CPU task that carry any, -1 where there are none. */
+typedef struct {
+    int32_t inner, outer;
+} comm_scope;
+
 void rv_build_tags(builder *b);
+/* The collective of every NCCL/RCCL kernel (collectives.c), after tags. */
+void rv_build_collectives(builder *b);
 void rv_build_inter_thread_edges(builder *b);
 void rv_build_order_edges(builder *b);
 

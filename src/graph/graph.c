@@ -24,6 +24,12 @@ static const char *const resource_kind_names[RV_RES_KIND_COUNT] = {
 static const char *const clock_status_names[RV_CLOCK_STATUS_COUNT] = {
     "no evidence", "consistent", "corrected", "inconsistent",
 };
+static const char *const parallelism_names[RV_PARALLEL_COUNT] = {
+    "unknown", "data", "tensor", "pipeline", "expert",
+};
+static const char *const match_rule_names[RV_MATCH_COUNT] = {
+    "unmatched", "process group and sequence number", "order in its process group", "send/receive pairs",
+};
 
 const char *rv_task_kind_name(rv_task_kind kind)
 {
@@ -51,6 +57,13 @@ const char *rv_clock_status_name(rv_clock_status status)
     return status < RV_CLOCK_STATUS_COUNT ? clock_status_names[status] : "?";
 }
 
+const char *rv_parallelism_name(rv_parallelism parallelism)
+{
+    return parallelism < RV_PARALLEL_COUNT ? parallelism_names[parallelism] : "?";
+}
+const char *rv_match_rule_name(rv_match_rule rule) { return rule < RV_MATCH_COUNT ? match_rule_names[rule] : "?"; }
+int rv_parallelism_from_name(const char *name) { return find_name(parallelism_names, RV_PARALLEL_COUNT, name); }
+
 int rv_task_kind_from_name(const char *name) { return find_name(task_kind_names, RV_TASK_KIND_COUNT, name); }
 int rv_phase_from_name(const char *name) { return find_name(phase_names, RV_PHASE_COUNT, name); }
 
@@ -65,6 +78,8 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->steps = g_array_new(FALSE, FALSE, sizeof(rv_step));
     graph->device_names = g_ptr_array_new_with_free_func(g_free);
     graph->rank = graph->world_size = -1;
+    graph->collectives = g_array_new(FALSE, FALSE, sizeof(rv_collective_info));
+    graph->ranks = g_array_new(FALSE, FALSE, sizeof(rv_rank));
     return graph;
 }
 
@@ -80,6 +95,8 @@ void rv_graph_free(rv_graph *graph)
     g_ptr_array_free(graph->device_names, TRUE);
     g_free(graph->backend);
     rv_graph_index_free(graph->index);
+    g_array_unref(graph->collectives);
+    g_array_unref(graph->ranks);
     g_free(graph);
 }
 
@@ -122,6 +139,8 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     target->trace_stats = source->trace_stats;
     target->build_stats = source->build_stats;
     target->timing = source->timing;
+    assign_array(target->collectives, source->collectives);
+    assign_array(target->ranks, source->ranks);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }
@@ -151,6 +170,12 @@ int32_t rv_graph_add_task(rv_graph *graph, const rv_task *task)
 {
     g_array_append_val(graph->tasks, *task);
     return (int32_t)graph->tasks->len - 1;
+}
+
+int32_t rv_graph_add_collective(rv_graph *graph, const rv_collective_info *info)
+{
+    g_array_append_val(graph->collectives, *info);
+    return (int32_t)graph->collectives->len;
 }
 
 void rv_graph_add_edge(rv_graph *graph, int32_t from, int32_t to, rv_edge_kind kind,

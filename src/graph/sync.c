@@ -290,8 +290,10 @@ static int32_t split_blocking_call(builder *b, int32_t id, int64_t head_ns, int6
     /* Copied out first: append_val takes the address of its argument, and
      * the append may move the array it points into. */
     int32_t none = -1, event_index = g_array_index(b->task_event, int32_t, id);
+    comm_scope comm = g_array_index(b->task_comm, comm_scope, id);
     g_array_append_val(b->task_event, event_index);
     g_array_append_val(b->task_launch, none);
+    g_array_append_val(b->task_comm, comm);
     b->graph->build_stats.blocking_calls_split++;
     return tail_id;
 }

@@ -28,6 +28,7 @@ typedef struct {
     int32_t outer_op;    /* outermost cpu_op: the layer when no module is known */
     int32_t outer_dims;
     int32_t inner_op;    /* innermost cpu_op */
+    comm_scope comm;     /* collective metadata of the innermost c10d operators */
     unsigned flags;
 } scope;
 
@@ -62,6 +63,10 @@ static scope push_scope(const rv_strings *strings, const scope *outer, const rv_
             inner.outer_dims = event->input_dims;
         }
         inner.inner_op = event->name;
+    }
+    if (event->comm >= 0) {
+        inner.comm.outer = outer->comm.inner;
+        inner.comm.inner = event->comm;
     }
     return inner;
 }
@@ -215,7 +220,7 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, co
     const rv_resource *thread = &g_array_index(b->graph->resources, rv_resource, resource);
     gboolean autograd_thread = is_autograd_thread(b, scopes);
     GArray *stack = g_array_new(FALSE, FALSE, sizeof(scope));
-    scope root = { G_MAXINT64, 0, 0, -1, 0, 0 };
+    scope root = { G_MAXINT64, 0, 0, -1, 0, { -1, -1 }, 0 };
     g_array_append_val(stack, root);
     guint next_scope = 0;
     GArray *tasks = builder_resource_tasks(b, resource);
@@ -239,6 +244,7 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, co
         task->op = top->inner_op;
         task->layer = top->module ? top->module : top->outer_op;
         task->input_dims = top->outer_dims;
+        g_array_index(b->task_comm, comm_scope, g_array_index(tasks, int32_t, k)) = top->comm;
         if (task->kind == RV_TASK_DATALOAD) task->phase = RV_PHASE_DATALOAD;
         else if (task->kind != RV_TASK_MARKER) task->phase = (uint8_t)phase_of(top->flags, autograd_thread, task->step,
                                                                  in_windows(forward, t));

@@ -44,7 +44,30 @@ static gboolean check_resources(const rv_graph *graph, GError **error)
             return invalid(error, "resource %u has an unknown kind (%u)", r, resource->kind);
         if (!is_string_id(graph, resource->name))
             return invalid(error, "resource %u names string %d, which does not exist", r, resource->name);
+        /* A graph with no rank list (built by hand) has the one rank 0. */
+        guint ranks = MAX(graph->ranks->len, 1);
+        if (resource->rank_index < -1 || (resource->rank_index >= 0 && (guint)resource->rank_index >= ranks))
+            return invalid(error, "resource %u belongs to rank index %d, which does not exist (%u ranks)", r,
+                           resource->rank_index, ranks);
     }
+    return TRUE;
+}
+
+static gboolean check_collectives(const rv_graph *graph, GError **error)
+{
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        if (!is_string_id(graph, info->group))
+            return invalid(error, "collective %u names a process group string that does not exist", c);
+        if (info->rendezvous != -1 && !is_task_id(graph, info->rendezvous))
+            return invalid(error, "collective %u meets at task #%d, which does not exist", c, info->rendezvous);
+        if (info->parallelism >= RV_PARALLEL_COUNT || info->matched_by >= RV_MATCH_COUNT || info->bytes < 0 ||
+            info->group_size < 0 || info->participants < 0)
+            return invalid(error, "collective %u has an impossible description", c);
+    }
+    for (guint r = 0; r < graph->ranks->len; r++)
+        if (!is_string_id(graph, g_array_index(graph->ranks, rv_rank, r).source))
+            return invalid(error, "rank index %u names a source string that does not exist", r);
     return TRUE;
 }
 
@@ -61,6 +84,9 @@ static gboolean check_task_ids(const rv_graph *graph, int32_t id, const rv_task 
     if (task->step != -1 && (task->step < 0 || (guint)task->step >= graph->steps->len))
         return invalid(error, "task #%d is in step %d, which does not exist (%u steps)", id, task->step,
                        graph->steps->len);
+    if (task->collective < 0 || (guint)task->collective > graph->collectives->len)
+        return invalid(error, "task #%d belongs to collective %" G_GINT64_FORMAT ", which does not exist (%u collectives)",
+                       id, (int64_t)task->collective - 1, graph->collectives->len);
     return TRUE;
 }
 
@@ -113,14 +139,33 @@ static gboolean check_tasks(const rv_graph *graph, GError **error)
     return TRUE;
 }
 
+/* Ranks meet only in collectives (job.h): through a resource of the whole
+ * job (rank index -1), never by an edge from one rank's task to another's.
+ * A plugin that puts several ranks' transfers on one channel breaks this. */
+static gboolean check_rank_crossing(const rv_graph *graph, guint e, const rv_edge *edge, GError **error)
+{
+    const rv_task *from = &g_array_index(graph->tasks, rv_task, edge->from);
+    const rv_task *to = &g_array_index(graph->tasks, rv_task, edge->to);
+    int32_t a = rv_task_rank_index(graph, from), b = rv_task_rank_index(graph, to);
+    if (a < 0 || b < 0 || a == b || (from->flags & RV_TASK_FLAG_REMOVED) || (to->flags & RV_TASK_FLAG_REMOVED))
+        return TRUE;
+    return invalid(error, "edge %u joins rank %" G_GINT64_FORMAT "'s task #%d (%s) to rank %" G_GINT64_FORMAT "'s task #%d "
+                   "(%s): ranks meet only in a collective's rendezvous, so this does not support a job of several ranks",
+                   e, g_array_index(graph->ranks, rv_rank, a).rank, edge->from,
+                   rv_strings_get(graph->strings, from->name), g_array_index(graph->ranks, rv_rank, b).rank, edge->to,
+                   rv_strings_get(graph->strings, to->name));
+}
+
 static gboolean check_edges(const rv_graph *graph, GError **error)
 {
+    gboolean several_ranks = graph->ranks->len > 1;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
         if (!is_task_id(graph, edge->from) || !is_task_id(graph, edge->to))
             return invalid(error, "edge %u joins task #%d to task #%d, but the tasks are #0 .. #%d", e, edge->from,
                            edge->to, rv_graph_task_count(graph) - 1);
         if (edge->kind >= RV_EDGE_KIND_COUNT) return invalid(error, "edge %u has an unknown kind (%u)", e, edge->kind);
+        if (several_ranks && !check_rank_crossing(graph, e, edge, error)) return FALSE;
     }
     return TRUE;
 }
@@ -155,8 +200,8 @@ static gboolean check_acyclic(const rv_graph *graph, GError **error)
 gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error)
 {
     /* Order matters: later checks index with ids the earlier ones vouched for. */
-    return check_resources(graph, error) && check_steps(graph, error) && check_tasks(graph, error) &&
-           check_edges(graph, error);
+    return check_resources(graph, error) && check_steps(graph, error) && check_collectives(graph, error) &&
+           check_tasks(graph, error) && check_edges(graph, error);
 }
 
 gboolean rv_graph_validate(const rv_graph *graph, GError **error)

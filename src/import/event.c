@@ -245,6 +245,54 @@ static gboolean read_stream(event_context *ctx, json_t *args, const char *field,
     return TRUE;
 }
 
+/* The args PyTorch writes about a collective (kineto's ParamCommsUtils
+ * keys), kept as one interned JSON text; the graph builder reads it. */
+static const char *const comm_keys[] = {
+    "Collective name", "Process Group Name", "Process Group Description", "Process Group Ranks", "Group size",
+    "Seq", "In msg nelems", "Out msg nelems", "dtype", "Src Rank", "Dst Rank",
+};
+
+static int append_to_string(const char *buffer, size_t size, void *data)
+{
+    g_string_append_len(data, buffer, (gssize)size);
+    return 0;
+}
+
+static gboolean is_comm_operator(const event_context *ctx, const rv_event *event)
+{
+    if (event->kind != RV_EV_CPU_OP && event->kind != RV_EV_USER_ANNOTATION) return FALSE;
+    const char *name = rv_strings_get(ctx->strings, event->name);
+    return g_str_has_prefix(name, "c10d::") || strcmp(name, "record_param_comms") == 0;
+}
+
+static void read_comm_args(event_context *ctx, json_t *args, rv_event *event)
+{
+    gboolean operator = is_comm_operator(ctx, event);
+    if (event->kind != RV_EV_KERNEL && !operator) return;
+    gboolean any = FALSE; /* most kernels carry none: look before allocating */
+    for (gsize k = 0; k < G_N_ELEMENTS(comm_keys) && !any; k++) any = json_object_get(args, comm_keys[k]) != NULL;
+    if (!any && !operator) return;
+    json_t *kept = json_object();
+    for (gsize k = 0; k < G_N_ELEMENTS(comm_keys); k++) {
+        json_t *value = json_object_get(args, comm_keys[k]);
+        if (value != NULL && !json_is_null(value)) json_object_set(kept, comm_keys[k], value);
+    }
+    json_t *types = json_object_get(args, "Input type"), *dims = json_object_get(args, "Input Dims");
+    if (json_object_size(kept) > 0 || operator) {
+        /* the oldest traces say only which c10d operator it was, and its shapes */
+        if (operator) json_object_set_new(kept, "Operator", json_string(rv_strings_get(ctx->strings, event->name)));
+        if (operator && json_is_array(types)) json_object_set(kept, "Input type", types);
+        if (operator && json_is_array(dims)) json_object_set(kept, "Input Dims", dims);
+        /* Into a GString: jansson allocates from the reader's arena here, and
+         * what json_dumps returned would need the arena's own free. */
+        GString *text = g_string_new(NULL);
+        if (json_dump_callback(kept, append_to_string, text, JSON_COMPACT | JSON_SORT_KEYS) == 0)
+            event->comm = rv_strings_intern(ctx->strings, text->str);
+        g_string_free(text, TRUE);
+    }
+    json_decref(kept);
+}
+
 static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
 {
     int64_t external_id = -1, device = -1, stream = -1;
@@ -268,6 +316,7 @@ static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
     }
     if (event->kind == RV_EV_CPU_OP && json_is_array(json_object_get(args, "Input Dims")))
         event->input_dims = intern_raw_array(ctx, "\"Input Dims\"");
+    read_comm_args(ctx, args, event);
     return TRUE;
 }
 
@@ -276,7 +325,7 @@ static void event_init(rv_event *event, const event_context *ctx)
     memset(event, 0, sizeof *event);
     event->correlation = event->external_id = event->flow_id = event->bytes = -1;
     event->wait_on_stream = event->wait_on_record_correlation = -1;
-    event->input_dims = -1;
+    event->input_dims = event->comm = -1;
     event->device = event->stream = -1;
     event->file_index = ctx->file_index;
 }

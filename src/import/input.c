@@ -40,7 +40,7 @@ static gboolean input_error(GError **error, const char *name, const char *what)
 static gboolean check_kind(const char *name, const struct stat *info, GError **error)
 {
     if (S_ISDIR(info->st_mode))
-        return input_error(error, name, "is a directory; give a trace file (for several ranks, list each file)");
+        return input_error(error, name, "is a directory; give a trace file (simulate, whatif, info, import and validate take a folder of ranks)");
     if (S_ISBLK(info->st_mode)) return input_error(error, name, "is a block device (a disk), not a file");
     if (S_ISSOCK(info->st_mode)) return input_error(error, name, "is a socket; pipe its data into reverie instead");
     return TRUE;

@@ -55,6 +55,24 @@ static int64_t *simulated_step_ends(const rv_graph *graph, const rv_sim_result *
     return ends;
 }
 
+/* Per step: the step before it on the same rank (a graph of several ranks
+ * holds each rank's steps one after the other), or -1 for a rank's first. */
+static int32_t *previous_steps(const rv_graph *graph)
+{
+    guint count = graph->steps->len, ranks = MAX(graph->ranks->len, 1);
+    int32_t *previous = g_new(int32_t, count + 1), *last = g_new(int32_t, ranks + 1);
+    for (guint r = 0; r <= ranks; r++) last[r] = -1;
+    for (guint s = 0; s < count; s++) {
+        const rv_task *marker = &g_array_index(graph->tasks, rv_task, g_array_index(graph->steps, rv_step, s).begin_marker);
+        int32_t rank = rv_task_rank_index(graph, marker);
+        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
+        previous[s] = last[slot];
+        last[slot] = (int32_t)s;
+    }
+    g_free(last);
+    return previous;
+}
+
 GArray *rv_step_windows(const rv_graph *graph, const rv_sim_result *sim)
 {
     GArray *windows = g_array_new(FALSE, FALSE, sizeof(rv_window));
@@ -64,19 +82,22 @@ GArray *rv_step_windows(const rv_graph *graph, const rv_sim_result *sim)
         return windows;
     }
     int64_t *simulated_ends = sim ? simulated_step_ends(graph, sim) : NULL;
+    int32_t *previous = previous_steps(graph);
     for (guint s = 0; s < graph->steps->len; s++) {
         const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+        int32_t before = previous[s];
         rv_window window;
         if (sim == NULL) {
-            window.begin_ns = s == 0 ? step->recorded_begin_ns
-                                     : g_array_index(graph->steps, rv_step, s - 1).recorded_end_ns;
+            window.begin_ns = before < 0 ? step->recorded_begin_ns
+                                         : g_array_index(graph->steps, rv_step, before).recorded_end_ns;
             window.end_ns = step->recorded_end_ns;
         } else {
-            window.begin_ns = s == 0 ? sim->start_ns[step->begin_marker] : simulated_ends[s - 1];
+            window.begin_ns = before < 0 ? sim->start_ns[step->begin_marker] : simulated_ends[before];
             window.end_ns = simulated_ends[s];
         }
         g_array_append_val(windows, window);
     }
+    g_free(previous);
     g_free(simulated_ends);
     return windows;
 }
@@ -101,6 +122,74 @@ GArray *rv_step_times(const rv_graph *graph, const rv_sim_result *sim)
     g_array_unref(recorded);
     if (simulated) g_array_unref(simulated);
     return times;
+}
+
+/* One window over the live tasks of one rank (a rank without steps). */
+static rv_window rank_window(const rv_graph *graph, const rv_sim_result *sim, int32_t rank)
+{
+    int64_t begin = G_MAXINT64, end = G_MININT64;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!counts(task) || task->kind == RV_TASK_MARKER || rv_task_rank_index(graph, task) != rank) continue;
+        int64_t start_ns = task->recorded_start_ns, end_ns = task->recorded_start_ns + task->duration_ns;
+        if (sim != NULL) {
+            start_ns = sim->start_ns[id];
+            end_ns = sim->end_ns[id];
+        } else if (task->flags & RV_TASK_FLAG_INSERTED) {
+            continue;
+        }
+        if (start_ns < 0) continue;
+        begin = MIN(begin, start_ns);
+        end = MAX(end, end_ns);
+    }
+    rv_window window = { 0, 0 };
+    if (end > begin) window = (rv_window){ begin, end };
+    return window;
+}
+
+GPtrArray *rv_step_times_by_rank(const rv_graph *graph, const rv_sim_result *sim)
+{
+    guint ranks = MAX(graph->ranks->len, 1);
+    GPtrArray *by_rank = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < ranks; r++) g_ptr_array_add(by_rank, g_array_new(FALSE, FALSE, sizeof(rv_step_time)));
+    if (graph->steps->len > 0) {
+        GArray *all = rv_step_times(graph, sim);
+        for (guint s = 0; s < all->len; s++) {
+            const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+            int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, step->begin_marker));
+            if (rank >= 0 && (guint)rank < ranks)
+                g_array_append_val(g_ptr_array_index(by_rank, rank), g_array_index(all, rv_step_time, s));
+        }
+        g_array_unref(all);
+    }
+    for (guint r = 0; r < ranks; r++) {
+        GArray *times = g_ptr_array_index(by_rank, r);
+        if (times->len > 0) continue;
+        rv_window recorded = rank_window(graph, NULL, (int32_t)r);
+        rv_step_time time = { "(whole trace)", recorded.end_ns - recorded.begin_ns, 0 };
+        if (sim != NULL) {
+            rv_window simulated = rank_window(graph, sim, (int32_t)r);
+            time.simulated_ns = simulated.end_ns - simulated.begin_ns;
+        }
+        g_array_append_val(times, time);
+    }
+    return by_rank;
+}
+
+GArray *rv_job_step_times(const GPtrArray *by_rank)
+{
+    GArray *job = g_array_new(FALSE, FALSE, sizeof(rv_step_time));
+    for (guint r = 0; r < by_rank->len; r++) {
+        const GArray *times = g_ptr_array_index(by_rank, r);
+        for (guint s = 0; s < times->len; s++) {
+            const rv_step_time *step = &g_array_index(times, rv_step_time, s);
+            if (s >= job->len) g_array_append_val(job, *step);
+            rv_step_time *slowest = &g_array_index(job, rv_step_time, s);
+            slowest->recorded_ns = MAX(slowest->recorded_ns, step->recorded_ns);
+            slowest->simulated_ns = MAX(slowest->simulated_ns, step->simulated_ns);
+        }
+    }
+    return job;
 }
 
 void rv_recorded_result(const rv_graph *graph, rv_sim_result *result)

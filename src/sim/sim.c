@@ -6,7 +6,9 @@
  * the earliest it could start.  Popping a task dispatches it:
  *   begin = max(free[resource], ready) + host_overhead, and not before
  *           its launch-queue holder ended (below);
- *   end = begin + duration;  free[resource] = end + idle_gap(resource).
+ *   end = begin + duration;  free[resource] = end + idle_gap(resource),
+ *   except after a rank's arrival at a collective (job.h): the transfer
+ *   that follows is the same kernel, so no gap lies between them.
  * A launch edge makes its GPU task ready launch_latency(stream) after the
  * call ends.
  * Launch queue: a stream runs its tasks in the order they were submitted,
@@ -114,6 +116,7 @@ typedef struct {
     int32_t resource;
     uint8_t live;
     uint8_t gpu;
+    uint8_t arrival;  /* a rank's arrival at a collective: its transfer follows with no idle gap */
 } task_key;
 
 typedef struct {
@@ -173,6 +176,7 @@ static task_key *scan_tasks(const rv_graph *graph, task_time **times)
         keys[t].resource = tasks[t].resource;
         keys[t].live = (tasks[t].flags & RV_TASK_FLAG_REMOVED) == 0;
         keys[t].gpu = (tasks[t].flags & RV_TASK_FLAG_GPU) != 0;
+        keys[t].arrival = (tasks[t].flags & RV_TASK_FLAG_RENDEZVOUS) != 0;
         if (time) {
             time[t].duration = tasks[t].duration_ns;
             time[t].overhead = tasks[t].host_overhead_ns;
@@ -459,7 +463,7 @@ static void dispatch(replay *r, int32_t t, int64_t begin)
     int32_t on = r->keys[t].resource;
     r->start[t] = begin;
     r->end[t] = add_time(begin, r->times[t].duration);
-    r->resource_free[on] = add_time(r->end[t], r->resources[on].idle_gap_ns);
+    r->resource_free[on] = add_time(r->end[t], r->keys[t].arrival ? 0 : r->resources[on].idle_gap_ns);
     if (r->resource_free[on] > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
     r->dispatched++;
     for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++) {

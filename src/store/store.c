@@ -13,8 +13,9 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 2 (version 1 held per-task gaps and lags derived
- * from recorded starts; version 2 holds the rules-only timing of graph.h)
+ * FILE FORMAT, VERSION 3 (version 1 held per-task gaps and lags derived
+ * from recorded starts; version 2 holds the rules-only timing of graph.h;
+ * version 3 adds the ranks of a job and its collectives, job.h)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -24,8 +25,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 2
- *   12   4  u32 section count N, 1 to 64 (version 2 writes 6)
+ *    8   4  u32 format version: 3
+ *   12   4  u32 section count N, 1 to 64 (version 3 writes 8)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -42,15 +43,17 @@
  *                graph->strings; entry 0 is the empty string and no two
  *                entries are equal, so interning them in order gives back
  *                exactly the same ids.
- *   2 resources  u32 count, then count x 41 bytes:
+ *   2 resources  u32 count, then count x 45 bytes:
  *                i64 process, i64 thread, i64 launch_latency_ns,
- *                i64 idle_gap_ns, i32 queue_depth, i32 name (string), u8 kind
- *   3 tasks      u32 count, then count x 68 bytes:
+ *                i64 idle_gap_ns, i32 queue_depth, i32 name (string), u8 kind,
+ *                i32 rank_index (a rank, or -1 for the job's own)
+ *   3 tasks      u32 count, then count x 72 bytes:
  *                i64 duration_ns, i64 host_overhead_ns,
  *                i64 recorded_start_ns, i64 correlation, i64 bytes,
  *                i32 resource, i32 name, i32 op, i32 layer (strings),
  *                i32 input_dims (string or -1), i32 step (step or -1),
- *                u8 kind, u8 phase, u16 flags
+ *                u8 kind, u8 phase, u16 flags,
+ *                i32 collective (1 + a collective, or 0)
  *   4 edges      u32 count, then count x 10 bytes:
  *                i32 from, i32 to (tasks), u8 kind, u8 from_start (0 or 1)
  *   5 steps      u32 count, then count x 28 bytes:
@@ -71,12 +74,19 @@
  *                u64 offset_sync_pairs, u64 latency_samples, u64 gap_samples,
  *                u64 queue_samples, i32 queue_depth, u8 clock_status,
  *                u8 queue_measured (0 or 1)
+ *   7 collectives u32 count, then count x 40 bytes:
+ *                i64 bytes, i64 seq, i32 group (string), i32 group_size,
+ *                i32 peer, i32 rendezvous (task or -1), i32 participants,
+ *                u8 op, u8 parallelism, u8 matched_by, u8 inserted (0 or 1)
+ *   8 ranks      u32 count, then count x 32 bytes:
+ *                i64 rank, i64 world_size, i64 clock_offset_ns,
+ *                i32 source (string), i32 offset_samples
  *
- * Invariants that a version-1 reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 2 (a newer version asks the user
- *     to update reverie, the older version 1 to re-import the trace);
+ * Invariants that a reader checks, rejecting the file otherwise:
+ *   - the magic matches and the version is 3 (a newer version asks the user
+ *     to update reverie, the older versions 1 and 2 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the six ids appears exactly once and no other id appears;
+ *   - each of the eight ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
@@ -91,6 +101,9 @@
  *     every task's resource is a resource, every edge endpoint a task, every
  *     task's step a step or -1, and every step marker a task (the step
  *     report reads the markers unconditionally, so -1 is not allowed);
+ *   - every resource's rank index a rank (or -1), every task's collective
+ *     a collective (or 0), every collective's meeting point a task (or -1)
+ *     and its kinds below their *_COUNT;
  *   - durations and host overheads are not negative and add up, over all
  *     tasks, to less than 2^61 ns; recorded task starts and step begin and end
  *     times lie in [-2^60, 2^62) ns.  Any real recording is far inside
@@ -111,14 +124,16 @@
 #include <string.h>
 #include <zlib.h>
 
-#define RVG_VERSION 2u
+#define RVG_VERSION 3u
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
-#define RVG_RESOURCE_SIZE 41u
-#define RVG_TASK_SIZE 68u
+#define RVG_RESOURCE_SIZE 45u
+#define RVG_TASK_SIZE 72u
 #define RVG_EDGE_SIZE 10u
 #define RVG_STEP_SIZE 28u
+#define RVG_COLLECTIVE_SIZE 40u
+#define RVG_RANK_SIZE 32u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
  * the epoch is the year 2116), and the durations and host overheads of all
@@ -131,7 +146,7 @@
 #define RVG_WORK_MAX_NS ((uint64_t)1 << 61)
 #define RVG_STREAM_DELAY_MAX_NS ((int64_t)1000000000)
 /* Every flag graph.h defines; anything else in a file is corruption. */
-#define RVG_KNOWN_TASK_FLAGS ((uint16_t)((RV_TASK_FLAG_REMOVED << 1) - 1))
+#define RVG_KNOWN_TASK_FLAGS ((uint16_t)((RV_TASK_FLAG_RENDEZVOUS << 1) - 1))
 
 static const guint8 rvg_magic[8] = { 'R', 'V', 'G', 'R', 'A', 'P', 'H', '\0' };
 
@@ -142,11 +157,13 @@ enum {
     SECTION_EDGES,
     SECTION_STEPS,
     SECTION_METADATA,
-    SECTION_COUNT = SECTION_METADATA
+    SECTION_COLLECTIVES,
+    SECTION_RANKS,
+    SECTION_COUNT = SECTION_RANKS
 };
 
 static const char *const section_names[SECTION_COUNT + 1] = {
-    "?", "strings", "resources", "tasks", "edges", "steps", "metadata",
+    "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks",
 };
 
 /* The counters of the metadata section, in file order. */
@@ -179,7 +196,9 @@ G_STATIC_ASSERT(sizeof(rv_task) == 72);
 G_STATIC_ASSERT(sizeof(rv_edge) == 12);
 G_STATIC_ASSERT(sizeof(rv_step) == 32);
 G_STATIC_ASSERT(sizeof(rv_timing) == 88);
-G_STATIC_ASSERT(sizeof(rv_graph) == 400); /* the last 8: graph->index, a cache, not saved */
+G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
+G_STATIC_ASSERT(sizeof(rv_rank) == 32);
+G_STATIC_ASSERT(sizeof(rv_graph) == 416); /* graph->index (at 392), a cache, is not saved */
 #endif
 
 typedef struct {
@@ -226,6 +245,10 @@ static gboolean check_resources(const rv_graph *graph, int32_t string_count, GSt
                             resource->launch_latency_ns, resource->idle_gap_ns, resource->queue_depth);
         else if (!string_ok(resource->name, string_count))
             g_string_printf(why, "resource %u names string %d (there are %d strings)", r, resource->name, string_count);
+        else if (resource->rank_index < -1 || (resource->rank_index >= 0 &&
+                                               (guint)resource->rank_index >= MAX(graph->ranks->len, 1)))
+            g_string_printf(why, "resource %u belongs to rank index %d (there are %u ranks)", r, resource->rank_index,
+                            graph->ranks->len);
         else
             continue;
         return FALSE;
@@ -294,6 +317,9 @@ static gboolean check_task(const rv_graph *graph, int32_t id, int32_t string_cou
         g_string_printf(why, "task %d has unknown flags 0x%x", id, task->flags & ~RVG_KNOWN_TASK_FLAGS);
     else if (task->step < -1 || (task->step >= 0 && (guint)task->step >= graph->steps->len))
         g_string_printf(why, "task %d belongs to step %d (there are %u steps)", id, task->step, graph->steps->len);
+    else if (task->collective < 0 || (guint)task->collective > graph->collectives->len)
+        g_string_printf(why, "task %d belongs to collective %" G_GINT64_FORMAT " (there are %u)", id,
+                        (int64_t)task->collective - 1, graph->collectives->len);
     else
         return check_task_strings(task, id, string_count, why) && check_task_times(task, id, work, why);
     return FALSE;
@@ -349,6 +375,41 @@ static gboolean check_steps(const rv_graph *graph, int32_t string_count, GString
     return TRUE;
 }
 
+static gboolean check_collectives(const rv_graph *graph, int32_t string_count, GString *why)
+{
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        if (!string_ok(info->group, string_count))
+            g_string_printf(why, "collective %u names string %d (there are %d strings)", c, info->group, string_count);
+        else if (info->rendezvous < -1 || (info->rendezvous >= 0 && !task_ok(graph, info->rendezvous)))
+            g_string_printf(why, "collective %u meets at task %d (there are %d tasks)", c, info->rendezvous,
+                            rv_graph_task_count(graph));
+        else if (info->parallelism >= RV_PARALLEL_COUNT || info->matched_by >= RV_MATCH_COUNT || info->inserted > 1 ||
+                 info->bytes < 0 || info->group_size < 0 || info->participants < 0)
+            g_string_printf(why, "collective %u has an impossible kind, size or count", c);
+        else
+            continue;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean check_ranks(const rv_graph *graph, int32_t string_count, GString *why)
+{
+    for (guint r = 0; r < graph->ranks->len; r++) {
+        const rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
+        if (!string_ok(rank->source, string_count))
+            g_string_printf(why, "rank index %u names string %d (there are %d strings)", r, rank->source, string_count);
+        else if (rank->offset_samples < 0 || !recorded_time_ok(rank->clock_offset_ns) ||
+                 !recorded_time_ok(-rank->clock_offset_ns))
+            g_string_printf(why, "rank index %u has an impossible clock offset", r);
+        else
+            continue;
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* NULL if the graph is consistent, else the section at fault with *why. */
 static const char *check_graph(const rv_graph *graph, GString *why)
 {
@@ -357,6 +418,8 @@ static const char *check_graph(const rv_graph *graph, GString *why)
     if (!check_tasks(graph, string_count, why)) return section_names[SECTION_TASKS];
     if (!check_edges(graph, why)) return section_names[SECTION_EDGES];
     if (!check_steps(graph, string_count, why)) return section_names[SECTION_STEPS];
+    if (!check_collectives(graph, string_count, why)) return section_names[SECTION_COLLECTIVES];
+    if (!check_ranks(graph, string_count, why)) return section_names[SECTION_RANKS];
     return NULL;
 }
 
@@ -407,6 +470,7 @@ static void write_resources(GString *out, const rv_graph *graph)
         put_i32(out, resource->queue_depth);
         put_i32(out, resource->name);
         put_u8(out, resource->kind);
+        put_i32(out, resource->rank_index);
     }
 }
 
@@ -429,6 +493,7 @@ static void write_tasks(GString *out, const rv_graph *graph)
         put_u8(out, task->kind);
         put_u8(out, task->phase);
         put_u16(out, task->flags);
+        put_i32(out, task->collective);
     }
 }
 
@@ -497,10 +562,43 @@ static void write_metadata(GString *out, const rv_graph *graph)
     write_timing(out, &graph->timing);
 }
 
+static void write_collectives(GString *out, const rv_graph *graph)
+{
+    put_u32(out, graph->collectives->len);
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        put_i64(out, info->bytes);
+        put_i64(out, info->seq);
+        put_i32(out, info->group);
+        put_i32(out, info->group_size);
+        put_i32(out, info->peer);
+        put_i32(out, info->rendezvous);
+        put_i32(out, info->participants);
+        put_u8(out, info->op);
+        put_u8(out, info->parallelism);
+        put_u8(out, info->matched_by);
+        put_u8(out, info->inserted);
+    }
+}
+
+static void write_ranks(GString *out, const rv_graph *graph)
+{
+    put_u32(out, graph->ranks->len);
+    for (guint r = 0; r < graph->ranks->len; r++) {
+        const rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
+        put_i64(out, rank->rank);
+        put_i64(out, rank->world_size);
+        put_i64(out, rank->clock_offset_ns);
+        put_i32(out, rank->source);
+        put_i32(out, rank->offset_samples);
+    }
+}
+
 typedef void (*section_writer)(GString *out, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
     NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
+    write_collectives, write_ranks,
 };
 
 /* The whole file in memory: header, table, then the sections by id. */
@@ -658,6 +756,9 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version > RVG_VERSION)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
+    if (version == 2)
+        return fail(r, NULL, "format version 2 predates jobs of several ranks (this reverie reads version %u); "
+                    "re-import the trace", RVG_VERSION);
     if (version == 1)
         return fail(r, NULL, "format version 1 holds an older timing model that this reverie no longer "
                     "replays; import the trace again");
@@ -796,6 +897,7 @@ static gboolean read_resources(reader *r, rv_graph *graph)
         resource->queue_depth = get_i32(&c);
         resource->name = get_i32(&c);
         resource->kind = get_u8(&c);
+        resource->rank_index = get_i32(&c);
     }
     return TRUE;
 }
@@ -821,6 +923,7 @@ static gboolean read_tasks(reader *r, rv_graph *graph)
         task->kind = get_u8(&c);
         task->phase = get_u8(&c);
         task->flags = get_u16(&c);
+        task->collective = get_i32(&c);
     }
     return TRUE;
 }
@@ -852,6 +955,44 @@ static gboolean read_steps(reader *r, rv_graph *graph)
         step->recorded_end_ns = get_i64(&c);
         step->begin_marker = get_i32(&c);
         step->end_marker = get_i32(&c);
+    }
+    return TRUE;
+}
+
+static gboolean read_collectives(reader *r, rv_graph *graph)
+{
+    cursor c;
+    if (!read_record_count(r, SECTION_COLLECTIVES, RVG_COLLECTIVE_SIZE, &c, graph->collectives)) return FALSE;
+    for (guint i = 0; i < graph->collectives->len; i++) {
+        rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, i);
+        memset(info, 0, sizeof *info);
+        info->bytes = get_i64(&c);
+        info->seq = get_i64(&c);
+        info->group = get_i32(&c);
+        info->group_size = get_i32(&c);
+        info->peer = get_i32(&c);
+        info->rendezvous = get_i32(&c);
+        info->participants = get_i32(&c);
+        info->op = get_u8(&c);
+        info->parallelism = get_u8(&c);
+        info->matched_by = get_u8(&c);
+        info->inserted = get_u8(&c);
+    }
+    return TRUE;
+}
+
+static gboolean read_ranks(reader *r, rv_graph *graph)
+{
+    cursor c;
+    if (!read_record_count(r, SECTION_RANKS, RVG_RANK_SIZE, &c, graph->ranks)) return FALSE;
+    for (guint i = 0; i < graph->ranks->len; i++) {
+        rv_rank *rank = &g_array_index(graph->ranks, rv_rank, i);
+        memset(rank, 0, sizeof *rank);
+        rank->rank = get_i64(&c);
+        rank->world_size = get_i64(&c);
+        rank->clock_offset_ns = get_i64(&c);
+        rank->source = get_i32(&c);
+        rank->offset_samples = get_i32(&c);
     }
     return TRUE;
 }
@@ -967,7 +1108,8 @@ static gboolean read_metadata(reader *r, rv_graph *graph)
 static gboolean read_graph_sections(reader *r, rv_graph *graph)
 {
     if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
-        !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph))
+        !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph) || !read_collectives(r, graph) ||
+        !read_ranks(r, graph))
         return FALSE;
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);

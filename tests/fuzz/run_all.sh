@@ -37,6 +37,11 @@ seed_import() {
         if [ -f "traces/$trace.json.gz" ]; then gzip -dc "traces/$trace.json.gz" >"$1/seed-$trace.json"; fi
     done
     gzip -dc traces/small_ddp.json.gz | head -c 60000 >"$1/seed-small-ddp-head.json"
+    # a rank of a generated job: collectives named by process group and sequence number
+    if "$build/tests/gen/reverie-gentrace" --ranks 2 --steps 1 --layers 2 -o "$1/job" 2>/dev/null; then
+        gzip -dc "$1/job/rank1.json.gz" | head -c 60000 >"$1/seed-rank-of-a-job.json"
+    fi
+    rm -rf "$1/job"
     cp traces/small_ddp.json.gz "$1/seed-gzipped.json.gz"
     for file in tests/data/bad/* "$regressions"/import-*; do
         [ -f "$file" ] && cp "$file" "$1/bad-$(basename "$file")"

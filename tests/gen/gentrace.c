@@ -14,6 +14,16 @@
  * autograd thread with bucketed all-reduces on a second stream, a wait for
  * the all-reduces, and the optimizer step.
  *
+ * --ranks N writes every rank of an N-rank job (a folder of rank<r>.json.gz):
+ * each rank has its own random jitter and its own moment of entering the
+ * recorded window, and every all-reduce is a rendezvous - on every rank it
+ * ends when the last rank's kernel has started plus the transfer - found by
+ * simulating the ranks until the collectives' ends stop moving.  The
+ * record_param_comms operators then carry the process group's name and the
+ * collective's sequence number, as PyTorch 2 writes them, and
+ * --clock-skew-us puts each rank's host clock that much ahead of the
+ * previous rank's.
+ *
  * The job is simulated while it is written, so the timeline is causally
  * consistent and a replay should reproduce it: every CPU thread has a clock
  * that advances by call durations plus overheads; every CUDA stream has a
@@ -160,6 +170,7 @@ typedef struct {
   GString *buf; /* batches small writes into large ones */
   guint64 events;
   gboolean ok;
+  gint64 clock_shift; /* added to every timestamp written: this host's clock */
 } Writer;
 
 #define WRITER_FLUSH_AT (1u << 20)
@@ -289,7 +300,7 @@ static void emit_complete(Writer *w, const char *cat, const char *name, int pid,
   put_key_int(out, ", \"pid\": ", pid);
   put_key_int(out, ", \"tid\": ", tid);
   g_string_append(out, ", \"ts\": ");
-  put_time(out, start);
+  put_time(out, start + w->clock_shift);
   g_string_append(out, ", \"dur\": ");
   put_time(out, duration);
   g_string_append(out, ", \"args\": {");
@@ -307,7 +318,7 @@ static void emit_flow(Writer *w, char phase, const char *cat, gint64 id,
   put_key_int(out, ", \"pid\": ", pid);
   put_key_int(out, ", \"tid\": ", tid);
   g_string_append(out, ", \"ts\": ");
-  put_time(out, at);
+  put_time(out, at + w->clock_shift);
   g_string_append_printf(out, ", \"cat\": \"%s\", \"name\": \"%s\"", cat, cat);
   g_string_append(out, phase == 's' ? "}" : ", \"bp\": \"e\"}");
   event_end(w);
@@ -318,7 +329,7 @@ static void emit_metadata(Writer *w, const char *what, int pid, int tid,
                           gint64 at, const char *args_body) {
   GString *out = event_begin(w);
   g_string_append_printf(out, "{\"name\": \"%s\", \"ph\": \"M\", \"ts\": ", what);
-  put_time(out, at);
+  put_time(out, at + w->clock_shift);
   put_key_int(out, ", \"pid\": ", pid);
   put_key_int(out, ", \"tid\": ", tid);
   g_string_append_printf(out, ", \"args\": {%s}}", args_body);
@@ -336,6 +347,7 @@ typedef struct {
   int width[MAX_LAYERS + 1]; /* layer i maps width[i] -> width[i + 1] */
   gboolean mixed;            /* layer kinds in turn, else all Linear */
   gboolean single_gpu;       /* no DDP: no all-reduce, no wait for one */
+  int rank, world;           /* this rank of the data-parallel job */
 } Model;
 
 static LayerKind layer_kind(const Model *model, int layer) {
@@ -384,9 +396,22 @@ typedef struct {
   gint64 free_at; /* end of the last task, or of an event it must wait for */
 } Stream;
 
+/* The all-reduces of a job of several ranks (--ranks): collective k ends
+ * at end[k] on every rank.  Each pass over the ranks records when each
+ * rank's kernel k started; the next pass's end[k] is the latest of those
+ * plus the transfer. */
+typedef struct {
+  gint64 *end;        /* per collective: when it ends everywhere; 0: not known yet */
+  gint64 *latest;     /* per collective: the latest start seen in this pass */
+  gint64 *transfer;   /* per collective: what the last arriver's kernel takes */
+  int count, capacity;
+} Rendezvous;
+
 typedef struct {
   Writer *out;
   const Model *model;
+  Rendezvous *rendezvous; /* NULL: one rank, the other's kernels recorded as they happened */
+  int next_collective;
   Rng rng;
   CpuThread main_thread;
   CpuThread autograd_thread;
@@ -629,6 +654,39 @@ static Kernel all_reduce_kernel(Sim *sim, gint64 bytes) {
   gint64 duration = 15000 + bytes / 200 + rng_between(&sim->rng, 0, 2000);
   Kernel kernel = {KERNEL_NCCL_ALL_REDUCE, duration, 16, 512, 96, 42024};
   return kernel;
+}
+
+static Kernel all_reduce_kernel_shape(gint64 bytes) {
+  Kernel kernel = {KERNEL_NCCL_ALL_REDUCE, 15000 + bytes / 200, 16, 512, 96, 42024};
+  return kernel;
+}
+
+/* A job's all-reduce: it starts when this rank's stream and launch allow
+ * and ends when the last rank's has started and the transfer is done. */
+static void launch_collective(Sim *sim, CpuThread *thread, Stream *stream, gint64 bytes) {
+  Rendezvous *r = sim->rendezvous;
+  int k = sim->next_collective++;
+  if (k >= r->capacity) {
+    r->capacity = MAX(64, 2 * r->capacity);
+    r->end = g_renew(gint64, r->end, r->capacity);
+    r->latest = g_renew(gint64, r->latest, r->capacity);
+    r->transfer = g_renew(gint64, r->transfer, r->capacity);
+    for (int i = r->count; i < r->capacity; i++) r->end[i] = r->latest[i] = r->transfer[i] = 0;
+  }
+  r->count = MAX(r->count, k + 1);
+  /* the same on every rank: from the size and the collective's number only */
+  r->transfer[k] = 15000 + bytes / 200 + (gint64)((guint64)(k + 1) * 2654435761u % 2000);
+  Kernel kernel = all_reduce_kernel_shape(bytes);
+  RuntimeCall call = runtime_begin(sim, thread);
+  gint64 start = gpu_schedule(sim, stream, call.start, 0);
+  r->latest[k] = MAX(r->latest[k], start);
+  kernel.duration = MAX(r->transfer[k], r->end[k] - start);
+  stream->free_at = start + kernel.duration;
+  note_time(sim, stream->free_at);
+  runtime_end(sim, thread, &call, "cudaLaunchKernel", CBID_LAUNCH_KERNEL,
+              call.start + random_us(sim, 3, 8));
+  emit_kernel(sim, &kernel, stream, &call, start);
+  emit_launch_flows(sim, &call, thread->tid, stream, start);
 }
 
 static void emit_memcpy(Sim *sim, const char *name, const Stream *stream,
@@ -1107,12 +1165,20 @@ static void all_reduce_bucket(Sim *sim, gint64 elements) {
              ", \"Out msg nelems\": %" G_GINT64_FORMAT ", \"In split size\": "
              "[], \"Out split size\": [], \"Global rank start\": 0, "
              "\"Global rank stride\": 1, \"Group size\": %d",
-             elements, elements, WORLD_SIZE);
+             elements, elements, sim->model->world);
+  if (sim->rendezvous)
+    scope_args(comms, ", \"Process Group Name\": \"0\", \"Process Group "
+               "Description\": \"default_pg\", \"Rank\": %d, \"Seq\": %d",
+               sim->model->rank, sim->next_collective);
   gint64 bucket_ready = record_event(sim, thread, &sim->compute);
   wait_event(sim, thread, &sim->nccl, bucket_ready);
   cpu_open(sim, thread, "user_annotation", "nccl:all_reduce");
-  Kernel kernel = all_reduce_kernel(sim, elements * 4);
-  launch_kernel(sim, thread, &sim->nccl, &kernel);
+  if (sim->rendezvous) {
+    launch_collective(sim, thread, &sim->nccl, elements * 4);
+  } else {
+    Kernel kernel = all_reduce_kernel(sim, elements * 4);
+    launch_kernel(sim, thread, &sim->nccl, &kernel);
+  }
   cpu_close(sim, thread);
   sim->grads_reduced_at = record_event(sim, thread, &sim->nccl);
   cpu_close(sim, thread);
@@ -1254,12 +1320,21 @@ static void write_header(Writer *w, const Model *model) {
       "\"regsPerMultiprocessor\": 65536, \"warpSize\": 32, "
       "\"sharedMemPerBlock\": 49152, \"sharedMemPerMultiprocessor\": 167936, "
       "\"numSms\": 108, \"sharedMemPerBlockOptin\": 166912}\n  ],\n");
-  if (!model->single_gpu)
-    writer_text(w,
-      "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, "
-      "\"world_size\": 2, \"pg_count\": 1, \"pg_config\": [{\"pg_name\": \"0\", "
+  if (!model->single_gpu) {
+    GString *ranks = g_string_new(NULL);
+    for (int r = 0; r < model->world; r++)
+      g_string_append_printf(ranks, "%s%d", r ? ", " : "", r);
+    GString *text = g_string_new(NULL);
+    g_string_printf(text,
+      "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, "
+      "\"world_size\": %d, \"pg_count\": 1, \"pg_config\": [{\"pg_name\": \"0\", "
       "\"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
-      "\"pg_size\": 2, \"ranks\": [0, 1]}], \"nccl_version\": \"2.20.5\"},\n");
+      "\"pg_size\": %d, \"ranks\": [%s]}], \"nccl_version\": \"2.20.5\"},\n",
+      model->rank, model->world, model->world, ranks->str);
+    writer_text(w, text->str);
+    g_string_free(text, TRUE);
+    g_string_free(ranks, TRUE);
+  }
   writer_text(w, "  \"traceEvents\": [");
 }
 
@@ -1298,7 +1373,7 @@ static void write_metadata(Writer *w, gint64 at) {
 static void write_trace_span(Writer *w, gint64 start, gint64 end) {
   GString *out = event_begin(w);
   g_string_append(out, "{\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
-  put_time(out, start);
+  put_time(out, start + w->clock_shift);
   g_string_append(out, ", \"dur\": ");
   put_time(out, end - start);
   g_string_append(out, ", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", "
@@ -1307,12 +1382,12 @@ static void write_trace_span(Writer *w, gint64 start, gint64 end) {
   g_string_append(out, "{\"name\": \"Iteration Start: PyTorch Profiler\", "
                   "\"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", "
                   "\"tid\": \"Trace PyTorch Profiler\", \"ts\": ");
-  put_time(out, start);
+  put_time(out, start + w->clock_shift);
   g_string_append(out, "}");
   out = event_begin(w);
   g_string_append(out, "{\"name\": \"Record Window End\", \"ph\": \"i\", "
                   "\"s\": \"g\", \"pid\": \"\", \"tid\": \"\", \"ts\": ");
-  put_time(out, end + 1000);
+  put_time(out, end + 1000 + w->clock_shift);
   g_string_append(out, "}");
   event_end(w);
 }
@@ -1332,12 +1407,13 @@ static void write_footer(Writer *w, int steps, int layers, gint64 seed) {
 /* Driver                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static void sim_init(Sim *sim, Writer *out, const Model *model, gint64 seed) {
+static void sim_init(Sim *sim, Writer *out, const Model *model, gint64 seed,
+                     gint64 entry_delay) {
   memset(sim, 0, sizeof *sim);
   sim->out = out;
   sim->model = model;
   sim->rng.state = (guint64)seed;
-  gint64 start = TRACE_START_NS + random_us(sim, 0, 1000);
+  gint64 start = TRACE_START_NS + random_us(sim, 0, 1000) + entry_delay;
   cpu_thread_init(&sim->main_thread, MAIN_TID, start);
   cpu_thread_init(&sim->autograd_thread, AUTOGRAD_TID, start);
   sim->compute.id = COMPUTE_STREAM;
@@ -1364,10 +1440,14 @@ static void sim_clear(Sim *sim) {
   g_free(sim->softmax_sequence);
 }
 
-/* Writes the whole trace; returns the number of events. */
-static guint64 generate(Writer *out, const Model *model, int steps, gint64 seed) {
+/* Writes the whole trace; returns the number of events.  rendezvous is
+ * NULL for one rank alone; entry_delay is when this rank enters the
+ * recorded window, after the first. */
+static guint64 generate(Writer *out, const Model *model, int steps, gint64 seed,
+                        Rendezvous *rendezvous, gint64 entry_delay) {
   Sim sim;
-  sim_init(&sim, out, model, seed);
+  sim_init(&sim, out, model, seed, entry_delay);
+  sim.rendezvous = rendezvous;
   gint64 trace_start = sim.main_thread.now - 500000;
   write_header(out, model);
   write_metadata(out, trace_start);
@@ -1385,7 +1465,7 @@ static int steps_for_events(const Model *model, gint64 target, gint64 seed) {
   guint64 counts[2];
   for (int steps = 1; steps <= 2; steps++) {
     Writer *dry = writer_new();
-    counts[steps - 1] = generate(dry, model, steps, seed);
+    counts[steps - 1] = generate(dry, model, steps, seed, NULL, 0);
     writer_close(dry);
   }
   gint64 per_step = (gint64)(counts[1] - counts[0]);
@@ -1402,7 +1482,75 @@ typedef struct {
   gint64 seed;
   gboolean mixed;
   gboolean single_gpu;
+  int ranks;            /* 0: one trace (rank 0 of 2); else a folder of this many */
+  gint64 clock_skew_us; /* rank r's host clock is r times this ahead */
+  gint64 entry_spread_us;
 } Options;
+
+/* ---- a job of several ranks ---- */
+
+/* When rank r enters the recorded window after the first: its previous,
+ * unrecorded step ended that much later (a fixed draw per seed and rank). */
+static gint64 entry_delay(gint64 seed, int rank, gint64 spread_us) {
+  Rng rng = {(guint64)seed * 7919u + (guint64)rank * 104729u + 1};
+  for (int i = 0; i < 3; i++) rng_between(&rng, 0, 1);
+  return spread_us > 0 ? rng_between(&rng, 0, spread_us * 1000) : 0;
+}
+
+static gint64 rank_seed(gint64 seed, int rank) { return seed + 1000 * (gint64)rank; }
+
+/* Replays the ranks (writing nothing) until every collective's end stops
+ * moving: pass i fixes at least the i-th collective. */
+static void settle_rendezvous(Model *model, const Options *o, Rendezvous *r) {
+  for (int pass = 0; pass < 100000; pass++) {
+    for (int k = 0; k < r->count; k++) r->latest[k] = 0;
+    for (int rank = 0; rank < o->ranks; rank++) {
+      model->rank = rank;
+      Writer *dry = writer_new();
+      generate(dry, model, o->steps, rank_seed(o->seed, rank), r, entry_delay(o->seed, rank, o->entry_spread_us));
+      writer_close(dry);
+    }
+    gboolean moved = FALSE;
+    for (int k = 0; k < r->count; k++) {
+      gint64 end = r->latest[k] + r->transfer[k];
+      if (end != r->end[k]) moved = TRUE;
+      r->end[k] = end;
+    }
+    if (!moved) return;
+  }
+}
+
+static gboolean generate_job(Model *model, const Options *o, guint64 *events, GError **error) {
+  if (g_mkdir_with_parents(o->output, 0755) != 0) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot make %s: %s", o->output,
+                g_strerror(errno));
+    return FALSE;
+  }
+  Rendezvous r = {NULL, NULL, NULL, 0, 0};
+  settle_rendezvous(model, o, &r);
+  gboolean ok = TRUE;
+  *events = 0;
+  for (int rank = 0; rank < o->ranks && ok; rank++) {
+    char *name = g_strdup_printf("rank%d.json.gz", rank);
+    char *path = g_build_filename(o->output, name, NULL);
+    Writer *out = writer_open(path, error);
+    ok = out != NULL;
+    if (ok) {
+      out->clock_shift = rank * o->clock_skew_us * 1000;
+      model->rank = rank;
+      *events += generate(out, model, o->steps, rank_seed(o->seed, rank), &r,
+                          entry_delay(o->seed, rank, o->entry_spread_us));
+      ok = writer_close(out);
+      if (!ok) g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "writing %s failed", path);
+    }
+    g_free(name);
+    g_free(path);
+  }
+  g_free(r.end);
+  g_free(r.latest);
+  g_free(r.transfer);
+  return ok;
+}
 
 static gboolean parse_options(int argc, char **argv, Options *options,
                               GError **error) {
@@ -1423,6 +1571,12 @@ static gboolean parse_options(int argc, char **argv, Options *options,
        "Layers of three kinds in turn: Linear, Conv2d (1x1), attention", NULL},
       {"single-gpu", 0, 0, G_OPTION_ARG_NONE, &options->single_gpu,
        "One GPU: no DDP all-reduce", NULL},
+      {"ranks", 0, 0, G_OPTION_ARG_INT, &options->ranks,
+       "Write every rank of an N-rank job: -o names a folder of rank<r>.json.gz", "N"},
+      {"clock-skew-us", 0, 0, G_OPTION_ARG_INT64, &options->clock_skew_us,
+       "With --ranks: rank r's host clock is r times this many us ahead (default 0)", "US"},
+      {"entry-spread-us", 0, 0, G_OPTION_ARG_INT64, &options->entry_spread_us,
+       "With --ranks: ranks enter the recorded window up to this many us apart (default 3000)", "US"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   GOptionContext *context = g_option_context_new("- write a synthetic Kineto trace");
@@ -1449,11 +1603,19 @@ static gboolean parse_options(int argc, char **argv, Options *options,
                 MAX_LAYERS);
     return FALSE;
   }
+  if (ok && (options->ranks < 0 || options->ranks > 1024 || options->clock_skew_us < 0 ||
+             options->clock_skew_us > 1000000000 || options->entry_spread_us < 0 ||
+             options->entry_spread_us > 1000000000 || (options->ranks && options->single_gpu))) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "need 0 <= --ranks <= 1024 (not with --single-gpu) and --clock-skew-us, "
+                "--entry-spread-us from 0 to 1000000000");
+    return FALSE;
+  }
   return ok;
 }
 
 int main(int argc, char **argv) {
-  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE};
+  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, 0, 0, 3000};
   GError *error = NULL;
   /* Only the character set: numbers in the JSON must keep a '.' point. */
   setlocale(LC_CTYPE, "");
@@ -1466,8 +1628,22 @@ int main(int argc, char **argv) {
   model_init(&model, options.layers, options.seed);
   model.mixed = options.mixed;
   model.single_gpu = options.single_gpu;
+  model.rank = 0;
+  model.world = options.ranks > 0 ? options.ranks : WORLD_SIZE;
   if (options.events > 0)
     options.steps = steps_for_events(&model, options.events, options.seed);
+  if (options.ranks > 0) {
+    guint64 written = 0;
+    if (!generate_job(&model, &options, &written, &error)) {
+      g_printerr("reverie-gentrace: %s\n", error->message);
+      g_error_free(error);
+      return 1;
+    }
+    g_printerr("reverie-gentrace: wrote %d ranks, %" G_GUINT64_FORMAT " events, %d steps, %d layers to %s\n",
+               options.ranks, written, options.steps, options.layers, options.output);
+    g_free(options.output);
+    return 0;
+  }
 
   Writer *out = writer_open(options.output, &error);
   if (!out) {
@@ -1475,7 +1651,7 @@ int main(int argc, char **argv) {
     g_error_free(error);
     return 1;
   }
-  guint64 events = generate(out, &model, options.steps, options.seed);
+  guint64 events = generate(out, &model, options.steps, options.seed, NULL, 0);
   if (!writer_close(out)) {
     g_printerr("reverie-gentrace: writing %s failed\n", options.output);
     return 1;

@@ -1,0 +1,59 @@
+/*
+ * recost.h - a graph's collectives re-costed for another world size or
+ * cluster with the communication model (comm.h), for the what-ifs that
+ * change either: world-size, ddp on a trace that holds its all-reduces.
+ *
+ * Each selected collective's transfer (in a job of several ranks, the part
+ * after the rendezvous; in a rank alone, the whole kernel, wait included)
+ * is scaled by model(new) / model(recorded) (rv_collective_recost_ns), with
+ * the payload the trace gave or, if it gave none, the one the model needs
+ * to take the recorded time.  The recording is taken to have run on the
+ * same kind of cluster: its group of p ranks on ceil(p / gpus_per_node)
+ * nodes with the plan's links.  Groups that spanned the recorded world
+ * grow to the new world (weak scaling: each rank keeps its batch, so its
+ * buffers keep their size); smaller groups (tensor or pipeline parallel,
+ * point-to-point pairs) keep their size.  The graph's world size becomes
+ * the new one, so a later what-if starts from it.
+ */
+#ifndef REVERIE_RECOST_H
+#define REVERIE_RECOST_H
+
+#include <glib.h>
+#include "reverie/comm.h"
+#include "reverie/graph.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    int world;                  /* the new world size, >= 1 */
+    int gpus_per_node;          /* >= 1 */
+    rv_link intra, inter;       /* checked with rv_link_check */
+    int all_reduce;             /* -1: each all-reduce's recorded algorithm; else the rv_collective all-reduce to use */
+    uint32_t parallelism;       /* which collectives: bits 1u << rv_parallelism */
+    int payload_divisor;        /* each rank moves 1/this of the payload (tensor parallelism's shards); 0 or 1: all */
+} rv_recost_plan;
+
+typedef struct {
+    guint collectives;          /* collectives re-costed */
+    guint tasks;                /* their transfer tasks (one per participating rank) */
+    guint inferred_payloads;    /* collectives whose payload was solved from the recorded time */
+    guint unknown_operation;    /* selected but not a collective the model costs: left as they were */
+    int recorded_world;         /* the graph's world size before */
+    int64_t before_ns, after_ns;   /* their transfers' time, summed over the tasks */
+    int64_t bytes;              /* payloads used, summed over the collectives */
+} rv_recost_summary;
+
+/* Re-cost the selected collectives of the graph.  FALSE with an
+ * RV_ERROR_USAGE error naming `cause` when a new time is out of range
+ * (validate.h). */
+gboolean rv_graph_recost_collectives(rv_graph *graph, const rv_recost_plan *plan, const char *cause,
+                                     rv_recost_summary *summary, GError **error);
+
+/* The graph's recorded world size, or the largest group any of its
+ * collectives other than tensor-parallel ones spans when it has none; at
+ * least 1. */
+int rv_graph_world_size(const rv_graph *graph);
+
+G_END_DECLS
+
+#endif
