@@ -40,6 +40,15 @@ rv_graph *rv_cli_load(const char *path, GError **error);
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
 void rv_cli_print_notes(const rv_graph *graph);
 
+/* gpu_time.c: the summed duration of live GPU kernels (kernel and comm
+ * tasks on GPU streams; copies and sets are not kernels), in all and per
+ * step (one entry when the graph has no steps), and the steady value of a
+ * per-step list (int64): the median of the entries after the first, or the
+ * one entry. */
+int64_t rv_cli_gpu_kernel_ns(const rv_graph *graph);
+GArray *rv_cli_gpu_kernel_ns_by_step(const rv_graph *graph);
+int64_t rv_cli_steady(const GArray *values);
+
 /* One stderr note when a replay had to drop the launch-queue rule (sim.h). */
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim);
 

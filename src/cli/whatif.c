@@ -25,7 +25,8 @@ static void print_notes(const GString *notes)
     g_strfreev(lines);
 }
 
-static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted)
+static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted,
+                        int64_t baseline_gpu_ns, int64_t predicted_gpu_ns)
 {
     char recorded[32], base[32], pred[32], *escaped = NULL;
     printf("%s\n", rv_escape_if_needed(graph->source, &escaped));
@@ -51,10 +52,15 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, GArray *baseline
     rv_cli_format_ms(pred, sizeof pred, pred_total);
     printf("  %-20s %14s %14s %14s %8.3fx\n", "total", recorded, base, pred,
            pred_total ? (double)base_total / pred_total : 0.0);
+    rv_cli_format_ms(base, sizeof base, baseline_gpu_ns);
+    rv_cli_format_ms(pred, sizeof pred, predicted_gpu_ns);
+    printf("  %-20s %14s %14s %14s %8.3fx\n", "GPU kernels", "", base, pred,
+           predicted_gpu_ns ? (double)baseline_gpu_ns / predicted_gpu_ns : 0.0);
     g_free(escaped);
 }
 
-static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted, const rv_diff *diff)
+static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline, GArray *predicted, const rv_diff *diff,
+                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns)
 {
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
     json_object_set_new(root, "source", rv_cli_json_text(graph->source));
@@ -89,6 +95,8 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, GArray *baseline,
     json_object_set_new(root, "baseline_us", json_real(base_total / 1e3));
     json_object_set_new(root, "predicted_us", json_real(pred_total / 1e3));
     json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
+    json_object_set_new(root, "baseline_gpu_us", json_real(baseline_gpu_ns / 1e3));
+    json_object_set_new(root, "predicted_gpu_us", json_real(predicted_gpu_ns / 1e3));
     if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
     rv_cli_print_json(root);
 }
@@ -104,6 +112,7 @@ static int run_whatif(const char *path, char **specs, gboolean as_json, const rv
     rv_diff *diff = NULL;
     GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load(path, &error);
+    int64_t baseline_gpu_ns = graph ? rv_cli_gpu_kernel_ns(graph) : 0;
     if (graph != NULL) {
         rv_cli_print_notes(graph);
         baseline = rv_cli_replay_steps(graph, NULL, NULL, &error);
@@ -115,9 +124,10 @@ static int run_whatif(const char *path, char **specs, gboolean as_json, const rv
     if (predicted != NULL)
         status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
     if (predicted != NULL && status == RV_EXIT_OK) {
-        if (as_json) print_json(graph, opts, baseline, predicted, diff);
+        int64_t predicted_gpu_ns = rv_cli_gpu_kernel_ns(graph);
+        if (as_json) print_json(graph, opts, baseline, predicted, diff, baseline_gpu_ns, predicted_gpu_ns);
         else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
-        else print_table(graph, opts, baseline, predicted);
+        else print_table(graph, opts, baseline, predicted, baseline_gpu_ns, predicted_gpu_ns);
         if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);
