@@ -135,6 +135,12 @@ rv_dtype rv_cost_model_usual_dtype(const rv_cost_model *model);
  * *samples 0 when the trace has none. */
 double rv_cost_model_efficiency(const rv_cost_model *model, rv_cost_class cls, rv_unit unit, guint *samples);
 
+/* What a memory-bound kernel moving `bytes` takes on the source GPU: the
+ * fixed cost plus the bytes at the memory bandwidth times the efficiency
+ * this trace's elementwise kernels show (else its copies', else 0.7), for
+ * kernels a plugin inserts (casts, gradient unscaling). */
+double rv_cost_model_streaming_ns(const rv_cost_model *model, double bytes);
+
 /* Roofline seconds of `flops` and `bytes` on gpu with that unit and dtype
  * (flops_scale and memory_scale multiply the peaks). */
 double rv_cost_roofline_s(const rv_gpu *gpu, rv_unit unit, rv_dtype dtype, double flops, double bytes,

@@ -29,6 +29,8 @@ int rv_cmd_validate(int argc, char **argv);
 int rv_cmd_breakdown(int argc, char **argv);
 int rv_cmd_critical_path(int argc, char **argv);
 int rv_cmd_sweep(int argc, char **argv);
+int rv_cmd_comm_fraction(int argc, char **argv);
+int rv_cmd_kernels(int argc, char **argv);
 
 /* Load a trace or a saved graph ("-": standard input), told apart by
  * content, within the limits of the input options, and check that it is

@@ -19,6 +19,7 @@
 #define MATRIX_EFFICIENCY_DEFAULT 0.8  /* a matmul's share of the peak when nothing better is known */
 #define MATRIX_GAIN_MAX 3.0    /* Daydream: AMP gains at most 3x on compute-bound kernels (Volta, Turing) */
 #define CALIBRATION_MIN_SAMPLES 3
+#define STREAMING_EFFICIENCY_DEFAULT 0.7  /* a streaming kernel's share of the memory bandwidth, when unmeasured */
 
 static const char *const class_names[RV_COST_CLASS_COUNT] = {
     "gemm", "conv", "attention", "elementwise", "reduction", "norm", "copy", "host_copy", "comm", "other", "unknown" };
@@ -235,7 +236,9 @@ static int64_t fixed_cost(const rv_cost_model *model)
     GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
     for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
         const rv_task *task = &g_array_index(model->graph->tasks, rv_task, t);
-        if (is_costed_task(task) && task->kind == RV_TASK_KERNEL) g_array_append_val(durations, task->duration_ns);
+        /* a zero is a profiler's rounding, not a kernel that costs nothing */
+        if (is_costed_task(task) && task->kind == RV_TASK_KERNEL && task->duration_ns > 0)
+            g_array_append_val(durations, task->duration_ns);
     }
     int64_t fixed = 0;
     if (durations->len > 0) {
@@ -300,6 +303,15 @@ double rv_cost_model_efficiency(const rv_cost_model *model, rv_cost_class cls, r
     if (time <= 0) return 0;
     double efficiency = model->calibrated_roofline[cls][unit] / time;
     return efficiency < EFFICIENCY_MIN ? EFFICIENCY_MIN : efficiency > 1 ? 1 : efficiency;
+}
+
+double rv_cost_model_streaming_ns(const rv_cost_model *model, double bytes)
+{
+    guint samples = 0;
+    double efficiency = rv_cost_model_efficiency(model, RV_COST_ELEMENTWISE, RV_UNIT_VECTOR, &samples);
+    if (samples < CALIBRATION_MIN_SAMPLES) efficiency = rv_cost_model_efficiency(model, RV_COST_COPY, RV_UNIT_VECTOR, &samples);
+    if (samples < CALIBRATION_MIN_SAMPLES) efficiency = STREAMING_EFFICIENCY_DEFAULT;
+    return (double)model->fixed_ns + (bytes > 0 ? bytes / (model->source->memory_Bps * efficiency) * 1e9 : 0);
 }
 
 /* ---- plans ----------------------------------------------------------- */

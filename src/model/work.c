@@ -24,7 +24,8 @@
 #include <string.h>
 
 typedef struct {
-    double m, n, k, batch;
+    double m, n, k, batch;   /* batch: of the product (broadcast) */
+    double a_batch, b_batch; /* copies of each operand in memory (1 for a shared weight) */
 } gemm_shape;
 
 static double elements(const rv_shapes *s, guint input) { return (double)rv_shapes_elements(s, input); }
@@ -58,7 +59,7 @@ static gboolean as_addmm(const rv_shapes *s, gemm_shape *g)
 {
     if (rv_shapes_count(s) < 3 || rv_shapes_rank(s, 1) != 2 || rv_shapes_rank(s, 2) != 2) return FALSE;
     if (extent(s, 1, -1) != extent(s, 2, -2)) return FALSE;
-    *g = (gemm_shape){ (double)extent(s, 1, -2), (double)extent(s, 2, -1), (double)extent(s, 1, -1), 1 };
+    *g = (gemm_shape){ (double)extent(s, 1, -2), (double)extent(s, 2, -1), (double)extent(s, 1, -1), 1, 1, 1 };
     return TRUE;
 }
 
@@ -67,7 +68,7 @@ static gboolean as_linear(const rv_shapes *s, gemm_shape *g)
 {
     if (rv_shapes_count(s) < 2 || rv_shapes_rank(s, 0) < 1 || rv_shapes_rank(s, 1) != 2) return FALSE;
     if (extent(s, 0, -1) != extent(s, 1, -1)) return FALSE;
-    *g = (gemm_shape){ leading(s, 0, 1), (double)extent(s, 1, -2), (double)extent(s, 0, -1), 1 };
+    *g = (gemm_shape){ leading(s, 0, 1), (double)extent(s, 1, -2), (double)extent(s, 0, -1), 1, 1, 1 };
     return TRUE;
 }
 
@@ -80,7 +81,7 @@ static gboolean as_matmul(const rv_shapes *s, guint first, gemm_shape *g)
     if (rank_a < 2 || rank_b < 2 || extent(s, a, -1) != extent(s, b, -2)) return FALSE;
     double batch_a = leading(s, a, 2), batch_b = leading(s, b, 2);
     *g = (gemm_shape){ (double)extent(s, a, -2), (double)extent(s, b, -1), (double)extent(s, a, -1),
-                       batch_a > batch_b ? batch_a : batch_b };
+                       batch_a > batch_b ? batch_a : batch_b, batch_a, batch_b };
     return TRUE;
 }
 
@@ -96,7 +97,7 @@ static gboolean matmul_work(const rv_shapes *s, int element_bytes, double *flops
     gemm_shape g;
     gboolean found = as_addmm(s, &g) || as_matmul(s, 0, &g) || as_matmul(s, 1, &g) || as_linear(s, &g);
     if (!found || !gemm_flops(&g, flops, aligned)) return FALSE;
-    *bytes = (g.batch * (g.m * g.k + g.m * g.n) + (g.batch > 1 ? g.batch : 1) * g.k * g.n) * element_bytes;
+    *bytes = (g.a_batch * g.m * g.k + g.batch * g.m * g.n + g.b_batch * g.k * g.n) * element_bytes;
     return TRUE;
 }
 
