@@ -58,7 +58,7 @@ static const char *const elementwise_words[] = {
     "lamb", "upsample", "bias", "add", "mul", NULL };
 static const char *const other_words[] = {
     "sort", "radix", "topk", "scan", "cumsum", "nonzero", "unique", "histogram", "embedding", "index", "gather",
-    "scatter", "distribution", "philox", "curand", "rng", "masked", "one_hot", "grid_sample", "roi_align", "nms",
+    "scatter", "distribution", "philox", "curand", "rng", "normal", "uniform", "bernoulli", "randperm", "masked", "one_hot", "grid_sample", "roi_align", "nms",
     NULL };
 
 /* What the kernel name alone says; RV_COST_UNKNOWN when nothing. */
