@@ -9,6 +9,8 @@
  * the target: kernels by their roofline on the source and the target,
  * keeping the efficiency the trace shows; host copies by the PCIe
  * bandwidths; collectives by the intra-node links (times bandwidth_scale).
+ * Transfers other plugins put on channels (ddp's network) divide by
+ * bandwidth_scale.
  * Kernels the classifier does not know keep their recorded time and are
  * counted in the notes.  The source GPU is the trace's deviceProperties
  * name, or source_gpu=.  With no GPU named anywhere, flops_scale and
@@ -144,6 +146,30 @@ static gboolean scale_host(rv_graph *graph, const rv_params *params, GString *no
     return ok;
 }
 
+/* Transfers a plugin put on a channel (ddp's "net", p3's parameter server)
+ * are not GPU kernels: the cost model leaves them, and a faster link
+ * divides them whole (their latency part is not known apart). */
+static gboolean scale_channel_transfers(rv_graph *graph, const rv_params *params, GString *notes, GError **error)
+{
+    double speed = rv_params_number(params, "bandwidth_scale");
+    if (speed == 1) return TRUE;
+    GArray *transfers = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = rv_graph_task(graph, t);
+        if (task->kind == RV_TASK_COMM && !(task->flags & (RV_TASK_FLAG_GPU | RV_TASK_FLAG_REMOVED)))
+            g_array_append_val(transfers, t);
+    }
+    char *cause = g_strdup_printf("bandwidth_scale=%s", rv_params_string(params, "bandwidth_scale"));
+    gboolean ok = rv_tasks_check_scale(graph, transfers, 1.0 / speed, cause, error);
+    if (ok && transfers->len) {
+        rv_transform_scale(graph, transfers, 1.0 / speed);
+        g_string_append_printf(notes, "    %u transfers on communication channels / %g\n", transfers->len, speed);
+    }
+    g_free(cause);
+    g_array_unref(transfers);
+    return ok;
+}
+
 static void set_launch_latency(rv_graph *graph, const rv_params *params, GString *notes)
 {
     if (!rv_params_given(params, "launch_latency")) return;
@@ -198,7 +224,7 @@ static gboolean hardware_apply(rv_graph *graph, const rv_params *params, rv_plug
         rv_cost_plan_free(plan);
         rv_cost_model_free(model);
     }
-    ok = ok && scale_host(graph, params, output->notes, error);
+    ok = ok && scale_channel_transfers(graph, params, output->notes, error) && scale_host(graph, params, output->notes, error);
     if (ok) set_launch_latency(graph, params, output->notes);
     g_free(neutral);
     rv_gpu_catalogue_free(catalogue);
