@@ -10,7 +10,9 @@
  * keeping the efficiency the trace shows; host copies by the PCIe
  * bandwidths; collectives by the intra-node links (times bandwidth_scale).
  * Transfers other plugins put on channels (ddp's network) divide by
- * bandwidth_scale.
+ * bandwidth_scale.  fp32 convolutions recorded on a GPU without TF32 run
+ * on TF32 Tensor Cores on a target with them, as PyTorch does by default
+ * (tf32=conv; all: matmuls too; none).
  * Kernels the classifier does not know keep their recorded time and are
  * counted in the notes.  The source GPU is the trace's deviceProperties
  * name, or source_gpu=.  With no GPU named anywhere, flops_scale and
@@ -44,21 +46,41 @@ static const rv_param_spec hardware_params[] = {
     { "bandwidth_scale", RV_PARAM_NUMBER, "1", "x", "the target's communication links (collectives) times this", NULL },
     { "host_scale", RV_PARAM_NUMBER, "1", "x", "the host is this many times faster: CPU calls and host overheads / this",
       NULL },
+    { "tf32", RV_PARAM_CHOICE, "conv", NULL,
+      "fp32 work recorded on a GPU without TF32, on a target with it: conv = cuDNN convolutions use TF32 "
+      "(PyTorch's default), all = matmuls too, none", "conv|all|none" },
     { "launch_latency", RV_PARAM_DURATION, "0us", "us",
       "set every stream's launch latency (launch call's end to kernel start); unless given, the trace's own", NULL },
     { NULL }
 };
 
 typedef struct {
-    const rv_gpu *target;
+    const rv_gpu *source, *target;
     double flops_scale, memory_scale, link_scale;
+    const char *tf32;
+    guint to_tf32;
 } retarget;
+
+/* PyTorch runs fp32 convolutions on TF32 Tensor Cores by default where
+ * the GPU has them (torch.backends.cudnn.allow_tf32), matmuls not
+ * (torch.backends.cuda.matmul.allow_tf32): a trace from a GPU without TF32
+ * cannot show that, so the move to one with it applies the defaults. */
+static gboolean gains_tf32(const retarget *r, const rv_kernel_cost *cost)
+{
+    if (cost->dtype != RV_DTYPE_FP32 || !rv_cost_class_is_matmul(cost->cls) || strcmp(r->tf32, "none") == 0) return FALSE;
+    if (r->source->matrix_flops[RV_DTYPE_TF32] > 0 || r->target->matrix_flops[RV_DTYPE_TF32] <= 0) return FALSE;
+    return cost->cls == RV_COST_CONV || strcmp(r->tf32, "all") == 0;
+}
 
 static gboolean retarget_task(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
                               gpointer data)
 {
-    const retarget *r = data;
+    retarget *r = data;
     change->gpu = r->target;
+    if (gains_tf32(r, cost)) {
+        change->dtype = RV_DTYPE_TF32;
+        r->to_tf32++;
+    }
     change->flops_scale = r->flops_scale;
     change->memory_scale = r->memory_scale;
     change->link_scale = r->link_scale;
@@ -212,13 +234,16 @@ static gboolean hardware_apply(rv_graph *graph, const rv_params *params, rv_plug
     if (ok) {
         gboolean achievable = strcmp(rv_params_string(params, "peaks"), "achievable") == 0;
         rv_cost_model *model = rv_cost_model_new(graph, source, achievable);
-        retarget r = { target, rv_params_number(params, "flops_scale"), rv_params_number(params, "memory_scale"),
-                       rv_params_number(params, "bandwidth_scale") };
+        retarget r = { source, target, rv_params_number(params, "flops_scale"), rv_params_number(params, "memory_scale"),
+                       rv_params_number(params, "bandwidth_scale"), rv_params_string(params, "tf32"), 0 };
         rv_cost_plan *plan = rv_cost_model_plan(model, retarget_task, &r);
         note_gpus(graph, params, source, target, neutral != NULL, output->notes);
         ok = rv_cost_plan_apply(graph, plan, "the hardware parameters", error);
         if (ok) {
             note_gpu_time(plan, output->notes);
+            if (r.to_tf32)
+                g_string_append_printf(output->notes, "    %u fp32 kernels run on TF32 Tensor Cores there (tf32=%s, PyTorch's "
+                                                      "defaults)\n", r.to_tf32, r.tf32);
             rv_cost_plan_describe(plan, "      ", output->notes);
         }
         rv_cost_plan_free(plan);

@@ -48,9 +48,11 @@
  * same trace (their summed variable time, before and after); a class with
  * none scales by the peak ratio of the units involved (memory bandwidth
  * and bytes per element for memory-bound classes), and a move from vector
- * to matrix units then gains at most 3x (Daydream's measured ceiling for
- * AMP on Volta and Turing; the peak ratio there is 8x).  Host copies scale
- * with PCIe bandwidth; collectives with the intra-node link.
+ * to matrix units then gains at most 3x over the target's own vector units
+ * (Daydream's measured ceiling for AMP on Volta and Turing, where the peak
+ * ratio is 8x).  Host copies scale with PCIe bandwidth; collectives with
+ * the intra-node link: their bandwidth part, the latency part of comm.h's
+ * model (2 us a step, ring over the graph's world size) stays.
  *
  * PEAKS.  Datasheet peaks by default; with `achievable` the matrix peaks
  * are the measured maximum achievable matmul throughput where BOTH the

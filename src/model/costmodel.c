@@ -388,8 +388,11 @@ static double peak_ratio(const rv_cost_model *model, const rv_kernel_cost *cost,
                                                     : rv_gpu_vector_peak(source, cost->dtype);
     double to_peak = unit == RV_UNIT_MATRIX ? rv_gpu_matrix_peak(target, to, achievable) : rv_gpu_vector_peak(target, to);
     double ratio = from_peak / (to_peak * change->flops_scale);
-    if (unit == RV_UNIT_MATRIX && cost->unit == RV_UNIT_VECTOR && ratio < 1.0 / MATRIX_GAIN_MAX)
-        ratio = 1.0 / MATRIX_GAIN_MAX / change->flops_scale;
+    if (unit == RV_UNIT_MATRIX && cost->unit == RV_UNIT_VECTOR) {
+        /* onto matrix units: at most MATRIX_GAIN_MAX faster than the target's own vector units */
+        double vector = from_peak / (rv_gpu_vector_peak(target, to) * change->flops_scale);
+        ratio = MIN(vector, MAX(ratio, vector / MATRIX_GAIN_MAX));
+    }
     return ratio * change->flops_factor;
 }
 
