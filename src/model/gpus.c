@@ -373,8 +373,7 @@ const rv_gpu *rv_gpu_find(const rv_gpu_catalogue *catalogue, const char *name, G
     g_free(key);
     if (found == NULL) {
         char *known = rv_gpu_catalogue_known(catalogue);
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "unknown GPU '%s' (known: %s; catalogue %s)", name ? name : "",
-                    known, catalogue->path);
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "unknown GPU '%s' (known: %s)", name ? name : "", known);
         g_free(known);
     }
     return found;
