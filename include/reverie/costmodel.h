@@ -32,7 +32,7 @@
  * their recorded bytes.  Where none of this fits the kernel is "unshaped".
  *
  * TIME.  t = fixed + variable.  fixed is what the trace's shortest kernels
- * take (the 5th percentile of kernel durations, at most 3 us): the cost of
+ * take (the 5th percentile of its non-zero kernel durations, at most 3 us): the cost of
  * a kernel that does almost nothing, which no device change removes.  The
  * variable part is roofline / efficiency, roofline = max(FLOPs / peak(unit,
  * dtype), bytes / memory bandwidth).  A shaped kernel's efficiency on the
@@ -40,10 +40,11 @@
  * keeps e while it stays on the same kind of unit, so its time scales by
  * the ratio of its rooflines (the same device and shapes give the recorded
  * time back exactly).  When it moves to another unit (fp32 vector math to
- * Tensor Cores), its efficiency there is bounded: by the efficiency the
- * source trace itself shows for that class on that unit (calibrated over
- * the class, time-weighted, when the trace has such kernels), else by the
- * target's measured matmul fraction (achievable / peak, gpus.h) or 0.8.
+ * Tensor Cores), its efficiency there is bounded: on the same GPU by the
+ * efficiency the trace itself shows for that class on that unit (summed
+ * roofline over summed variable time, when it has 3 such kernels or more),
+ * else by the target's measured matmul fraction (achievable / peak,
+ * gpus.h), else by 0.8.
  * An unshaped kernel scales like the shaped kernels of its class in the
  * same trace (their summed variable time, before and after); a class with
  * none scales by the peak ratio of the units involved (memory bandwidth
