@@ -121,9 +121,6 @@ void rv_cli_policy_clear(rv_plugin_output *policy);
  * launch-queue rule says so once per run on stderr. */
 GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
                             GError **error);
-/* Apply the opts (counting changes) to `graph` and replay under the last
- * policy: the predicted step times, or NULL with an error. */
-GArray *rv_cli_predict(rv_graph *graph, GPtrArray *opts, GError **error);
 /* Text from a trace for a terminal: itself when clean, else escaped
  * (escape.h) into one of RV_CLI_SHOWN_SLOTS buffers that the following
  * calls reuse, so that one printf can show a few names without a free.
