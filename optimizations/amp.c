@@ -1,45 +1,69 @@
 /*
- * amp.c - automatic mixed precision (Daydream appendix A.1, Algorithm 3).
+ * amp.c - automatic mixed precision (torch.autocast with GradScaler; after
+ * Daydream appendix A.1, Algorithm 3, on the kernel cost model).
  *
  *   reverie whatif trace.json.gz --opt amp
- *   reverie whatif trace.json.gz --opt 'amp:compute_speedup=2.5,memory_speedup=1.8,optimizer=shrink'
+ *   reverie whatif trace.json.gz --opt amp:dtype=bf16
+ *   reverie whatif trace.json.gz --opt 'amp:compute_speedup=3,memory_speedup=2'   (Daydream's fixed factors)
  *
- * Every GPU task is put in one class:
- *   compute-bound  GEMM / convolution kernels, recognised by kernel name
- *                  (gemm, cutlass, cudnn/scudnn conv, winograd, implicit_gemm,
- *                  xmma, wgrad, dgrad) or, when the name says nothing either
- *                  way, by the operator or layer they belong to (conv, linear,
- *                  addmm, mm, bmm, matmul, baddbmm):  duration / compute_speedup
- *   memory-bound   everything else on the GPU - elementwise, reductions,
- *                  norms, softmax, device-to-device copies, memsets:
- *                  duration / memory_speedup
- *   unchanged      kernels already in half precision (fp16/bf16 markers in
- *                  the name), host<->device copies (PCIe bound), collectives
- *                  (kind comm), CPU tasks, and - with optimizer=keep, the
- *                  default - the optimizer phase, whose master weights stay
- *                  FP32 under AMP.
- * A kernel whose name says it is elementwise / a reduction / a norm is
- * memory-bound even inside a conv or linear operator (bias adds, bias-grad
- * reductions), so the operator only decides for kernels with neutral names.
+ * model=costmodel (the default where the catalogue knows the trace's GPU):
+ *   - the kernels' dtype is read from their names (costmodel.h): work
+ *     already in fp16/bf16 (or integer work) keeps its time, so a trace
+ *     that already runs in half precision gains nothing;
+ *   - GEMMs, convolutions and attention in fp32/tf32 move to dtype=, on
+ *     the matrix units where the GPU has them for it and the shapes allow
+ *     (multiples of 8 before Ampere), re-costed by the cost model;
+ *   - other fp32 kernels move fewer bytes, except those of operators
+ *     autocast keeps in fp32 (softmax, layer and group norm, losses, sums,
+ *     exp/log/pow: torch.amp's fp32 list);
+ *   - the optimizer phase stays fp32 (master weights) unless optimizer=shrink;
+ *     host copies, collectives and unknown kernels keep their time (unknown
+ *     ones are counted in the notes);
+ *   - casts=on adds what autocast adds: per step, a cast kernel for each
+ *     weighted layer's weights before its first forward kernel, and one
+ *     for its gradient after its backward run, each with a launch call
+ *     costed like the trace's own (the median launch and the median host
+ *     time before a launch);
+ *   - scaler (GradScaler, default for fp16) adds per step a loss-scaling
+ *     kernel before the backward pass, the unscale-and-inf-check kernels
+ *     over the gradients before the optimizer with the .item() that makes
+ *     the host wait for them, and the scale update after the optimizer.
+ * model=daydream: Daydream's constants, GEMM/convolution kernels /
+ *   compute_speedup (3), the rest / memory_speedup (2), on any GPU and in
+ *   any dtype but half precision.  Giving either speedup selects it; so
+ *   does a trace whose GPU the catalogue does not know (model=auto says so
+ *   in the notes).
  */
-#include "reverie/plugin.h"
+#include "reverie/costmodel.h"
 #include "reverie/error.h"
 #include "reverie/kernels.h"
+#include "reverie/layers.h"
+#include "reverie/plugin.h"
 #include "reverie/transform.h"
 #include "reverie/validate.h"
+#include <math.h>
 #include <string.h>
 
 static const rv_param_spec amp_params[] = {
-    { "compute_speedup", RV_PARAM_NUMBER, "3", "x", "speedup of GEMM/convolution kernels (Tensor Cores)", NULL },
-    { "memory_speedup", RV_PARAM_NUMBER, "2", "x", "speedup of memory-bound kernels (half the bytes)", NULL },
+    { "model", RV_PARAM_CHOICE, "auto", NULL,
+      "costmodel: the kernel cost model on the trace's GPU; daydream: fixed speedups; auto: costmodel when the GPU is known",
+      "auto|costmodel|daydream" },
+    { "dtype", RV_PARAM_CHOICE, "fp16", NULL, "autocast's dtype (torch.autocast's default on CUDA: fp16)", "fp16|bf16" },
+    { "scaler", RV_PARAM_CHOICE, "auto", NULL, "GradScaler's kernels and .item() sync (auto: with fp16)", "auto|on|off" },
+    { "casts", RV_PARAM_CHOICE, "on", NULL, "autocast's weight and gradient cast kernels with their launches", "on|off" },
+    { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
+    { "peaks", RV_PARAM_CHOICE, "achievable", NULL, "matrix peaks (see hardware)", "achievable|datasheet" },
+    { "compute_speedup", RV_PARAM_NUMBER, "3", "x", "model=daydream: speedup of GEMM/convolution kernels (Tensor Cores)", NULL },
+    { "memory_speedup", RV_PARAM_NUMBER, "2", "x", "model=daydream: speedup of memory-bound kernels (half the bytes)", NULL },
     { "optimizer", RV_PARAM_CHOICE, "keep", NULL,
       "keep: optimizer kernels stay FP32 (master weights); shrink: treat them like the rest", "keep|shrink" },
     { NULL }
 };
 
+/* ---- Daydream's fixed factors ----------------------------------------- */
+
 typedef enum { CLASS_COMPUTE, CLASS_MEMORY, CLASS_HALF, CLASS_HOST_COPY, CLASS_COMM, CLASS_OPTIMIZER, CLASS_COUNT } amp_class;
 
-/* The kernel class, with the optimizer phase set aside when it stays FP32. */
 static amp_class classify(rv_kernel_classifier *classifier, const rv_task *task, gboolean keep_optimizer)
 {
     rv_kernel_class kernel = rv_kernel_classifier_classify(classifier, task);
@@ -50,9 +74,8 @@ static amp_class classify(rv_kernel_classifier *classifier, const rv_task *task,
     return kernel == RV_KERNEL_COMPUTE ? CLASS_COMPUTE : CLASS_MEMORY;
 }
 
-/* Scale one class by 1 / its speedup.  A speedup so small that a kernel
- * would last past the limits (checked.h) is a parameter out of range;
- * checking after the previous class was scaled makes the total exact. */
+/* Scale one class by 1 / its speedup; checking after the previous class
+ * was scaled makes the total exact. */
 static gboolean scale_class(rv_graph *graph, const GArray *tasks, const rv_params *params, const char *name,
                             GError **error)
 {
@@ -64,10 +87,9 @@ static gboolean scale_class(rv_graph *graph, const GArray *tasks, const rv_param
     return ok;
 }
 
-static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+static gboolean apply_daydream(rv_graph *graph, const rv_params *params, GString *notes, GError **error)
 {
-    double compute = rv_params_number(params, "compute_speedup");
-    double memory = rv_params_number(params, "memory_speedup");
+    double compute = rv_params_number(params, "compute_speedup"), memory = rv_params_number(params, "memory_speedup");
     if (!(compute > 0) || !(memory > 0)) {
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "speedups must be > 0 (compute_speedup=%g, memory_speedup=%g)",
                     compute, memory);
@@ -94,7 +116,7 @@ static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
                     classes[CLASS_HALF]->len, classes[CLASS_OPTIMIZER]->len, classes[CLASS_HOST_COPY]->len,
                     classes[CLASS_COMM]->len);
     if (ok)
-        g_string_append_printf(output->notes,
+        g_string_append_printf(notes,
                                "    scaled %u compute kernels by 1/%g, %u memory-bound GPU tasks by 1/%g; unchanged: "
                                "%u half-precision, %u optimizer, %u host copies, %u collectives\n",
                                classes[CLASS_COMPUTE]->len, compute, classes[CLASS_MEMORY]->len, memory,
@@ -104,7 +126,311 @@ static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     return ok;
 }
 
+/* ---- the cost model ---------------------------------------------------- */
+
+typedef struct {
+    rv_dtype to;
+    gboolean keep_optimizer;
+    guint changed, half, optimizer, fp32_ops, kernels;
+} autocast;
+
+static gboolean is_fp32(rv_dtype dtype) { return dtype == RV_DTYPE_FP32 || dtype == RV_DTYPE_TF32; }
+
+static gboolean autocast_task(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
+                              gpointer data)
+{
+    autocast *a = data;
+    rv_cost_class cls = (rv_cost_class)cost->cls;
+    if (cls == RV_COST_UNKNOWN) return TRUE;  /* the plan counts it and leaves it */
+    if (cls == RV_COST_COMM || cls == RV_COST_HOST_COPY) return FALSE;
+    a->kernels++;
+    if (a->keep_optimizer && g_array_index(graph->tasks, rv_task, task).phase == RV_PHASE_OPTIMIZER) {
+        a->optimizer++;
+        return FALSE;
+    }
+    if (!is_fp32((rv_dtype)cost->dtype)) {
+        a->half += cost->dtype != RV_DTYPE_UNKNOWN;
+        return FALSE;
+    }
+    if (!rv_cost_class_is_matmul(cls) && cost->autocast_fp32) {
+        a->fp32_ops++;
+        return FALSE;
+    }
+    change->dtype = a->to;
+    a->changed++;
+    return TRUE;
+}
+
+/* What the host spends to launch one more kernel: the trace's median launch
+ * call, and the median host time before a launch (framework dispatch). */
+typedef struct {
+    int64_t call_ns, overhead_ns;
+} launch_cost;
+
+static gint compare_int64(gconstpointer a, gconstpointer b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static launch_cost typical_launch(const rv_graph *graph)
+{
+    GArray *overheads = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (!(task->flags & RV_TASK_FLAG_GPU) || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        int32_t launch = rv_graph_launch_of(graph, t);
+        if (launch >= 0) g_array_append_val(overheads, g_array_index(graph->tasks, rv_task, launch).host_overhead_ns);
+    }
+    launch_cost cost = { rv_graph_typical_launch_ns(graph), 0 };
+    if (overheads->len) {
+        g_array_sort(overheads, compare_int64);
+        cost.overhead_ns = g_array_index(overheads, int64_t, overheads->len / 2);
+    }
+    g_array_unref(overheads);
+    return cost;
+}
+
+typedef struct {
+    rv_graph *graph;
+    const rv_cost_model *model;
+    launch_cost launch;
+    guint kernels;      /* inserted */
+    GError **error;
+} inserting;
+
+/* A small kernel on gpu_task's stream right before it (before = TRUE) or
+ * after it, launched right before / after gpu_task's launch call.  -1
+ * without an error where there is no such place (no launch call, the first
+ * task of its stream or thread). */
+static int32_t insert_kernel(inserting *in, int32_t gpu_task, gboolean before, const char *name, double bytes)
+{
+    rv_graph *graph = in->graph;
+    int32_t launch = rv_graph_launch_of(graph, gpu_task);
+    int32_t stream_anchor = before ? rv_graph_resource_previous(graph, gpu_task) : gpu_task;
+    int32_t thread_anchor = launch < 0 ? -1 : before ? rv_graph_resource_previous(graph, launch) : launch;
+    if (stream_anchor < 0 || thread_anchor < 0) return -1;
+    const rv_task *anchor = rv_graph_task(graph, gpu_task);
+    rv_insert_spec spec = { { 0 }, stream_anchor, thread_anchor };
+    spec.task.kind = RV_TASK_KERNEL;
+    spec.task.resource = anchor->resource;
+    spec.task.name = rv_strings_intern(graph->strings, name);
+    spec.task.layer = anchor->layer;
+    spec.task.phase = anchor->phase;
+    spec.task.step = anchor->step;
+    spec.task.input_dims = -1;
+    spec.task.correlation = -1;
+    spec.task.recorded_start_ns = anchor->recorded_start_ns;
+    if (!rv_task_duration_from(graph, -1, rv_cost_model_streaming_ns(in->model, bytes), "the inserted kernel",
+                               &spec.task.duration_ns, in->error))
+        return -2;
+    int32_t id = rv_transform_insert(graph, &spec, in->error);
+    if (id < 0) return -2;
+    int32_t call = rv_graph_launch_of(graph, id);
+    if (call >= 0) rv_graph_task(graph, call)->host_overhead_ns = in->launch.overhead_ns;
+    in->kernels++;
+    return id;
+}
+
+/* Per step, the forward cast of each weighted layer's weights and the
+ * backward cast of its gradient. */
+static gboolean insert_casts(inserting *in, guint *casts)
+{
+    GPtrArray *layers = rv_weighted_layers_by_step(in->graph);
+    GPtrArray *backward = rv_backward_gpu_tasks_by_step(in->graph);
+    gboolean ok = TRUE;
+    for (guint slot = 0; ok && slot < layers->len; slot++) {
+        GArray *step_layers = g_ptr_array_index(layers, slot);
+        double weight_bytes = 0;
+        for (guint l = 0; ok && l < step_layers->len; l++) {
+            const rv_weighted_layer *layer = &g_array_index(step_layers, rv_weighted_layer, l);
+            weight_bytes += (double)layer->weight_bytes;
+            if (layer->first_gpu < 0) continue;
+            int32_t id = insert_kernel(in, layer->first_gpu, TRUE, "autocast: cast weights to half (aten::_to_copy)",
+                                       (double)layer->weight_bytes * 1.5);
+            ok = id != -2;
+            *casts += id >= 0;
+        }
+        GArray *list = g_ptr_array_index(backward, slot);
+        if (!ok || list->len == 0 || step_layers->len == 0) continue;
+        GArray *runs = rv_weighted_backward_runs(in->graph, list);
+        double per_gradient = weight_bytes / step_layers->len;
+        for (guint r = 0; ok && r < runs->len; r++) {
+            int32_t id = insert_kernel(in, g_array_index(runs, int32_t, r), FALSE,
+                                       "autocast: cast gradient to fp32 (ToCopyBackward0)", per_gradient * 1.5);
+            ok = id != -2;
+            *casts += id >= 0;
+        }
+        g_array_unref(runs);
+    }
+    g_ptr_array_unref(layers);
+    g_ptr_array_unref(backward);
+    return ok;
+}
+
+/* First and last GPU task of each step's optimizer phase, and the first of its backward. */
+typedef struct {
+    int32_t first_backward, first_optimizer, last_optimizer;
+    double gradient_bytes;
+    guint gradients;
+} step_marks;
+
+static step_marks *mark_steps(const rv_graph *graph)
+{
+    guint slots = graph->steps->len + 1;
+    step_marks *marks = g_new(step_marks, slots);
+    for (guint s = 0; s < slots; s++) marks[s] = (step_marks){ -1, -1, -1, 0, 0 };
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (!(task->flags & RV_TASK_FLAG_GPU) || (task->flags & RV_TASK_FLAG_REMOVED) || task->kind == RV_TASK_COMM)
+            continue;
+        step_marks *m = &marks[task->step + 1];
+        if (task->phase == RV_PHASE_BACKWARD && m->first_backward < 0) m->first_backward = t;
+        if (task->phase == RV_PHASE_OPTIMIZER) {
+            if (m->first_optimizer < 0) m->first_optimizer = t;
+            m->last_optimizer = t;
+        }
+    }
+    GPtrArray *layers = rv_weighted_layers_by_step(graph);
+    for (guint s = 0; s < slots && s < layers->len; s++) {
+        GArray *step_layers = g_ptr_array_index(layers, s);
+        for (guint l = 0; l < step_layers->len; l++)
+            marks[s].gradient_bytes += (double)g_array_index(step_layers, rv_weighted_layer, l).weight_bytes;
+        marks[s].gradients = step_layers->len * 2;  /* a weight and a bias each */
+    }
+    g_ptr_array_unref(layers);
+    return marks;
+}
+
+/* The host reads found_inf (.item()) and waits for the unscale kernel. */
+static gboolean insert_found_inf_sync(inserting *in, int32_t unscale, int32_t optimizer_task)
+{
+    int32_t launch = rv_graph_launch_of(in->graph, optimizer_task);
+    int32_t anchor = launch >= 0 ? rv_graph_resource_previous(in->graph, launch) : -1;
+    if (anchor < 0) return TRUE;
+    rv_insert_spec spec = { { 0 }, anchor, -1 };
+    spec.task.kind = RV_TASK_CPU;
+    spec.task.resource = rv_graph_task(in->graph, anchor)->resource;
+    spec.task.name = rv_strings_intern(in->graph->strings, "GradScaler: found_inf.item() (cudaMemcpyAsync + sync)");
+    spec.task.phase = RV_PHASE_OPTIMIZER;
+    spec.task.step = rv_graph_task(in->graph, optimizer_task)->step;
+    spec.task.input_dims = -1;
+    spec.task.correlation = -1;
+    spec.task.duration_ns = in->launch.call_ns;
+    spec.task.host_overhead_ns = in->launch.overhead_ns;
+    spec.task.recorded_start_ns = rv_graph_task(in->graph, anchor)->recorded_start_ns;
+    int32_t id = rv_transform_insert(in->graph, &spec, in->error);
+    if (id < 0) return FALSE;
+    rv_transform_add_edge(in->graph, unscale, id);
+    return TRUE;
+}
+
+/* Per step with an optimizer: scale the loss, unscale and check the gradients, update the scale. */
+static gboolean insert_scaler(inserting *in, guint *steps)
+{
+    step_marks *marks = mark_steps(in->graph);
+    gboolean ok = TRUE;
+    for (guint s = 0; ok && s <= in->graph->steps->len; s++) {
+        const step_marks *m = &marks[s];
+        if (m->first_optimizer < 0) continue;
+        if (m->first_backward >= 0)
+            ok = insert_kernel(in, m->first_backward, TRUE, "GradScaler: scale the loss (aten::mul)", 0) != -2;
+        guint chunks = m->gradients > 110 ? (m->gradients + 109) / 110 : 1;  /* multi_tensor_apply's lists */
+        int32_t unscale = -1;
+        for (guint c = 0; ok && c < chunks; c++) {
+            unscale = insert_kernel(in, m->first_optimizer, TRUE,
+                                    "GradScaler: _amp_foreach_non_finite_check_and_unscale_", m->gradient_bytes * 2 / chunks);
+            ok = unscale != -2;
+        }
+        if (ok && unscale >= 0) ok = insert_found_inf_sync(in, unscale, m->first_optimizer);
+        if (ok) ok = insert_kernel(in, m->last_optimizer, FALSE, "GradScaler: _amp_update_scale_", 0) != -2;
+        *steps += ok;
+    }
+    g_free(marks);
+    return ok;
+}
+
+static gboolean wants_scaler(const rv_params *params)
+{
+    const char *scaler = rv_params_string(params, "scaler");
+    return strcmp(scaler, "on") == 0 || (strcmp(scaler, "auto") == 0 && strcmp(rv_params_string(params, "dtype"), "fp16") == 0);
+}
+
+static gboolean insert_autocast_work(rv_graph *graph, const rv_params *params, const rv_cost_model *model,
+                                     GString *notes, GError **error)
+{
+    inserting in = { graph, model, typical_launch(graph), 0, error };
+    guint casts = 0, scaled_steps = 0;
+    gboolean ok = TRUE;
+    if (strcmp(rv_params_string(params, "casts"), "on") == 0) ok = insert_casts(&in, &casts);
+    if (ok && wants_scaler(params)) ok = insert_scaler(&in, &scaled_steps);
+    if (ok && in.kernels)
+        g_string_append_printf(notes, "    inserted %u kernels with their launches: %u autocast casts, GradScaler in %u steps "
+                                      "(launch %.1f us + %.1f us host time each, as the trace's median launch)\n",
+                               in.kernels, casts, scaled_steps, in.launch.call_ns / 1e3, in.launch.overhead_ns / 1e3);
+    else if (ok && wants_scaler(params))
+        g_string_append(notes, "    no optimizer phase and no weighted layer found: no cast or GradScaler kernel added\n");
+    return ok;
+}
+
+static gboolean apply_cost_model(rv_graph *graph, const rv_params *params, const rv_gpu *gpu, GString *notes,
+                                 GError **error)
+{
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, strcmp(rv_params_string(params, "peaks"), "achievable") == 0);
+    autocast a = { (rv_dtype)rv_dtype_from_name(rv_params_string(params, "dtype")),
+                   strcmp(rv_params_string(params, "optimizer"), "keep") == 0, 0, 0, 0, 0, 0 };
+    rv_cost_plan *plan = rv_cost_model_plan(model, autocast_task, &a);
+    gboolean ok = a.kernels > 0;
+    if (!ok)
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "no GPU kernel the cost model knows (%u unknown): nothing to cast",
+                    plan->unknown_tasks);
+    ok = ok && rv_cost_plan_apply(graph, plan, "the amp parameters", error);
+    if (ok) {
+        g_string_append_printf(notes, "    autocast to %s on %s: %u kernels re-costed (%u with an assumed dtype); unchanged: "
+                                      "%u already in half precision, %u optimizer (fp32 master weights), %u in autocast's "
+                                      "fp32 operators\n",
+                               rv_dtype_name(a.to), gpu->id, a.changed, plan->assumed_dtype, a.half, a.optimizer, a.fp32_ops);
+        rv_cost_plan_describe(plan, "      ", notes);
+        if (a.changed == 0) g_string_append(notes, "    every kernel already runs in half precision: autocast changes nothing\n");
+    }
+    ok = ok && (a.changed == 0 || insert_autocast_work(graph, params, model, notes, error));
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    return ok;
+}
+
+static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    const char *mode = rv_params_string(params, "model");
+    gboolean speedups = rv_params_given(params, "compute_speedup") || rv_params_given(params, "memory_speedup");
+    if (strcmp(mode, "daydream") == 0 || (strcmp(mode, "auto") == 0 && speedups))
+        return apply_daydream(graph, params, output->notes, error);
+    if (speedups) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "compute_speedup and memory_speedup belong to model=daydream");
+        return FALSE;
+    }
+    rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(error);
+    if (catalogue == NULL) return FALSE;
+    GError *unknown = NULL;
+    const rv_gpu *gpu = rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"), "source_gpu", &unknown);
+    gboolean ok;
+    if (gpu != NULL) {
+        ok = apply_cost_model(graph, params, gpu, output->notes, error);
+    } else if (strcmp(mode, "auto") == 0 && !rv_params_given(params, "source_gpu")) {
+        g_string_append_printf(output->notes, "    model=auto: %s; Daydream's fixed factors instead\n", unknown->message);
+        ok = apply_daydream(graph, params, output->notes, error);
+    } else {
+        g_propagate_error(error, unknown);
+        unknown = NULL;
+        ok = FALSE;
+    }
+    g_clear_error(&unknown);
+    rv_gpu_catalogue_free(catalogue);
+    return ok;
+}
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
-    RV_PLUGIN_ABI_VERSION, "amp", "automatic mixed precision: GEMM/conv kernels / compute_speedup, the rest of the GPU / memory_speedup",
+    RV_PLUGIN_ABI_VERSION, "amp",
+    "automatic mixed precision: fp32 kernels re-costed in fp16/bf16 on the trace's GPU (cost model), with autocast's casts and GradScaler",
     amp_params, amp_apply,
 };

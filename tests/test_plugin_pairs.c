@@ -35,6 +35,9 @@ static const known_plugin known[] = {
     { "vdnn", "" },
     { "straggler", "rank=0,factor=2" },
     { "world-size", "world=16" },
+    { "hardware", "gpu=H100" },
+    { "precision", "dtype=bf16" },
+    { "model-scale", "hidden=2" },
 };
 
 typedef struct {

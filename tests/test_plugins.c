@@ -124,11 +124,14 @@ START_TEST(amp_real)
     predict_trace("hta_resnet50_v100.json.gz", "amp", "", &base, &pred);
     double gpu_bound = (double)base / (double)pred;
     ck_assert_msg(gpu_bound >= 1.3 && gpu_bound <= 3.0, "resnet50 amp speedup %.3f", gpu_bound);
+    /* Host-bound traces gain far less; autocast's cast kernels and their
+     * launches may even make them slower (a recorded fp32 -> AMP pair of a
+     * small MLP on a T4 ran 1.48x slower), but not by much here. */
     const char *cpu_bound_traces[] = { "param_linear_2080ti.json.gz", "kineto_legacy_resnet50_v100.2steps.json.gz" };
     for (int i = 0; i < 2; i++) {
         predict_trace(cpu_bound_traces[i], "amp", "", &base, &pred);
         double speedup = (double)base / (double)pred;
-        ck_assert_msg(speedup >= 1.0 && speedup < gpu_bound, "%s: amp speedup %.3f (resnet50: %.3f)",
+        ck_assert_msg(speedup >= 0.9 && speedup < 1.1 && speedup < gpu_bound, "%s: amp speedup %.3f (resnet50: %.3f)",
                       cpu_bound_traces[i], speedup, gpu_bound);
     }
 }

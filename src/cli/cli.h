@@ -30,6 +30,8 @@ int rv_cmd_validate(int argc, char **argv);
 int rv_cmd_breakdown(int argc, char **argv);
 int rv_cmd_critical_path(int argc, char **argv);
 int rv_cmd_sweep(int argc, char **argv);
+int rv_cmd_comm_fraction(int argc, char **argv);
+int rv_cmd_kernels(int argc, char **argv);
 
 /* Load a trace or a saved graph ("-": standard input), told apart by
  * content, within the limits of the input options, and check that it is
@@ -77,6 +79,15 @@ void *rv_cli_json_job_summary(const rv_graph *graph);
 /* Print, one line each on stderr, what the timing model had to assume about
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
 void rv_cli_print_notes(const rv_graph *graph);
+
+/* gpu_time.c: the summed duration of live GPU kernels (kernel and comm
+ * tasks on GPU streams; copies and sets are not kernels), in all and per
+ * step (one entry when the graph has no steps), and the steady value of a
+ * per-step list (int64): the median of the entries after the first, or the
+ * one entry. */
+int64_t rv_cli_gpu_kernel_ns(const rv_graph *graph);
+GArray *rv_cli_gpu_kernel_ns_by_step(const rv_graph *graph);
+int64_t rv_cli_steady(const GArray *values);
 
 /* One stderr note when a replay had to drop the launch-queue rule (sim.h). */
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim);
@@ -149,9 +160,6 @@ void rv_cli_policy_clear(rv_plugin_output *policy);
  * launch-queue rule says so once per run on stderr. */
 GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
                             GError **error);
-/* Apply the opts (counting changes) to `graph` and replay under the last
- * policy: the predicted step times, or NULL with an error. */
-GArray *rv_cli_predict(rv_graph *graph, GPtrArray *opts, GError **error);
 /* Text from a trace for a terminal: itself when clean, else escaped
  * (escape.h) into one of RV_CLI_SHOWN_SLOTS buffers that the following
  * calls reuse, so that one printf can show a few names without a free.

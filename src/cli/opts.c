@@ -162,13 +162,3 @@ GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *struc
     rv_sim_result_clear(&sim);
     return steps;
 }
-
-GArray *rv_cli_predict(rv_graph *graph, GPtrArray *opts, GError **error)
-{
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
-    GArray *predicted = NULL;
-    if (rv_cli_apply_opts(graph, opts, TRUE, &policy, error))
-        predicted = rv_cli_replay_steps(graph, NULL, policy.policy.priority ? &policy.policy : NULL, error);
-    rv_cli_policy_clear(&policy);
-    return predicted;
-}

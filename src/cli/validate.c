@@ -12,11 +12,24 @@
  * each side is in view, and "predicting no change" (the baseline's recorded
  * step) is scored too: an error the prediction must beat to be worth
  * anything.
+ *
+ * Beside the step, the GPU kernel time of the steady step (the summed
+ * durations of its kernels, gpu_time.c) is compared the same way, and each
+ * steady step is split into host-only, GPU-only, overlap and idle time
+ * (breakdown.h): a step error where the GPU is predicted right but the two
+ * hosts differ shows as a host-only share that differs, not as a model to
+ * fit.
  */
 #include "cli.h"
+#include "reverie/breakdown.h"
 #include "reverie/report.h"
 #include <jansson.h>
 #include <string.h>
+
+/* Where a steady step's time goes: host only, GPU only, both, neither. */
+typedef struct {
+    int64_t split_ns[RV_SPLIT_COUNT];
+} shares;
 
 /* One recording's steady step, recorded and replayed. */
 typedef struct {
@@ -24,39 +37,80 @@ typedef struct {
     GArray *steps;        /* replayed step times (rv_step_time) */
     int64_t recorded_ns;  /* steady step */
     int64_t simulated_ns;
+    int64_t gpu_ns;       /* GPU kernel time of the steady step, recorded */
+    shares recorded_shares, simulated_shares;
 } side;
 
 typedef struct {
     side baseline, variant;
     GArray *predicted;    /* step times after the --opt */
     int64_t predicted_ns; /* steady step */
+    int64_t predicted_gpu_ns;
+    shares predicted_shares;
     GHashTable *plugins;  /* loaded by the opts */
     GPtrArray *opts;
 } comparison;
 
 /* The steady step of a list of step times: the median of the steps after
  * the first (which carries warm-up); a one-step list is that step. */
-static gint compare_int64(gconstpointer left, gconstpointer right)
-{
-    int64_t a = *(const int64_t *)left, b = *(const int64_t *)right;
-    return a < b ? -1 : a > b;
-}
-
 static int64_t steady_step(const GArray *steps, gboolean simulated)
 {
-    if (steps->len == 0) return 0;
     GArray *values = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (guint s = steps->len > 1 ? 1 : 0; s < steps->len; s++) {
+    for (guint s = 0; s < steps->len; s++) {
         const rv_step_time *step = &g_array_index(steps, rv_step_time, s);
         int64_t value = simulated ? step->simulated_ns : step->recorded_ns;
         g_array_append_val(values, value);
     }
-    g_array_sort(values, compare_int64);
-    guint n = values->len;
-    int64_t steady = n % 2 ? g_array_index(values, int64_t, n / 2)
-                           : (g_array_index(values, int64_t, n / 2 - 1) + g_array_index(values, int64_t, n / 2)) / 2;
+    int64_t steady = rv_cli_steady(values);
     g_array_unref(values);
     return steady;
+}
+
+/* The mean split of the steps a steady step is taken from (all but the first). */
+static shares steady_shares(const rv_graph *graph, const rv_sim_result *sim, gboolean recorded)
+{
+    shares out = { { 0 } };
+    GArray *windows = rv_step_windows(graph, recorded ? NULL : sim);
+    rv_breakdown *breakdown = rv_breakdown_compute(graph, sim, windows);
+    guint first = breakdown->steps->len > 1 ? 1 : 0, count = breakdown->steps->len - first;
+    for (guint s = first; s < breakdown->steps->len; s++) {
+        const rv_step_breakdown *step = &g_array_index(breakdown->steps, rv_step_breakdown, s);
+        for (int k = 0; k < RV_SPLIT_COUNT; k++) out.split_ns[k] += step->split_ns[k];
+    }
+    for (int k = 0; count > 0 && k < RV_SPLIT_COUNT; k++) out.split_ns[k] /= count;
+    rv_breakdown_free(breakdown);
+    g_array_unref(windows);
+    return out;
+}
+
+static int64_t steady_gpu(const rv_graph *graph)
+{
+    GArray *per_step = rv_cli_gpu_kernel_ns_by_step(graph);
+    int64_t steady = rv_cli_steady(per_step);
+    g_array_unref(per_step);
+    return steady;
+}
+
+/* The steps as compared: a job's are its slowest rank's (job.h). */
+static GArray *compared_steps(const rv_graph *graph, const rv_sim_result *sim)
+{
+    if (!rv_cli_is_job(graph)) return rv_step_times(graph, sim);
+    GPtrArray *by_rank = rv_step_times_by_rank(graph, sim);
+    GArray *steps = rv_job_step_times(by_rank);
+    g_ptr_array_unref(by_rank);
+    return steps;
+}
+
+/* Replay a graph (with an optimization's policy or NULL) into step times and shares. */
+static GArray *replay(const rv_graph *graph, const rv_policy *policy, shares *simulated, GError **error)
+{
+    rv_sim_result sim = { 0 };
+    if (!rv_simulate(graph, policy, &sim, error)) return NULL;
+    rv_cli_note_replay(graph, &sim);
+    GArray *steps = compared_steps(graph, &sim);
+    *simulated = steady_shares(graph, &sim, FALSE);
+    rv_sim_result_clear(&sim);
+    return steps;
 }
 
 static double signed_error(int64_t value, int64_t reference)
@@ -64,24 +118,33 @@ static double signed_error(int64_t value, int64_t reference)
     return reference ? (double)(value - reference) / (double)reference : 0.0;
 }
 
-/* The steps as compared: a job's are its slowest rank's (job.h). */
-static GArray *replay_steps(const rv_graph *graph, const rv_policy *policy, GError **error)
-{
-    rv_cli_replay replay;
-    if (!rv_cli_replay_job(graph, policy, &replay, error)) return NULL;
-    GArray *steps = g_array_ref(replay.steps);
-    rv_cli_replay_clear(&replay);
-    return steps;
-}
-
 static gboolean load_side(char *path, side *out, GError **error)
 {
     out->graph = rv_cli_load_job(&path, 1, TRUE, error);
     if (out->graph == NULL) return FALSE;
-    out->steps = replay_steps(out->graph, NULL, error);
+    out->steps = replay(out->graph, NULL, &out->simulated_shares, error);
     if (out->steps == NULL) return FALSE;
+    rv_sim_result recording = { 0 };
+    rv_recorded_result(out->graph, &recording);
+    out->recorded_shares = steady_shares(out->graph, &recording, TRUE);
+    rv_sim_result_clear(&recording);
     out->recorded_ns = steady_step(out->steps, FALSE);
     out->simulated_ns = steady_step(out->steps, TRUE);
+    out->gpu_ns = steady_gpu(out->graph);
+    return TRUE;
+}
+
+/* Apply the --opt specs to the baseline and replay it. */
+static gboolean predict(comparison *c, GError **error)
+{
+    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    if (rv_cli_apply_opts(c->baseline.graph, c->opts, TRUE, &policy, error))
+        c->predicted = replay(c->baseline.graph, policy.policy.priority ? &policy.policy : NULL, &c->predicted_shares,
+                              error);
+    rv_cli_policy_clear(&policy);
+    if (c->predicted == NULL) return FALSE;
+    c->predicted_ns = steady_step(c->predicted, TRUE);
+    c->predicted_gpu_ns = steady_gpu(c->baseline.graph);
     return TRUE;
 }
 
@@ -98,6 +161,13 @@ static void print_side(const char *label, const side *s)
     rv_cli_format_ms(simulated, sizeof simulated, s->simulated_ns);
     printf("  %-24s %14s %14s   (replay error %+.2f%%)\n", label, recorded, simulated,
            100 * signed_error(s->simulated_ns, s->recorded_ns));
+}
+
+static void print_shares(const char *label, const shares *s)
+{
+    printf("    %-30s", label);
+    for (int k = 0; k < RV_SPLIT_COUNT; k++) printf(" %11.3f", s->split_ns[k] / 1e6);
+    printf("\n");
 }
 
 static void print_table(const comparison *c)
@@ -122,6 +192,19 @@ static void print_table(const comparison *c)
            (double)c->baseline.simulated_ns / (double)c->predicted_ns);
     printf("  predicting no change would be off by %+.2f%%\n",
            100 * signed_error(c->baseline.recorded_ns, c->variant.recorded_ns));
+    char base_gpu[32], variant_gpu[32], predicted_gpu[32];
+    rv_cli_format_ms(base_gpu, sizeof base_gpu, c->baseline.gpu_ns);
+    rv_cli_format_ms(variant_gpu, sizeof variant_gpu, c->variant.gpu_ns);
+    rv_cli_format_ms(predicted_gpu, sizeof predicted_gpu, c->predicted_gpu_ns);
+    printf("  GPU kernel time of the steady step: baseline %s, variant %s, predicted %s\n", base_gpu, variant_gpu,
+           predicted_gpu);
+    printf("  error of the GPU kernel time: %+.2f%% (predicting no change: %+.2f%%)\n",
+           100 * signed_error(c->predicted_gpu_ns, c->variant.gpu_ns),
+           100 * signed_error(c->baseline.gpu_ns, c->variant.gpu_ns));
+    printf("  where the steady step goes (ms)     host only    GPU only     overlap        idle\n");
+    print_shares("baseline, recorded", &c->baseline.recorded_shares);
+    print_shares("variant, recorded", &c->variant.recorded_shares);
+    print_shares("variant, predicted", &c->predicted_shares);
 }
 
 static json_t *json_side(const side *s)
@@ -129,6 +212,17 @@ static json_t *json_side(const side *s)
     return json_pack("{s:s,s:I,s:f,s:f,s:f}", "source", s->graph->source, "steps", (json_int_t)s->steps->len,
                      "recorded_steady_us", s->recorded_ns / 1e3, "simulated_steady_us", s->simulated_ns / 1e3,
                      "replay_error", signed_error(s->simulated_ns, s->recorded_ns));
+}
+
+static json_t *json_shares(const shares *s)
+{
+    json_t *object = json_object();
+    for (int k = 0; k < RV_SPLIT_COUNT; k++) {
+        char *key = g_strconcat(rv_split_name(k), "_us", NULL);
+        json_object_set_new(object, key, json_real(s->split_ns[k] / 1e3));
+        g_free(key);
+    }
+    return object;
 }
 
 static void print_json(const comparison *c)
@@ -144,18 +238,16 @@ static void print_json(const comparison *c)
                              "recorded_speedup", (double)c->baseline.recorded_ns / (double)c->variant.recorded_ns,
                              "predicted_speedup", (double)c->baseline.simulated_ns / (double)c->predicted_ns,
                              "no_change_error", signed_error(c->baseline.recorded_ns, c->variant.recorded_ns));
+    json_object_set_new(root, "gpu_kernel",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f}", "baseline_us", c->baseline.gpu_ns / 1e3, "variant_us",
+                                  c->variant.gpu_ns / 1e3, "predicted_us", c->predicted_gpu_ns / 1e3, "error",
+                                  signed_error(c->predicted_gpu_ns, c->variant.gpu_ns), "no_change_error",
+                                  signed_error(c->baseline.gpu_ns, c->variant.gpu_ns)));
+    json_object_set_new(root, "shares",
+                        json_pack("{s:o,s:o,s:o}", "baseline_recorded", json_shares(&c->baseline.recorded_shares),
+                                  "variant_recorded", json_shares(&c->variant.recorded_shares), "predicted",
+                                  json_shares(&c->predicted_shares)));
     rv_cli_print_json(root);
-}
-
-/* Apply the opts to the baseline and replay it under the last policy. */
-static GArray *predict(rv_graph *graph, GPtrArray *opts, GError **error)
-{
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
-    GArray *predicted = NULL;
-    if (rv_cli_apply_opts(graph, opts, TRUE, &policy, error))
-        predicted = replay_steps(graph, policy.policy.priority ? &policy.policy : NULL, error);
-    rv_cli_policy_clear(&policy);
-    return predicted;
 }
 
 static int run_validate(char *baseline_path, char *variant_path, char **specs, gboolean as_json)
@@ -167,10 +259,9 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
     c.opts = rv_cli_opts_prepare(c.plugins, specs, &error);
     gboolean ok = c.opts != NULL && load_side(baseline_path, &c.baseline, &error) &&
                   load_side(variant_path, &c.variant, &error);
-    if (ok) c.predicted = predict(c.baseline.graph, c.opts, &error);
+    if (ok) ok = predict(&c, &error);
     int status = RV_EXIT_OK;
-    if (c.predicted != NULL) {
-        c.predicted_ns = steady_step(c.predicted, TRUE);
+    if (ok) {
         if (as_json) print_json(&c);
         else print_table(&c);
     } else {

@@ -26,7 +26,7 @@ static void print_notes(const GString *notes)
 }
 
 static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
-                        const rv_cli_replay *predicted_replay)
+                        const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     char recorded[32], base[32], pred[32], *escaped = NULL;
@@ -60,11 +60,16 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     rv_cli_format_ms(pred, sizeof pred, pred_total);
     printf("  %-20s %14s %14s %14s %8.3fx\n", "total", recorded, base, pred,
            pred_total ? (double)base_total / pred_total : 0.0);
+    rv_cli_format_ms(base, sizeof base, baseline_gpu_ns);
+    rv_cli_format_ms(pred, sizeof pred, predicted_gpu_ns);
+    printf("  %-20s %14s %14s %14s %8.3fx\n", "GPU kernels", "", base, pred,
+           predicted_gpu_ns ? (double)baseline_gpu_ns / predicted_gpu_ns : 0.0);
     g_free(escaped);
 }
 
 static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
-                       const rv_cli_replay *predicted_replay, const rv_diff *diff)
+                       const rv_cli_replay *predicted_replay, const rv_diff *diff,
+                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
@@ -100,6 +105,8 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_repl
     json_object_set_new(root, "baseline_us", json_real(base_total / 1e3));
     json_object_set_new(root, "predicted_us", json_real(pred_total / 1e3));
     json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
+    json_object_set_new(root, "baseline_gpu_us", json_real(baseline_gpu_ns / 1e3));
+    json_object_set_new(root, "predicted_gpu_us", json_real(predicted_gpu_ns / 1e3));
     if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
     if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, base_replay, predicted_replay));
     rv_cli_print_json(root);
@@ -117,6 +124,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     rv_diff *diff = NULL;
     GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load_job(paths, count, TRUE, &error);
+    int64_t baseline_gpu_ns = graph ? rv_cli_gpu_kernel_ns(graph) : 0;
     if (graph != NULL && rv_cli_replay_job(graph, NULL, &base, &error)) baseline = base.steps;
     if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
     if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error) &&
@@ -126,9 +134,10 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     if (predicted != NULL)
         status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
     if (predicted != NULL && status == RV_EXIT_OK) {
-        if (as_json) print_json(graph, opts, &base, &after, diff);
+        int64_t predicted_gpu_ns = rv_cli_gpu_kernel_ns(graph);
+        if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns);
         else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
-        else print_table(graph, opts, &base, &after);
+        else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns);
         if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);

@@ -8,6 +8,7 @@
  * a conv or linear operator (bias adds, bias-grad reductions).
  */
 #include "reverie/kernels.h"
+#include "reverie/costmodel.h"
 #include <string.h>
 
 static gboolean contains_any(const char *lower, const char *const *words)
@@ -20,7 +21,7 @@ static gboolean contains_any(const char *lower, const char *const *words)
 static const char *const half_markers[] = { "fp16", "bf16", "half", "h884", "h1688", "h16816", "hgemm", "f16", NULL };
 static const char *const compute_names[] = {
     "gemm", "cutlass", "scudnn", "winograd", "implicit_gemm", "xmma", "wgrad", "dgrad",
-    "conv2d", "convolve", "cudnn::detail::conv", "fprop", "gemv", NULL };
+    "conv2d", "convolve", "cudnn::detail::conv", "fprop", "gemv", "cijk_", "nvjet", NULL };
 static const char *const memory_names[] = {
     "elementwise", "reduce", "norm", "softmax", "pointwise", "vectorized", "copy", "fill",
     "relu", "pool", "index", "cat_", "unrolled", "bias", NULL };
@@ -56,10 +57,16 @@ gboolean rv_op_is_attention(const char *text)
     return yes;
 }
 
+static gboolean names_half(const char *name, const char *lower)
+{
+    rv_dtype dtype = rv_cost_dtype_of_name(name, NULL);
+    return dtype == RV_DTYPE_FP16 || dtype == RV_DTYPE_BF16 || dtype == RV_DTYPE_FP8 || contains_any(lower, half_markers);
+}
+
 gboolean rv_kernel_name_is_compute(const char *kernel_name)
 {
     char *lower = g_ascii_strdown(kernel_name ? kernel_name : "", -1);
-    gboolean yes = contains_any(lower, compute_names) && !contains_any(lower, half_markers);
+    gboolean yes = contains_any(lower, compute_names) && !names_half(kernel_name, lower);
     g_free(lower);
     return yes;
 }
@@ -70,7 +77,7 @@ enum { NAME_HALF = 1, NAME_COMPUTE = 2, NAME_MEMORY = 4, NAME_DEVICE_COPY = 8 };
 static int name_bits(const char *name)
 {
     char *lower = g_ascii_strdown(name ? name : "", -1);
-    int bits = (contains_any(lower, half_markers) ? NAME_HALF : 0) |
+    int bits = (names_half(name, lower) ? NAME_HALF : 0) |
                (contains_any(lower, compute_names) ? NAME_COMPUTE : 0) |
                (contains_any(lower, memory_names) ? NAME_MEMORY : 0) |
                (strstr(lower, "dtod") != NULL || strstr(lower, "device -> device") != NULL ? NAME_DEVICE_COPY : 0);

@@ -1,0 +1,168 @@
+/*
+ * model_scale.c - the same Transformer at another size: Tale of Two Cs'
+ * operator models (section 4.2.2) on the kernel cost model.
+ *
+ *   reverie whatif trace.json.gz --opt model-scale:hidden=2
+ *   reverie whatif trace.json.gz --opt model-scale:seq=2,batch=0.5,layers=2
+ *
+ * Each parameter multiplies one hyperparameter of the traced model: the
+ * hidden size H, the sequence length SL, the batch B, the number of blocks
+ * and of attention heads.  Each GPU task's work grows by its operator
+ * model, and the cost model turns the new FLOPs and bytes into time at the
+ * efficiency the trace shows for that kernel (costmodel.h):
+ *   - linear GEMMs: FLOPs x H^2*SL*B (equations 1 and 3), activations x H*SL*B;
+ *   - attention GEMMs (bmm, baddbmm, scaled-dot-product): FLOPs x H*SL^2*B
+ *     (equation 2); the score matrix they read or write x heads*SL^2*B;
+ *   - memory-bound kernels (elementwise, norms, reductions, copies) x H*SL*B,
+ *     or x heads*SL^2*B for those over attention scores (a rank-4 input whose
+ *     last two extents are equal);
+ *   - convolutions x B (they have no H or SL);
+ *   - collectives through the communication model (comm.h): in the forward
+ *     pass (tensor-parallel activations, equation 5) x H*SL*B, in the
+ *     backward pass (data-parallel gradients, equation 8) x H^2, plus the
+ *     latency that does not grow;
+ *   - optimizer kernels (one pass over the parameters) x H^2; host copies
+ *     (the input batch) x SL*B;
+ *   - layers: every task of the forward, backward and optimizer phases, CPU
+ *     and GPU, lasts x layers (with its host overhead): each block stands
+ *     for that many copies of itself.  The embedding and the head count as
+ *     blocks too, which overstates a shallow model.
+ * Unshaped kernels scale like the shaped kernels of their class, or by the
+ * factor above.  The CPU side does not change with H, SL, B or heads: the
+ * same calls launch bigger kernels.
+ */
+#include "reverie/costmodel.h"
+#include "reverie/error.h"
+#include "reverie/plugin.h"
+#include "reverie/shapes.h"
+#include "reverie/transform.h"
+#include "reverie/validate.h"
+#include <string.h>
+
+static const rv_param_spec model_scale_params[] = {
+    { "hidden", RV_PARAM_NUMBER, "1", "x", "hidden size H times this", NULL },
+    { "seq", RV_PARAM_NUMBER, "1", "x", "sequence length SL times this", NULL },
+    { "batch", RV_PARAM_NUMBER, "1", "x", "batch B times this", NULL },
+    { "layers", RV_PARAM_NUMBER, "1", "x", "Transformer blocks times this", NULL },
+    { "heads", RV_PARAM_NUMBER, "1", "x", "attention heads times this (at the same H)", NULL },
+    { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
+    { NULL }
+};
+
+typedef struct {
+    double h, s, b, layers, heads;
+    guint score_kernels;
+} sizes;
+
+/* A rank-4 first input with equal last extents: attention scores (B, heads, SL, SL). */
+static gboolean over_scores(const rv_graph *graph, int32_t task)
+{
+    rv_shapes shapes;
+    gboolean yes = rv_shapes_of_task(graph, task, &shapes) && rv_shapes_rank(&shapes, 0) == 4 &&
+                   rv_shapes_extent(&shapes, 0, 2) == rv_shapes_extent(&shapes, 0, 3) && rv_shapes_extent(&shapes, 0, 3) > 1;
+    rv_shapes_clear(&shapes);
+    return yes;
+}
+
+static gboolean scale_task(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
+                           gpointer data)
+{
+    sizes *z = data;
+    const rv_task *t = &g_array_index(graph->tasks, rv_task, task);
+    double tokens = z->s * z->b, activations = z->h * tokens, scores = z->heads * z->s * z->s * z->b;
+    switch ((rv_cost_class)cost->cls) {
+    case RV_COST_GEMM:
+        change->flops_factor = z->h * z->h * tokens;
+        change->bytes_factor = activations;
+        break;
+    case RV_COST_ATTENTION:
+        change->flops_factor = z->h * z->s * tokens;
+        change->bytes_factor = over_scores(graph, task) || strstr(rv_strings_get(graph->strings, t->op), "bmm") ? scores
+                                                                                                              : activations;
+        break;
+    case RV_COST_CONV: change->flops_factor = change->bytes_factor = z->b; break;
+    case RV_COST_HOST_COPY: change->bytes_factor = tokens; break;
+    case RV_COST_COMM: change->comm_bytes_factor = t->phase == RV_PHASE_BACKWARD ? z->h * z->h : activations; break;
+    case RV_COST_UNKNOWN: return TRUE;  /* counted by the plan, never scaled */
+    default:
+        if (t->phase == RV_PHASE_OPTIMIZER) {
+            change->flops_factor = change->bytes_factor = z->h * z->h;
+        } else if (over_scores(graph, task)) {
+            change->flops_factor = change->bytes_factor = scores;
+            z->score_kernels++;
+        } else {
+            change->flops_factor = change->bytes_factor = activations;
+        }
+    }
+    return TRUE;
+}
+
+/* Every task of the model's phases stands for `layers` copies of itself. */
+static gboolean repeat_layers(rv_graph *graph, const rv_params *params, double layers, GString *notes, GError **error)
+{
+    if (layers == 1) return TRUE;
+    GArray *tasks = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = rv_graph_task(graph, t);
+        if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind == RV_TASK_MARKER || task->kind == RV_TASK_DATALOAD) continue;
+        if (task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER)
+            g_array_append_val(tasks, t);
+    }
+    char *cause = g_strdup_printf("layers=%s", rv_params_string(params, "layers"));
+    gboolean ok = rv_tasks_check_scale(graph, tasks, layers, cause, error);
+    if (ok) {
+        rv_transform_scale(graph, tasks, layers);
+        rv_transform_scale_host_overhead(graph, tasks, layers);
+        g_string_append_printf(notes, "    layers x%g: %u tasks of the forward, backward and optimizer phases (and their host "
+                                      "overheads) last x%g\n", layers, tasks->len, layers);
+    }
+    g_free(cause);
+    g_array_unref(tasks);
+    return ok;
+}
+
+static gboolean read_sizes(const rv_params *params, sizes *z, GError **error)
+{
+    static const char *const names[] = { "hidden", "seq", "batch", "layers", "heads" };
+    double *fields[] = { &z->h, &z->s, &z->b, &z->layers, &z->heads };
+    for (int i = 0; i < 5; i++) {
+        *fields[i] = rv_params_number(params, names[i]);
+        if (!(*fields[i] > 0 && *fields[i] <= 1e4)) {
+            g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s=%s: must be a factor in (0, 10000]", names[i],
+                        rv_params_string(params, names[i]));
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean model_scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    sizes z = { 0 };
+    if (!read_sizes(params, &z, error)) return FALSE;
+    rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(error);
+    if (catalogue == NULL) return FALSE;
+    const rv_gpu *gpu = rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"), "source_gpu", error);
+    gboolean ok = gpu != NULL;
+    if (ok && (z.h != 1 || z.s != 1 || z.b != 1 || z.heads != 1)) {
+        rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+        rv_cost_plan *plan = rv_cost_model_plan(model, scale_task, &z);
+        ok = rv_cost_plan_apply(graph, plan, "the model-scale factors", error);
+        if (ok) {
+            g_string_append_printf(output->notes, "    H x%g, SL x%g, B x%g, heads x%g on %s (%u kernels over attention scores)\n",
+                                   z.h, z.s, z.b, z.heads, gpu->id, z.score_kernels);
+            rv_cost_plan_describe(plan, "      ", output->notes);
+        }
+        rv_cost_plan_free(plan);
+        rv_cost_model_free(model);
+    }
+    ok = ok && repeat_layers(graph, params, z.layers, output->notes, error);
+    rv_gpu_catalogue_free(catalogue);
+    return ok;
+}
+
+G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
+    RV_PLUGIN_ABI_VERSION, "model-scale",
+    "the model at another size (hidden=, seq=, batch=, layers=, heads= factors): Tale of Two Cs' operator models on the kernel cost model",
+    model_scale_params, model_scale_apply,
+};

@@ -1,0 +1,108 @@
+#!/bin/sh
+# cli_hardware.sh - command-line tests for the hardware and precision
+# projection: `kernels`, `comm-fraction`, whatif's GPU kernel time, validate's
+# GPU kernel error and host/GPU split, and the one-line errors of the
+# catalogue and the plugins on it.
+#
+# usage: cli_hardware.sh REVERIE SOURCE_ROOT
+# Uses the traces the project ships; exits 77 (skipped) when they are missing.
+set -u
+
+reverie=$1
+root=$2
+. "$(dirname "$0")/cli_lib.sh"
+
+pair="$root/traces/pairs/gpu_h100_vs_mi300x_timesformer"
+weights="$root/traces/pairs/weights_fp32_vs_bf16_a10g"
+legacy="$root/traces/pairs/dataloader_workers_v100/num_workers_0.json.gz"
+ddp="$root/traces/kineto_legacy_resnet50_v100.2steps.json.gz"
+for file in "$pair/h100.json.gz" "$pair/mi300x.json.gz" "$weights/fp32.json.gz" "$legacy" "$ddp"; do
+    [ -f "$file" ] || { echo "missing $file: skipped" >&2; exit 77; }
+done
+
+expect_in() { # FILE TEXT
+    grep -qF -- "$2" "$1" || fail "$1 lacks \"$2\": $(head -c 300 "$1")"
+}
+one_line() { # the error is exactly one line (besides the timing model's notes)
+    [ "$(grep -vc '^reverie: note:' "$work/err")" -eq 1 ] || fail "expected one line on stderr: $(cat "$work/err")"
+}
+# python3 CHECK over the JSON in $work/out (the expression must be true)
+json_check() { # EXPRESSION
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$work/out" ||
+        fail "JSON check failed: $1: $(head -c 400 "$work/out")"
+}
+
+# --- every new command's --help shows an example ---------------------------
+for command in kernels comm-fraction; do
+    expect_status 0 "$reverie" "$command" --help
+    expect_in "$work/out" "Example"
+done
+
+# --- kernels ----------------------------------------------------------------
+expect_status 0 "$reverie" kernels "$pair/h100.json.gz" --scaling
+expect_in "$work/out" "H100-SXM"
+expect_in "$work/out" "every kernel is classified"
+expect_in "$work/out" "operator models against the shapes"
+expect_status 0 "$reverie" kernels "$weights/fp32.json.gz" --json
+json_check "d['gpu'] == 'A10G' and d['usual_dtype'] == 'fp32' and d['classes']['gemm']['kernels'] == 49"
+expect_status 1 "$reverie" kernels "$legacy"
+expect_in "$work/err" "no deviceProperties"
+expect_in "$work/err" "--source-gpu=NAME"
+one_line
+expect_status 0 "$reverie" kernels "$legacy" --source-gpu V100
+
+# --- whatif: GPU kernel time beside the step times --------------------------
+expect_status 0 "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=MI300X --json
+json_check "d['baseline_gpu_us'] > 150000 and 0 < d['predicted_gpu_us'] < d['baseline_gpu_us']"
+expect_status 0 "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=MI300X
+expect_in "$work/out" "GPU kernels"
+expect_in "$work/out" "H100-SXM (deviceProperties \"NVIDIA H100 80GB HBM3\") -> MI300X"
+
+# --- validate: the GPU kernel error and where the step goes ------------------
+expect_status 0 "$reverie" validate "$weights/fp32.json.gz" "$weights/bf16.json.gz" --opt precision:dtype=bf16 --json
+json_check "abs(d['gpu_kernel']['error']) < 0.15 and d['gpu_kernel']['no_change_error'] > 0.5"
+json_check "set(d['shares']['predicted']) == {'cpu_only_us', 'gpu_only_us', 'overlap_us', 'idle_us'}"
+expect_status 0 "$reverie" validate "$pair/h100.json.gz" "$pair/mi300x.json.gz" --opt hardware:gpu=MI300X
+expect_in "$work/out" "error of the GPU kernel time"
+expect_in "$work/out" "where the steady step goes"
+
+# --- comm-fraction -------------------------------------------------------------
+expect_status 0 "$reverie" comm-fraction "$ddp" --opt ddp:world=16,bandwidth=25Gbps --scale 4:1 --scale 4:4 --json
+json_check "len(d['scenarios']) == 3 and all(abs(s['exposed_comm_us'] + s['overlapped_comm_us'] - s['comm_us']) < 1 for s in d['scenarios'])"
+# compute 4x faster exposes more of the same communication; links 4x faster shrink it again
+json_check "d['scenarios'][1]['exposed_fraction'] > d['scenarios'][0]['exposed_fraction'] > 0"
+json_check "d['scenarios'][2]['comm_us'] < d['scenarios'][1]['comm_us'] / 3"
+expect_status 0 "$reverie" comm-fraction "$pair/h100.json.gz"
+expect_in "$work/out" "no communication in this graph"
+expect_status 1 "$reverie" comm-fraction "$ddp" --scale 4
+expect_in "$work/err" "expected COMPUTE:LINKS"
+one_line
+expect_status 1 "$reverie" comm-fraction "$ddp" --scale 0:1
+one_line
+
+# --- bad input: one line each -----------------------------------------------------
+expect_status 1 "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=TPUv5
+expect_in "$work/err" "unknown GPU 'TPUv5' (known: V100-SXM2"
+one_line
+expect_status 1 "$reverie" whatif "$legacy" --opt hardware:gpu=A100
+expect_in "$work/err" "give source_gpu=NAME"
+one_line
+expect_status 0 "$reverie" whatif "$legacy" --opt hardware:gpu=A100,source_gpu=V100
+expect_status 3 "$reverie" whatif "$weights/bf16.json.gz" --opt precision:dtype=bf16
+expect_in "$work/err" "already bf16"
+one_line
+expect_status 1 "$reverie" whatif "$pair/h100.json.gz" --opt model-scale:hidden=0
+one_line
+echo '{"format": "reverie-gpu-catalogue", "gpus": [{"id": "X"}]}' >"$work/bad.json"
+REVERIE_GPU_CATALOGUE="$work/bad.json" "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=MI300X \
+    >"$work/out" 2>"$work/err"
+[ $? -eq 2 ] || fail "a bad catalogue should exit 2"
+expect_in "$work/err" "GPU catalogue entry X"
+one_line
+REVERIE_GPU_CATALOGUE="$work/none.json" "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=MI300X \
+    >"$work/out" 2>"$work/err"
+[ $? -eq 2 ] || fail "a missing catalogue should exit 2"
+one_line
+
+[ "$failures" -eq 0 ] || { echo "$failures failures" >&2; exit 1; }
+echo "cli_hardware: all checks passed"

@@ -1,0 +1,373 @@
+/*
+ * test_costmodel.c - the GPU catalogue (gpus.h) and the kernel cost model
+ * (costmodel.h): loading and refusing catalogues, finding GPUs by name and
+ * by deviceProperties, classifying kernel names of NVIDIA and AMD
+ * libraries, reading dtypes, FLOPs and bytes from Input Dims, and the
+ * model's promise that re-costing for the same GPU and dtype gives the
+ * recorded time back.  Catalogue from REVERIE_GPU_CATALOGUE (the source
+ * tree's data/gpus.json); real traces from traces/ (skipped when absent).
+ */
+#include <check.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+#include "project_traces.h"
+#include "reverie/costmodel.h"
+#include "reverie/error.h"
+#include "reverie/trace.h"
+
+static rv_gpu_catalogue *catalogue(void)
+{
+    GError *error = NULL;
+    rv_gpu_catalogue *c = rv_gpu_catalogue_load_default(&error);
+    ck_assert_msg(c != NULL, "%s", error ? error->message : "");
+    return c;
+}
+
+/* ---- the catalogue -------------------------------------------------------- */
+
+START_TEST(catalogue_covers_the_issue)
+{
+    rv_gpu_catalogue *c = catalogue();
+    static const char *const ids[] = { "V100-SXM2", "T4", "A10G", "RTX-2080-Ti", "A100-40GB", "A100-80GB", "H100-SXM",
+                                       "H100-PCIe", "H200", "B200", "MI250X", "MI300X", NULL };
+    for (const char *const *id = ids; *id; id++) {
+        const rv_gpu *gpu = rv_gpu_find(c, *id, NULL);
+        ck_assert_msg(gpu != NULL, "%s missing", *id);
+        ck_assert_msg(gpu->memory_Bps > 0 && gpu->pcie_Bps > 0 && gpu->vector_flops[RV_DTYPE_FP32] > 0, "%s", *id);
+        ck_assert_msg(g_hash_table_contains(gpu->sources, "memory_GBps"), "%s: no memory source", *id);
+    }
+    /* a few datasheet figures, so that a typo in the file is caught */
+    ck_assert_double_eq_tol(rv_gpu_find(c, "H100-SXM", NULL)->memory_Bps, 3.35e12, 1e6);
+    ck_assert_double_eq_tol(rv_gpu_find(c, "MI300X", NULL)->matrix_flops[RV_DTYPE_BF16], 1307.4e12, 1e9);
+    ck_assert_double_eq_tol(rv_gpu_find(c, "V100", NULL)->matrix_flops[RV_DTYPE_FP16], 125e12, 1e9);
+    ck_assert_double_eq_tol(rv_gpu_find(c, "A10G", NULL)->matrix_flops[RV_DTYPE_BF16], 70e12, 1e9);
+    ck_assert(rv_gpu_find(c, "V100", NULL)->matrix_flops[RV_DTYPE_BF16] == 0);  /* no bf16 Tensor Cores */
+    rv_gpu_catalogue_free(c);
+}
+END_TEST
+
+START_TEST(names_and_aliases)
+{
+    rv_gpu_catalogue *c = catalogue();
+    ck_assert_str_eq(rv_gpu_find(c, "h100", NULL)->id, "H100-SXM");
+    ck_assert_str_eq(rv_gpu_find(c, "mi300x_vf", NULL)->id, "MI300X");
+    ck_assert_str_eq(rv_gpu_find(c, "rtx 2080 ti", NULL)->id, "RTX-2080-Ti");
+    GError *error = NULL;
+    ck_assert(rv_gpu_find(c, "TPUv5", &error) == NULL);
+    ck_assert(g_error_matches(error, RV_ERROR, RV_ERROR_USAGE));
+    ck_assert_msg(strstr(error->message, "unknown GPU 'TPUv5'") && strstr(error->message, "MI300X") &&
+                  strstr(error->message, "A10G") && !strchr(error->message, '\n'), "%s", error->message);
+    g_error_free(error);
+    rv_gpu_catalogue_free(c);
+}
+END_TEST
+
+START_TEST(device_properties_names)
+{
+    rv_gpu_catalogue *c = catalogue();
+    static const char *const pairs[][2] = {
+        { "NVIDIA H100 80GB HBM3", "H100-SXM" }, { "NVIDIA H100 PCIe", "H100-PCIe" },
+        { "AMD Instinct MI300X VF", "MI300X" }, { "Tesla V100-SXM2-32GB", "V100-SXM2" },
+        { "Tesla V100-DGXS-32GB", "V100-SXM2" }, { "Tesla V100-PCIE-16GB", "V100-PCIe" }, { "NVIDIA A10G", "A10G" },
+        { "NVIDIA A100-PG509-200", "A100-40GB" }, { "NVIDIA A100-SXM4-80GB", "A100-80GB" },
+        { "NVIDIA GeForce RTX 2080 Ti", "RTX-2080-Ti" }, { "Tesla T4", "T4" }, { "NVIDIA H200", "H200" },
+        { "AMD Instinct MI250X/MI250", "MI250X" }, { "NVIDIA B200", "B200" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(pairs); i++) {
+        const rv_gpu *gpu = rv_gpu_match_device(c, pairs[i][0]);
+        ck_assert_msg(gpu && strcmp(gpu->id, pairs[i][1]) == 0, "%s -> %s", pairs[i][0], gpu ? gpu->id : "none");
+    }
+    ck_assert(rv_gpu_match_device(c, "AMD Radeon Graphics") == NULL);
+    ck_assert(rv_gpu_match_device(c, "Synthetic GPU") == NULL);
+    rv_gpu_catalogue_free(c);
+}
+END_TEST
+
+/* A catalogue file with one entry whose JSON is `entry`. */
+static char *write_catalogue(const char *folder, const char *entry)
+{
+    char *path = g_build_filename(folder, "gpus.json", NULL);
+    char *text = g_strdup_printf("{\"format\": \"reverie-gpu-catalogue\", \"gpus\": [%s]}", entry);
+    ck_assert(g_file_set_contents(path, text, -1, NULL));
+    g_free(text);
+    return path;
+}
+
+#define GOOD_ENTRY "\"id\": \"X1\", \"name\": \"X\", \"vendor\": \"nvidia\", \"vector_tflops\": {\"fp32\": 10}, " \
+                   "\"memory_GBps\": 100, \"pcie_GBps\": 32, \"sources\": {\"vector_tflops\": \"d\", " \
+                   "\"memory_GBps\": \"d\", \"pcie_GBps\": \"d\"}"
+
+START_TEST(bad_catalogues_are_refused)
+{
+    char *folder = g_dir_make_tmp("reverie-gpus-XXXXXX", NULL);
+    static const char *const cases[][2] = {
+        { "{" GOOD_ENTRY "}", NULL },
+        { "{" GOOD_ENTRY ", \"sm_count\": 80}", "'sm_count' has no source" },
+        { "{" GOOD_ENTRY ", \"speed\": 3}", "unknown key 'speed'" },
+        { "{\"id\": \"X1\", \"name\": \"X\", \"vendor\": \"nvidia\", \"vector_tflops\": {\"fp32\": -1}, \"memory_GBps\": 100, "
+          "\"pcie_GBps\": 32, \"sources\": {\"vector_tflops\": \"d\", \"memory_GBps\": \"d\", \"pcie_GBps\": \"d\"}}",
+          "'vector_tflops' must be a positive number" },
+        { "{" GOOD_ENTRY "}, {" GOOD_ENTRY "}", "both answer to 'X1'" },
+        { "{" GOOD_ENTRY ", \"matrix_tflops\": {\"fp16\": 3}}", "'matrix_tflops' has no source" },
+        { "{\"id\": \"X1\", \"name\": \"X\", \"vendor\": \"nvidia\", \"vector_tflops\": {\"fp32\": 1}, \"memory_GBps\": 100, "
+          "\"pcie_GBps\": 32, \"matrix_tflops\": {\"fp12\": 3}, \"sources\": {\"vector_tflops\": \"d\", \"memory_GBps\": \"d\", "
+          "\"pcie_GBps\": \"d\", \"matrix_tflops\": \"d\"}}", "unknown dtype 'fp12'" },
+        { "[]", "not an object" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char *path = write_catalogue(folder, cases[i][0]);
+        GError *error = NULL;
+        rv_gpu_catalogue *c = rv_gpu_catalogue_load(path, &error);
+        if (cases[i][1] == NULL) {
+            ck_assert_msg(c != NULL, "%s", error ? error->message : "");
+        } else {
+            ck_assert_msg(c == NULL && g_error_matches(error, RV_ERROR, RV_ERROR_INPUT) && strstr(error->message, cases[i][1]),
+                          "case %zu: %s", i, error ? error->message : "loaded");
+            ck_assert(strchr(error->message, '\n') == NULL);
+            g_error_free(error);
+        }
+        rv_gpu_catalogue_free(c);
+        g_unlink(path);
+        g_free(path);
+    }
+    GError *error = NULL;
+    char *missing = g_build_filename(folder, "none.json", NULL);
+    ck_assert(rv_gpu_catalogue_load(missing, &error) == NULL && g_error_matches(error, RV_ERROR, RV_ERROR_INPUT));
+    g_error_free(error);
+    g_free(missing);
+    g_rmdir(folder);
+    g_free(folder);
+}
+END_TEST
+
+/* ---- names, dtypes and work --------------------------------------------- */
+
+START_TEST(kernel_classes)
+{
+    static const struct { const char *name, *op; rv_task_kind kind; rv_cost_class cls; } cases[] = {
+        { "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "aten::addmm", RV_TASK_KERNEL, RV_COST_GEMM },
+        { "Cijk_Ailk_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT128x256x32", "aten::addmm", RV_TASK_KERNEL, RV_COST_GEMM },
+        { "Cijk_Ailk_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT16x448x64", "aten::bmm", RV_TASK_KERNEL, RV_COST_ATTENTION },
+        { "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1>", "aten::bmm", RV_TASK_KERNEL,
+          RV_COST_ATTENTION },
+        { "volta_sgemm_128x64_nn", "aten::cudnn_convolution", RV_TASK_KERNEL, RV_COST_CONV },
+        { "void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, true, false, true>", "aten::cudnn_convolution",
+          RV_TASK_KERNEL, RV_COST_CONV },
+        { "igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt256x64x8", "aten::miopen_convolution", RV_TASK_KERNEL, RV_COST_CONV },
+        { "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16>", "aten::cudnn_convolution", RV_TASK_KERNEL,
+          RV_COST_COPY },
+        { "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>", "aten::_flash_attention_forward", RV_TASK_KERNEL,
+          RV_COST_ATTENTION },
+        { "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>", "aten::add",
+          RV_TASK_KERNEL, RV_COST_ELEMENTWISE },
+        { "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float>", "aten::_softmax",
+          RV_TASK_KERNEL, RV_COST_REDUCTION },
+        { "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>",
+          "aten::native_layer_norm", RV_TASK_KERNEL, RV_COST_NORM },
+        { "void at::native::normal_kernel<float>", "aten::normal_", RV_TASK_KERNEL, RV_COST_OTHER },
+        { "void at::native::(anonymous namespace)::CatArrayBatchedCopy_contig<c10::BFloat16>", "aten::cat",
+          RV_TASK_KERNEL, RV_COST_COPY },
+        { "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "record_param_comms", RV_TASK_COMM, RV_COST_COMM },
+        { "Memcpy HtoD (Pageable -> Device)", "aten::copy_", RV_TASK_MEMCPY, RV_COST_HOST_COPY },
+        { "Memcpy DtoD (Device -> Device)", "aten::copy_", RV_TASK_MEMCPY, RV_COST_COPY },
+        { "triton_poi_fused_add_mul_0", "", RV_TASK_KERNEL, RV_COST_ELEMENTWISE },
+        { "my_custom_kernel_v2", "myext::op", RV_TASK_KERNEL, RV_COST_UNKNOWN },
+        { "convert_kernel_v2", "", RV_TASK_KERNEL, RV_COST_UNKNOWN },
+        { "mystery", "aten::addmm", RV_TASK_KERNEL, RV_COST_GEMM },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        rv_cost_class cls = rv_cost_classify_name(cases[i].name, cases[i].op, cases[i].kind);
+        ck_assert_msg(cls == cases[i].cls, "%s: %s, expected %s", cases[i].name, rv_cost_class_name(cls),
+                      rv_cost_class_name(cases[i].cls));
+    }
+}
+END_TEST
+
+START_TEST(kernel_dtypes)
+{
+    static const struct { const char *name; rv_dtype dtype; gboolean integer; } cases[] = {
+        { "ampere_sgemm_32x128_tn", RV_DTYPE_FP32, FALSE },
+        { "ampere_bf16_s16816gemm_bf16_128x64_ldg8_relu_f2f_stages_64x4_tn", RV_DTYPE_BF16, FALSE },
+        { "volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn", RV_DTYPE_FP16, FALSE },
+        { "void cutlass_cudnn::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x64>", RV_DTYPE_TF32, FALSE },
+        { "Cijk_Ailk_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs", RV_DTYPE_BF16, FALSE },
+        { "Cijk_Ailk_Bljk_HHS_BH_MT128x128", RV_DTYPE_FP16, FALSE },
+        { "Cijk_Ailk_Bljk_SB_MT64x64", RV_DTYPE_FP32, FALSE },
+        { "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float>", RV_DTYPE_BF16, FALSE },
+        { "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", RV_DTYPE_FP32, FALSE },
+        { "void at::native::index_elementwise_kernel<128, 4, long>", RV_DTYPE_UNKNOWN, TRUE },
+        { "sm90_xmma_gemm_e4m3e4m3_bf16f32_f32_tn", RV_DTYPE_FP8, FALSE },
+        { "volta_dgemm_64x64_nn", RV_DTYPE_FP64, FALSE },
+        { "mystery_kernel", RV_DTYPE_UNKNOWN, FALSE },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        gboolean integer = FALSE;
+        rv_dtype dtype = rv_cost_dtype_of_name(cases[i].name, &integer);
+        ck_assert_msg(dtype == cases[i].dtype && integer == cases[i].integer, "%s: %s%s", cases[i].name,
+                      rv_dtype_name(dtype), integer ? " (integer)" : "");
+    }
+}
+END_TEST
+
+static void check_work(rv_cost_class cls, const char *op, const char *dims, double flops, double bytes)
+{
+    double f = 0, b = 0;
+    gboolean aligned = FALSE;
+    ck_assert_msg(rv_cost_work_of(cls, op, dims, 2, &f, &b, &aligned), "%s %s: no work", op, dims);
+    ck_assert_msg(fabs(f - flops) <= 1e-9 * flops, "%s %s: %.6g FLOPs, expected %.6g", op, dims, f, flops);
+    if (bytes > 0) ck_assert_msg(fabs(b - bytes) <= 1e-9 * bytes, "%s %s: %.6g bytes, expected %.6g", op, dims, b, bytes);
+}
+
+START_TEST(work_from_shapes)
+{
+    /* linear(X (1,25089,768), W (3072,768), b): 2*25089*768*3072 */
+    check_work(RV_COST_GEMM, "aten::addmm", "[[1,25089,768],[3072,768],[3072]]", 2.0 * 25089 * 768 * 3072,
+               2.0 * (25089.0 * 768 + 25089.0 * 3072 + 768.0 * 3072));
+    /* addmm(bias, X (4096,256), W (256,128)) */
+    check_work(RV_COST_GEMM, "aten::addmm", "[[128],[4096,256],[256,128],[],[]]", 2.0 * 4096 * 256 * 128, 0);
+    /* a shared weight is read once, not once per leading row */
+    check_work(RV_COST_GEMM, "aten::addmm", "[[3136,8,768],[768,768],[768]]", 2.0 * 3136 * 8 * 768 * 768,
+               2.0 * (3136.0 * 8 * 768 * 2 + 768.0 * 768));
+    /* bmm (96,3137,64) x (96,64,3137) */
+    check_work(RV_COST_ATTENTION, "aten::bmm", "[[96,3137,64],[96,64,3137]]", 2.0 * 96 * 3137 * 3137 * 64, 0);
+    /* matmul with broadcast batch dims (8,12,S,64) x (8,12,64,S) */
+    check_work(RV_COST_ATTENTION, "aten::bmm", "[[8,12,197,64],[8,12,64,197]]", 2.0 * 96 * 197 * 197 * 64, 0);
+    /* scaled dot-product attention: 4*B*H*S*T*D */
+    check_work(RV_COST_ATTENTION, "aten::_scaled_dot_product_flash_attention", "[[2,16,1024,64],[2,16,1024,64],[2,16,1024,64]]",
+               4.0 * 32 * 1024 * 1024 * 64, 0);
+    /* convolution, stride 1 assumed: 2*N*O*C*kh*kw*H*W */
+    check_work(RV_COST_CONV, "aten::cudnn_convolution", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]",
+               2.0 * 32 * 64 * 64 * 9 * 56 * 56, 0);
+    /* a patch embedding: kernel = stride */
+    check_work(RV_COST_CONV, "aten::cudnn_convolution", "[[128,3,224,224],[768,3,16,16],[],[]]",
+               2.0 * 128 * 768 * 3 * 256 * 14 * 14, 0);
+    /* elementwise: inputs once, the largest written once */
+    check_work(RV_COST_ELEMENTWISE, "aten::add", "[[1,4096,256],[1,4096,256],[]]", 4096.0 * 256, 3.0 * 4096 * 256 * 2);
+    double f, b;
+    gboolean aligned;
+    ck_assert(!rv_cost_work_of(RV_COST_GEMM, "aten::addmm", "[[3],[4,5],[6,7]]", 2, &f, &b, &aligned));
+    ck_assert(!rv_cost_work_of(RV_COST_GEMM, "aten::mm", "not json", 2, &f, &b, &aligned));
+    ck_assert(!rv_cost_work_of(RV_COST_GEMM, "aten::mm", "[[-1,5],[5,3]]", 2, &f, &b, &aligned));
+    ck_assert(!rv_cost_work_of(RV_COST_UNKNOWN, "x", "[[4]]", 2, &f, &b, &aligned));
+}
+END_TEST
+
+/* ---- the model on real traces ---------------------------------------------- */
+
+static rv_graph *graph_of(const char *name)
+{
+    char *path = project_trace_path(name);
+    GError *error = NULL;
+    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
+    ck_assert_msg(trace != NULL, "%s", error ? error->message : "");
+    rv_graph *graph = rv_graph_build(trace, &error);
+    ck_assert_msg(graph != NULL, "%s", error ? error->message : "");
+    rv_trace_free(trace);
+    g_free(path);
+    return graph;
+}
+
+static gboolean keep_everything(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
+                                gpointer data)
+{
+    return TRUE;
+}
+
+/* The same GPU, dtype and sizes give every kernel its recorded time back. */
+static void check_identity(const char *name, const char *gpu_id)
+{
+    rv_gpu_catalogue *c = catalogue();
+    rv_graph *graph = graph_of(name);
+    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, gpu_id, "source_gpu", NULL);
+    ck_assert(gpu != NULL);
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+    rv_cost_plan *plan = rv_cost_model_plan(model, keep_everything, NULL);
+    guint checked = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        double ns = g_array_index(plan->new_ns, double, t);
+        if (ns < 0) continue;
+        int64_t recorded = g_array_index(graph->tasks, rv_task, t).duration_ns;
+        ck_assert_msg(fabs(ns - (double)recorded) < 0.5 + 1e-9 * recorded, "%s task %d: %.1f ns, recorded %" G_GINT64_FORMAT,
+                      name, t, ns, recorded);
+        checked++;
+    }
+    ck_assert_uint_gt(checked, 100);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_graph_free(graph);
+    rv_gpu_catalogue_free(c);
+}
+
+START_TEST(identity_on_real_traces)
+{
+    check_identity("pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz", NULL);
+    check_identity("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz", NULL);
+    check_identity("hta_resnet50_v100.json.gz", NULL);
+    check_identity("pairs/dataloader_workers_v100/num_workers_0.json.gz", "V100");
+}
+END_TEST
+
+/* What the model sees in two traces: classes, dtypes, shapes, efficiencies in (0, 1]. */
+START_TEST(model_reads_the_traces)
+{
+    rv_gpu_catalogue *c = catalogue();
+    rv_graph *graph = graph_of("pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz");
+    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
+    ck_assert_str_eq(gpu->id, "H100-SXM");
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    ck_assert_int_eq(rv_cost_model_usual_dtype(model), RV_DTYPE_BF16);
+    guint gemm = 0, shaped = 0, unknown = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
+        if (cost == NULL) continue;
+        gemm += cost->cls == RV_COST_GEMM;
+        shaped += cost->shaped;
+        unknown += cost->cls == RV_COST_UNKNOWN;
+        if (cost->cls == RV_COST_GEMM) ck_assert_int_eq(cost->unit, RV_UNIT_MATRIX);
+    }
+    ck_assert_uint_eq(gemm, 85);
+    ck_assert_uint_eq(unknown, 0);
+    ck_assert_uint_gt(shaped, 400);
+    guint samples = 0;
+    double gemm_efficiency = rv_cost_model_efficiency(model, RV_COST_GEMM, RV_UNIT_MATRIX, &samples);
+    ck_assert_msg(samples == 85 && gemm_efficiency > 0.3 && gemm_efficiency <= 1, "gemm %.3f over %u", gemm_efficiency, samples);
+    ck_assert(rv_cost_model_fixed_ns(model) > 0 && rv_cost_model_fixed_ns(model) <= 3000);
+    rv_cost_model_free(model);
+    rv_graph_free(graph);
+    rv_gpu_catalogue_free(c);
+}
+END_TEST
+
+int main(void)
+{
+    static const char *const traces[] = { "pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz",
+                                          "pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz",
+                                          "pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz",
+                                          "hta_resnet50_v100.json.gz", "pairs/dataloader_workers_v100/num_workers_0.json.gz",
+                                          NULL };
+    Suite *suite = suite_create("costmodel");
+    TCase *catalogue_case = tcase_create("catalogue");
+    tcase_add_test(catalogue_case, catalogue_covers_the_issue);
+    tcase_add_test(catalogue_case, names_and_aliases);
+    tcase_add_test(catalogue_case, device_properties_names);
+    tcase_add_test(catalogue_case, bad_catalogues_are_refused);
+    suite_add_tcase(suite, catalogue_case);
+    TCase *names = tcase_create("names");
+    tcase_add_test(names, kernel_classes);
+    tcase_add_test(names, kernel_dtypes);
+    tcase_add_test(names, work_from_shapes);
+    suite_add_tcase(suite, names);
+    require_project_traces(traces);
+    TCase *real = tcase_create("real");
+    tcase_set_timeout(real, 300);
+    tcase_add_test(real, identity_on_real_traces);
+    tcase_add_test(real, model_reads_the_traces);
+    suite_add_tcase(suite, real);
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? 1 : 0;
+}
