@@ -38,6 +38,9 @@ static const known_plugin known[] = {
     { "hardware", "gpu=H100" },
     { "precision", "dtype=bf16" },
     { "model-scale", "hidden=2" },
+    { "cuda-graphs", "static=assume" },
+    { "batch-size", "factor=2" },
+    { "grad-accumulation", "steps=2" },
 };
 
 typedef struct {
