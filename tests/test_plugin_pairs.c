@@ -41,6 +41,7 @@ static const known_plugin known[] = {
     { "cuda-graphs", "static=assume" },
     { "batch-size", "factor=2" },
     { "grad-accumulation", "steps=2" },
+    { "checkpoint", "segments=4" },
 };
 
 typedef struct {

@@ -1,6 +1,6 @@
 /*
  * test_single_gpu.c - the single-GPU what-ifs of issue 17: cuda-graphs,
- * batch-size and grad-accumulation.
+ * batch-size, grad-accumulation and checkpoint.
  *
  * A hand-built launch-bound graph gives cuda-graphs' prediction worked out
  * by hand; the real traces give the issue's figures (a large gain on the
@@ -9,6 +9,7 @@
  * each plugin's refusal of a trace that lacks what it needs.  batch-size
  * and grad-accumulation: neutral parameters give the baseline to the ns;
  * per-step work (the optimizer) keeps its time while per-sample work grows.
+ * checkpoint: segments=1 is the baseline; more segments recompute more.
  */
 #include <check.h>
 #include <glib.h>
@@ -22,6 +23,7 @@
 #define LINEAR "param_linear_2080ti.json.gz"
 #define RESNET "hta_resnet50_v100.json.gz"
 #define LEGACY "kineto_legacy_resnet50_v100.2steps.json.gz"
+#define TRANSFORMER "hta_transformer_ddp_v100_rank1.2steps.json.gz"
 
 /* apply_plugin must fail with one RV_ERROR_PLUGIN line containing `words`. */
 static void assert_refused(rv_graph *graph, const char *plugin, const char *text, const char *words)
@@ -204,9 +206,58 @@ START_TEST(batch_refusals)
 }
 END_TEST
 
+/* ---- checkpoint -------------------------------------------------------- */
+
+static int32_t live_gpu_tasks(const rv_graph *graph)
+{
+    int32_t count = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU)) count++;
+    }
+    return count;
+}
+
+/* segments=1 recomputes nothing; more segments recompute more of the
+ * forward pass (never all of it: the last segment is kept), and the step
+ * grows by at most the forward GPU time added. */
+START_TEST(checkpoint_recomputes_forward)
+{
+    check_neutral(TRANSFORMER, "checkpoint", "segments=1");
+    int64_t previous_tasks = 0;
+    for (int n = 2; n <= 8; n *= 2) {
+        rv_graph *graph = load_trace(TRANSFORMER);
+        int64_t base = step_total(graph), forward = phase_gpu_ns(graph, RV_PHASE_FORWARD);
+        int32_t before = live_gpu_tasks(graph);
+        char *text = g_strdup_printf("segments=%d", n);
+        int64_t predicted;
+        apply_and_simulate(graph, "checkpoint", text, NULL, &predicted);
+        int32_t added = live_gpu_tasks(graph) - before;
+        ck_assert_int_gt(added, previous_tasks);
+        ck_assert(predicted > base && predicted <= base + 2 * forward);
+        previous_tasks = added;
+        g_free(text);
+        rv_graph_free(graph);
+    }
+}
+END_TEST
+
+START_TEST(checkpoint_memory_estimate_and_refusal)
+{
+    rv_graph *graph = load_trace(LEGACY);
+    char *notes = apply_notes(graph, "checkpoint", "segments=4");
+    ck_assert_msg(strstr(notes, "activations kept for backward (estimate") != NULL, "%s", notes);
+    g_free(notes);
+    rv_graph_free(graph);
+    graph = load_trace("hta_simple_add_a100.json.gz");
+    assert_refused(graph, "checkpoint", "segments=2", "no step with both forward and backward GPU work");
+    rv_graph_free(graph);
+}
+END_TEST
+
 int main(void)
 {
-    static const char *const traces[] = { LINEAR, RESNET, LEGACY, "hta_cpu_only.json.gz", "hta_simple_add_a100.json.gz",
+    static const char *const traces[] = { LINEAR, RESNET, LEGACY, TRANSFORMER, "hta_cpu_only.json.gz", "hta_simple_add_a100.json.gz",
                                           NULL };
     require_project_traces(traces);
     Suite *suite = suite_create("single_gpu");
@@ -224,6 +275,11 @@ int main(void)
     tcase_add_test(batch, grad_accumulation_repeats_passes);
     tcase_add_test(batch, batch_refusals);
     suite_add_tcase(suite, batch);
+    TCase *checkpoint = tcase_create("checkpoint");
+    tcase_set_timeout(checkpoint, 300);
+    tcase_add_test(checkpoint, checkpoint_recomputes_forward);
+    tcase_add_test(checkpoint, checkpoint_memory_estimate_and_refusal);
+    suite_add_tcase(suite, checkpoint);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
