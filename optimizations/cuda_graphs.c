@@ -19,7 +19,9 @@
  * (region=step: every phase but data loading; forward, backward,
  * optimizer: that phase), on every thread, in recorded order, are cut into
  * segments, one graph each.  A segment ends at anything capture cannot
- * hold: a blocking call (synchronize, a blocking copy, .item()), a call
+ * hold: a blocking call (synchronize, a blocking copy, .item()), memory
+ * management (cudaMalloc, cudaFree, host allocation: they stay as
+ * recorded, even where a replay would not make them), a call
  * that launches a collective (left to its stream: capturing NCCL needs its
  * own setup), a call outside the region, a thread's first call (nothing to
  * anchor the graph launch after), and, with region=step, at the start of
@@ -197,11 +199,22 @@ static gboolean in_region(const char *region, rv_phase phase)
     return strcmp(region, rv_phase_name(phase)) == 0;
 }
 
+/* Memory management and synchronization: illegal while a stream is being
+ * captured (they would invalidate the capture), so they stay as recorded. */
+static gboolean forbidden_in_capture(const char *name)
+{
+    static const char *const words[] = { "Malloc", "Free", "Synchronize", "HostAlloc", "HostRegister", "MemcpyToSymbol", NULL };
+    for (int i = 0; words[i]; i++)
+        if (strstr(name, words[i])) return TRUE;
+    return FALSE;
+}
+
 /* Can this CPU task go into a graph? */
 static gboolean capturable(const rv_graph *graph, const launches *l, const char *region, int32_t id)
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
     if (task->kind != RV_TASK_CPU || (task->flags & (RV_TASK_FLAG_BLOCKING | RV_TASK_FLAG_INSERTED))) return FALSE;
+    if (forbidden_in_capture(rv_strings_get(graph->strings, task->name))) return FALSE;
     if (!in_region(region, (rv_phase)task->phase)) return FALSE;
     if (g_hash_table_contains(l->collective, GINT_TO_POINTER(id + 1))) return FALSE;
     return rv_graph_resource_previous(graph, id) >= 0;

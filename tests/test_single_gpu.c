@@ -98,12 +98,14 @@ START_TEST(cuda_graphs_hand_built)
 }
 END_TEST
 
-/* The figures: large on the launch-bound trace, almost none on the GPU-bound one. */
+/* The issue's figures: large on the launch-bound trace (over 25% of a
+ * step half of which is two cudaFree calls that stay), almost none on the
+ * GPU-bound one. */
 START_TEST(cuda_graphs_launch_bound_vs_gpu_bound)
 {
     int64_t base, predicted;
     predict_trace(LINEAR, "cuda-graphs", "static=assume", &base, &predicted);
-    ck_assert_msg(predicted * 2 < base, "launch-bound: %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT, base, predicted);
+    ck_assert_msg(predicted * 4 < base * 3, "launch-bound: %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT, base, predicted);
     predict_trace(RESNET, "cuda-graphs", "static=assume", &base, &predicted);
     ck_assert_msg(predicted < base && predicted * 100 > base * 98, "GPU-bound: %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT,
                   base, predicted);
