@@ -95,17 +95,17 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
     int32_t launch_of_before = rv_graph_launch_of(graph, before);
     int32_t gpu_after = rv_graph_resource_previous(graph, before);
     int32_t cpu_after = launch_of_before >= 0 ? rv_graph_resource_previous(graph, launch_of_before) : -1;
-    const rv_task *anchor = rv_graph_task(graph, before);
+    const rv_task anchor = *rv_graph_task(graph, before); /* a copy: inserting moves the task array */
     for (guint i = from; i < to; i++) {
         int32_t original = g_array_index(forward, int32_t, i);
         rv_task copy = *rv_graph_task(graph, original);
-        if (copy.resource != anchor->resource) { sum->other_stream++; continue; } /* counted in the notes */
+        if (copy.resource != anchor.resource) { sum->other_stream++; continue; } /* counted in the notes */
         int32_t original_launch = rv_graph_launch_of(graph, original);
         copy.phase = RV_PHASE_BACKWARD;
         copy.flags = RV_TASK_FLAG_GPU;
         copy.correlation = -1;
-        copy.recorded_start_ns = anchor->recorded_start_ns;
-        copy.step = anchor->step;
+        copy.recorded_start_ns = anchor.recorded_start_ns;
+        copy.step = anchor.step;
         rv_insert_spec spec = { copy, gpu_after, cpu_after };
         int32_t id = rv_transform_insert(graph, &spec, error);
         if (id < 0) return FALSE;
