@@ -1,6 +1,6 @@
 /*
  * test_single_gpu.c - the single-GPU what-ifs of issue 17: cuda-graphs,
- * batch-size, grad-accumulation and checkpoint.
+ * batch-size, grad-accumulation, checkpoint and batchnorm-restructure.
  *
  * A hand-built launch-bound graph gives cuda-graphs' prediction worked out
  * by hand; the real traces give the issue's figures (a large gain on the
@@ -10,6 +10,7 @@
  * and grad-accumulation: neutral parameters give the baseline to the ns;
  * per-step work (the optimizer) keeps its time while per-sample work grows.
  * checkpoint: segments=1 is the baseline; more segments recompute more.
+ * batchnorm-restructure: Algorithm 5's halving and removal on ResNet-50.
  */
 #include <check.h>
 #include <glib.h>
@@ -257,6 +258,59 @@ START_TEST(checkpoint_memory_estimate_and_refusal)
 }
 END_TEST
 
+/* ---- batchnorm-restructure -------------------------------------------- */
+
+/* Summed duration of live kernels whose name contains `word`. */
+static int64_t kernels_named(const rv_graph *graph, const char *word, guint *count)
+{
+    int64_t total = 0;
+    *count = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL) continue;
+        if (strstr(rv_strings_get(graph->strings, task->name), word) == NULL) continue;
+        total += task->duration_ns;
+        (*count)++;
+    }
+    return total;
+}
+
+/* Algorithm 5 on ResNet-50: batch norms halve (model=daydream: exactly, by
+ * task), ReLUs go with their launches; the step gains, by less than the
+ * GPU time removed; bn_bytes=1,relu=keep is the baseline. */
+START_TEST(batchnorm_restructure_resnet)
+{
+    check_neutral(RESNET, "batchnorm-restructure", "bn_bytes=1,relu=keep");
+    rv_graph *graph = load_trace(RESNET);
+    int64_t base = step_total(graph), gpu_before = phase_gpu_ns(graph, RV_PHASE_FORWARD) + phase_gpu_ns(graph, RV_PHASE_BACKWARD);
+    guint bn_count, bn_after_count;
+    int64_t bn = kernels_named(graph, "bn_", &bn_count);
+    int64_t predicted;
+    apply_and_simulate(graph, "batchnorm-restructure", "model=daydream", NULL, &predicted);
+    int64_t bn_after = kernels_named(graph, "bn_", &bn_after_count);
+    ck_assert_uint_eq(bn_after_count, bn_count);
+    ck_assert(bn_after <= bn / 2 + bn_count && bn_after >= bn / 2 - bn_count); /* halves, rounded per task */
+    int64_t gpu_after = phase_gpu_ns(graph, RV_PHASE_FORWARD) + phase_gpu_ns(graph, RV_PHASE_BACKWARD);
+    /* the GPU-bound step gains what the GPU loses, give or take the ReLU launches (1%) */
+    ck_assert(predicted < base && (base - predicted) * 100 <= (gpu_before - gpu_after) * 101);
+    rv_graph_free(graph);
+    predict_trace(RESNET, "batchnorm-restructure", "", &base, &predicted);
+    ck_assert(predicted * 100 < base * 95 && predicted * 100 > base * 70);
+    /* relu=keep: only the batch norms gain */
+    int64_t kept;
+    predict_trace(RESNET, "batchnorm-restructure", "relu=keep", &base, &kept);
+    ck_assert(kept < base && kept > predicted);
+}
+END_TEST
+
+START_TEST(batchnorm_restructure_refusal)
+{
+    rv_graph *graph = load_trace(TRANSFORMER);
+    assert_refused(graph, "batchnorm-restructure", "", "no batch-norm GPU kernels");
+    rv_graph_free(graph);
+}
+END_TEST
+
 int main(void)
 {
     static const char *const traces[] = { LINEAR, RESNET, LEGACY, TRANSFORMER, "hta_cpu_only.json.gz", "hta_simple_add_a100.json.gz",
@@ -282,6 +336,11 @@ int main(void)
     tcase_add_test(checkpoint, checkpoint_recomputes_forward);
     tcase_add_test(checkpoint, checkpoint_memory_estimate_and_refusal);
     suite_add_tcase(suite, checkpoint);
+    TCase *batchnorm = tcase_create("batchnorm_restructure");
+    tcase_set_timeout(batchnorm, 300);
+    tcase_add_test(batchnorm, batchnorm_restructure_resnet);
+    tcase_add_test(batchnorm, batchnorm_restructure_refusal);
+    suite_add_tcase(suite, batchnorm);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
