@@ -33,9 +33,9 @@
  * before them (replay runs none of that Python) except the first call's,
  * which stays on the new call: it is the time before the region began.
  * One "cudaGraphLaunch" call is inserted where the first call was, costing
- * launch_cost (0: the trace's median kernel launch call - CUDA 12's
- * straight-line graphs launch in constant time, about one kernel launch)
- * plus node_cost per GPU task.  Its end releases the segment's GPU tasks,
+ * launch_cost (0: the trace's median kernel launch call: a graph launch is
+ * one driver call, taken to cost what one kernel launch does) plus
+ * node_cost per GPU task.  Its end releases the segment's GPU tasks,
  * which follow each other on their streams.  These are plugin edges, not
  * launch edges: the launch-queue rule (graph.h) holds back a call per
  * kernel it launches, which a graph launch does not do; so the stream's
