@@ -39,6 +39,7 @@ static const known_plugin known[] = {
     { "precision", "dtype=bf16" },
     { "model-scale", "hidden=2" },
     { "contention", "" },
+    { "fused-collective", "" },
 };
 
 typedef struct {
