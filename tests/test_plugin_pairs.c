@@ -40,6 +40,7 @@ static const known_plugin known[] = {
     { "model-scale", "hidden=2" },
     { "contention", "" },
     { "fused-collective", "" },
+    { "t3", "" },
 };
 
 typedef struct {
