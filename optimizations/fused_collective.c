@@ -186,7 +186,7 @@ static GArray *participants_of(rv_graph *graph, const fused_state *state, int32_
 
 /* The fused time of one participant. */
 static double fused_time(const fused_state *state, const rv_graph *graph, const participant *p, pair_kind kind,
-                         const rv_collective_info *info, int ranks, int64_t slices)
+                         int ranks, int64_t slices)
 {
     double fixed = (double)state->fixed_ns;
     double compute = MAX(0.0, (double)rv_graph_task((rv_graph *)graph, p->producer)->duration_ns - fixed);
@@ -195,7 +195,6 @@ static double fused_time(const fused_state *state, const rv_graph *graph, const 
     rv_overlap model = { compute, transfer - tail, tail, fixed, (double)state->slice_overhead_ns, slices,
                          ranks > 1 ? (double)(ranks - 1) / ranks : 0.0, state->comm_slowdown,
                          state->compute_slowdown };
-    (void)info;
     return rv_overlap_time_ns(&model);
 }
 
@@ -259,7 +258,7 @@ static gboolean consider(rv_graph *graph, fused_state *state, int32_t index, con
         participant *p = &g_array_index(list, participant, i);
         double separate = (double)(rv_graph_task(graph, p->producer)->duration_ns +
                                    rv_graph_task(graph, p->transfer)->duration_ns);
-        double fused = fused_time(state, graph, p, (pair_kind)kind, info, ranks, slices);
+        double fused = fused_time(state, graph, p, (pair_kind)kind, ranks, slices);
         if (fused >= separate) why = "fused it would not be faster (too few slices, or contention)";
         else if (!rv_task_duration_from(graph, p->producer, fused, "the fused-collective parameters", &p->fused_ns, error)) {
             g_array_unref(list);

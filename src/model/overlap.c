@@ -18,7 +18,7 @@ typedef struct {
 } pipeline;
 
 /* Advance to the next event: the end of the current slice or of the current transfer. */
-static double step(pipeline *p, const rv_overlap *o, int64_t slices, double per_transfer, double per_slice)
+static double step(pipeline *p, const rv_overlap *o, int64_t slices, double per_slice)
 {
     gboolean computing = p->computed < slices;
     double compute_rate = p->sending ? 1.0 / o->compute_slowdown : 1.0;
@@ -55,7 +55,7 @@ double rv_overlap_time_ns(const rv_overlap *o)
             p.sending = TRUE;
             p.transfer_left = per_transfer;
         }
-        now += step(&p, o, slices, per_transfer, per_slice);
+        now += step(&p, o, slices, per_slice);
     }
     return o->startup_ns + now + o->tail_ns;
 }
