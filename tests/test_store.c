@@ -568,14 +568,17 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 4, 4);
+    put_le(bytes + 8, 5, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 4 is newer than this reverie supports (3); re-import the trace",
-                      "version 4");
+                      "test.rvg: format version 5 is newer than this reverie supports (4); re-import the trace",
+                      "version 5");
     put_le(bytes + 8, 2, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 2 predates jobs of several ranks", "version 2");
+    put_le(bytes + 8, 3, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: format version 3 predates the recorded memory peaks", "version 3");
     put_le(bytes + 8, 1, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 1 holds an older timing model", "version 1");

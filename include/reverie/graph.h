@@ -239,6 +239,20 @@ typedef struct {
     int32_t offset_samples;   /* common ends the offset rests on (0: none, offset 0 assumed) */
 } rv_rank;
 
+/* What the trace's [memory] events (profile_memory=True) recorded on one
+ * device of one rank within one step: the caching allocator's totals after
+ * each allocation and free.  memory.h reads these; the graph keeps only
+ * these figures, not the events. */
+typedef struct {
+    int64_t peak_allocated;    /* the highest "Total Allocated" seen, bytes; -1 if no event said */
+    int64_t peak_reserved;     /* the highest "Total Reserved" seen, bytes; -1 if no event said */
+    int64_t allocated_before;  /* allocated before the first event (its total minus its bytes); -1 unknown */
+    int64_t events;            /* allocations and frees counted */
+    int32_t device;            /* the device id */
+    int32_t step;              /* index into steps, -1 for events outside every step */
+    int32_t rank_index;        /* index into ranks (0 in a graph of one trace) */
+} rv_memory_record;
+
 typedef struct {
     char *source;
     rv_strings *strings;
@@ -262,6 +276,9 @@ typedef struct {
      * ranks (rv_rank) the graph holds. */
     GArray *collectives;
     GArray *ranks;
+    /* Appended in ABI 5 (memory.h): rv_memory_record, one per (rank,
+     * device, step) that has [memory] events; empty without them. */
+    GArray *memory;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered
