@@ -75,6 +75,10 @@ json_check "d['estimate'] is None and 'record_shapes' in d['estimate_missing']"
 json_check "d['gpu']['peak_from'] == 'recorded' and d['gpu']['fits']"
 expect_status 0 "$reverie" memory "$resnet" --gpu T4
 expect_in "$work/out" "estimate from shapes (training"
+expect_in "$work/out" "events without totals"
+expect_status 0 "$reverie" memory "$resnet" --json
+json_check "d['recorded']['peak_allocated_bytes'] is None and d['recorded']['peak_above_start_bytes'] > 0"
+json_check "0 < d['above_start_error'] < 0.13"
 
 # --- whatif reports the peak; vdnn lowers it and says what it costs -----------
 expect_status 0 "$reverie" whatif "$h100" --opt scale:select=kind=kernel,factor=0.5 --json

@@ -241,8 +241,8 @@ static rv_graph *hand_built_graph(void)
     rv_rank rank = { 1, 8, -1234, rv_strings_intern(graph->strings, "rank1.json"), 3 };
     g_array_append_val(graph->ranks, rank);
     /* what [memory] events recorded before the step and in it */
-    rv_memory_record outside = { 1000, 2 << 20, -1, 3, 0, -1, 0 };
-    rv_memory_record inside = { 5000, 4 << 20, 1000, 12, 0, 0, 0 };
+    rv_memory_record outside = { 1000, 2 << 20, -1, 3, 1000, 0, -1, 0 };
+    rv_memory_record inside = { 5000, 4 << 20, 1000, 12, 4000, 0, 0, 0 };
     g_array_append_val(graph->memory, outside);
     g_array_append_val(graph->memory, inside);
     return graph;
@@ -332,6 +332,7 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
         const rv_memory_record *y = &g_array_index(b->memory, rv_memory_record, m);
         ck_assert_msg(x->peak_allocated == y->peak_allocated && x->peak_reserved == y->peak_reserved &&
                       x->allocated_before == y->allocated_before && x->events == y->events &&
+                      x->peak_above_start == y->peak_above_start &&
                       x->device == y->device && x->step == y->step && x->rank_index == y->rank_index,
                       "memory record %u differs", m);
     }
@@ -689,11 +690,12 @@ static const forgery forgeries[] = {
     { SEC_RANKS, 0, 3, 4, "section 'ranks': 3 records of 32 bytes" },
     { SEC_RANKS, 4 + 24, 10000, 4, "rank index 0 names string 10000" },
     { SEC_RANKS, 4 + 28, (uint32_t)-1, 4, "rank index 0 has an impossible clock offset" },
-    { SEC_MEMORY, 0, 3, 4, "section 'memory': 3 records of 44 bytes" },
-    { SEC_MEMORY, 4 + 44 + 36, 1, 4, "record 1 names step 1 (there are 1 steps)" },
-    { SEC_MEMORY, 4 + 44 + 36, (uint32_t)-2, 4, "record 1 names step -2" },
-    { SEC_MEMORY, 4 + 44 + 40, 1, 4, "record 1 belongs to rank index 1 (there are 1 ranks)" },
-    { SEC_MEMORY, 4 + 32, 4096, 4, "record 0 names device 4096" },
+    { SEC_MEMORY, 0, 3, 4, "section 'memory': 3 records of 52 bytes" },
+    { SEC_MEMORY, 4 + 52 + 44, 1, 4, "record 1 names step 1 (there are 1 steps)" },
+    { SEC_MEMORY, 4 + 52 + 44, (uint32_t)-2, 4, "record 1 names step -2" },
+    { SEC_MEMORY, 4 + 52 + 48, 1, 4, "record 1 belongs to rank index 1 (there are 1 ranks)" },
+    { SEC_MEMORY, 4 + 40, 4096, 4, "record 0 names device 4096" },
+    { SEC_MEMORY, 4 + 32, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
     { SEC_MEMORY, 4 + 0, (uint64_t)-2, 8, "record 0 holds an impossible byte count" },
     { SEC_MEMORY, 4 + 24, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
@@ -817,7 +819,7 @@ START_TEST(extra_bytes)
     ck_assert_uint_eq(le32(last_entry), SEC_MEMORY);
     put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
     fix_checksums(longer, length + 3);
-    expect_load_error(longer, length + 3, "section 'memory': 2 records of 44 bytes need 88 bytes but the section has 91",
+    expect_load_error(longer, length + 3, "section 'memory': 2 records of 52 bytes need 104 bytes but the section has 107",
                       "memory too long");
     g_free(longer);
     g_free(bytes);

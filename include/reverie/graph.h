@@ -248,6 +248,9 @@ typedef struct {
     int64_t peak_reserved;     /* the highest "Total Reserved" seen, bytes; -1 if no event said */
     int64_t allocated_before;  /* allocated before the first event (its total minus its bytes); -1 unknown */
     int64_t events;            /* allocations and frees counted */
+    int64_t peak_above_start;  /* the highest running sum of the events' Bytes in time order: what was
+                                  allocated above the level before the first event (old profilers write
+                                  Bytes without totals, so this is known for every trace with events) */
     int32_t device;            /* the device id */
     int32_t step;              /* index into steps, -1 for events outside every step */
     int32_t rank_index;        /* index into ranks (0 in a graph of one trace) */

@@ -28,7 +28,8 @@ static const char *step_name(const rv_graph *graph, int32_t step)
 }
 
 /* The figure --gpu compares: the recorded peak where there is one (it is
- * what the job needed), else the estimate. */
+ * what the job needed), else the estimate.  A trace with [memory] events
+ * but neither totals nor shapes has no absolute figure: --gpu then says so. */
 static int64_t fit_bytes(const memory_view *v, const char **from)
 {
     *from = v->recorded ? "recorded" : "estimate";
@@ -60,26 +61,67 @@ static void print_estimate(const memory_view *v)
     printf("\n");
 }
 
+/* What a step allocates above its start: the estimate's activations and
+ * workspace at its peak (weights, state and, in PyTorch before 2.0,
+ * gradients persist across steps), for traces whose events have no totals. */
+static int64_t estimated_above_start(const rv_memory_estimate *e)
+{
+    return e->bytes[e->peak_phase][RV_MEM_ACTIVATIONS] + e->bytes[e->peak_phase][RV_MEM_WORKSPACE];
+}
+
+static int64_t recorded_above_start(const rv_graph *graph)
+{
+    int64_t most = 0;
+    for (guint i = 0; i < graph->memory->len; i++) {
+        const rv_memory_record *r = &g_array_index(graph->memory, rv_memory_record, i);
+        if (r->step >= 0) most = MAX(most, r->peak_above_start);
+    }
+    return most;
+}
+
+static void print_mib_or_dash(int64_t bytes, int width)
+{
+    if (bytes < 0) printf(" %*s", width, "-");
+    else printf(" %*.1f", width, mib(bytes));
+}
+
 static void print_recorded(const memory_view *v)
 {
-    printf("recorded ([memory] events): peak %.1f MiB allocated, %.1f MiB reserved (device %d", mib(v->allocated),
-           mib(v->reserved), v->device);
-    if (v->graph->ranks->len > 1)
-        printf(", rank %" G_GINT64_FORMAT, g_array_index(v->graph->ranks, rv_rank, v->rank_index).rank);
-    printf(")\n  %-20s %6s %8s %16s %16s %16s\n", "step", "device", "events", "allocated before", "peak allocated",
-           "peak reserved");
+    if (v->recorded) {
+        printf("recorded ([memory] events): peak %.1f MiB allocated, %.1f MiB reserved (device %d", mib(v->allocated),
+               mib(v->reserved), v->device);
+        if (v->graph->ranks->len > 1)
+            printf(", rank %" G_GINT64_FORMAT, g_array_index(v->graph->ranks, rv_rank, v->rank_index).rank);
+        printf(")\n");
+    } else {
+        printf("recorded ([memory] events without totals, an older profiler): only what each step allocated "
+               "above its start\n");
+    }
+    printf("  %-20s %6s %8s %16s %15s %15s %15s\n", "step", "device", "events", "allocated before", "above start",
+           "peak allocated", "peak reserved");
     for (guint i = 0; i < v->graph->memory->len; i++) {
         const rv_memory_record *r = &g_array_index(v->graph->memory, rv_memory_record, i);
         const char *step = step_name(v->graph, r->step);
-        printf("  %-20s %6d %8" G_GINT64_FORMAT " %16.1f %16.1f %16.1f\n", step ? rv_cli_shown(step) : "(outside steps)",
-               r->device, r->events, mib(r->allocated_before), mib(r->peak_allocated), mib(r->peak_reserved));
+        printf("  %-20s %6d %8" G_GINT64_FORMAT, step ? rv_cli_shown(step) : "(outside steps)", r->device, r->events);
+        print_mib_or_dash(r->allocated_before, 16);
+        print_mib_or_dash(r->peak_above_start, 15);
+        print_mib_or_dash(r->peak_allocated, 15);
+        print_mib_or_dash(r->peak_reserved, 15);
+        printf("\n");
     }
-    if (v->estimated)
+    if (v->estimated && v->recorded)
         printf("estimate vs recorded peak: %+.1f%%\n", 100.0 * ((double)v->estimate.peak / (double)v->allocated - 1.0));
+    else if (v->estimated && recorded_above_start(v->graph) > 0)
+        printf("estimate of a step's own allocations (activations + workspace at the peak) vs recorded above start: "
+               "%+.1f%%\n", 100.0 * ((double)estimated_above_start(&v->estimate) / (double)recorded_above_start(v->graph) - 1.0));
 }
 
 static void print_fit(const memory_view *v)
 {
+    if (!v->recorded && !v->estimated) {
+        printf("%s: cannot say whether it fits: the events have no totals and the trace no shapes\n", v->gpu->id);
+        return;
+    }
     const char *from;
     int64_t need = fit_bytes(v, &from);
     printf("%s: %.1f GiB of memory; the %s peak %.1f GiB %s (%.1f%%)\n", v->gpu->id, v->gpu->memory_bytes / 1073741824.0,
@@ -114,16 +156,21 @@ static json_t *json_recorded(const memory_view *v)
     for (guint i = 0; i < v->graph->memory->len; i++) {
         const rv_memory_record *r = &g_array_index(v->graph->memory, rv_memory_record, i);
         const char *step = step_name(v->graph, r->step);
-        json_array_append_new(steps, json_pack("{s:o, s:i, s:i, s:I, s:I, s:I, s:I}", "step",
+        json_array_append_new(steps, json_pack("{s:o, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "step",
                                                step ? json_string(step) : json_null(), "device", r->device,
                                                "rank_index", r->rank_index, "events", (json_int_t)r->events,
+                                               "peak_above_start_bytes", (json_int_t)r->peak_above_start,
                                                "allocated_before_bytes", (json_int_t)r->allocated_before,
                                                "peak_allocated_bytes", (json_int_t)r->peak_allocated,
                                                "peak_reserved_bytes", (json_int_t)r->peak_reserved));
     }
-    return json_pack("{s:I, s:I, s:i, s:i, s:o}", "peak_allocated_bytes", (json_int_t)v->allocated,
-                     "peak_reserved_bytes", (json_int_t)v->reserved, "device", v->device, "rank_index", v->rank_index,
-                     "steps", steps);
+    json_t *root = json_pack("{s:o}", "steps", steps);
+    json_object_set_new(root, "peak_allocated_bytes", v->recorded ? json_integer(v->allocated) : json_null());
+    json_object_set_new(root, "peak_reserved_bytes", v->recorded ? json_integer(v->reserved) : json_null());
+    json_object_set_new(root, "device", v->recorded ? json_integer(v->device) : json_null());
+    json_object_set_new(root, "rank_index", v->recorded ? json_integer(v->rank_index) : json_null());
+    json_object_set_new(root, "peak_above_start_bytes", json_integer(recorded_above_start(v->graph)));
+    return root;
 }
 
 static json_t *json_view(const memory_view *v)
@@ -131,11 +178,19 @@ static json_t *json_view(const memory_view *v)
     json_t *root = json_pack("{s:s}", "source", v->graph->source);
     json_object_set_new(root, "estimate", v->estimated ? json_estimate(v) : json_null());
     if (!v->estimated) json_object_set_new(root, "estimate_missing", json_string(v->estimate_error->message));
-    json_object_set_new(root, "recorded", v->recorded ? json_recorded(v) : json_null());
+    gboolean any = v->graph->memory->len > 0;
+    json_object_set_new(root, "recorded", any ? json_recorded(v) : json_null());
     json_object_set_new(root, "estimate_error", v->estimated && v->recorded
                                                     ? json_real((double)v->estimate.peak / (double)v->allocated - 1.0)
                                                     : json_null());
-    if (v->gpu) {
+    int64_t above = any ? recorded_above_start(v->graph) : 0;
+    json_object_set_new(root, "above_start_error",
+                        v->estimated && above > 0
+                            ? json_real((double)estimated_above_start(&v->estimate) / (double)above - 1.0) : json_null());
+    if (v->gpu && !v->recorded && !v->estimated) {
+        json_object_set_new(root, "gpu", json_pack("{s:s, s:I, s:n, s:n, s:n}", "id", v->gpu->id, "memory_bytes",
+                                                   (json_int_t)v->gpu->memory_bytes, "peak_bytes", "peak_from", "fits"));
+    } else if (v->gpu) {
         const char *from;
         int64_t need = fit_bytes(v, &from);
         json_object_set_new(root, "gpu", json_pack("{s:s, s:I, s:I, s:s, s:b}", "id", v->gpu->id, "memory_bytes",
@@ -166,7 +221,7 @@ static int report(const char *path, const char *gpu_name, gboolean as_json)
     v.estimated = rv_memory_estimate_graph(graph, &v.estimate, &v.estimate_error);
     v.recorded = rv_memory_recorded_peak(graph, &v.allocated, &v.reserved, &v.device, &v.rank_index);
     int status = RV_EXIT_OK;
-    if (!v.estimated && !v.recorded) {
+    if (!v.estimated && graph->memory->len == 0) {
         g_set_error(&error, RV_ERROR, RV_ERROR_INPUT,
                     "%s: nothing to measure memory from: no [memory] events (record with profile_memory=True) "
                     "and no Input Dims (record_shapes=True)", rv_cli_shown(graph->source));
@@ -177,8 +232,8 @@ static int report(const char *path, const char *gpu_name, gboolean as_json)
         printf("%s\n", rv_cli_shown(graph->source));
         if (v.estimated) print_estimate(&v);
         else printf("estimate from shapes: none (%s)\n", v.estimate_error->message);
-        if (v.recorded) print_recorded(&v);
-        else printf("recorded: none (no [memory] events with totals: record with profile_memory=True)\n");
+        if (graph->memory->len > 0) print_recorded(&v);
+        else printf("recorded: none (no [memory] events: record with profile_memory=True)\n");
         if (v.gpu) print_fit(&v);
     }
     g_clear_error(&v.estimate_error);

@@ -211,7 +211,9 @@ static void measure_call(const rv_graph *graph, const rv_task *task, int element
     rv_shapes_clear(&s);
     call->output = saturating_mul(rv_memory_output_elements(owner, dims), element_bytes);
     call->saves = saves_inputs(inner) && saves_inputs(owner);
-    call->in_place = g_str_has_suffix(inner, "_") && !g_str_has_suffix(inner, "__");
+    /* relu_ launches clamp_min: the outer name says it is in place */
+    call->in_place = (g_str_has_suffix(inner, "_") && !g_str_has_suffix(inner, "__")) ||
+                     (g_str_has_suffix(owner, "_") && !g_str_has_suffix(owner, "__"));
 }
 
 /* ---- the graph's calls ---------------------------------------------------- */
@@ -427,6 +429,7 @@ static void walk_forward(step_walk *walk, const GArray *calls, GHashTable *offlo
 {
     guint layer = 0;
     gboolean any_weighted = FALSE;
+    int64_t counted = 0; /* an in-place call's saved input, which the next call reads again */
     for (guint i = 0; i < calls->len; i++) {
         const op_call *call = &g_array_index(calls, op_call, i);
         if (call->phase != RV_PHASE_FORWARD) continue;
@@ -440,7 +443,12 @@ static void walk_forward(step_walk *walk, const GArray *calls, GHashTable *offlo
         grow(walk->kept, layer);
         grow(walk->offloaded, layer);
         grow(walk->grads, layer);
-        if (walk->training && call->saves) add_at(walk->kept, layer, call->inputs);
+        /* A tensor is kept once however many operators save it: after an
+         * in-place operator (ReLU's relu_) that saved its input, the next
+         * operator reading a tensor of that size reads the same one. */
+        int64_t saved = call->inputs - (counted > 0 && call->largest == counted ? counted : 0);
+        if (walk->training && call->saves) add_at(walk->kept, layer, saved);
+        counted = call->in_place && call->saves ? call->largest : 0;
         int64_t *off = g_hash_table_lookup(offloads, GINT_TO_POINTER(call->task + 1));
         if (walk->training && off != NULL) add_at(walk->offloaded, layer, MIN(*off, call->inputs));
         /* inference keeps nothing: an operator holds its inputs and output */
@@ -470,7 +478,7 @@ static int64_t activations_at(const step_walk *walk, guint j)
     int64_t kept = sum_of(walk->kept, 0, j + 1) - sum_of(walk->offloaded, 0, j + 1);
     kept += g_array_index(walk->offloaded, int64_t, j);
     if (j > 0) kept += g_array_index(walk->offloaded, int64_t, j - 1);
-    return kept;
+    return MAX(kept, 0);
 }
 
 static void set_row(rv_memory_estimate *e, rv_phase phase, int64_t weights, int64_t grads, int64_t state,
@@ -503,7 +511,7 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     other_workspaces(&walk, calls);
     int64_t state = walk.training && factor > 0 ? saturating_mul(walk.weights, factor) : 0;
     int64_t grads = walk.training ? walk.weights : 0;
-    int64_t kept = sum_of(walk.kept, 0, walk.kept->len) - sum_of(walk.offloaded, 0, walk.offloaded->len);
+    int64_t kept = MAX(sum_of(walk.kept, 0, walk.kept->len) - sum_of(walk.offloaded, 0, walk.offloaded->len), 0);
     if (!walk.training) kept = walk.batch; /* inference keeps only its input */
     memset(e->bytes, 0, sizeof e->bytes);
     memset(e->phase_peak, 0, sizeof e->phase_peak);

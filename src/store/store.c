@@ -82,9 +82,9 @@
  *   8 ranks      u32 count, then count x 32 bytes:
  *                i64 rank, i64 world_size, i64 clock_offset_ns,
  *                i32 source (string), i32 offset_samples
- *   9 memory     u32 count, then count x 44 bytes (rv_memory_record):
+ *   9 memory     u32 count, then count x 52 bytes (rv_memory_record):
  *                i64 peak_allocated, i64 peak_reserved,
- *                i64 allocated_before, i64 events, i32 device,
+ *                i64 allocated_before, i64 events, i64 peak_above_start, i32 device,
  *                i32 step (step or -1), i32 rank_index (a rank)
  *
  * Invariants that a reader checks, rejecting the file otherwise:
@@ -143,7 +143,7 @@
 #define RVG_STEP_SIZE 28u
 #define RVG_COLLECTIVE_SIZE 40u
 #define RVG_RANK_SIZE 32u
-#define RVG_MEMORY_SIZE 44u
+#define RVG_MEMORY_SIZE 52u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
  * the epoch is the year 2116), and the durations and host overheads of all
@@ -209,7 +209,7 @@ G_STATIC_ASSERT(sizeof(rv_step) == 32);
 G_STATIC_ASSERT(sizeof(rv_timing) == 88);
 G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
 G_STATIC_ASSERT(sizeof(rv_rank) == 32);
-G_STATIC_ASSERT(sizeof(rv_memory_record) == 48);
+G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
 G_STATIC_ASSERT(sizeof(rv_graph) == 424); /* graph->index (at 392), a cache, is not saved */
 #endif
 
@@ -436,7 +436,8 @@ static gboolean check_memory(const rv_graph *graph, GString *why)
         else if (record->device < 0 || record->device >= 4096)
             g_string_printf(why, "record %u names device %d", i, record->device);
         else if (!memory_figure_ok(record->peak_allocated) || !memory_figure_ok(record->peak_reserved) ||
-                 !memory_figure_ok(record->allocated_before) || record->events < 0)
+                 !memory_figure_ok(record->allocated_before) || record->events < 0 ||
+                 record->peak_above_start < 0 || record->peak_above_start > RV_MAX_BYTES)
             g_string_printf(why, "record %u holds an impossible byte count", i);
         else
             continue;
@@ -639,6 +640,7 @@ static void write_memory(GString *out, const rv_graph *graph)
         put_i64(out, record->peak_reserved);
         put_i64(out, record->allocated_before);
         put_i64(out, record->events);
+        put_i64(out, record->peak_above_start);
         put_i32(out, record->device);
         put_i32(out, record->step);
         put_i32(out, record->rank_index);
@@ -1062,6 +1064,7 @@ static gboolean read_memory(reader *r, rv_graph *graph)
         record->peak_reserved = get_i64(&c);
         record->allocated_before = get_i64(&c);
         record->events = get_i64(&c);
+        record->peak_above_start = get_i64(&c);
         record->device = get_i32(&c);
         record->step = get_i32(&c);
         record->rank_index = get_i32(&c);
