@@ -36,6 +36,16 @@ static int64_t fit_bytes(const memory_view *v, const char **from)
     return v->recorded ? v->allocated : v->estimate.peak;
 }
 
+/* A library message without its "SOURCE: " prefix, which the report has
+ * already printed. */
+static const char *without_source(const rv_graph *graph, const char *message)
+{
+    gsize length = strlen(graph->source);
+    if (strncmp(message, graph->source, length) == 0 && strncmp(message + length, ": ", 2) == 0)
+        return message + length + 2;
+    return message;
+}
+
 static double mib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
 static void print_estimate(const memory_view *v)
@@ -177,7 +187,8 @@ static json_t *json_view(const memory_view *v)
 {
     json_t *root = json_pack("{s:s}", "source", v->graph->source);
     json_object_set_new(root, "estimate", v->estimated ? json_estimate(v) : json_null());
-    if (!v->estimated) json_object_set_new(root, "estimate_missing", json_string(v->estimate_error->message));
+    if (!v->estimated)
+        json_object_set_new(root, "estimate_missing", json_string(without_source(v->graph, v->estimate_error->message)));
     gboolean any = v->graph->memory->len > 0;
     json_object_set_new(root, "recorded", any ? json_recorded(v) : json_null());
     json_object_set_new(root, "estimate_error", v->estimated && v->recorded
@@ -231,7 +242,7 @@ static int report(const char *path, const char *gpu_name, gboolean as_json)
     } else {
         printf("%s\n", rv_cli_shown(graph->source));
         if (v.estimated) print_estimate(&v);
-        else printf("estimate from shapes: none (%s)\n", v.estimate_error->message);
+        else printf("estimate from shapes: none (%s)\n", without_source(graph, v.estimate_error->message));
         if (graph->memory->len > 0) print_recorded(&v);
         else printf("recorded: none (no [memory] events: record with profile_memory=True)\n");
         if (v.gpu) print_fit(&v);
