@@ -451,7 +451,7 @@ static void walk_forward(step_walk *walk, const GArray *calls, GHashTable *offlo
         counted = call->in_place && call->saves ? call->largest : 0;
         int64_t *off = g_hash_table_lookup(offloads, GINT_TO_POINTER(call->task + 1));
         if (walk->training && off != NULL) add_at(walk->offloaded, layer, MIN(*off, call->inputs));
-        /* inference keeps nothing: an operator holds its inputs and output */
+        /* in inference no activations are kept: an operator holds its inputs and output */
         int64_t transient = walk->training ? call->output : rv_saturating_add(call->inputs, call->output);
         walk->workspace[RV_PHASE_FORWARD] = MAX(walk->workspace[RV_PHASE_FORWARD], transient);
     }
