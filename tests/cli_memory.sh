@@ -58,7 +58,7 @@ expect_status 0 "$reverie" memory "$generated" --json
 json_check "d['estimate']['training'] and set(d['estimate']['phases']) == {'forward', 'backward', 'optimizer'}"
 json_check "d['estimate']['optimizer_factor'] == 2"
 json_check "d['estimate']['phases']['optimizer']['optimizer_state'] == 2 * d['estimate']['phases']['optimizer']['weights']"
-json_check "abs(d['estimate_error']) < 0.02"
+json_check "0 < d['estimate_error'] < 0.035"
 json_check "len(d['recorded']['steps']) == 4"
 
 # --- a saved graph answers the same -------------------------------------------

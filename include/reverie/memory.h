@@ -21,8 +21,11 @@
  *    "Optimizer.step#NAME.step" annotation; none without one;
  *  - activations kept for backward (training only): each forward
  *    operator's non-parameter tensor inputs (what autograd saves for
- *    linear, conv, norms, activations, softmax, matmul), except
- *    additions and subtractions, which save nothing.  Kept from the
+ *    linear, conv, norms, matmul), or its result for ReLU, sigmoid, tanh,
+ *    softmax and exp (whose backward reads the result), except additions,
+ *    copies and concatenations, which save nothing; a tensor saved by one
+ *    operator and read next by another of the same size is counted once
+ *    (relu then linear, relu_ then conv).  Kept from the
  *    operator until the backward of the weighted layer they precede:
  *    the backward walks the weighted layers in reverse, adding each
  *    layer's gradient and freeing its activations;
@@ -30,7 +33,11 @@
  *    output (from the shapes: matmul, linear, addmm, bmm, conv with
  *    stride 1 or a patch embedding; none for in-place operators; the
  *    largest input otherwise); plus, in inference, its inputs, and in
- *    backward its largest input (an incoming gradient).  Forward inputs in
+ *    backward its largest input (an incoming gradient).  A forward
+ *    operator's backward holds the gradients of its output and of its
+ *    largest input at once: that is the backward workspace of its layer in
+ *    the walk below, since backward calls rarely carry shapes of their
+ *    own.  Losses output a scalar (reduction='mean').  Forward inputs in
  *    training are kept activations and optimizer inputs are parameters,
  *    gradients and states: counted already.
  * Inference (no backward phase) keeps no activations but its input (the

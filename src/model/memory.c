@@ -60,6 +60,7 @@ typedef struct {
     int32_t task;       /* its first launch call */
     uint8_t phase;
     gboolean saves;     /* autograd keeps its inputs for backward */
+    gboolean saves_output; /* ...or rather its output (ReLU, sigmoid, tanh, softmax) */
     gboolean in_place;  /* writes into an input (name ends in _): makes no tensor */
 } op_call;
 
@@ -143,6 +144,7 @@ int64_t rv_memory_output_elements(const char *op, const char *input_dims)
     if (op == NULL || input_dims == NULL || !rv_shapes_parse(input_dims, &s)) return 0;
     int64_t out = 0;
     if (g_str_has_suffix(op, "_") && !name_has(op, "__")) out = 0; /* in place: no new tensor */
+    else if (name_has(op, "loss")) out = 1; /* reduction='mean', the default: a scalar */
     else if (is_weighted_name(op) && is_conv_form(&s)) out = conv_output(&s);
     else if (is_addmm_form(&s) && (is_weighted_name(op) || name_has(op, "baddbmm"))) out = matmul_output(&s, 1, 2);
     else if (is_linear_form(&s) && is_weighted_name(op))
@@ -170,6 +172,24 @@ static gboolean input_is_param(const rv_shapes *s, const char *name, guint input
 
 /* Operators whose backward reads none of their inputs (or that have no
  * backward of their own): autograd keeps nothing for them. */
+/* Operators whose backward reads their result, not their input
+ * (ReluBackward0, SigmoidBackward0, TanhBackward0, SoftmaxBackward0 save
+ * `result`): the input is not kept on their account. */
+static gboolean saves_result(const char *op)
+{
+    static const char *const result_savers[] = {
+        "aten::relu", "aten::relu_", "aten::sigmoid", "aten::sigmoid_", "aten::tanh", "aten::tanh_",
+        "aten::softmax", "aten::_softmax", "aten::exp", "aten::exp_",
+        /* relu on CUDA runs clamp_min: the innermost name, all the graph
+         * keeps when an nn.Module names the layer (a clamp_min of its own
+         * saves its input, of the same size) */
+        "aten::clamp_min", "aten::clamp_min_",
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(result_savers); i++)
+        if (strcmp(op, result_savers[i]) == 0) return TRUE;
+    return FALSE;
+}
+
 static gboolean saves_inputs(const char *op)
 {
     static const char *const keep_nothing[] = {
@@ -211,6 +231,7 @@ static void measure_call(const rv_graph *graph, const rv_task *task, int element
     rv_shapes_clear(&s);
     call->output = saturating_mul(rv_memory_output_elements(owner, dims), element_bytes);
     call->saves = saves_inputs(inner) && saves_inputs(owner);
+    call->saves_output = saves_result(owner) || saves_result(inner);
     /* relu_ launches clamp_min: the outer name says it is in place */
     call->in_place = (g_str_has_suffix(inner, "_") && !g_str_has_suffix(inner, "__")) ||
                      (g_str_has_suffix(owner, "_") && !g_str_has_suffix(owner, "__"));
@@ -403,6 +424,7 @@ typedef struct {
     GArray *kept;       /* int64 per weighted layer: activations kept from it to the next */
     GArray *offloaded;  /* int64 per weighted layer: of those, offloaded */
     GArray *grads;      /* int64 per weighted layer: its gradient bytes */
+    GArray *transient;  /* int64 per weighted layer: the largest gradients its backward holds at once */
     int64_t weights;
     int64_t batch;      /* the first forward call's inputs: the step's input, held by the caller */
     int64_t workspace[RV_PHASE_COUNT];
@@ -444,16 +466,26 @@ static void walk_forward(step_walk *walk, const GArray *calls, GHashTable *offlo
         grow(walk->offloaded, layer);
         grow(walk->grads, layer);
         /* A tensor is kept once however many operators save it: after an
-         * in-place operator (ReLU's relu_) that saved its input, the next
-         * operator reading a tensor of that size reads the same one. */
-        int64_t saved = call->inputs - (counted > 0 && call->largest == counted ? counted : 0);
-        if (walk->training && call->saves) add_at(walk->kept, layer, saved);
-        counted = call->in_place && call->saves ? call->largest : 0;
+         * operator that saved its result (or, in place, its input), the
+         * next operator reading a tensor of that size reads the same one. */
+        int64_t again = counted > 0 && call->largest == counted ? counted : 0;
+        int64_t result = call->in_place ? call->largest : call->output;
+        int64_t saved = !call->saves ? 0 : call->saves_output ? result - MIN(again, result) : call->inputs - again;
+        if (walk->training) add_at(walk->kept, layer, saved);
+        counted = call->saves && (call->saves_output || call->in_place) ? result : 0;
         int64_t *off = g_hash_table_lookup(offloads, GINT_TO_POINTER(call->task + 1));
         if (walk->training && off != NULL) add_at(walk->offloaded, layer, MIN(*off, call->inputs));
         /* in inference no activations are kept: an operator holds its inputs and output */
         int64_t transient = walk->training ? call->output : rv_saturating_add(call->inputs, call->output);
         walk->workspace[RV_PHASE_FORWARD] = MAX(walk->workspace[RV_PHASE_FORWARD], transient);
+        /* its backward takes the gradient of its output and makes that of
+         * its (largest) input: backward calls rarely carry shapes of their own (their
+         * outermost operator is autograd's wrapper), their forward does */
+        if (walk->training) {
+            grow(walk->transient, layer);
+            int64_t *slot = &g_array_index(walk->transient, int64_t, layer);
+            *slot = MAX(*slot, rv_saturating_add(call->output, call->largest));
+        }
     }
 }
 
@@ -506,7 +538,8 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
                           rv_memory_estimate *e)
 {
     step_walk walk = { g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)),
-                       g_array_new(FALSE, TRUE, sizeof(int64_t)), 0, 0, { 0 }, training };
+                       g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)), 0, 0,
+                       { 0 }, training };
     walk_forward(&walk, calls, offloads);
     other_workspaces(&walk, calls);
     int64_t state = walk.training && factor > 0 ? saturating_mul(walk.weights, factor) : 0;
@@ -517,13 +550,17 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     memset(e->phase_peak, 0, sizeof e->phase_peak);
     set_row(e, RV_PHASE_FORWARD, walk.weights, 0, state, kept, walk.workspace[RV_PHASE_FORWARD]);
     if (walk.training) {
-        /* backward: layer j's gradient appears while layers <= j still keep theirs */
-        int64_t best = -1, best_acts = 0, best_grads = 0;
+        /* backward: layer j's gradients appear while layers <= j still keep
+         * their activations; its transient is the larger of what its own
+         * forward calls' shapes say and what shaped backward calls show */
+        int64_t best = -1, best_acts = 0, best_grads = 0, best_work = walk.workspace[RV_PHASE_BACKWARD];
         for (guint j = walk.kept->len; j-- > 0;) {
             int64_t acts = activations_at(&walk, j), g = sum_of(walk.grads, j, walk.grads->len);
-            if (acts + g > best) { best = acts + g; best_acts = acts; best_grads = g; }
+            int64_t work = walk.workspace[RV_PHASE_BACKWARD];
+            if (j < walk.transient->len) work = MAX(work, g_array_index(walk.transient, int64_t, j));
+            if (acts + g + work > best) { best = acts + g + work; best_acts = acts; best_grads = g; best_work = work; }
         }
-        set_row(e, RV_PHASE_BACKWARD, walk.weights, best_grads, state, best_acts, walk.workspace[RV_PHASE_BACKWARD]);
+        set_row(e, RV_PHASE_BACKWARD, walk.weights, best_grads, state, best_acts, best_work);
         if (factor > 0 || has_phase(calls, RV_PHASE_OPTIMIZER))
             set_row(e, RV_PHASE_OPTIMIZER, walk.weights, grads, state, 0, walk.workspace[RV_PHASE_OPTIMIZER]);
     }
@@ -535,6 +572,7 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     g_array_unref(walk.kept);
     g_array_unref(walk.offloaded);
     g_array_unref(walk.grads);
+    g_array_unref(walk.transient);
 }
 
 gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *estimate, GError **error)

@@ -71,11 +71,16 @@ enum {
   COMPUTE_STREAM = 7,
   NCCL_STREAM = 20,
   WORLD_SIZE = 2,
-  BATCH = 64,
   LAYERS_PER_BUCKET = 2,
   MAX_LAYERS = 4096,
   MAX_DEPTH = 16,
 };
+
+/* Samples per step (--batch; 64 by default).  Only shapes and the
+ * [memory] events' sizes follow it: kernel times do not, so the timeline
+ * of a seed is the same at any batch. */
+static int batch_size = 64;
+#define BATCH batch_size
 
 /* CUPTI runtime callback ids, as Kineto writes them in "cbid". */
 enum {
@@ -1604,6 +1609,7 @@ typedef struct {
   gboolean mixed;
   gboolean single_gpu;
   gboolean profile_memory;
+  int batch;
   int ranks;            /* 0: one trace (rank 0 of 2); else a folder of this many */
   gint64 clock_skew_us; /* rank r's host clock is r times this ahead */
   gint64 entry_spread_us;
@@ -1695,6 +1701,8 @@ static gboolean parse_options(int argc, char **argv, Options *options,
        "One GPU: no DDP all-reduce", NULL},
       {"profile-memory", 0, 0, G_OPTION_ARG_NONE, &options->profile_memory,
        "Write [memory] events as profile_memory=True does (Linear layers only)", NULL},
+      {"batch", 0, 0, G_OPTION_ARG_INT, &options->batch,
+       "Samples per step, in the shapes and memory sizes only (default 64)", "N"},
       {"ranks", 0, 0, G_OPTION_ARG_INT, &options->ranks,
        "Write every rank of an N-rank job: -o names a folder of rank<r>.json.gz", "N"},
       {"clock-skew-us", 0, 0, G_OPTION_ARG_INT64, &options->clock_skew_us,
@@ -1727,6 +1735,10 @@ static gboolean parse_options(int argc, char **argv, Options *options,
                 MAX_LAYERS);
     return FALSE;
   }
+  if (ok && (options->batch < 1 || options->batch > 1000000)) {
+    g_set_error_literal(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "need 1 <= --batch <= 1000000");
+    return FALSE;
+  }
   if (ok && options->profile_memory && options->mixed) {
     g_set_error_literal(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                         "--profile-memory models Linear layers only: not with --mixed-layers");
@@ -1744,7 +1756,7 @@ static gboolean parse_options(int argc, char **argv, Options *options,
 }
 
 int main(int argc, char **argv) {
-  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, FALSE, 0, 0, 3000};
+  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, FALSE, 64, 0, 0, 3000};
   GError *error = NULL;
   /* Only the character set: numbers in the JSON must keep a '.' point. */
   setlocale(LC_CTYPE, "");
@@ -1758,6 +1770,7 @@ int main(int argc, char **argv) {
   model.mixed = options.mixed;
   model.single_gpu = options.single_gpu;
   model.profile_memory = options.profile_memory;
+  batch_size = options.batch;
   model.rank = 0;
   model.world = options.ranks > 0 ? options.ranks : WORLD_SIZE;
   if (options.events > 0)
