@@ -270,8 +270,9 @@ int rv_cmd_memory(int argc, char **argv)
         "peak; the peak the trace's [memory] events recorded (profile_memory=True), per step and\n"
         "device; and with --gpu whether the peak (recorded if there is one) fits.\n\n"
         "Examples:\n  reverie memory traces/pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz\n"
-        "  reverie memory traces/hta_transformer_ddp_v100_rank1.2steps.json.gz --gpu V100-16GB\n"
-        "  reverie memory traces/hta_resnet50_v100.json.gz --gpu T4 --json\n");
+        "  reverie memory traces/hta_transformer_ddp_v100_rank1.2steps.json.gz --gpu V100-SXM2\n"
+        "  reverie memory traces/kineto_legacy_resnet50_v100.2steps.json.gz --gpu T4 --json\n"
+        "  reverie whatif traces/kineto_legacy_resnet50_v100.2steps.json.gz --opt vdnn   (the peak with offloading)\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("memory", "give exactly one trace or graph"); goto out; }
