@@ -38,6 +38,9 @@ static const known_plugin known[] = {
     { "hardware", "gpu=H100" },
     { "precision", "dtype=bf16" },
     { "model-scale", "hidden=2" },
+    { "contention", "" },
+    { "fused-collective", "" },
+    { "t3", "" },
 };
 
 typedef struct {

@@ -41,6 +41,7 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include "reverie/contention.h"
 #include "reverie/strings.h"
 #include "reverie/trace.h"
 
@@ -279,7 +280,11 @@ typedef struct {
      * ranks (rv_rank) the graph holds. */
     GArray *collectives;
     GArray *ranks;
-    /* Appended in ABI 5 (memory.h): rv_memory_record, one per (rank,
+    /* Appended in ABI 5 (contention.h): whether communication and compute
+     * on one GPU slow each other while they overlap; off in a built graph,
+     * turned on by plugins. */
+    rv_contention contention;
+    /* Appended in ABI 6 (memory.h): rv_memory_record, one per (rank,
      * device, step) that has [memory] events; empty without them. */
     GArray *memory;
 } rv_graph;
