@@ -338,7 +338,14 @@ START_TEST(records_survive_the_store)
     ck_assert_msg(loaded != NULL, "%s", error ? error->message : "");
     ck_assert_uint_eq(loaded->memory->len, graph->memory->len);
     ck_assert_uint_gt(loaded->memory->len, 0);
-    ck_assert(memcmp(loaded->memory->data, graph->memory->data, graph->memory->len * sizeof(rv_memory_record)) == 0);
+    for (guint i = 0; i < graph->memory->len; i++) { /* field by field: padding is not saved */
+        const rv_memory_record *x = &g_array_index(graph->memory, rv_memory_record, i);
+        const rv_memory_record *y = &g_array_index(loaded->memory, rv_memory_record, i);
+        ck_assert(x->peak_allocated == y->peak_allocated && x->peak_reserved == y->peak_reserved &&
+                  x->allocated_before == y->allocated_before && x->events == y->events &&
+                  x->peak_above_start == y->peak_above_start && x->device == y->device && x->step == y->step &&
+                  x->rank_index == y->rank_index);
+    }
     rv_graph_free(loaded);
     rv_graph_free(graph);
     g_unlink(path);
