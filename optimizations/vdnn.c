@@ -61,6 +61,14 @@
  * whose last layer is offloaded), so every new edge follows the recorded
  * order and the graph stays acyclic.
  *
+ * Memory.  What vDNN is for: the notes give the peak from shapes
+ * (memory.h) of the graph as it came and after the copies (the model
+ * frees each offloaded feature map between its offload and its prefetch),
+ * and the stall it costs: the time the GPU waits for prefetches, from a
+ * replay of the graph with the copies (per waiting task, how much later
+ * its prefetch lands than its other predecessors and its stream let it
+ * start), summed over the steps.
+ *
  * Cost of a copy: latency + bytes / pcie_bandwidth.  The host calls that
  * issue the copies (Daydream's cudaMemcpyAsync launches) and vDNN's
  * cudaMalloc/cudaFree (vDNN uses a memory pool) are not inserted: a few us
@@ -69,6 +77,7 @@
 #include "reverie/plugin.h"
 #include "reverie/checked.h"
 #include "reverie/error.h"
+#include "reverie/memory.h"
 #include "reverie/shapes.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
@@ -286,6 +295,8 @@ typedef struct {
     int64_t latency_ns;
     int32_t previous_offload;  /* the d2h chain */
     GArray *ranked;            /* task_rank of each prefetch */
+    GArray *waits;             /* int32 pairs: a prefetch and the backward task that waits for it */
+    GArray *offload_waits;     /* int32 pairs: an offload and the forward task after its layer */
     guint copies;
     int64_t bytes, copy_ns;    /* totals over all steps, one direction */
 } inserter;
@@ -344,7 +355,11 @@ static gboolean insert_step(rv_graph *graph, inserter *ins, GArray *plan, int32_
         if (id < 0) { g_free(offloads); return FALSE; }
         rv_graph_add_edge(graph, entry->forward_first, id, RV_EDGE_PLUGIN, TRUE); /* X is ready */
         int32_t next = rv_graph_resource_next(graph, entry->forward_last);
-        if (next >= 0) rv_transform_add_edge(graph, id, next); /* vDNN's end-of-layer sync */
+        if (next >= 0) { /* vDNN's end-of-layer sync */
+            rv_transform_add_edge(graph, id, next);
+            int32_t wait[2] = { id, next };
+            g_array_append_vals(ins->offload_waits, wait, 2);
+        }
         offloads[i] = ins->previous_offload = id;
         ins->bytes = rv_saturating_add(ins->bytes, entry->bytes);
         ins->copy_ns = rv_saturating_add(ins->copy_ns, rv_graph_task(graph, id)->duration_ns);
@@ -361,6 +376,8 @@ static gboolean insert_step(rv_graph *graph, inserter *ins, GArray *plan, int32_
         int32_t trigger = prefetch_trigger(graph, above, backward_start, entry->backward_first, &from_start);
         if (trigger >= 0) rv_graph_add_edge(graph, trigger, id, RV_EDGE_PLUGIN, from_start);
         rv_transform_add_edge(graph, id, entry->backward_first);
+        int32_t wait[2] = { id, entry->backward_first };
+        g_array_append_vals(ins->waits, wait, 2);
         task_rank ranked = { id, prefetch_rank(step, i) };
         g_array_append_val(ins->ranked, ranked);
         ins->copies++;
@@ -538,6 +555,82 @@ static void write_notes(GString *notes, const inserter *ins, const survey *found
     g_free(bytes); g_free(time); g_free(bw); g_free(latency);
 }
 
+/* How long the GPU waits for copies in a replay of the graph with them:
+ * per waiting task, how much later its copy ends than the latest of its
+ * other predecessors (and the task before it on its stream) lets it start. */
+static int64_t copy_stall_ns(const rv_graph *graph, const GArray *waits, const rv_sim_result *replay)
+{
+    const rv_sim_result result = *replay;
+    GHashTable *other_ready = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    GHashTable *prefetches = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = 0; i + 1 < waits->len; i += 2) {
+        int32_t waiter = g_array_index(waits, int32_t, i + 1);
+        g_hash_table_add(prefetches, GINT_TO_POINTER(g_array_index(waits, int32_t, i) + 1));
+        int64_t *ready = g_new(int64_t, 1);
+        int32_t previous = rv_graph_resource_previous(graph, waiter);
+        *ready = previous >= 0 ? result.end_ns[previous] : 0;
+        g_hash_table_replace(other_ready, GINT_TO_POINTER(waiter + 1), ready);
+    }
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        int64_t *ready = g_hash_table_lookup(other_ready, GINT_TO_POINTER(edge->to + 1));
+        if (ready == NULL || g_hash_table_contains(prefetches, GINT_TO_POINTER(edge->from + 1))) continue;
+        int64_t at = edge->from_start ? result.start_ns[edge->from] : result.end_ns[edge->from];
+        *ready = MAX(*ready, at);
+    }
+    int64_t stall = 0;
+    for (guint i = 0; i + 1 < waits->len; i += 2) {
+        int32_t prefetch = g_array_index(waits, int32_t, i), waiter = g_array_index(waits, int32_t, i + 1);
+        const int64_t *ready = g_hash_table_lookup(other_ready, GINT_TO_POINTER(waiter + 1));
+        stall = rv_saturating_add(stall, MAX(result.end_ns[prefetch] - *ready, 0));
+    }
+    g_hash_table_destroy(prefetches);
+    g_hash_table_destroy(other_ready);
+    return stall;
+}
+
+/* The stalls for prefetches (stall[0]) and offloads (stall[1]); FALSE if
+ * the replay fails (the host's own replay will say why). */
+static gboolean copy_stalls(const rv_graph *graph, const inserter *ins, const rv_policy *policy, int64_t stall[2])
+{
+    rv_sim_result result = { 0 };
+    GError *error = NULL;
+    if (!rv_simulate(graph, policy, &result, &error)) {
+        g_error_free(error);
+        return FALSE;
+    }
+    stall[0] = copy_stall_ns(graph, ins->waits, &result);
+    stall[1] = copy_stall_ns(graph, ins->offload_waits, &result);
+    rv_sim_result_clear(&result);
+    return TRUE;
+}
+
+/* The peak with and without the copies, and the stall they cost. */
+static void write_memory_notes(GString *notes, gboolean estimated, const rv_memory_estimate *before,
+                               const rv_graph *graph, const int64_t *stall_ns, guint steps)
+{
+    rv_memory_estimate after;
+    if (estimated && rv_memory_estimate_graph(graph, &after, NULL)) {
+        char *without = rv_format_bytes(before->peak), *with = rv_format_bytes(after.peak);
+        char *offloaded = rv_format_bytes(after.offloaded);
+        g_string_append_printf(notes, "    peak memory (estimate from shapes): %s without offloading, %s with (%s of "
+                               "activations offloaded in the peak step; peak_without_bytes=%" G_GINT64_FORMAT
+                               " peak_with_bytes=%" G_GINT64_FORMAT ")\n",
+                               without, with, offloaded, before->peak, after.peak);
+        g_free(without); g_free(with); g_free(offloaded);
+    } else {
+        g_string_append(notes, "    peak memory: not estimated (no operator with Input Dims)\n");
+    }
+    if (stall_ns == NULL) return;
+    char *stall = rv_format_duration(stall_ns[0]), *per_step = rv_format_duration(stall_ns[0] / MAX(steps, 1));
+    char *offload = rv_format_duration(stall_ns[1]);
+    g_string_append_printf(notes, "    stall: the GPU waits %s for prefetches over %u steps (%s per step; "
+                           "prefetch_stall_ns=%" G_GINT64_FORMAT "), and %s for offloads at the ends of layers "
+                           "(offload_stall_ns=%" G_GINT64_FORMAT ")\n",
+                           stall, steps, per_step, stall_ns[0], offload, stall_ns[1]);
+    g_free(stall); g_free(per_step); g_free(offload);
+}
+
 /* The rank table handed to the simulator. */
 static prefetch_ranks *ranks_from(rv_graph *graph, const GArray *ranked)
 {
@@ -587,13 +680,22 @@ static gboolean vdnn_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     ins.latency_ns = rv_params_duration_ns(params, "latency");
     ins.previous_offload = -1;
     ins.ranked = g_array_new(FALSE, FALSE, sizeof(task_rank));
+    ins.waits = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    ins.offload_waits = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    rv_memory_estimate before;
+    gboolean estimated = rv_memory_estimate_graph(graph, &before, NULL);
     gboolean ok = insert_plans(graph, &ins, plans, error);
     if (ok) {
         write_notes(output->notes, &ins, &found, plans->len, options.all);
         output->policy.priority = prefetch_priority;
         output->policy.user_data = ranks_from(graph, ins.ranked);
         output->free_policy_data = prefetch_ranks_free;
+        int64_t stall[2];
+        gboolean replayed = copy_stalls(graph, &ins, &output->policy, stall);
+        write_memory_notes(output->notes, estimated, &before, graph, replayed ? stall : NULL, plans->len);
     }
+    g_array_unref(ins.waits);
+    g_array_unref(ins.offload_waits);
     g_array_unref(ins.ranked);
     g_ptr_array_unref(plans);
     return ok;

@@ -32,7 +32,8 @@
 /* The layout constants the tests forge against (see store.c). */
 enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 45,
        COLLECTIVE_SIZE = 40, RANK_SIZE = 32 };
-enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS };
+enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS,
+       SEC_MEMORY };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
 
@@ -239,6 +240,11 @@ static rv_graph *hand_built_graph(void)
     rv_graph_task(graph, ids[2])->collective = rv_graph_add_collective(graph, &all_reduce);
     rv_rank rank = { 1, 8, -1234, rv_strings_intern(graph->strings, "rank1.json"), 3 };
     g_array_append_val(graph->ranks, rank);
+    /* what [memory] events recorded before the step and in it */
+    rv_memory_record outside = { 1000, 2 << 20, -1, 3, 1000, 0, -1, 0 };
+    rv_memory_record inside = { 5000, 4 << 20, 1000, 12, 4000, 0, 0, 0 };
+    g_array_append_val(graph->memory, outside);
+    g_array_append_val(graph->memory, inside);
     return graph;
 }
 
@@ -319,6 +325,16 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
         const rv_rank *x = &g_array_index(a->ranks, rv_rank, r), *y = &g_array_index(b->ranks, rv_rank, r);
         ck_assert_msg(x->rank == y->rank && x->world_size == y->world_size && x->clock_offset_ns == y->clock_offset_ns &&
                       x->source == y->source && x->offset_samples == y->offset_samples, "rank index %u differs", r);
+    }
+    ck_assert_uint_eq(a->memory->len, b->memory->len);
+    for (guint m = 0; m < a->memory->len; m++) {
+        const rv_memory_record *x = &g_array_index(a->memory, rv_memory_record, m);
+        const rv_memory_record *y = &g_array_index(b->memory, rv_memory_record, m);
+        ck_assert_msg(x->peak_allocated == y->peak_allocated && x->peak_reserved == y->peak_reserved &&
+                      x->allocated_before == y->allocated_before && x->events == y->events &&
+                      x->peak_above_start == y->peak_above_start &&
+                      x->device == y->device && x->step == y->step && x->rank_index == y->rank_index,
+                      "memory record %u differs", m);
     }
 }
 
@@ -477,8 +493,8 @@ START_TEST(saving_is_deterministic)
     ck_assert(first_length == second_length && memcmp(first, second, first_length) == 0);
     /* The header is the documented, stable one. */
     ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
-    ck_assert_uint_eq(le32(first + 8), 3);
-    ck_assert_uint_eq(le32(first + 12), 8);
+    ck_assert_uint_eq(le32(first + 8), 4);
+    ck_assert_uint_eq(le32(first + 12), 9);
     ck_assert_uint_eq(le32(first + 20), 0);
     g_free(first);
     g_free(second);
@@ -568,14 +584,17 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 4, 4);
+    put_le(bytes + 8, 5, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 4 is newer than this reverie supports (3); re-import the trace",
-                      "version 4");
+                      "test.rvg: format version 5 is newer than this reverie supports (4); re-import the trace",
+                      "version 5");
     put_le(bytes + 8, 2, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 2 predates jobs of several ranks", "version 2");
+    put_le(bytes + 8, 3, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: format version 3 predates the recorded memory peaks", "version 3");
     put_le(bytes + 8, 1, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 1 holds an older timing model", "version 1");
@@ -671,6 +690,14 @@ static const forgery forgeries[] = {
     { SEC_RANKS, 0, 3, 4, "section 'ranks': 3 records of 32 bytes" },
     { SEC_RANKS, 4 + 24, 10000, 4, "rank index 0 names string 10000" },
     { SEC_RANKS, 4 + 28, (uint32_t)-1, 4, "rank index 0 has an impossible clock offset" },
+    { SEC_MEMORY, 0, 3, 4, "section 'memory': 3 records of 52 bytes" },
+    { SEC_MEMORY, 4 + 52 + 44, 1, 4, "record 1 names step 1 (there are 1 steps)" },
+    { SEC_MEMORY, 4 + 52 + 44, (uint32_t)-2, 4, "record 1 names step -2" },
+    { SEC_MEMORY, 4 + 52 + 48, 1, 4, "record 1 belongs to rank index 1 (there are 1 ranks)" },
+    { SEC_MEMORY, 4 + 40, 4096, 4, "record 0 names device 4096" },
+    { SEC_MEMORY, 4 + 32, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
+    { SEC_MEMORY, 4 + 0, (uint64_t)-2, 8, "record 0 holds an impossible byte count" },
+    { SEC_MEMORY, 4 + 24, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, (uint32_t)-1, 4, "task 1 runs on resource -1" },
     { SEC_TASKS, 4 + TASK_SIZE + 44, 10000, 4, "task 1: name is string 10000" },
@@ -789,11 +816,11 @@ START_TEST(extra_bytes)
     expect_load_error(longer, length + 3, "3 bytes of unknown data follow the last section", "trailing bytes");
     uint32_t count = le32(longer + 12);
     guint8 *last_entry = longer + HEADER_SIZE + ENTRY_SIZE * (count - 1);
-    ck_assert_uint_eq(le32(last_entry), SEC_RANKS);
+    ck_assert_uint_eq(le32(last_entry), SEC_MEMORY);
     put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
     fix_checksums(longer, length + 3);
-    expect_load_error(longer, length + 3, "section 'ranks': 1 records of 32 bytes need 32 bytes but the section has 35",
-                      "ranks too long");
+    expect_load_error(longer, length + 3, "section 'memory': 2 records of 52 bytes need 104 bytes but the section has 107",
+                      "memory too long");
     g_free(longer);
     g_free(bytes);
 }

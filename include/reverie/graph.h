@@ -240,6 +240,23 @@ typedef struct {
     int32_t offset_samples;   /* common ends the offset rests on (0: none, offset 0 assumed) */
 } rv_rank;
 
+/* What the trace's [memory] events (profile_memory=True) recorded on one
+ * device of one rank within one step: the caching allocator's totals after
+ * each allocation and free.  memory.h reads these; the graph keeps only
+ * these figures, not the events. */
+typedef struct {
+    int64_t peak_allocated;    /* the highest "Total Allocated" seen, bytes; -1 if no event said */
+    int64_t peak_reserved;     /* the highest "Total Reserved" seen, bytes; -1 if no event said */
+    int64_t allocated_before;  /* allocated before the first event (its total minus its bytes); -1 unknown */
+    int64_t events;            /* allocations and frees counted */
+    int64_t peak_above_start;  /* the highest running sum of the events' Bytes in time order: what was
+                                  allocated above the level before the first event (old profilers write
+                                  Bytes without totals, so this is known for every trace with events) */
+    int32_t device;            /* the device id */
+    int32_t step;              /* index into steps, -1 for events outside every step */
+    int32_t rank_index;        /* index into ranks (0 in a graph of one trace) */
+} rv_memory_record;
+
 typedef struct {
     char *source;
     rv_strings *strings;
@@ -267,6 +284,9 @@ typedef struct {
      * on one GPU slow each other while they overlap; off in a built graph,
      * turned on by plugins. */
     rv_contention contention;
+    /* Appended in ABI 6 (memory.h): rv_memory_record, one per (rank,
+     * device, step) that has [memory] events; empty without them. */
+    GArray *memory;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered

@@ -39,6 +39,10 @@ typedef enum {
     RV_EV_CUDA_SYNC,       /* cuda_sync: exact synchronization facts */
     RV_EV_FLOW_START,      /* ph "s" */
     RV_EV_FLOW_END,        /* ph "f" */
+    /* ph "i" named "[memory]" (profile_memory=True) on a GPU: one
+     * allocation (bytes > 0) or free (bytes < 0) of the caching allocator,
+     * with the device's totals after it (memory.h) */
+    RV_EV_MEMORY,
     RV_EV_KIND_COUNT
 } rv_event_kind;
 
@@ -59,9 +63,20 @@ typedef struct {
     int64_t correlation;       /* links a runtime call to its GPU task */
     int64_t external_id;       /* links both to the cpu_op that issued them */
     int64_t flow_id;           /* flows only */
-    int64_t bytes;             /* memcpy/memset payload */
-    int64_t wait_on_stream;    /* cuda_sync */
-    int64_t wait_on_record_correlation; /* cuda_sync: the cudaEventRecord waited on */
+    int64_t bytes;             /* memcpy/memset payload; memory: "Bytes", < 0 for a free */
+    union {
+        struct {
+            int64_t wait_on_stream;    /* cuda_sync */
+            int64_t wait_on_record_correlation; /* cuda_sync: the cudaEventRecord waited on */
+        };
+        /* memory events only (the two kinds never meet, so they share the
+         * space): the device's "Total Allocated" and "Total Reserved" after
+         * the event, -1 where an old profiler did not write them */
+        struct {
+            int64_t total_allocated;
+            int64_t total_reserved;
+        };
+    };
     /* Stream ids are kept whole: CUDA's are small, but ROCm's can be
      * pointer-sized, and cutting them could merge two streams. */
     int64_t device;            /* GPU kinds */

@@ -32,6 +32,7 @@ int rv_cmd_critical_path(int argc, char **argv);
 int rv_cmd_sweep(int argc, char **argv);
 int rv_cmd_comm_fraction(int argc, char **argv);
 int rv_cmd_kernels(int argc, char **argv);
+int rv_cmd_memory(int argc, char **argv);
 
 /* Load a trace or a saved graph ("-": standard input), told apart by
  * content, within the limits of the input options, and check that it is

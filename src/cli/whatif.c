@@ -5,11 +5,69 @@
 #include "cli.h"
 #include "runs.h"
 #include "reverie/escape.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include <jansson.h>
 #include <string.h>
+
+/* The peak memory next to the time: the model of memory.h on the graph
+ * before and after the optimizations (so what they insert, remove or
+ * offload moves it), and the recorded peak where the trace has one. */
+typedef struct {
+    gboolean estimated;
+    rv_memory_estimate baseline, predicted;
+    char *missing;          /* why there is no estimate */
+    gboolean recorded;
+    int64_t recorded_bytes;
+} peak_memory;
+
+static void peak_before(peak_memory *peak, const rv_graph *graph)
+{
+    GError *error = NULL;
+    int64_t reserved;
+    int32_t device, rank_index;
+    peak->estimated = rv_memory_estimate_graph(graph, &peak->baseline, &error);
+    if (!peak->estimated) {
+        peak->missing = g_strdup("no operator with Input Dims: record with record_shapes=True");
+        g_error_free(error);
+    }
+    peak->recorded = rv_memory_recorded_peak(graph, &peak->recorded_bytes, &reserved, &device, &rank_index);
+}
+
+static void peak_after(peak_memory *peak, const rv_graph *graph)
+{
+    GError *error = NULL;
+    if (peak->estimated && !rv_memory_estimate_graph(graph, &peak->predicted, &error)) {
+        /* the optimizations left no shaped work: say so rather than guess */
+        peak->estimated = FALSE;
+        peak->missing = g_strdup("the optimizations left no operator with Input Dims");
+        g_error_free(error);
+    }
+}
+
+static void print_peak(const peak_memory *peak)
+{
+    if (peak->estimated)
+        printf("  %-20s %14s %10.1f MiB %10.1f MiB %8.3fx\n", "peak memory", "", peak->baseline.peak / 1048576.0,
+               peak->predicted.peak / 1048576.0,
+               peak->predicted.peak ? (double)peak->baseline.peak / peak->predicted.peak : 0.0);
+    else
+        printf("  peak memory: not estimated (%s)\n", peak->missing);
+    if (peak->recorded)
+        printf("  peak memory recorded in the trace ([memory] events): %.1f MiB allocated\n",
+               peak->recorded_bytes / 1048576.0);
+}
+
+static void json_peak(json_t *root, const peak_memory *peak)
+{
+    json_object_set_new(root, "baseline_peak_bytes", peak->estimated ? json_integer(peak->baseline.peak) : json_null());
+    json_object_set_new(root, "predicted_peak_bytes", peak->estimated ? json_integer(peak->predicted.peak) : json_null());
+    json_object_set_new(root, "predicted_peak_phase",
+                        peak->estimated ? json_string(rv_phase_name((rv_phase)peak->predicted.peak_phase)) : json_null());
+    json_object_set_new(root, "recorded_peak_bytes", peak->recorded ? json_integer(peak->recorded_bytes) : json_null());
+}
 
 /* Notes are lines of text that may quote names from the trace. */
 static void print_notes(const GString *notes)
@@ -26,7 +84,8 @@ static void print_notes(const GString *notes)
 }
 
 static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
-                        const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns)
+                        const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
+                        const peak_memory *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     char recorded[32], base[32], pred[32], *escaped = NULL;
@@ -40,6 +99,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     }
     if (rv_cli_is_job(graph)) {
         rv_cli_print_rank_whatif(graph, base_replay, predicted_replay);
+        print_peak(peak);
         g_free(escaped);
         return;
     }
@@ -64,12 +124,13 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     rv_cli_format_ms(pred, sizeof pred, predicted_gpu_ns);
     printf("  %-20s %14s %14s %14s %8.3fx\n", "GPU kernels", "", base, pred,
            predicted_gpu_ns ? (double)baseline_gpu_ns / predicted_gpu_ns : 0.0);
+    print_peak(peak);
     g_free(escaped);
 }
 
 static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
                        const rv_cli_replay *predicted_replay, const rv_diff *diff,
-                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns)
+                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const peak_memory *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
@@ -107,6 +168,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_repl
     json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
     json_object_set_new(root, "baseline_gpu_us", json_real(baseline_gpu_ns / 1e3));
     json_object_set_new(root, "predicted_gpu_us", json_real(predicted_gpu_ns / 1e3));
+    json_peak(root, peak);
     if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
     if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, base_replay, predicted_replay));
     rv_cli_print_json(root);
@@ -122,11 +184,13 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     rv_cli_replay base = { 0 }, after = { 0 };
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
+    peak_memory peak = { 0 };
     GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load_job(paths, count, TRUE, &error);
     int64_t baseline_gpu_ns = graph ? rv_cli_gpu_kernel_ns(graph) : 0;
     if (graph != NULL && rv_cli_replay_job(graph, NULL, &base, &error)) baseline = base.steps;
     if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
+    if (baseline != NULL) peak_before(&peak, graph);
     if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error) &&
         rv_cli_replay_job(graph, policy.policy.priority ? &policy.policy : NULL, &after, &error))
         predicted = after.steps;
@@ -135,13 +199,15 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
         status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
     if (predicted != NULL && status == RV_EXIT_OK) {
         int64_t predicted_gpu_ns = rv_cli_gpu_kernel_ns(graph);
-        if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns);
+        peak_after(&peak, graph);
+        if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns, &peak);
         else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
-        else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns);
+        else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns, &peak);
         if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);
     }
+    g_free(peak.missing);
     rv_cli_policy_clear(&policy);
     rv_cli_replay_clear(&base);
     rv_cli_replay_clear(&after);

@@ -413,6 +413,7 @@ static void run_passes(builder *b)
     rv_build_inter_thread_edges(b);
     rv_build_order_edges(b);
     rv_build_timing(b);
+    rv_build_memory(b);
 }
 
 /* The id of `id`'s text in `canonical`, interned on first use. */

@@ -80,6 +80,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->rank = graph->world_size = -1;
     graph->collectives = g_array_new(FALSE, FALSE, sizeof(rv_collective_info));
     graph->ranks = g_array_new(FALSE, FALSE, sizeof(rv_rank));
+    graph->memory = g_array_new(FALSE, FALSE, sizeof(rv_memory_record));
     return graph;
 }
 
@@ -97,6 +98,7 @@ void rv_graph_free(rv_graph *graph)
     rv_graph_index_free(graph->index);
     g_array_unref(graph->collectives);
     g_array_unref(graph->ranks);
+    g_array_unref(graph->memory);
     g_free(graph);
 }
 
@@ -142,6 +144,7 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->collectives, source->collectives);
     assign_array(target->ranks, source->ranks);
     target->contention = source->contention;
+    assign_array(target->memory, source->memory);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

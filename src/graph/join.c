@@ -168,6 +168,12 @@ static void append_rank(rv_graph *joint, const rv_graph *graph, int64_t rank)
     g_free(m.map);
     rv_rank entry = { rank, graph->world_size, 0, rv_strings_intern(joint->strings, graph->source), 0 };
     g_array_append_val(joint->ranks, entry);
+    for (guint i = 0; i < graph->memory->len; i++) {
+        rv_memory_record record = g_array_index(graph->memory, rv_memory_record, i);
+        record.rank_index = rank_index;
+        if (record.step >= 0) record.step += at.step;
+        g_array_append_val(joint->memory, record);
+    }
     add_counters((uint64_t *)&joint->trace_stats, (const uint64_t *)&graph->trace_stats,
                  sizeof graph->trace_stats / sizeof(uint64_t));
     add_counters((uint64_t *)&joint->build_stats, (const uint64_t *)&graph->build_stats,

@@ -407,6 +407,39 @@ static gboolean read_complete(event_context *ctx, json_t *object, const char *ca
     return TRUE;
 }
 
+/* profile_memory=True writes one instant event per allocation and free.
+ * Only those on a device are kept: the host's are not GPU memory.  ROCm
+ * builds write Device Type 6 (HIP) where CUDA ones write 1. */
+static gboolean read_memory(event_context *ctx, json_t *object, rv_event *event, event_outcome *outcome)
+{
+    gboolean present;
+    json_t *args = json_object_get(object, "args");
+    if (!json_is_object(args)) return TRUE; /* nothing to count: left as an ignored instant */
+    int64_t device_type = -1, device = -1;
+    if (!read_int(ctx, args, "Device Type", &device_type)) return FALSE;
+    if (!read_int(ctx, args, "Device Id", &device)) return FALSE;
+    if (device < 0 && !read_int(ctx, args, "Device", &device)) return FALSE; /* 2021 spelling */
+    if (device_type == 0 || device < 0) return TRUE;
+    if (device > 4095) return out_of_range(ctx, "Device Id", device, "a device number from 0 to 4095");
+    event->kind = RV_EV_MEMORY;
+    event->name = rv_strings_intern(ctx->strings, "[memory]");
+    event->device = device;
+    if (!read_time(ctx, object, "ts", TRUE, &event->ts_ns, &present)) return FALSE;
+    if (!read_id(ctx, object, "pid", &event->pid)) return FALSE;
+    if (!read_id(ctx, object, "tid", &event->tid)) return FALSE;
+    if (!read_int(ctx, args, "Bytes", &event->bytes)) return FALSE;
+    if (!read_int(ctx, args, "Total Allocated", &event->total_allocated)) return FALSE;
+    if (!read_int(ctx, args, "Total Reserved", &event->total_reserved)) return FALSE;
+    if (event->bytes > RV_MAX_BYTES || event->bytes < -RV_MAX_BYTES)
+        return out_of_range(ctx, "Bytes", event->bytes, "at most 2^53 either way");
+    if (event->total_allocated > RV_MAX_BYTES || event->total_allocated < -1)
+        return out_of_range(ctx, "Total Allocated", event->total_allocated, "0 to 2^53");
+    if (event->total_reserved > RV_MAX_BYTES || event->total_reserved < -1)
+        return out_of_range(ctx, "Total Reserved", event->total_reserved, "0 to 2^53");
+    *outcome = EVENT_KEPT;
+    return TRUE;
+}
+
 gboolean rv_import_convert_event(event_context *ctx, json_t *object, rv_event *event,
                                  event_outcome *outcome)
 {
@@ -434,5 +467,8 @@ gboolean rv_import_convert_event(event_context *ctx, json_t *object, rv_event *e
         return read_complete(ctx, object, cat, event, outcome);
     if (strcmp(ph, "s") == 0 || strcmp(ph, "f") == 0)
         return read_flow(ctx, object, ph, cat, event, outcome);
+    json_t *name = json_object_get(object, "name");
+    if (strcmp(ph, "i") == 0 && json_is_string(name) && strcmp(json_string_value(name), "[memory]") == 0)
+        return read_memory(ctx, object, event, outcome);
     return TRUE;
 }

@@ -12,7 +12,7 @@ gboolean rv_import_stream(rv_trace *trace, rv_input *input, const rv_import_opti
 
 static const char *const event_kind_names[RV_EV_KIND_COUNT] = {
     "cpu_op", "user_annotation", "python_function", "runtime", "kernel",
-    "memcpy", "memset", "cuda_sync", "flow_start", "flow_end",
+    "memcpy", "memset", "cuda_sync", "flow_start", "flow_end", "memory",
 };
 
 const char *rv_event_kind_name(rv_event_kind kind)
@@ -24,7 +24,7 @@ static gboolean has_complete_event(const rv_trace *trace)
 {
     for (guint i = 0; i < trace->events->len; i++) {
         const rv_event *event = &g_array_index(trace->events, rv_event, i);
-        if (event->kind != RV_EV_FLOW_START && event->kind != RV_EV_FLOW_END)
+        if (event->kind != RV_EV_FLOW_START && event->kind != RV_EV_FLOW_END && event->kind != RV_EV_MEMORY)
             return TRUE;
     }
     return FALSE;

@@ -13,9 +13,10 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 3 (version 1 held per-task gaps and lags derived
+ * FILE FORMAT, VERSION 4 (version 1 held per-task gaps and lags derived
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
- * version 3 adds the ranks of a job and its collectives, job.h)
+ * version 3 adds the ranks of a job and its collectives, job.h; version 4
+ * the recorded memory peaks, memory.h)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -25,8 +26,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 3
- *   12   4  u32 section count N, 1 to 64 (version 3 writes 8)
+ *    8   4  u32 format version: 4
+ *   12   4  u32 section count N, 1 to 64 (version 4 writes 9)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -81,12 +82,16 @@
  *   8 ranks      u32 count, then count x 32 bytes:
  *                i64 rank, i64 world_size, i64 clock_offset_ns,
  *                i32 source (string), i32 offset_samples
+ *   9 memory     u32 count, then count x 52 bytes (rv_memory_record):
+ *                i64 peak_allocated, i64 peak_reserved,
+ *                i64 allocated_before, i64 events, i64 peak_above_start, i32 device,
+ *                i32 step (step or -1), i32 rank_index (a rank)
  *
  * Invariants that a reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 3 (a newer version asks the user
- *     to update reverie, the older versions 1 and 2 to re-import the trace);
+ *   - the magic matches and the version is 4 (a newer version asks the user
+ *     to update reverie, the older versions 1 to 3 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the eight ids appears exactly once and no other id appears;
+ *   - each of the nine ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
@@ -104,6 +109,9 @@
  *   - every resource's rank index a rank (or -1), every task's collective
  *     a collective (or 0), every collective's meeting point a task (or -1)
  *     and its kinds below their *_COUNT;
+ *   - every memory record's step a step or -1, its rank index a rank (or 0
+ *     in a graph without ranks), its device in [0, 4096), its figures in
+ *     [-1, 2^53] and its event count not negative;
  *   - durations and host overheads are not negative and add up, over all
  *     tasks, to less than 2^61 ns; recorded task starts and step begin and end
  *     times lie in [-2^60, 2^62) ns.  Any real recording is far inside
@@ -119,12 +127,13 @@
 #include "reverie/store.h"
 #include "reverie/validate.h"
 #include "reverie/error.h"
+#include "reverie/checked.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
-#define RVG_VERSION 3u
+#define RVG_VERSION 4u
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
@@ -134,6 +143,7 @@
 #define RVG_STEP_SIZE 28u
 #define RVG_COLLECTIVE_SIZE 40u
 #define RVG_RANK_SIZE 32u
+#define RVG_MEMORY_SIZE 52u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
  * the epoch is the year 2116), and the durations and host overheads of all
@@ -159,11 +169,12 @@ enum {
     SECTION_METADATA,
     SECTION_COLLECTIVES,
     SECTION_RANKS,
-    SECTION_COUNT = SECTION_RANKS
+    SECTION_MEMORY,
+    SECTION_COUNT = SECTION_MEMORY
 };
 
 static const char *const section_names[SECTION_COUNT + 1] = {
-    "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks",
+    "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks", "memory",
 };
 
 /* The counters of the metadata section, in file order. */
@@ -198,9 +209,11 @@ G_STATIC_ASSERT(sizeof(rv_step) == 32);
 G_STATIC_ASSERT(sizeof(rv_timing) == 88);
 G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
 G_STATIC_ASSERT(sizeof(rv_rank) == 32);
+G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
 /* graph->index (at 392), a cache, is not saved; nor graph->contention (at
- * 416): only plugins turn it on, and a saved graph is an imported one. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 440);
+ * 416): only plugins turn it on, and a saved graph is an imported one.
+ * graph->memory (at 440) is the memory section. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 448);
 #endif
 
 typedef struct {
@@ -412,6 +425,30 @@ static gboolean check_ranks(const rv_graph *graph, int32_t string_count, GString
     return TRUE;
 }
 
+static gboolean memory_figure_ok(int64_t bytes) { return bytes >= -1 && bytes <= RV_MAX_BYTES; }
+
+static gboolean check_memory(const rv_graph *graph, GString *why)
+{
+    for (guint i = 0; i < graph->memory->len; i++) {
+        const rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, i);
+        if (record->step < -1 || (record->step >= 0 && (guint)record->step >= graph->steps->len))
+            g_string_printf(why, "record %u names step %d (there are %u steps)", i, record->step, graph->steps->len);
+        else if (record->rank_index < 0 || (guint)record->rank_index >= MAX(graph->ranks->len, 1))
+            g_string_printf(why, "record %u belongs to rank index %d (there are %u ranks)", i, record->rank_index,
+                            graph->ranks->len);
+        else if (record->device < 0 || record->device >= 4096)
+            g_string_printf(why, "record %u names device %d", i, record->device);
+        else if (!memory_figure_ok(record->peak_allocated) || !memory_figure_ok(record->peak_reserved) ||
+                 !memory_figure_ok(record->allocated_before) || record->events < 0 ||
+                 record->peak_above_start < 0 || record->peak_above_start > RV_MAX_BYTES)
+            g_string_printf(why, "record %u holds an impossible byte count", i);
+        else
+            continue;
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* NULL if the graph is consistent, else the section at fault with *why. */
 static const char *check_graph(const rv_graph *graph, GString *why)
 {
@@ -422,6 +459,7 @@ static const char *check_graph(const rv_graph *graph, GString *why)
     if (!check_steps(graph, string_count, why)) return section_names[SECTION_STEPS];
     if (!check_collectives(graph, string_count, why)) return section_names[SECTION_COLLECTIVES];
     if (!check_ranks(graph, string_count, why)) return section_names[SECTION_RANKS];
+    if (!check_memory(graph, why)) return section_names[SECTION_MEMORY];
     return NULL;
 }
 
@@ -596,11 +634,27 @@ static void write_ranks(GString *out, const rv_graph *graph)
     }
 }
 
+static void write_memory(GString *out, const rv_graph *graph)
+{
+    put_u32(out, graph->memory->len);
+    for (guint i = 0; i < graph->memory->len; i++) {
+        const rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, i);
+        put_i64(out, record->peak_allocated);
+        put_i64(out, record->peak_reserved);
+        put_i64(out, record->allocated_before);
+        put_i64(out, record->events);
+        put_i64(out, record->peak_above_start);
+        put_i32(out, record->device);
+        put_i32(out, record->step);
+        put_i32(out, record->rank_index);
+    }
+}
+
 typedef void (*section_writer)(GString *out, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
     NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
-    write_collectives, write_ranks,
+    write_collectives, write_ranks, write_memory,
 };
 
 /* The whole file in memory: header, table, then the sections by id. */
@@ -758,6 +812,9 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version > RVG_VERSION)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
+    if (version == 3)
+        return fail(r, NULL, "format version 3 predates the recorded memory peaks (this reverie reads version %u); "
+                    "re-import the trace", RVG_VERSION);
     if (version == 2)
         return fail(r, NULL, "format version 2 predates jobs of several ranks (this reverie reads version %u); "
                     "re-import the trace", RVG_VERSION);
@@ -999,6 +1056,25 @@ static gboolean read_ranks(reader *r, rv_graph *graph)
     return TRUE;
 }
 
+static gboolean read_memory(reader *r, rv_graph *graph)
+{
+    cursor c;
+    if (!read_record_count(r, SECTION_MEMORY, RVG_MEMORY_SIZE, &c, graph->memory)) return FALSE;
+    for (guint i = 0; i < graph->memory->len; i++) {
+        rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, i);
+        memset(record, 0, sizeof *record);
+        record->peak_allocated = get_i64(&c);
+        record->peak_reserved = get_i64(&c);
+        record->allocated_before = get_i64(&c);
+        record->events = get_i64(&c);
+        record->peak_above_start = get_i64(&c);
+        record->device = get_i32(&c);
+        record->step = get_i32(&c);
+        record->rank_index = get_i32(&c);
+    }
+    return TRUE;
+}
+
 /* A u8 that stands for a gboolean; anything but 0 or 1 is corruption. */
 static gboolean get_flag(cursor *c, const char *what, gboolean *value, GString *why)
 {
@@ -1111,7 +1187,7 @@ static gboolean read_graph_sections(reader *r, rv_graph *graph)
 {
     if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
         !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph) || !read_collectives(r, graph) ||
-        !read_ranks(r, graph))
+        !read_ranks(r, graph) || !read_memory(r, graph))
         return FALSE;
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);

@@ -31,6 +31,23 @@
  * reached the GPU and every cross-stream event it waits on has fired.
  * Events are streamed out as they are produced (never held), so millions of
  * events cost no memory.  The output is deterministic for a given --seed.
+ *
+ * --profile-memory adds the [memory] instant events that
+ * profile_memory=True writes: one per allocation and free of the caching
+ * allocator on device 0, with the totals after it.  The tensors follow
+ * PyTorch's lifetimes for this MLP: the weights exist before the first
+ * step; each step copies its input and target in (freed at the step's
+ * end, when the loop drops them), zero_grad sets the gradients to None
+ * (frees them), addmm's output lives until ReLU has read it, ReLU's output
+ * is kept for backward (ReLU and the next Linear save it) and freed by
+ * ReluBackward; backward makes each layer's input gradient and its weight
+ * and bias gradients (AccumulateGrad keeps those as .grad); Adam allocates
+ * its two states per parameter lazily in the first step, and a temporary
+ * (the square root) per parameter while it updates it.  Reserved memory is
+ * the running maximum of allocated memory rounded up to 2 MiB.  Allocation
+ * draws no random numbers, so the timeline is the same without the
+ * option.  Only Linear layers are modelled (not with --mixed-layers), and
+ * DDP's bucket buffers are not (gradients as bucket views).
  */
 
 #include <glib.h>
@@ -54,11 +71,16 @@ enum {
   COMPUTE_STREAM = 7,
   NCCL_STREAM = 20,
   WORLD_SIZE = 2,
-  BATCH = 64,
   LAYERS_PER_BUCKET = 2,
   MAX_LAYERS = 4096,
   MAX_DEPTH = 16,
 };
+
+/* Samples per step (--batch; 64 by default).  Only shapes and the
+ * [memory] events' sizes follow it: kernel times do not, so the timeline
+ * of a seed is the same at any batch. */
+static int batch_size = 64;
+#define BATCH batch_size
 
 /* CUPTI runtime callback ids, as Kineto writes them in "cbid". */
 enum {
@@ -347,6 +369,7 @@ typedef struct {
   int width[MAX_LAYERS + 1]; /* layer i maps width[i] -> width[i + 1] */
   gboolean mixed;            /* layer kinds in turn, else all Linear */
   gboolean single_gpu;       /* no DDP: no all-reduce, no wait for one */
+  gboolean profile_memory;   /* write [memory] events */
   int rank, world;           /* this rank of the data-parallel job */
 } Model;
 
@@ -429,6 +452,13 @@ typedef struct {
   gint64 *bmm_sequence;     /* attention layers: bmm and softmax */
   gint64 *softmax_sequence;
   gint64 loss_sequence;
+  /* --profile-memory: the allocator's totals and the tensors alive */
+  gint64 mem_allocated, mem_reserved, next_addr;
+  gint64 *weight_addr;      /* per layer: weight, bias */
+  gint64 *grad_addr;        /* per layer: weight and bias gradients, 0: None */
+  gint64 *state_addr;       /* per layer: Adam's two states of weight, then of bias; 0: not yet */
+  gint64 *kept_addr;        /* per layer: ReLU's output, kept for backward */
+  gint64 input_addr, target_addr, loss_addr, linear_out_addr, grad_addr_in;
 } Sim;
 
 static gint64 random_us(Sim *sim, int low_us, int high_us) {
@@ -536,6 +566,45 @@ static void cpu_leaf(Sim *sim, CpuThread *thread, const char *name,
   if (dims)
     scope_args(op, ", %s", dims);
   cpu_close(sim, thread);
+}
+
+/* ---- --profile-memory ---- */
+
+#define RESERVE_GRANULE (G_GINT64_CONSTANT(2) << 20)
+
+static void emit_memory(Sim *sim, CpuThread *thread, gint64 bytes, gint64 addr) {
+  GString *out = event_begin(sim->out);
+  g_string_append(out, "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\"");
+  put_key_int(out, ", \"pid\": ", HOST_PID);
+  put_key_int(out, ", \"tid\": ", thread->tid);
+  g_string_append(out, ", \"ts\": ");
+  put_time(out, thread->now + sim->out->clock_shift);
+  put_key_int(out, ", \"args\": {\"Total Reserved\": ", sim->mem_reserved);
+  put_key_int(out, ", \"Total Allocated\": ", sim->mem_allocated);
+  put_key_int(out, ", \"Bytes\": ", bytes);
+  put_key_int(out, ", \"Addr\": ", addr);
+  g_string_append(out, ", \"Device Id\": 0, \"Device Type\": 1}}");
+  event_end(sim->out);
+}
+
+/* A new tensor of `bytes` on the GPU; its address (0 without the option). */
+static gint64 mem_alloc(Sim *sim, CpuThread *thread, gint64 bytes) {
+  if (!sim->model->profile_memory) return 0;
+  gint64 addr = sim->next_addr;
+  sim->next_addr += (bytes + 511) / 512 * 512;
+  sim->mem_allocated += bytes;
+  gint64 reserved = (sim->mem_allocated + RESERVE_GRANULE - 1) / RESERVE_GRANULE * RESERVE_GRANULE;
+  sim->mem_reserved = MAX(sim->mem_reserved, reserved);
+  emit_memory(sim, thread, bytes, addr);
+  return addr;
+}
+
+/* Free the tensor at *addr (nothing if 0) and forget it. */
+static void mem_free(Sim *sim, CpuThread *thread, gint64 *addr, gint64 bytes) {
+  if (!sim->model->profile_memory || *addr == 0) return;
+  sim->mem_allocated -= bytes;
+  emit_memory(sim, thread, -bytes, *addr);
+  *addr = 0;
 }
 
 /* ---- runtime calls ---- */
@@ -809,8 +878,9 @@ static void load_batch(Sim *sim) {
 }
 
 /* tensor.to("cuda") from pageable memory. */
-static void copy_to_device(Sim *sim, int features) {
+static gint64 copy_to_device(Sim *sim, int features) {
   CpuThread *thread = &sim->main_thread;
+  gint64 addr;
   char dims[160];
   g_snprintf(dims, sizeof dims,
              "\"Input Dims\": [[%d, %d], [], [], [], [], [], [], []]",
@@ -820,6 +890,7 @@ static void copy_to_device(Sim *sim, int features) {
   Scope *to_copy = cpu_open(sim, thread, "cpu_op", "aten::_to_copy");
   scope_args(to_copy, ", %s", dims);
   cpu_leaf(sim, thread, "aten::empty_strided", NULL);
+  addr = mem_alloc(sim, thread, (gint64)BATCH * features * 4);
   Scope *copy = cpu_open(sim, thread, "cpu_op", "aten::copy_");
   scope_args(copy, ", \"Input Dims\": [[%d, %d], [%d, %d], []], \"Input type\":"
              " [\"float\", \"float\", \"Scalar\"]",
@@ -829,12 +900,18 @@ static void copy_to_device(Sim *sim, int features) {
   cpu_close(sim, thread);
   cpu_close(sim, thread);
   cpu_close(sim, thread);
+  return addr;
 }
 
 static void zero_grad(Sim *sim) {
   CpuThread *thread = &sim->main_thread;
   cpu_open(sim, thread, "user_annotation", "Optimizer.zero_grad#Adam.zero_grad");
   cpu_busy(sim, thread, 10, 40);
+  for (int layer = 0; layer < sim->model->layers; layer++) { /* set_to_none */
+    gint64 out = sim->model->width[layer + 1];
+    mem_free(sim, thread, &sim->grad_addr[2 * layer], weight_elements(sim->model, layer) * 4);
+    mem_free(sim, thread, &sim->grad_addr[2 * layer + 1], out * 4);
+  }
   cpu_close(sim, thread);
 }
 
@@ -868,6 +945,7 @@ static void forward_addmm(Sim *sim, int layer) {
              "\"Input type\": [\"float\", \"float\", \"float\", \"Scalar\", "
              "\"Scalar\"]", out, BATCH, in, in, out);
   sim->forward_sequence[layer] = mark_forward_node(sim, addmm, thread->tid);
+  sim->linear_out_addr = mem_alloc(sim, thread, (gint64)BATCH * out * 4);
   Kernel gemm = gemm_kernel(sim, KERNEL_GEMM_FORWARD, out, in);
   launch_kernel(sim, thread, &sim->compute, &gemm);
   cpu_close(sim, thread); /* addmm */
@@ -948,8 +1026,10 @@ static void forward_relu(Sim *sim, int layer) {
   Scope *clamp = cpu_open(sim, thread, "cpu_op", "aten::clamp_min");
   scope_args(clamp, ", \"Input Dims\": [[%d, %d], []], \"Input type\": "
              "[\"float\", \"Scalar\"]", BATCH, out);
+  sim->kept_addr[layer] = mem_alloc(sim, thread, (gint64)BATCH * out * 4);
   Kernel kernel = elementwise_kernel(sim, KERNEL_RELU, (gint64)BATCH * out);
   launch_kernel(sim, thread, &sim->compute, &kernel);
+  mem_free(sim, thread, &sim->linear_out_addr, (gint64)BATCH * out * 4);
   cpu_close(sim, thread);
   cpu_close(sim, thread);
   cpu_close(sim, thread);
@@ -973,6 +1053,7 @@ static void compute_loss(Sim *sim) {
   scope_args(mse, ", \"Input Dims\": [[%d, %d], [%d, %d], []], \"Input type\":"
              " [\"float\", \"float\", \"Scalar\"]", BATCH, out, BATCH, out);
   sim->loss_sequence = mark_forward_node(sim, mse, thread->tid);
+  sim->loss_addr = mem_alloc(sim, thread, 4);
   Kernel squares = elementwise_kernel(sim, KERNEL_MSE, (gint64)BATCH * out);
   launch_kernel(sim, thread, &sim->compute, &squares);
   Kernel mean = elementwise_kernel(sim, KERNEL_MEAN, (gint64)BATCH * out);
@@ -1004,6 +1085,7 @@ static void seed_gradient(Sim *sim) {
   Scope *ones = cpu_open(sim, thread, "cpu_op", "aten::ones_like");
   scope_args(ones, ", \"Input Dims\": [[], [], [], [], [], []]");
   cpu_leaf(sim, thread, "aten::empty_like", NULL);
+  sim->grad_addr_in = mem_alloc(sim, thread, 4);
   Scope *fill = cpu_open(sim, thread, "cpu_op", "aten::fill_");
   scope_args(fill, ", \"Input Dims\": [[], []], \"Input type\": [\"float\", "
              "\"Scalar\"]");
@@ -1034,8 +1116,11 @@ static void backward_loss(Sim *sim) {
   g_snprintf(dims, sizeof dims, "\"Input Dims\": [[], [%d, %d], [%d, %d], []], "
              "\"Input type\": [\"float\", \"float\", \"float\", \"Scalar\"]",
              BATCH, out, BATCH, out);
+  gint64 grad = mem_alloc(sim, &sim->autograd_thread, (gint64)BATCH * out * 4);
   backward_elementwise(sim, "MseLossBackward0", sim->loss_sequence, "aten::mse_loss_backward", dims,
                        KERNEL_MSE_BACKWARD, (gint64)BATCH * out);
+  mem_free(sim, &sim->autograd_thread, &sim->grad_addr_in, 4);
+  sim->grad_addr_in = grad;
 }
 
 static void backward_relu(Sim *sim, int layer) {
@@ -1043,8 +1128,13 @@ static void backward_relu(Sim *sim, int layer) {
   char dims[160];
   g_snprintf(dims, sizeof dims, "\"Input Dims\": [[%d, %d], [%d, %d], []], \"Input type\": "
              "[\"float\", \"float\", \"Scalar\"]", BATCH, out, BATCH, out);
+  CpuThread *thread = &sim->autograd_thread;
+  gint64 grad = mem_alloc(sim, thread, (gint64)BATCH * out * 4);
   backward_elementwise(sim, "ReluBackward0", sim->relu_sequence[layer], "aten::threshold_backward", dims,
                        KERNEL_RELU_BACKWARD, (gint64)BATCH * out);
+  mem_free(sim, thread, &sim->grad_addr_in, (gint64)BATCH * out * 4);
+  mem_free(sim, thread, &sim->kept_addr[layer], (gint64)BATCH * out * 4); /* its last reader is done */
+  sim->grad_addr_in = grad;
 }
 
 static void backward_mm(Sim *sim, const char *kernel_name, int m, int k, int n,
@@ -1064,18 +1154,24 @@ static void backward_linear(Sim *sim, int layer) {
   CpuThread *thread = &sim->autograd_thread;
   int in = sim->model->width[layer], out = sim->model->width[layer + 1];
   open_backward_node(sim, "AddmmBackward0", sim->forward_sequence[layer]);
+  gint64 grad_input = 0;
   if (layer > 0) {
     cpu_leaf(sim, thread, "aten::t", NULL);
+    grad_input = mem_alloc(sim, thread, (gint64)BATCH * in * 4);
     backward_mm(sim, KERNEL_GEMM_GRAD_INPUT, BATCH, out, in, out, in);
   }
   cpu_leaf(sim, thread, "aten::t", NULL);
+  sim->grad_addr[2 * layer] = mem_alloc(sim, thread, weight_elements(sim->model, layer) * 4);
   backward_mm(sim, KERNEL_GEMM_GRAD_WEIGHT, in, BATCH, out, out, in);
+  sim->grad_addr[2 * layer + 1] = mem_alloc(sim, thread, (gint64)out * 4);
   Scope *sum = cpu_open(sim, thread, "cpu_op", "aten::sum");
   scope_args(sum, ", \"Input Dims\": [[%d, %d], [], [], []], \"Input type\": "
              "[\"float\", \"ScalarList\", \"Scalar\", \"\"]", BATCH, out);
   Kernel reduce = elementwise_kernel(sim, KERNEL_SUM, (gint64)BATCH * out);
   launch_kernel(sim, thread, &sim->compute, &reduce);
   cpu_close(sim, thread);
+  mem_free(sim, thread, &sim->grad_addr_in, (gint64)BATCH * out * 4);
+  sim->grad_addr_in = grad_input;
   close_backward_node(sim);
 
   open_backward_node(sim, "TBackward0", sim->transpose_sequence[layer]);
@@ -1265,13 +1361,21 @@ static void adam_op(Sim *sim, const AdamOp *spec, const char *shape,
   cpu_close(sim, thread);
 }
 
-static void adam_parameter(Sim *sim, const char *shape, gint64 elements) {
+/* state: this parameter's two Adam states (allocated in the first step). */
+static void adam_parameter(Sim *sim, const char *shape, gint64 elements, gint64 *state) {
+  CpuThread *thread = &sim->main_thread;
+  for (int s = 0; s < 2; s++)
+    if (state[s] == 0) state[s] = mem_alloc(sim, thread, elements * 4);
   /* The step counter is a CPU tensor: no kernel. */
-  cpu_leaf(sim, &sim->main_thread, "aten::add_",
+  cpu_leaf(sim, thread, "aten::add_",
            "\"Input Dims\": [[], [], []], \"Input type\": [\"float\", "
            "\"Scalar\", \"Scalar\"]");
-  for (gsize i = 0; i < G_N_ELEMENTS(ADAM_OPS); i++)
+  gint64 denominator = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(ADAM_OPS); i++) {
+    if (strcmp(ADAM_OPS[i].op, "aten::sqrt") == 0) denominator = mem_alloc(sim, thread, elements * 4);
     adam_op(sim, &ADAM_OPS[i], shape, elements);
+  }
+  mem_free(sim, thread, &denominator, elements * 4);
 }
 
 static void optimizer_step(Sim *sim) {
@@ -1281,9 +1385,9 @@ static void optimizer_step(Sim *sim) {
     int in = sim->model->width[layer], out = sim->model->width[layer + 1];
     char shape[32];
     g_snprintf(shape, sizeof shape, "[%d, %d]", out, in);
-    adam_parameter(sim, shape, (gint64)out * in);
+    adam_parameter(sim, shape, (gint64)out * in, &sim->state_addr[4 * layer]);
     g_snprintf(shape, sizeof shape, "[%d]", out);
-    adam_parameter(sim, shape, out);
+    adam_parameter(sim, shape, out, &sim->state_addr[4 * layer + 2]);
   }
   cpu_close(sim, thread);
 }
@@ -1294,8 +1398,8 @@ static void training_step(Sim *sim, int number) {
   g_snprintf(name, sizeof name, "ProfilerStep#%d", number);
   cpu_open(sim, thread, "user_annotation", name);
   load_batch(sim);
-  copy_to_device(sim, input_width(sim));
-  copy_to_device(sim, output_width(sim));
+  sim->input_addr = copy_to_device(sim, input_width(sim));
+  sim->target_addr = copy_to_device(sim, output_width(sim));
   zero_grad(sim);
   forward(sim);
   compute_loss(sim);
@@ -1304,6 +1408,10 @@ static void training_step(Sim *sim, int number) {
   if (!sim->model->single_gpu)
     wait_for_gradients(sim);
   optimizer_step(sim);
+  /* the loop drops this step's batch and loss */
+  mem_free(sim, thread, &sim->loss_addr, 4);
+  mem_free(sim, thread, &sim->input_addr, (gint64)BATCH * input_width(sim) * 4);
+  mem_free(sim, thread, &sim->target_addr, (gint64)BATCH * output_width(sim) * 4);
   cpu_close(sim, thread);
 }
 
@@ -1428,6 +1536,19 @@ static void sim_init(Sim *sim, Writer *out, const Model *model, gint64 seed,
   sim->transpose_sequence = g_new0(gint64, model->layers);
   sim->bmm_sequence = g_new0(gint64, model->layers);
   sim->softmax_sequence = g_new0(gint64, model->layers);
+  sim->weight_addr = g_new0(gint64, 2 * model->layers);
+  sim->grad_addr = g_new0(gint64, 2 * model->layers);
+  sim->state_addr = g_new0(gint64, 4 * model->layers);
+  sim->kept_addr = g_new0(gint64, model->layers);
+  sim->next_addr = G_GINT64_CONSTANT(0x7f0000000000);
+}
+
+/* The model's parameters, on the GPU before the recorded window opens. */
+static void allocate_weights(Sim *sim) {
+  for (int layer = 0; layer < sim->model->layers; layer++) {
+    sim->weight_addr[2 * layer] = mem_alloc(sim, &sim->main_thread, weight_elements(sim->model, layer) * 4);
+    sim->weight_addr[2 * layer + 1] = mem_alloc(sim, &sim->main_thread, (gint64)sim->model->width[layer + 1] * 4);
+  }
 }
 
 static void sim_clear(Sim *sim) {
@@ -1438,6 +1559,10 @@ static void sim_clear(Sim *sim) {
   g_free(sim->transpose_sequence);
   g_free(sim->bmm_sequence);
   g_free(sim->softmax_sequence);
+  g_free(sim->weight_addr);
+  g_free(sim->grad_addr);
+  g_free(sim->state_addr);
+  g_free(sim->kept_addr);
 }
 
 /* Writes the whole trace; returns the number of events.  rendezvous is
@@ -1451,6 +1576,7 @@ static guint64 generate(Writer *out, const Model *model, int steps, gint64 seed,
   gint64 trace_start = sim.main_thread.now - 500000;
   write_header(out, model);
   write_metadata(out, trace_start);
+  allocate_weights(&sim);
   for (int step = 1; step <= steps; step++)
     training_step(&sim, step);
   write_trace_span(out, trace_start, sim.latest);
@@ -1482,6 +1608,8 @@ typedef struct {
   gint64 seed;
   gboolean mixed;
   gboolean single_gpu;
+  gboolean profile_memory;
+  int batch;
   int ranks;            /* 0: one trace (rank 0 of 2); else a folder of this many */
   gint64 clock_skew_us; /* rank r's host clock is r times this ahead */
   gint64 entry_spread_us;
@@ -1571,6 +1699,10 @@ static gboolean parse_options(int argc, char **argv, Options *options,
        "Layers of three kinds in turn: Linear, Conv2d (1x1), attention", NULL},
       {"single-gpu", 0, 0, G_OPTION_ARG_NONE, &options->single_gpu,
        "One GPU: no DDP all-reduce", NULL},
+      {"profile-memory", 0, 0, G_OPTION_ARG_NONE, &options->profile_memory,
+       "Write [memory] events as profile_memory=True does (Linear layers only)", NULL},
+      {"batch", 0, 0, G_OPTION_ARG_INT, &options->batch,
+       "Samples per step, in the shapes and memory sizes only (default 64)", "N"},
       {"ranks", 0, 0, G_OPTION_ARG_INT, &options->ranks,
        "Write every rank of an N-rank job: -o names a folder of rank<r>.json.gz", "N"},
       {"clock-skew-us", 0, 0, G_OPTION_ARG_INT64, &options->clock_skew_us,
@@ -1603,6 +1735,15 @@ static gboolean parse_options(int argc, char **argv, Options *options,
                 MAX_LAYERS);
     return FALSE;
   }
+  if (ok && (options->batch < 1 || options->batch > 1000000)) {
+    g_set_error_literal(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "need 1 <= --batch <= 1000000");
+    return FALSE;
+  }
+  if (ok && options->profile_memory && options->mixed) {
+    g_set_error_literal(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                        "--profile-memory models Linear layers only: not with --mixed-layers");
+    return FALSE;
+  }
   if (ok && (options->ranks < 0 || options->ranks > 1024 || options->clock_skew_us < 0 ||
              options->clock_skew_us > 1000000000 || options->entry_spread_us < 0 ||
              options->entry_spread_us > 1000000000 || (options->ranks && options->single_gpu))) {
@@ -1615,7 +1756,7 @@ static gboolean parse_options(int argc, char **argv, Options *options,
 }
 
 int main(int argc, char **argv) {
-  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, 0, 0, 3000};
+  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, FALSE, 64, 0, 0, 3000};
   GError *error = NULL;
   /* Only the character set: numbers in the JSON must keep a '.' point. */
   setlocale(LC_CTYPE, "");
@@ -1628,6 +1769,8 @@ int main(int argc, char **argv) {
   model_init(&model, options.layers, options.seed);
   model.mixed = options.mixed;
   model.single_gpu = options.single_gpu;
+  model.profile_memory = options.profile_memory;
+  batch_size = options.batch;
   model.rank = 0;
   model.world = options.ranks > 0 ? options.ranks : WORLD_SIZE;
   if (options.events > 0)

@@ -1,0 +1,114 @@
+/*
+ * memory.h - how much GPU memory a step holds at its peak: recorded, where
+ * the trace has [memory] events (profile_memory=True), and estimated from
+ * shapes otherwise (and after a what-if, on the transformed graph).
+ *
+ * RECORDED.  The importer keeps the caching allocator's events and the
+ * builder reduces them to rv_memory_record (graph.h): per rank, device and
+ * step, the highest "Total Allocated" (what tensors hold) and "Total
+ * Reserved" (what the allocator took from the driver).
+ *
+ * ESTIMATED.  From the Input Dims of the operators that launch GPU work
+ * (the outermost operator of each launch, shapes.h), in bytes of the dtype
+ * their first kernel's name says (costmodel.h; else the trace's usual one):
+ *  - weights: the parameter inputs of weighted operators (linear: weight
+ *    and bias; conv; addmm's bias and matrix; the norms' affine weights;
+ *    embedding tables), counted once per call in the step;
+ *  - gradients: the same bytes again, in training (a step with a backward
+ *    phase); they appear layer by layer during backward;
+ *  - optimizer state: per parameter byte, 2x for the Adam family, 1x for
+ *    SGD (a momentum buffer), Adagrad and RMSprop, found from the
+ *    "Optimizer.step#NAME.step" annotation; none without one;
+ *  - activations kept for backward (training only): each forward
+ *    operator's non-parameter tensor inputs (what autograd saves for
+ *    linear, conv, norms, matmul), or its result for ReLU, sigmoid, tanh,
+ *    softmax and exp (whose backward reads the result), except additions,
+ *    copies and concatenations, which save nothing; a tensor saved by one
+ *    operator and read next by another of the same size is counted once
+ *    (relu then linear, relu_ then conv).  Kept from the
+ *    operator until the backward of the weighted layer they precede:
+ *    the backward walks the weighted layers in reverse, adding each
+ *    layer's gradient and freeing its activations;
+ *  - workspace: the largest transient of one operator of the phase: its
+ *    output (from the shapes: matmul, linear, addmm, bmm, conv with
+ *    stride 1 or a patch embedding; none for in-place operators; the
+ *    largest input otherwise); plus, in inference, its inputs, and in
+ *    backward its largest input (an incoming gradient).  A forward
+ *    operator's backward holds the gradients of its output and of its
+ *    largest input at once: that is the backward workspace of its layer in
+ *    the walk below, since backward calls rarely carry shapes of their
+ *    own.  Losses output a scalar (reduction='mean').  Forward inputs in
+ *    training are kept activations and optimizer inputs are parameters,
+ *    gradients and states: counted already.
+ * Inference (no backward phase) keeps no activations but its input (the
+ * first forward operator's inputs, held by the caller): its peak is the
+ * weights, the input, and the largest operator's inputs and output.
+ *
+ * OFFLOADING.  An inserted device-to-host copy that leads to an inserted
+ * host-to-device copy (vdnn's offload and prefetch) frees its bytes in
+ * between: they leave the kept activations at the end of forward and come
+ * back when the backward walk reaches their layer (or the one above it:
+ * vDNN prefetches one layer ahead).
+ *
+ * What it does not see: the allocator's rounding and fragmentation
+ * (Reserved minus Allocated), cuDNN/cuBLAS workspaces, tensors made by
+ * operators that launch no kernel, buffers of data-parallel wrappers (DDP's
+ * gradient buckets), and autocast's copies of the weights.
+ */
+#ifndef REVERIE_MEMORY_H
+#define REVERIE_MEMORY_H
+
+#include <glib.h>
+#include <stdint.h>
+#include "reverie/graph.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+    RV_MEM_WEIGHTS,
+    RV_MEM_GRADIENTS,
+    RV_MEM_OPTIMIZER_STATE,
+    RV_MEM_ACTIVATIONS,
+    RV_MEM_WORKSPACE,
+    RV_MEM_CATEGORY_COUNT
+} rv_memory_category;
+
+/* "weights", "gradients", "optimizer_state", "activations", "workspace". */
+const char *rv_memory_category_name(rv_memory_category category);
+
+/* The recorded peak over the whole trace: the highest peak_allocated of
+ * any record (*device and *rank_index say where; *reserved is the highest
+ * reserved there).  FALSE when the graph has no [memory] events with
+ * totals. */
+gboolean rv_memory_recorded_peak(const rv_graph *graph, int64_t *allocated, int64_t *reserved, int32_t *device,
+                                 int32_t *rank_index);
+
+/* The estimate from shapes. */
+typedef struct {
+    /* What is resident at each phase's own peak (forward: its end;
+     * backward: the worst moment of the walk; optimizer: weights,
+     * gradients, state and its workspace). */
+    int64_t bytes[RV_PHASE_COUNT][RV_MEM_CATEGORY_COUNT];
+    int64_t phase_peak[RV_PHASE_COUNT];   /* sums of the rows; 0 for phases without work */
+    int64_t peak;                         /* the highest phase_peak */
+    int32_t peak_phase;                   /* rv_phase */
+    int32_t step;                         /* the step estimated (the one with the highest peak), -1: the whole trace */
+    gboolean training;                    /* the step has a backward phase */
+    int64_t offloaded;                    /* activation bytes offloaded by inserted copies (vdnn) in that step */
+    guint shaped_ops, unshaped_ops;       /* operator calls with and without Input Dims */
+    int element_bytes;                    /* of the trace's usual dtype */
+    int optimizer_factor;                 /* state bytes per parameter byte; -1 if no optimizer was named */
+    char optimizer[32];                   /* its name ("Adam"), "" if none */
+} rv_memory_estimate;
+
+/* Estimate every step's peak and keep the highest.  RV_ERROR_INPUT when no
+ * operator has Input Dims (recorded without record_shapes=True). */
+gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *estimate, GError **error);
+
+/* The output elements of an operator call from its name and Input Dims
+ * (0 when the shapes do not say): for tests and the workspace term. */
+int64_t rv_memory_output_elements(const char *op, const char *input_dims);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,614 @@
+/*
+ * memory.c - the memory model of memory.h: the recorded peak from the
+ * graph's memory records, and the estimate from shapes, walked over the
+ * weighted layers of a step (and moved by inserted offload copies).
+ */
+#include "reverie/memory.h"
+#include "reverie/checked.h"
+#include "reverie/costmodel.h"
+#include "reverie/error.h"
+#include "reverie/gpus.h"
+#include "reverie/shapes.h"
+#include <string.h>
+
+/* Sizes are advisory (shapes.h): a product past int64 saturates. */
+static int64_t saturating_mul(int64_t a, int64_t b)
+{
+    int64_t out;
+    return rv_checked_mul(a, b, &out) ? out : G_MAXINT64;
+}
+
+static const char *const category_names[RV_MEM_CATEGORY_COUNT] = {
+    "weights", "gradients", "optimizer_state", "activations", "workspace",
+};
+
+const char *rv_memory_category_name(rv_memory_category category)
+{
+    return category < RV_MEM_CATEGORY_COUNT ? category_names[category] : "?";
+}
+
+gboolean rv_memory_recorded_peak(const rv_graph *graph, int64_t *allocated, int64_t *reserved, int32_t *device,
+                                 int32_t *rank_index)
+{
+    const rv_memory_record *best = NULL;
+    for (guint i = 0; i < graph->memory->len; i++) {
+        const rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, i);
+        if (record->peak_allocated >= 0 && (best == NULL || record->peak_allocated > best->peak_allocated))
+            best = record;
+    }
+    if (best == NULL) return FALSE;
+    int64_t most_reserved = -1;
+    for (guint i = 0; i < graph->memory->len; i++) {
+        const rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, i);
+        if (record->device == best->device && record->rank_index == best->rank_index)
+            most_reserved = MAX(most_reserved, record->peak_reserved);
+    }
+    *allocated = best->peak_allocated;
+    *reserved = most_reserved;
+    *device = best->device;
+    *rank_index = best->rank_index;
+    return TRUE;
+}
+
+/* ---- one operator call's tensors --------------------------------------- */
+
+typedef struct {
+    int64_t params;     /* parameter bytes among its inputs */
+    int64_t inputs;     /* the other tensor inputs' bytes */
+    int64_t largest;    /* the largest of those */
+    int64_t output;     /* its output's bytes (0 if the shapes do not say) */
+    int32_t task;       /* its first launch call */
+    uint8_t phase;
+    gboolean saves;     /* autograd keeps its inputs for backward */
+    gboolean saves_output; /* ...or rather its output (ReLU, sigmoid, tanh, softmax) */
+    gboolean in_place;  /* writes into an input (name ends in _): makes no tensor */
+} op_call;
+
+static int64_t extent(const rv_shapes *s, guint input, guint dim) { return rv_shapes_extent(s, input, dim); }
+static guint rank_of(const rv_shapes *s, guint input) { return rv_shapes_rank(s, input); }
+
+/* linear(x[..., K], W[N, K], b[N]) */
+static gboolean is_linear_form(const rv_shapes *s)
+{
+    guint xr = rank_of(s, 0);
+    return rv_shapes_count(s) >= 2 && xr >= 2 && rank_of(s, 1) == 2 && extent(s, 1, 1) == extent(s, 0, xr - 1) &&
+           (rv_shapes_count(s) < 3 || rank_of(s, 2) <= 1);
+}
+
+/* addmm(b[N], A[M, K], B[K, N]) */
+static gboolean is_addmm_form(const rv_shapes *s)
+{
+    return rv_shapes_count(s) >= 3 && rank_of(s, 0) >= 1 && rank_of(s, 0) <= 2 && rank_of(s, 1) == 2 &&
+           rank_of(s, 2) == 2 && extent(s, 1, 1) == extent(s, 2, 0);
+}
+
+/* conv(x[N, C, spatial...], W[O, C/groups, kernel...], b[O]) */
+static gboolean is_conv_form(const rv_shapes *s)
+{
+    guint xr = rank_of(s, 0);
+    return rv_shapes_count(s) >= 2 && xr >= 3 && rank_of(s, 1) == xr && extent(s, 1, 1) > 0 &&
+           extent(s, 0, 1) % extent(s, 1, 1) == 0;
+}
+
+/* matmul's broadcast: A[..., M, K] x B[..., K, N] -> [..., M, N]. */
+static int64_t matmul_output(const rv_shapes *s, guint a, guint b)
+{
+    guint ar = rank_of(s, a), br = rank_of(s, b);
+    if (ar < 1 || br < 1) return 0;
+    int64_t n = br >= 2 ? extent(s, b, br - 1) : 1;
+    int64_t elements = n;
+    if (ar >= 2) elements = saturating_mul(elements, extent(s, a, ar - 2));
+    guint batch_a = ar > 2 ? ar - 2 : 0, batch_b = br > 2 ? br - 2 : 0;
+    guint batch = MAX(batch_a, batch_b);
+    for (guint d = 0; d < batch; d++) {
+        int64_t ea = d + batch_a >= batch ? extent(s, a, d + batch_a - batch) : 1;
+        int64_t eb = d + batch_b >= batch ? extent(s, b, d + batch_b - batch) : 1;
+        elements = saturating_mul(elements, MAX(ea, eb));
+    }
+    return elements;
+}
+
+/* stride 1 keeps the spatial size; a patch embedding (kernel = stride, at
+ * least 4, dividing the input) divides it. */
+static int64_t conv_output(const rv_shapes *s)
+{
+    guint xr = rank_of(s, 0);
+    int64_t elements = saturating_mul(extent(s, 0, 0), extent(s, 1, 0));
+    for (guint d = 2; d < xr; d++) {
+        int64_t size = extent(s, 0, d), kernel = extent(s, 1, d);
+        gboolean patch = kernel >= 4 && size % kernel == 0;
+        elements = saturating_mul(elements, patch ? size / kernel : size);
+    }
+    return elements;
+}
+
+static gboolean name_has(const char *name, const char *part) { return name != NULL && strstr(name, part) != NULL; }
+
+static gboolean is_weighted_name(const char *name)
+{
+    return name_has(name, "conv") || name_has(name, "addmm") || name_has(name, "linear");
+}
+
+static gboolean is_norm(const char *op) { return name_has(op, "_norm") || name_has(op, "norm_"); }
+
+static int64_t largest_input(const rv_shapes *s)
+{
+    int64_t largest = 0;
+    for (guint i = 0; i < rv_shapes_count(s); i++) largest = MAX(largest, rv_shapes_elements(s, i));
+    return largest;
+}
+
+int64_t rv_memory_output_elements(const char *op, const char *input_dims)
+{
+    rv_shapes s;
+    if (op == NULL || input_dims == NULL || !rv_shapes_parse(input_dims, &s)) return 0;
+    int64_t out = 0;
+    if (g_str_has_suffix(op, "_") && !name_has(op, "__")) out = 0; /* in place: no new tensor */
+    else if (name_has(op, "loss")) out = 1; /* reduction='mean', the default: a scalar */
+    else if (is_weighted_name(op) && is_conv_form(&s)) out = conv_output(&s);
+    else if (is_addmm_form(&s) && (is_weighted_name(op) || name_has(op, "baddbmm"))) out = matmul_output(&s, 1, 2);
+    else if (is_linear_form(&s) && is_weighted_name(op))
+        out = rv_shapes_elements(&s, 0) / MAX(extent(&s, 0, rank_of(&s, 0) - 1), 1) * extent(&s, 1, 0);
+    else if ((name_has(op, "matmul") || name_has(op, "bmm") || g_str_has_suffix(op, "::mm")) && rv_shapes_count(&s) >= 2)
+        out = matmul_output(&s, 0, 1);
+    else out = largest_input(&s);
+    rv_shapes_clear(&s);
+    return out;
+}
+
+/* Which inputs are parameters, by the shapes' form and the names. */
+/* A weighted operator's Input Dims may be its outer operator's (linear's
+ * dims under an addmm tag when an nn.Module names the layer): the form of
+ * the shapes decides. */
+static gboolean input_is_param(const rv_shapes *s, const char *name, guint input)
+{
+    if (is_weighted_name(name) && is_conv_form(s)) return input == 1 || input == 2;
+    if (is_weighted_name(name) && is_addmm_form(s) && !name_has(name, "baddbmm")) return input == 0 || input == 2;
+    if (is_weighted_name(name) && is_linear_form(s)) return input == 1 || input == 2;
+    if (name_has(name, "embedding")) return input == 0;
+    if (is_norm(name)) return input > 0 && rank_of(s, input) == 1;
+    return FALSE;
+}
+
+/* Operators whose backward reads none of their inputs (or that have no
+ * backward of their own): autograd keeps nothing for them. */
+/* Operators whose backward reads their result, not their input
+ * (ReluBackward0, SigmoidBackward0, TanhBackward0, SoftmaxBackward0 save
+ * `result`): the input is not kept on their account. */
+static gboolean saves_result(const char *op)
+{
+    static const char *const result_savers[] = {
+        "aten::relu", "aten::relu_", "aten::sigmoid", "aten::sigmoid_", "aten::tanh", "aten::tanh_",
+        "aten::softmax", "aten::_softmax", "aten::exp", "aten::exp_",
+        /* relu on CUDA runs clamp_min: the innermost name, all the graph
+         * keeps when an nn.Module names the layer (a clamp_min of its own
+         * saves its input, of the same size) */
+        "aten::clamp_min", "aten::clamp_min_",
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(result_savers); i++)
+        if (strcmp(op, result_savers[i]) == 0) return TRUE;
+    return FALSE;
+}
+
+static gboolean saves_inputs(const char *op)
+{
+    static const char *const keep_nothing[] = {
+        "aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::rsub", "aten::copy_", "aten::clone",
+        "aten::fill_", "aten::zero_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::cat", "aten::stack",
+        "aten::zeros", "aten::ones", "aten::empty", "aten::zeros_like", "aten::ones_like", "aten::empty_like",
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(keep_nothing); i++)
+        if (strcmp(op, keep_nothing[i]) == 0) return FALSE;
+    return TRUE;
+}
+
+/* The name that says what the Input Dims are: the dims belong to the
+ * outermost operator, which is the layer tag where no nn.Module is known;
+ * otherwise the innermost operator is the best guess. */
+static const char *dims_owner(const rv_graph *graph, const rv_task *task)
+{
+    const char *layer = task->layer > 0 ? rv_strings_get(graph->strings, task->layer) : "";
+    if (g_str_has_prefix(layer, "aten::") || g_str_has_prefix(layer, "torch")) return layer;
+    return task->op > 0 ? rv_strings_get(graph->strings, task->op) : layer;
+}
+
+static void measure_call(const rv_graph *graph, const rv_task *task, int element_bytes, op_call *call)
+{
+    const char *owner = dims_owner(graph, task);
+    const char *inner = task->op > 0 ? rv_strings_get(graph->strings, task->op) : owner;
+    const char *dims = rv_strings_get(graph->strings, task->input_dims);
+    rv_shapes s;
+    if (!rv_shapes_parse(dims, &s)) return;
+    for (guint i = 0; i < rv_shapes_count(&s); i++) {
+        int64_t bytes = saturating_mul(rv_shapes_elements(&s, i), element_bytes);
+        if (input_is_param(&s, owner, i) || (owner != inner && input_is_param(&s, inner, i))) {
+            call->params = rv_saturating_add(call->params, bytes);
+        } else {
+            call->inputs = rv_saturating_add(call->inputs, bytes);
+            call->largest = MAX(call->largest, bytes);
+        }
+    }
+    rv_shapes_clear(&s);
+    call->output = saturating_mul(rv_memory_output_elements(owner, dims), element_bytes);
+    call->saves = saves_inputs(inner) && saves_inputs(owner);
+    call->saves_output = saves_result(owner) || saves_result(inner);
+    /* relu_ launches clamp_min: the outer name says it is in place */
+    call->in_place = (g_str_has_suffix(inner, "_") && !g_str_has_suffix(inner, "__")) ||
+                     (g_str_has_suffix(owner, "_") && !g_str_has_suffix(owner, "__"));
+}
+
+/* ---- the graph's calls ---------------------------------------------------- */
+
+typedef struct {
+    const rv_graph *graph;
+    int32_t *first_gpu;   /* per CPU task: the first GPU task it launched, -1 */
+    int usual_bytes;
+} context;
+
+static int element_bytes_of(const context *ctx, int32_t cpu_task)
+{
+    int32_t gpu = ctx->first_gpu[cpu_task];
+    if (gpu < 0) return ctx->usual_bytes;
+    gboolean integer = FALSE;
+    const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, gpu);
+    rv_dtype dtype = rv_cost_dtype_of_name(rv_strings_get(ctx->graph->strings, task->name), &integer);
+    int bytes = dtype == RV_DTYPE_UNKNOWN ? 0 : rv_dtype_bytes(dtype);
+    return bytes > 0 ? bytes : ctx->usual_bytes;
+}
+
+/* The dtype of most named kernel time. */
+static int usual_element_bytes(const rv_graph *graph)
+{
+    double time[RV_DTYPE_COUNT + 1] = { 0 };
+    for (guint t = 0; t < graph->tasks->len; t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (task->kind != RV_TASK_KERNEL || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        gboolean integer = FALSE;
+        rv_dtype dtype = rv_cost_dtype_of_name(rv_strings_get(graph->strings, task->name), &integer);
+        if (dtype != RV_DTYPE_UNKNOWN && dtype < RV_DTYPE_COUNT) time[dtype] += (double)task->duration_ns + 1;
+    }
+    int best = -1;
+    for (int d = 0; d < RV_DTYPE_COUNT; d++)
+        if (time[d] > 0 && (best < 0 || time[d] > time[best])) best = d;
+    return best < 0 ? 4 : MAX(rv_dtype_bytes((rv_dtype)best), 1);
+}
+
+static int32_t *first_gpu_of_calls(const rv_graph *graph)
+{
+    int32_t *first = g_new(int32_t, MAX(graph->tasks->len, 1));
+    for (guint t = 0; t < graph->tasks->len; t++) first[t] = -1;
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        if (edge->kind != RV_EDGE_LAUNCH) continue;
+        if (first[edge->from] < 0 || g_array_index(graph->tasks, rv_task, edge->to).recorded_start_ns <
+                                         g_array_index(graph->tasks, rv_task, first[edge->from]).recorded_start_ns)
+            first[edge->from] = edge->to;
+    }
+    return first;
+}
+
+static gint compare_by_start(gconstpointer a, gconstpointer b, gpointer data)
+{
+    const rv_graph *graph = data;
+    const rv_task *x = &g_array_index(graph->tasks, rv_task, *(const int32_t *)a);
+    const rv_task *y = &g_array_index(graph->tasks, rv_task, *(const int32_t *)b);
+    if (x->recorded_start_ns != y->recorded_start_ns) return x->recorded_start_ns < y->recorded_start_ns ? -1 : 1;
+    return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+/* Launch calls of one step (all, for step -1 in a graph without steps) in
+ * recorded order. */
+static GArray *launch_calls(const context *ctx, int32_t step)
+{
+    GArray *calls = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint t = 0; t < ctx->graph->tasks->len; t++) {
+        const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, t);
+        if (task->kind != RV_TASK_CPU || (task->flags & RV_TASK_FLAG_REMOVED) || ctx->first_gpu[t] < 0) continue;
+        if (step >= 0 && task->step != step) continue;
+        int32_t id = (int32_t)t;
+        g_array_append_val(calls, id);
+    }
+    g_array_sort_with_data(calls, compare_by_start, (gpointer)ctx->graph);
+    return calls;
+}
+
+/* One operator call per run of launches on a thread with the same tags
+ * (a cuDNN convolution launches several kernels). */
+static GArray *operator_calls(const context *ctx, int32_t step, guint *unshaped, gboolean *backward)
+{
+    GArray *launches = launch_calls(ctx, step);
+    GArray *calls = g_array_new(FALSE, TRUE, sizeof(op_call));
+    GHashTable *last_on = g_hash_table_new(g_direct_hash, g_direct_equal); /* resource -> last task */
+    for (guint i = 0; i < launches->len; i++) {
+        int32_t id = g_array_index(launches, int32_t, i);
+        const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, id);
+        /* backward calls often carry no shapes (their outermost operator
+         * is the autograd engine's wrapper), but they say it is training */
+        if (task->phase == RV_PHASE_BACKWARD) *backward = TRUE;
+        gpointer key = GINT_TO_POINTER(task->resource + 1);
+        gpointer previous = g_hash_table_lookup(last_on, key);
+        g_hash_table_insert(last_on, key, GINT_TO_POINTER(id + 1));
+        if (previous != NULL) {
+            const rv_task *before = &g_array_index(ctx->graph->tasks, rv_task, GPOINTER_TO_INT(previous) - 1);
+            if (before->op == task->op && before->layer == task->layer && before->input_dims == task->input_dims &&
+                before->phase == task->phase)
+                continue;
+        }
+        if (task->input_dims < 0) {
+            (*unshaped)++;
+            continue;
+        }
+        op_call call = { 0 };
+        call.task = id;
+        call.phase = task->phase;
+        measure_call(ctx->graph, task, element_bytes_of(ctx, id), &call);
+        g_array_append_val(calls, call);
+    }
+    g_hash_table_destroy(last_on);
+    g_array_unref(launches);
+    return calls;
+}
+
+/* ---- the optimizer --------------------------------------------------------- */
+
+/* The optimizer's state bytes per parameter byte, from the operators of
+ * the optimizer phase (the step annotation's name does not reach the
+ * graph): Adam's family updates its second moment with addcdiv (or runs
+ * a fused Adam kernel): two states; other update work (SGD with momentum,
+ * Adagrad, RMSprop): one; no optimizer work: -1. */
+static int optimizer_factor(const rv_graph *graph, char *name, gsize size)
+{
+    gboolean any = FALSE;
+    for (guint t = 0; t < graph->tasks->len; t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (task->phase != RV_PHASE_OPTIMIZER || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        any = TRUE;
+        const char *op = task->op > 0 ? rv_strings_get(graph->strings, task->op) : "";
+        const char *kernel = rv_strings_get(graph->strings, task->name);
+        if (name_has(op, "addcdiv") || name_has(op, "adam") || name_has(kernel, "adam") || name_has(kernel, "Adam")) {
+            g_strlcpy(name, "Adam-like (addcdiv)", size);
+            return 2;
+        }
+    }
+    if (!any) return -1;
+    g_strlcpy(name, "SGD-like (one momentum buffer)", size);
+    return 1;
+}
+
+/* ---- offloads ----------------------------------------------------------------- */
+
+static gboolean is_inserted_copy(const rv_task *task, const rv_graph *graph, const char *prefix)
+{
+    return task->kind == RV_TASK_MEMCPY && (task->flags & RV_TASK_FLAG_INSERTED) && !(task->flags & RV_TASK_FLAG_REMOVED) &&
+           g_str_has_prefix(rv_strings_get(graph->strings, task->name), prefix);
+}
+
+/* Offloaded bytes per launch call: an inserted device-to-host copy that
+ * leads to an inserted host-to-device copy, started by a GPU task of that
+ * call (vdnn.c: "X is ready" when the layer's first task starts). */
+static GHashTable *offloads_by_call(const rv_graph *graph)
+{
+    GHashTable *by_call = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    int32_t *launcher = g_new(int32_t, MAX(graph->tasks->len, 1));
+    gboolean *prefetched = g_new0(gboolean, MAX(graph->tasks->len, 1));
+    for (guint t = 0; t < graph->tasks->len; t++) launcher[t] = -1;
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        const rv_task *from = &g_array_index(graph->tasks, rv_task, edge->from);
+        const rv_task *to = &g_array_index(graph->tasks, rv_task, edge->to);
+        if (edge->kind == RV_EDGE_LAUNCH) launcher[edge->to] = edge->from;
+        if (is_inserted_copy(from, graph, "Memcpy DtoH") && is_inserted_copy(to, graph, "Memcpy HtoD"))
+            prefetched[edge->from] = TRUE;
+    }
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        const rv_task *to = &g_array_index(graph->tasks, rv_task, edge->to);
+        if (!edge->from_start || !prefetched[edge->to] || !is_inserted_copy(to, graph, "Memcpy DtoH")) continue;
+        int32_t call = launcher[edge->from];
+        if (call < 0) continue;
+        int64_t *bytes = g_hash_table_lookup(by_call, GINT_TO_POINTER(call + 1));
+        if (bytes == NULL) {
+            bytes = g_new0(int64_t, 1);
+            g_hash_table_insert(by_call, GINT_TO_POINTER(call + 1), bytes);
+        }
+        *bytes = rv_saturating_add(*bytes, to->bytes);
+    }
+    g_free(launcher);
+    g_free(prefetched);
+    return by_call;
+}
+
+/* ---- the walk over one step ---------------------------------------------------- */
+
+typedef struct {
+    GArray *kept;       /* int64 per weighted layer: activations kept from it to the next */
+    GArray *offloaded;  /* int64 per weighted layer: of those, offloaded */
+    GArray *grads;      /* int64 per weighted layer: its gradient bytes */
+    GArray *transient;  /* int64 per weighted layer: the largest gradients its backward holds at once */
+    int64_t weights;
+    int64_t batch;      /* the first forward call's inputs: the step's input, held by the caller */
+    int64_t workspace[RV_PHASE_COUNT];
+    gboolean training;
+} step_walk;
+
+static int64_t sum_of(const GArray *values, guint from, guint to)
+{
+    int64_t sum = 0;
+    for (guint i = from; i < to && i < values->len; i++) sum = rv_saturating_add(sum, g_array_index(values, int64_t, i));
+    return sum;
+}
+
+static void grow(GArray *values, guint index) { if (values->len <= index) g_array_set_size(values, index + 1); }
+
+static void add_at(GArray *values, guint index, int64_t bytes)
+{
+    grow(values, index);
+    int64_t *slot = &g_array_index(values, int64_t, index);
+    *slot = rv_saturating_add(*slot, bytes);
+}
+
+static void walk_forward(step_walk *walk, const GArray *calls, GHashTable *offloads)
+{
+    guint layer = 0;
+    gboolean any_weighted = FALSE;
+    int64_t counted = 0; /* an in-place call's saved input, which the next call reads again */
+    for (guint i = 0; i < calls->len; i++) {
+        const op_call *call = &g_array_index(calls, op_call, i);
+        if (call->phase != RV_PHASE_FORWARD) continue;
+        if (walk->batch == 0) walk->batch = call->inputs;
+        if (call->params > 0) {
+            if (any_weighted) layer++;
+            any_weighted = TRUE;
+            walk->weights = rv_saturating_add(walk->weights, call->params);
+            add_at(walk->grads, layer, call->params);
+        }
+        grow(walk->kept, layer);
+        grow(walk->offloaded, layer);
+        grow(walk->grads, layer);
+        /* A tensor is kept once however many operators save it: after an
+         * operator that saved its result (or, in place, its input), the
+         * next operator reading a tensor of that size reads the same one. */
+        int64_t again = counted > 0 && call->largest == counted ? counted : 0;
+        int64_t result = call->in_place ? call->largest : call->output;
+        int64_t saved = !call->saves ? 0 : call->saves_output ? result - MIN(again, result) : call->inputs - again;
+        if (walk->training) add_at(walk->kept, layer, saved);
+        counted = call->saves && (call->saves_output || call->in_place) ? result : 0;
+        int64_t *off = g_hash_table_lookup(offloads, GINT_TO_POINTER(call->task + 1));
+        if (walk->training && off != NULL) add_at(walk->offloaded, layer, MIN(*off, call->inputs));
+        /* in inference no activations are kept: an operator holds its inputs and output */
+        int64_t transient = walk->training ? call->output : rv_saturating_add(call->inputs, call->output);
+        walk->workspace[RV_PHASE_FORWARD] = MAX(walk->workspace[RV_PHASE_FORWARD], transient);
+        /* its backward takes the gradient of its output and makes that of
+         * its (largest) input: backward calls rarely carry shapes of their own (their
+         * outermost operator is autograd's wrapper), their forward does */
+        if (walk->training) {
+            grow(walk->transient, layer);
+            int64_t *slot = &g_array_index(walk->transient, int64_t, layer);
+            *slot = MAX(*slot, rv_saturating_add(call->output, call->largest));
+        }
+    }
+}
+
+static void other_workspaces(step_walk *walk, const GArray *calls)
+{
+    for (guint i = 0; i < calls->len; i++) {
+        const op_call *call = &g_array_index(calls, op_call, i);
+        if (call->phase == RV_PHASE_FORWARD || call->phase >= RV_PHASE_COUNT) continue;
+        /* the optimizer's inputs are parameters, gradients and states,
+         * all counted already: only what it makes is new */
+        int64_t transient = call->phase == RV_PHASE_OPTIMIZER || call->in_place
+                                ? call->output : rv_saturating_add(call->largest, call->output);
+        walk->workspace[call->phase] = MAX(walk->workspace[call->phase], transient);
+    }
+}
+
+/* Resident activations while backward computes layer j's gradient: the
+ * layers below it keep theirs, minus what is offloaded, except layer j and
+ * the one below it (prefetched one ahead). */
+static int64_t activations_at(const step_walk *walk, guint j)
+{
+    int64_t kept = sum_of(walk->kept, 0, j + 1) - sum_of(walk->offloaded, 0, j + 1);
+    kept += g_array_index(walk->offloaded, int64_t, j);
+    if (j > 0) kept += g_array_index(walk->offloaded, int64_t, j - 1);
+    return MAX(kept, 0);
+}
+
+static void set_row(rv_memory_estimate *e, rv_phase phase, int64_t weights, int64_t grads, int64_t state,
+                    int64_t activations, int64_t workspace)
+{
+    int64_t *row = e->bytes[phase];
+    row[RV_MEM_WEIGHTS] = weights;
+    row[RV_MEM_GRADIENTS] = grads;
+    row[RV_MEM_OPTIMIZER_STATE] = state;
+    row[RV_MEM_ACTIVATIONS] = activations;
+    row[RV_MEM_WORKSPACE] = workspace;
+    int64_t sum = 0;
+    for (int c = 0; c < RV_MEM_CATEGORY_COUNT; c++) sum = rv_saturating_add(sum, row[c]);
+    e->phase_peak[phase] = sum;
+}
+
+static gboolean has_phase(const GArray *calls, rv_phase phase)
+{
+    for (guint i = 0; i < calls->len; i++)
+        if (g_array_index(calls, op_call, i).phase == phase) return TRUE;
+    return FALSE;
+}
+
+static void estimate_step(const GArray *calls, gboolean training, GHashTable *offloads, int factor,
+                          rv_memory_estimate *e)
+{
+    step_walk walk = { g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)),
+                       g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)), 0, 0,
+                       { 0 }, training };
+    walk_forward(&walk, calls, offloads);
+    other_workspaces(&walk, calls);
+    int64_t state = walk.training && factor > 0 ? saturating_mul(walk.weights, factor) : 0;
+    int64_t grads = walk.training ? walk.weights : 0;
+    int64_t kept = MAX(sum_of(walk.kept, 0, walk.kept->len) - sum_of(walk.offloaded, 0, walk.offloaded->len), 0);
+    if (!walk.training) kept = walk.batch; /* inference keeps only its input */
+    memset(e->bytes, 0, sizeof e->bytes);
+    memset(e->phase_peak, 0, sizeof e->phase_peak);
+    set_row(e, RV_PHASE_FORWARD, walk.weights, 0, state, kept, walk.workspace[RV_PHASE_FORWARD]);
+    if (walk.training) {
+        /* backward: layer j's gradients appear while layers <= j still keep
+         * their activations; its transient is the larger of what its own
+         * forward calls' shapes say and what shaped backward calls show */
+        int64_t best = -1, best_acts = 0, best_grads = 0, best_work = walk.workspace[RV_PHASE_BACKWARD];
+        for (guint j = walk.kept->len; j-- > 0;) {
+            int64_t acts = activations_at(&walk, j), g = sum_of(walk.grads, j, walk.grads->len);
+            int64_t work = walk.workspace[RV_PHASE_BACKWARD];
+            if (j < walk.transient->len) work = MAX(work, g_array_index(walk.transient, int64_t, j));
+            if (acts + g + work > best) { best = acts + g + work; best_acts = acts; best_grads = g; best_work = work; }
+        }
+        set_row(e, RV_PHASE_BACKWARD, walk.weights, best_grads, state, best_acts, best_work);
+        if (factor > 0 || has_phase(calls, RV_PHASE_OPTIMIZER))
+            set_row(e, RV_PHASE_OPTIMIZER, walk.weights, grads, state, 0, walk.workspace[RV_PHASE_OPTIMIZER]);
+    }
+    e->training = walk.training;
+    e->offloaded = sum_of(walk.offloaded, 0, walk.offloaded->len);
+    e->peak = 0;
+    for (int p = 0; p < RV_PHASE_COUNT; p++)
+        if (e->phase_peak[p] > e->peak) { e->peak = e->phase_peak[p]; e->peak_phase = p; }
+    g_array_unref(walk.kept);
+    g_array_unref(walk.offloaded);
+    g_array_unref(walk.grads);
+    g_array_unref(walk.transient);
+}
+
+gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *estimate, GError **error)
+{
+    memset(estimate, 0, sizeof *estimate);
+    estimate->step = -1;
+    context ctx = { graph, first_gpu_of_calls(graph), usual_element_bytes(graph) };
+    estimate->element_bytes = ctx.usual_bytes;
+    estimate->optimizer_factor = optimizer_factor(graph, estimate->optimizer, sizeof estimate->optimizer);
+    GHashTable *offloads = offloads_by_call(graph);
+    gboolean stepped = graph->steps->len > 0 && !graph->whole_trace_step;
+    guint steps = stepped ? graph->steps->len : 1;
+    for (guint s = 0; s < steps; s++) {
+        guint unshaped = 0;
+        gboolean backward = FALSE;
+        int32_t step = stepped ? (int32_t)s : -1;
+        GArray *calls = operator_calls(&ctx, step, &unshaped, &backward);
+        if (calls->len > 0) {
+            rv_memory_estimate this = *estimate;
+            estimate_step(calls, backward, offloads, estimate->optimizer_factor, &this);
+            this.step = step;
+            this.shaped_ops = calls->len;
+            this.unshaped_ops = unshaped;
+            if (estimate->shaped_ops == 0 || this.peak > estimate->peak) *estimate = this;
+        } else if (estimate->shaped_ops == 0) {
+            estimate->unshaped_ops += unshaped;
+        }
+        g_array_unref(calls);
+    }
+    g_hash_table_destroy(offloads);
+    g_free(ctx.first_gpu);
+    if (estimate->shaped_ops == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: no operator that launches GPU work has Input Dims (record with record_shapes=True): "
+                    "cannot estimate memory from shapes", graph->source);
+        return FALSE;
+    }
+    return TRUE;
+}

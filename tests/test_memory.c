@@ -1,0 +1,382 @@
+/*
+ * test_memory.c - the memory model (memory.h) and the [memory] events it
+ * reads.
+ *
+ * The recorded peaks are checked against a count this file makes itself
+ * from the trace's JSON (jansson, not the importer); the estimate from
+ * shapes against the recorded peak within the error measured on each
+ * trace plus a margin (README, "Memory"); the output-shape rules on
+ * worked examples; and absent or bad input must give one clear error.
+ */
+#include <check.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+#include <zlib.h>
+#include "reverie/error.h"
+#include "reverie/graph.h"
+#include "reverie/memory.h"
+#include "reverie/store.h"
+#include "reverie/trace.h"
+#include "project_traces.h"
+
+static const char *const traces[] = {
+    "pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz", "pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz",
+    "gen_mlp_memory.json.gz", "hta_transformer_ddp_v100_rank1.2steps.json.gz", "hta_simple_add_small_a100.json.gz",
+    "kineto_legacy_resnet50_v100.2steps.json.gz", NULL,
+};
+
+static rv_graph *load(const char *name)
+{
+    char *path = project_trace_path(name);
+    GError *error = NULL;
+    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
+    ck_assert_msg(trace != NULL, "%s", error ? error->message : "");
+    rv_graph *graph = rv_graph_build(trace, &error);
+    ck_assert_msg(graph != NULL, "%s", error ? error->message : "");
+    rv_trace_free(trace);
+    g_free(path);
+    return graph;
+}
+
+/* The trace's JSON, read with zlib and jansson only. */
+static json_t *read_json(const char *name)
+{
+    char *path = project_trace_path(name);
+    gzFile file = gzopen(path, "rb");
+    ck_assert_ptr_nonnull(file);
+    GString *text = g_string_new(NULL);
+    char buffer[1 << 16];
+    int got;
+    while ((got = gzread(file, buffer, sizeof buffer)) > 0) g_string_append_len(text, buffer, got);
+    gzclose(file);
+    json_error_t json_error;
+    json_t *root = json_loads(text->str, 0, &json_error);
+    ck_assert_msg(root != NULL, "%s: %s", path, json_error.text);
+    g_string_free(text, TRUE);
+    g_free(path);
+    return root;
+}
+
+typedef struct {
+    int64_t allocated, reserved, events;
+} independent_peak;
+
+/* The highest totals of every device [memory] event (Device Type not 0). */
+static independent_peak count_peak(const char *name)
+{
+    json_t *root = read_json(name);
+    independent_peak peak = { -1, -1, 0 };
+    json_t *events = json_object_get(root, "traceEvents"), *event;
+    size_t i;
+    json_array_foreach(events, i, event) {
+        const char *event_name = json_string_value(json_object_get(event, "name"));
+        if (event_name == NULL || strcmp(event_name, "[memory]") != 0) continue;
+        json_t *args = json_object_get(event, "args");
+        if (json_integer_value(json_object_get(args, "Device Type")) == 0) continue;
+        peak.events++;
+        peak.allocated = MAX(peak.allocated, json_integer_value(json_object_get(args, "Total Allocated")));
+        peak.reserved = MAX(peak.reserved, json_integer_value(json_object_get(args, "Total Reserved")));
+    }
+    json_decref(root);
+    return peak;
+}
+
+static void check_recorded(const char *name)
+{
+    rv_graph *graph = load(name);
+    independent_peak expected = count_peak(name);
+    ck_assert_int_gt(expected.events, 0);
+    int64_t allocated, reserved, events = 0;
+    int32_t device, rank_index;
+    ck_assert(rv_memory_recorded_peak(graph, &allocated, &reserved, &device, &rank_index));
+    ck_assert_int_eq(allocated, expected.allocated);
+    ck_assert_int_eq(reserved, expected.reserved);
+    for (guint r = 0; r < graph->memory->len; r++)
+        events += g_array_index(graph->memory, rv_memory_record, r).events;
+    ck_assert_int_eq(events, expected.events);
+    rv_graph_free(graph);
+}
+
+START_TEST(recorded_peak_matches_an_independent_count)
+{
+    check_recorded("pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz");
+    check_recorded("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz"); /* ROCm: Device Type 6 */
+    check_recorded("hta_transformer_ddp_v100_rank1.2steps.json.gz");
+    check_recorded("gen_mlp_memory.json.gz");
+}
+END_TEST
+
+typedef struct {
+    double ts;
+    int64_t bytes;
+} timed_bytes;
+
+static gint by_time(gconstpointer a, gconstpointer b)
+{
+    const timed_bytes *x = a, *y = b;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* The highest running sum of Bytes of the device events inside each
+ * ProfilerStep annotation, in time order: what the step allocated above
+ * its start (the legacy trace writes no totals). */
+static int64_t count_above_start(const char *name)
+{
+    json_t *root = read_json(name);
+    json_t *events = json_object_get(root, "traceEvents"), *event, *step;
+    size_t i, k;
+    int64_t most = 0;
+    json_array_foreach(events, k, step) {
+        const char *step_name = json_string_value(json_object_get(step, "name"));
+        if (step_name == NULL || !g_str_has_prefix(step_name, "ProfilerStep#")) continue;
+        double begin = json_number_value(json_object_get(step, "ts"));
+        double end = begin + json_number_value(json_object_get(step, "dur"));
+        GArray *samples = g_array_new(FALSE, FALSE, sizeof(timed_bytes));
+        json_array_foreach(events, i, event) {
+            const char *event_name = json_string_value(json_object_get(event, "name"));
+            if (event_name == NULL || strcmp(event_name, "[memory]") != 0) continue;
+            json_t *args = json_object_get(event, "args");
+            double ts = json_number_value(json_object_get(event, "ts"));
+            if (json_integer_value(json_object_get(args, "Device Type")) == 0 || ts < begin || ts > end) continue;
+            timed_bytes sample = { ts, json_integer_value(json_object_get(args, "Bytes")) };
+            g_array_append_val(samples, sample);
+        }
+        g_array_sort(samples, by_time);
+        int64_t sum = 0;
+        for (guint s = 0; s < samples->len; s++) {
+            sum += g_array_index(samples, timed_bytes, s).bytes;
+            most = MAX(most, sum);
+        }
+        g_array_unref(samples);
+    }
+    json_decref(root);
+    return most;
+}
+
+/* A legacy trace: events without totals.  No absolute peak, but what each
+ * step allocated above its start, against the count above. */
+START_TEST(recorded_without_totals)
+{
+    const char *name = "kineto_legacy_resnet50_v100.2steps.json.gz";
+    rv_graph *graph = load(name);
+    int64_t allocated, reserved, most = 0;
+    int32_t device, rank_index;
+    ck_assert(!rv_memory_recorded_peak(graph, &allocated, &reserved, &device, &rank_index));
+    ck_assert_uint_gt(graph->memory->len, 0);
+    for (guint r = 0; r < graph->memory->len; r++) {
+        const rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, r);
+        ck_assert_int_eq(record->peak_allocated, -1);
+        if (record->step >= 0) most = MAX(most, record->peak_above_start);
+    }
+    int64_t expected = count_above_start(name);
+    ck_assert_int_gt(expected, 0);
+    ck_assert_int_eq(most, expected);
+    /* the estimate's activations and workspace against it: measured +11.4% */
+    rv_memory_estimate estimate;
+    ck_assert(rv_memory_estimate_graph(graph, &estimate, NULL));
+    ck_assert(estimate.training);
+    int64_t own = estimate.bytes[estimate.peak_phase][RV_MEM_ACTIVATIONS] +
+                  estimate.bytes[estimate.peak_phase][RV_MEM_WORKSPACE];
+    double error = (double)own / (double)expected - 1.0;
+    ck_assert_msg(error > 0 && error < 0.13, "ResNet-50 above-start error %.3f", error);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* The generator's weights exist before the first step: the records must
+ * say so (allocated before step 1 = the weights, the outside-steps peak). */
+START_TEST(recorded_per_step)
+{
+    rv_graph *graph = load("gen_mlp_memory.json.gz");
+    ck_assert_uint_eq(graph->steps->len, 3);
+    int64_t outside = -1, before_first = -2;
+    for (guint r = 0; r < graph->memory->len; r++) {
+        const rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, r);
+        if (record->step < 0) outside = record->peak_allocated;
+        if (record->step == 0) before_first = record->allocated_before;
+        ck_assert_int_ge(record->peak_reserved, record->peak_allocated);
+    }
+    ck_assert_int_gt(outside, 0);
+    ck_assert_int_eq(outside, before_first);
+    rv_graph_free(graph);
+}
+END_TEST
+
+static double estimate_error(const char *name, gboolean *training)
+{
+    rv_graph *graph = load(name);
+    rv_memory_estimate estimate;
+    GError *error = NULL;
+    ck_assert_msg(rv_memory_estimate_graph(graph, &estimate, &error), "%s", error ? error->message : "");
+    int64_t allocated, reserved;
+    int32_t device, rank_index;
+    ck_assert(rv_memory_recorded_peak(graph, &allocated, &reserved, &device, &rank_index));
+    int64_t sum = 0;
+    for (int c = 0; c < RV_MEM_CATEGORY_COUNT; c++) sum += estimate.bytes[estimate.peak_phase][c];
+    ck_assert_int_eq(sum, estimate.peak); /* the breakdown adds up */
+    *training = estimate.training;
+    rv_graph_free(graph);
+    return (double)estimate.peak / (double)allocated - 1.0;
+}
+
+/* Measured (README): -9.6% on H100 and -11.5% on MI300X (inference: the
+ * peak is the weights, the input and the largest operator's tensors, and
+ * the model misses the other tensors alive at that moment); the bound is
+ * that plus 1.5 points.  The issue's target is 10%: MI300X misses it. */
+START_TEST(estimate_on_the_real_pair)
+{
+    gboolean training = TRUE;
+    double h100 = estimate_error("pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz", &training);
+    ck_assert(!training);
+    ck_assert_msg(h100 < 0 && h100 > -0.11, "H100 estimate error %.3f", h100);
+    double mi300x = estimate_error("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz", &training);
+    ck_assert_msg(mi300x < 0 && mi300x > -0.13, "MI300X estimate error %.3f", mi300x);
+}
+END_TEST
+
+/* Measured +2.2% on the generated training job (batch 8192: its peak is
+ * in backward, with activations, gradients and Adam's states). */
+START_TEST(estimate_on_the_generated_training_job)
+{
+    gboolean training = FALSE;
+    double error = estimate_error("gen_mlp_memory.json.gz", &training);
+    ck_assert(training);
+    ck_assert_msg(error > 0 && error < 0.035, "generated estimate error %.3f", error);
+}
+END_TEST
+
+START_TEST(output_shapes)
+{
+    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[8,16],[32,16],[32]]"), 8 * 32);
+    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[3136,8,768],[2304,768],[2304]]"),
+                     (int64_t)3136 * 8 * 2304);
+    ck_assert_int_eq(rv_memory_output_elements("aten::addmm", "[[2304],[25096,768],[768,2304],[],[]]"),
+                     (int64_t)25096 * 2304);
+    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[8,12,3137,64],[8,12,64,3137]]"),
+                     (int64_t)8 * 12 * 3137 * 3137);
+    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[12,3137,64],[8,1,64,3137]]"),
+                     (int64_t)8 * 12 * 3137 * 3137); /* broadcast */
+    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[128,3,224,224],[768,3,16,16],[768],[],[],[],[]]"),
+                     (int64_t)128 * 768 * 14 * 14); /* patch embedding */
+    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]"),
+                     (int64_t)32 * 64 * 56 * 56); /* stride 1 */
+    ck_assert_int_eq(rv_memory_output_elements("aten::add_", "[[4,4],[4,4],[]]"), 0); /* in place */
+    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "[[4,5],[]]"), 20);
+    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "not json"), 0);
+    ck_assert_int_eq(rv_memory_output_elements(NULL, "[[4]]"), 0);
+}
+END_TEST
+
+START_TEST(absent_input)
+{
+    /* recorded without shapes: no estimate, one line saying why */
+    rv_graph *graph = load("hta_transformer_ddp_v100_rank1.2steps.json.gz");
+    rv_memory_estimate estimate;
+    GError *error = NULL;
+    ck_assert(!rv_memory_estimate_graph(graph, &estimate, &error));
+    ck_assert(error && error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);
+    ck_assert(strstr(error->message, "record_shapes=True") != NULL);
+    ck_assert(strchr(error->message, '\n') == NULL);
+    g_clear_error(&error);
+    rv_graph_free(graph);
+    /* recorded without profile_memory: no recorded peak */
+    graph = load("hta_simple_add_small_a100.json.gz");
+    int64_t allocated = 0, reserved = 0;
+    int32_t device = 0, rank_index = 0;
+    ck_assert(!rv_memory_recorded_peak(graph, &allocated, &reserved, &device, &rank_index));
+    ck_assert_uint_eq(graph->memory->len, 0);
+    rv_graph_free(graph);
+}
+END_TEST
+
+static void expect_import_error(const char *memory_args, const char *expected)
+{
+    char *text = g_strdup_printf(
+        "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 10, \"dur\": 5, \"args\": {\"correlation\": 1}}, {\"ph\": \"i\", \"cat\": "
+        "\"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 12, \"args\": {%s}}]}",
+        memory_args);
+    char *dir = g_dir_make_tmp("reverie-memory-XXXXXX", NULL);
+    char *path = g_build_filename(dir, "bad.json", NULL);
+    ck_assert(g_file_set_contents(path, text, -1, NULL));
+    GError *error = NULL;
+    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
+    ck_assert_ptr_null(trace);
+    ck_assert(error && error->code == RV_ERROR_INPUT);
+    ck_assert_msg(strstr(error->message, expected) != NULL, "%s", error->message);
+    ck_assert(strchr(error->message, '\n') == NULL);
+    g_error_free(error);
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(path);
+    g_free(dir);
+    g_free(text);
+}
+
+START_TEST(bad_memory_events)
+{
+    expect_import_error("\"Device Type\": 1, \"Device Id\": 0, \"Bytes\": 4, \"Total Allocated\": {}",
+                        "field \"Total Allocated\" must be an integer");
+    expect_import_error("\"Device Type\": 1, \"Device Id\": 99999, \"Bytes\": 4", "\"Device Id\" is out of range");
+    expect_import_error("\"Device Type\": 1, \"Device Id\": 0, \"Bytes\": 4, \"Total Reserved\": -7",
+                        "\"Total Reserved\" is out of range");
+}
+END_TEST
+
+/* What the records hold survives a save and a load. */
+START_TEST(records_survive_the_store)
+{
+    rv_graph *graph = load("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz");
+    char *dir = g_dir_make_tmp("reverie-memory-XXXXXX", NULL);
+    char *path = g_build_filename(dir, "g.rvg", NULL);
+    GError *error = NULL;
+    ck_assert_msg(rv_store_save(graph, path, &error), "%s", error ? error->message : "");
+    rv_graph *loaded = rv_store_load(path, &error);
+    ck_assert_msg(loaded != NULL, "%s", error ? error->message : "");
+    ck_assert_uint_eq(loaded->memory->len, graph->memory->len);
+    ck_assert_uint_gt(loaded->memory->len, 0);
+    for (guint i = 0; i < graph->memory->len; i++) { /* field by field: padding is not saved */
+        const rv_memory_record *x = &g_array_index(graph->memory, rv_memory_record, i);
+        const rv_memory_record *y = &g_array_index(loaded->memory, rv_memory_record, i);
+        ck_assert(x->peak_allocated == y->peak_allocated && x->peak_reserved == y->peak_reserved &&
+                  x->allocated_before == y->allocated_before && x->events == y->events &&
+                  x->peak_above_start == y->peak_above_start && x->device == y->device && x->step == y->step &&
+                  x->rank_index == y->rank_index);
+    }
+    rv_graph_free(loaded);
+    rv_graph_free(graph);
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(path);
+    g_free(dir);
+}
+END_TEST
+
+int main(void)
+{
+    require_project_traces(traces);
+    Suite *suite = suite_create("memory");
+    TCase *recorded = tcase_create("recorded");
+    tcase_set_timeout(recorded, 300);
+    tcase_add_test(recorded, recorded_peak_matches_an_independent_count);
+    tcase_add_test(recorded, recorded_per_step);
+    tcase_add_test(recorded, recorded_without_totals);
+    tcase_add_test(recorded, records_survive_the_store);
+    tcase_add_test(recorded, bad_memory_events);
+    suite_add_tcase(suite, recorded);
+    TCase *estimate = tcase_create("estimate");
+    tcase_set_timeout(estimate, 300);
+    tcase_add_test(estimate, estimate_on_the_real_pair);
+    tcase_add_test(estimate, estimate_on_the_generated_training_job);
+    tcase_add_test(estimate, output_shapes);
+    tcase_add_test(estimate, absent_input);
+    suite_add_tcase(suite, estimate);
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? 1 : 0;
+}
