@@ -243,28 +243,80 @@ typedef struct {
     const rv_graph *graph;
     int32_t *first_gpu;   /* per CPU task: the first GPU task it launched, -1 */
     int usual_bytes;
+    rv_string_memo dtypes; /* per kernel name: its rv_dtype (names repeat; lower-casing each is slow) */
+    GPtrArray *calls_by_step; /* per step (one, for a graph without steps): its launch calls, GArray of int32_t */
+    GHashTable *measured; /* call_key -> op_call: a step repeats the last one's calls, and parsing their
+                             Input Dims is most of the model's time */
 } context;
 
-static int element_bytes_of(const context *ctx, int32_t cpu_task)
+/* What measure_call's answer depends on. */
+typedef struct {
+    int32_t input_dims, op, layer, element_bytes;
+} call_key;
+
+static guint call_key_hash(gconstpointer data)
+{
+    const call_key *key = data;
+    guint hash = (guint)key->input_dims;
+    hash = hash * 31u + (guint)key->op;
+    hash = hash * 31u + (guint)key->layer;
+    return hash * 31u + (guint)key->element_bytes;
+}
+
+static gboolean call_key_equal(gconstpointer a, gconstpointer b)
+{
+    const call_key *x = a, *y = b;
+    return x->input_dims == y->input_dims && x->op == y->op && x->layer == y->layer &&
+           x->element_bytes == y->element_bytes;
+}
+
+/* measure_call, once per distinct key; the call's task and phase stay the caller's. */
+static void measure_call_once(context *ctx, const rv_task *task, int element_bytes, op_call *call)
+{
+    call_key key = { task->input_dims, task->op, task->layer, element_bytes };
+    const op_call *known = g_hash_table_lookup(ctx->measured, &key);
+    if (known == NULL) {
+        op_call *fresh = g_new0(op_call, 1);
+        measure_call(ctx->graph, task, element_bytes, fresh);
+        g_hash_table_insert(ctx->measured, g_memdup2(&key, sizeof key), fresh);
+        known = fresh;
+    }
+    int32_t id = call->task;
+    uint8_t phase = call->phase;
+    *call = *known;
+    call->task = id;
+    call->phase = phase;
+}
+
+static int dtype_verdict(const char *name)
+{
+    gboolean integer = FALSE;
+    return (int)rv_cost_dtype_of_name(name, &integer);
+}
+
+static rv_dtype dtype_of(context *ctx, const rv_task *task)
+{
+    return (rv_dtype)rv_string_memo_get(&ctx->dtypes, task->name);
+}
+
+static int element_bytes_of(context *ctx, int32_t cpu_task)
 {
     int32_t gpu = ctx->first_gpu[cpu_task];
     if (gpu < 0) return ctx->usual_bytes;
-    gboolean integer = FALSE;
-    const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, gpu);
-    rv_dtype dtype = rv_cost_dtype_of_name(rv_strings_get(ctx->graph->strings, task->name), &integer);
+    rv_dtype dtype = dtype_of(ctx, &g_array_index(ctx->graph->tasks, rv_task, gpu));
     int bytes = dtype == RV_DTYPE_UNKNOWN ? 0 : rv_dtype_bytes(dtype);
     return bytes > 0 ? bytes : ctx->usual_bytes;
 }
 
 /* The dtype of most named kernel time. */
-static int usual_element_bytes(const rv_graph *graph)
+static int usual_element_bytes(context *ctx)
 {
+    const rv_graph *graph = ctx->graph;
     double time[RV_DTYPE_COUNT + 1] = { 0 };
     for (guint t = 0; t < graph->tasks->len; t++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         if (task->kind != RV_TASK_KERNEL || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
-        gboolean integer = FALSE;
-        rv_dtype dtype = rv_cost_dtype_of_name(rv_strings_get(graph->strings, task->name), &integer);
+        rv_dtype dtype = dtype_of(ctx, task);
         if (dtype != RV_DTYPE_UNKNOWN && dtype < RV_DTYPE_COUNT) time[dtype] += (double)task->duration_ns + 1;
     }
     int best = -1;
@@ -296,27 +348,34 @@ static gint compare_by_start(gconstpointer a, gconstpointer b, gpointer data)
     return *(const int32_t *)a - *(const int32_t *)b;
 }
 
-/* Launch calls of one step (all, for step -1 in a graph without steps) in
- * recorded order. */
-static GArray *launch_calls(const context *ctx, int32_t step)
+/* The launch calls of each of `steps` steps (all in one, for a graph
+ * without steps: steps 1, stepped FALSE) in recorded order, in one pass
+ * over the tasks: a graph of 100k tasks has a hundred steps. */
+static GPtrArray *launch_calls_by_step(const context *ctx, guint steps, gboolean stepped)
 {
-    GArray *calls = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    GPtrArray *by_step = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint s = 0; s < steps; s++) g_ptr_array_add(by_step, g_array_new(FALSE, FALSE, sizeof(int32_t)));
     for (guint t = 0; t < ctx->graph->tasks->len; t++) {
         const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, t);
         if (task->kind != RV_TASK_CPU || (task->flags & RV_TASK_FLAG_REMOVED) || ctx->first_gpu[t] < 0) continue;
-        if (step >= 0 && task->step != step) continue;
+        guint slot = 0;
+        if (stepped) {
+            if (task->step < 0 || (guint)task->step >= steps) continue;
+            slot = (guint)task->step;
+        }
         int32_t id = (int32_t)t;
-        g_array_append_val(calls, id);
+        g_array_append_val(g_ptr_array_index(by_step, slot), id);
     }
-    g_array_sort_with_data(calls, compare_by_start, (gpointer)ctx->graph);
-    return calls;
+    for (guint s = 0; s < steps; s++)
+        g_array_sort_with_data(g_ptr_array_index(by_step, s), compare_by_start, (gpointer)ctx->graph);
+    return by_step;
 }
 
 /* One operator call per run of launches on a thread with the same tags
  * (a cuDNN convolution launches several kernels). */
-static GArray *operator_calls(const context *ctx, int32_t step, guint *unshaped, gboolean *backward)
+static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolean *backward)
 {
-    GArray *launches = launch_calls(ctx, step);
+    const GArray *launches = g_ptr_array_index(ctx->calls_by_step, slot);
     GArray *calls = g_array_new(FALSE, TRUE, sizeof(op_call));
     GHashTable *last_on = g_hash_table_new(g_direct_hash, g_direct_equal); /* resource -> last task */
     for (guint i = 0; i < launches->len; i++) {
@@ -341,11 +400,10 @@ static GArray *operator_calls(const context *ctx, int32_t step, guint *unshaped,
         op_call call = { 0 };
         call.task = id;
         call.phase = task->phase;
-        measure_call(ctx->graph, task, element_bytes_of(ctx, id), &call);
+        measure_call_once(ctx, task, element_bytes_of(ctx, id), &call);
         g_array_append_val(calls, call);
     }
     g_hash_table_destroy(last_on);
-    g_array_unref(launches);
     return calls;
 }
 
@@ -579,17 +637,21 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
 {
     memset(estimate, 0, sizeof *estimate);
     estimate->step = -1;
-    context ctx = { graph, first_gpu_of_calls(graph), usual_element_bytes(graph) };
+    context ctx = { graph, first_gpu_of_calls(graph), 0, { 0 }, NULL,
+                    g_hash_table_new_full(call_key_hash, call_key_equal, g_free, g_free) };
+    rv_string_memo_init(&ctx.dtypes, graph->strings, dtype_verdict);
+    ctx.usual_bytes = usual_element_bytes(&ctx);
     estimate->element_bytes = ctx.usual_bytes;
     estimate->optimizer_factor = optimizer_factor(graph, estimate->optimizer, sizeof estimate->optimizer);
     GHashTable *offloads = offloads_by_call(graph);
     gboolean stepped = graph->steps->len > 0 && !graph->whole_trace_step;
     guint steps = stepped ? graph->steps->len : 1;
+    ctx.calls_by_step = launch_calls_by_step(&ctx, steps, stepped);
     for (guint s = 0; s < steps; s++) {
         guint unshaped = 0;
         gboolean backward = FALSE;
         int32_t step = stepped ? (int32_t)s : -1;
-        GArray *calls = operator_calls(&ctx, step, &unshaped, &backward);
+        GArray *calls = operator_calls(&ctx, s, &unshaped, &backward);
         if (calls->len > 0) {
             rv_memory_estimate this = *estimate;
             estimate_step(calls, backward, offloads, estimate->optimizer_factor, &this);
@@ -603,6 +665,9 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
         g_array_unref(calls);
     }
     g_hash_table_destroy(offloads);
+    g_ptr_array_unref(ctx.calls_by_step);
+    g_hash_table_destroy(ctx.measured);
+    rv_string_memo_clear(&ctx.dtypes);
     g_free(ctx.first_gpu);
     if (estimate->shaped_ops == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
