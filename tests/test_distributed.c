@@ -1,7 +1,8 @@
 /*
  * test_distributed.c - the distributed what-ifs of issue 16 built as
  * plugins: pipeline (stages, micro-batches, GPipe and 1F1B) and zero
- * (sharded optimizer, gradients and parameters).
+ * (sharded optimizer, gradients and parameters).  ZeRO-3's 1.5x the bytes
+ * of plain data parallelism is counted from the graph's collectives.
  *
  * The pipeline's bubble is checked two ways.  On a hand-built model of
  * identical layers the stages come out equal, and the replayed pipeline
@@ -301,6 +302,133 @@ START_TEST(pipeline_refuses_what_it_cannot_split)
 }
 END_TEST
 
+/* ---- zero ------------------------------------------------------------------- */
+
+/* Bytes the data-parallel collectives move per rank, times N/(N-1): a ring
+ * all-reduce 2S, a reduce-scatter or an all-gather S (comm.h). */
+static int64_t data_parallel_traffic(const rv_graph *graph)
+{
+    int64_t traffic = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task((rv_graph *)graph, id);
+        const rv_collective_info *info = rv_task_collective(graph, task);
+        if (info == NULL || (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) ||
+            info->parallelism != RV_PARALLEL_DATA)
+            continue;
+        ck_assert_int_gt(info->bytes, 0);
+        int weight = info->op == RV_COLL_REDUCE_SCATTER || info->op == RV_COLL_ALL_GATHER ? 1 : 2;
+        ck_assert(weight == 1 || info->op == RV_COLL_ALLREDUCE_RING || info->op == RV_COLL_ALLREDUCE_TREE);
+        traffic += weight * info->bytes;
+    }
+    return traffic;
+}
+
+static int64_t optimizer_kernel_ns(const rv_graph *graph)
+{
+    int64_t sum = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task((rv_graph *)graph, id);
+        if (!(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU) &&
+            task->phase == RV_PHASE_OPTIMIZER && task->kind != RV_TASK_COMM)
+            sum += task->duration_ns;
+    }
+    return sum;
+}
+
+/* ZeRO-1 and -2 move the bytes of plain data parallelism, ZeRO-3 exactly
+ * 1.5x; the optimizer does less.  On ResNet-50 with ddp's all-reduces, and
+ * on a generated DDP trace with its recorded ones. */
+static void check_traffic(rv_graph *(*load)(void), const char *before_text, const char *what)
+{
+    for (int stage = 1; stage <= 3; stage++) {
+        rv_graph *graph = load();
+        if (before_text) apply_ok(graph, "ddp", before_text);
+        int64_t dp = data_parallel_traffic(graph), optimizer = optimizer_kernel_ns(graph);
+        ck_assert_int_gt(dp, 0);
+        char *text = g_strdup_printf("stage=%d,world=8", stage);
+        apply_ok(graph, "zero", text);
+        int64_t zero = data_parallel_traffic(graph);
+        g_printerr("%s zero:%s: data-parallel bytes x N/(N-1) %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT
+                   " (%.3fx); optimizer kernels %.3f -> %.3f ms\n", what, text, dp, zero, (double)zero / dp,
+                   optimizer / 1e6, optimizer_kernel_ns(graph) / 1e6);
+        if (stage == 3) ck_assert_int_eq(2 * zero, 3 * dp);
+        else ck_assert_int_eq(zero, dp);
+        ck_assert_int_lt(optimizer_kernel_ns(graph), optimizer);
+        int64_t end;
+        apply_and_simulate(graph, "scale", "factor=1", NULL, &end);  /* it replays */
+        ck_assert_int_gt(end, 0);
+        g_free(text);
+        rv_graph_free(graph);
+    }
+}
+
+static rv_graph *resnet(void) { return load_trace("kineto_legacy_resnet50_v100.2steps.json.gz"); }
+static rv_graph *generated_ddp(void)
+{
+    static const char *const options[] = { "--layers", "8", "--steps", "2", NULL };
+    return generated_trace(options);
+}
+
+START_TEST(zero_moves_one_and_a_half_times_the_bytes_at_stage_3)
+{
+    check_traffic(resnet, "world=8", "resnet50 + ddp");
+    check_traffic(generated_ddp, NULL, "generated DDP");
+}
+END_TEST
+
+/* Stage 3 gathers the parameters before each step's forward and backward:
+ * the forward's first GPU task waits for a gather. */
+START_TEST(zero_3_gathers_before_forward_and_backward)
+{
+    rv_graph *graph = generated_ddp();
+    apply_ok(graph, "zero", "stage=3,world=4");
+    guint gathers[2] = { 0, 0 };
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        const rv_task *from = rv_graph_task(graph, edge->from), *to = rv_graph_task(graph, edge->to);
+        const rv_collective_info *info = rv_task_collective(graph, from);
+        if (info && info->op == RV_COLL_ALL_GATHER && (to->flags & RV_TASK_FLAG_GPU) && to->kind != RV_TASK_COMM &&
+            (to->phase == RV_PHASE_FORWARD || to->phase == RV_PHASE_BACKWARD))
+            gathers[to->phase == RV_PHASE_BACKWARD]++;
+    }
+    ck_assert_uint_eq(gathers[0], graph->steps->len);
+    ck_assert_uint_eq(gathers[1], graph->steps->len);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(zero_memory_per_gpu)
+{
+    static const char *const want[] = { NULL, "(2.91x less)", "(4.27x less)", "(8.00x less)" };
+    for (int stage = 1; stage <= 3; stage++) {
+        rv_graph *graph = resnet();
+        apply_ok(graph, "ddp", "world=8");
+        char *text = g_strdup_printf("stage=%d", stage);
+        char *notes = apply_notes(graph, "zero", text);
+        /* 16P over (4P + 12P/8), (2P + 14P/8) and 16P/8 */
+        ck_assert_msg(strstr(notes, want[stage]) != NULL, "%s: %s", text, notes);
+        g_free(notes);
+        g_free(text);
+        rv_graph_free(graph);
+    }
+}
+END_TEST
+
+START_TEST(zero_neutral_is_the_baseline)
+{
+    check_neutral("hta_transformer_ddp_v100_rank1.2steps.json.gz", "zero", "stage=3,world=1");
+    check_neutral("hta_transformer_ddp_v100_rank1.2steps.json.gz", "zero", "stage=1,world=1");
+}
+END_TEST
+
+START_TEST(zero_refuses_a_trace_without_data_parallelism)
+{
+    rv_graph *graph = resnet();
+    expect_refusal(graph, "zero", "stage=2", "no data-parallel all-reduce to shard");
+    rv_graph_free(graph);
+}
+END_TEST
+
 static Suite *distributed_suite(void)
 {
     Suite *suite = suite_create("distributed");
@@ -313,6 +441,14 @@ static Suite *distributed_suite(void)
     tcase_add_test(pipeline, pipeline_neutral_is_the_baseline);
     tcase_add_test(pipeline, pipeline_refuses_what_it_cannot_split);
     suite_add_tcase(suite, pipeline);
+    TCase *zero = tcase_create("zero");
+    tcase_set_timeout(zero, 300);
+    tcase_add_test(zero, zero_moves_one_and_a_half_times_the_bytes_at_stage_3);
+    tcase_add_test(zero, zero_3_gathers_before_forward_and_backward);
+    tcase_add_test(zero, zero_memory_per_gpu);
+    tcase_add_test(zero, zero_neutral_is_the_baseline);
+    tcase_add_test(zero, zero_refuses_a_trace_without_data_parallelism);
+    suite_add_tcase(suite, zero);
     return suite;
 }
 
