@@ -1,7 +1,8 @@
 /*
  * test_distributed.c - the distributed what-ifs of issue 16 built as
  * plugins: pipeline (stages, micro-batches, GPipe and 1F1B) and zero
- * (sharded optimizer, gradients and parameters).  ZeRO-3's 1.5x the bytes
+ * (sharded optimizer, gradients and parameters), blueconnect (hierarchical
+ * all-reduce) and dgc (gradient compression).  ZeRO-3's 1.5x the bytes
  * of plain data parallelism is counted from the graph's collectives.
  *
  * The pipeline's bubble is checked two ways.  On a hand-built model of
@@ -429,6 +430,176 @@ START_TEST(zero_refuses_a_trace_without_data_parallelism)
 }
 END_TEST
 
+/* ---- blueconnect ------------------------------------------------------------ */
+
+typedef struct {
+    guint tasks;
+    int64_t ns;
+} collective_sum;
+
+/* Live data-parallel collective tasks whose name holds `tag`. */
+static collective_sum sum_collectives(const rv_graph *graph, const char *tag)
+{
+    collective_sum sum = { 0, 0 };
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task((rv_graph *)graph, id);
+        const rv_collective_info *info = rv_task_collective(graph, task);
+        if (info == NULL || (task->flags & RV_TASK_FLAG_REMOVED) || info->parallelism != RV_PARALLEL_DATA) continue;
+        if (tag && strstr(rv_strings_get(graph->strings, task->name), tag) == NULL) continue;
+        sum.tasks++;
+        sum.ns += task->duration_ns;
+    }
+    return sum;
+}
+
+/* On one node the four parts add up to the recorded all-reduce (comm.h: a
+ * ring all-reduce is a reduce-scatter plus an all-gather). */
+START_TEST(blueconnect_on_one_node_adds_up_to_the_allreduce)
+{
+    rv_graph *graph = resnet();
+    apply_ok(graph, "ddp", "world=8");
+    collective_sum before = sum_collectives(graph, NULL);
+    apply_ok(graph, "blueconnect", "world=8,gpus_per_node=8");
+    collective_sum after = sum_collectives(graph, "blueconnect");
+    ck_assert_uint_eq(after.tasks, 4 * before.tasks);
+    /* each part is rounded to the ns on its own */
+    ck_assert_msg(llabs(after.ns - before.ns) <= 4 * (int64_t)before.tasks, "%" G_GINT64_FORMAT " vs %" G_GINT64_FORMAT,
+                  after.ns, before.ns);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* Across nodes only 1/gpus_per_node of the payload crosses the slow link:
+ * less transfer time than a flat ring of the same world, and parts of
+ * S, S/8, S/8, S bytes over groups of 8, 4, 4, 8. */
+START_TEST(blueconnect_across_nodes_beats_a_flat_ring)
+{
+    rv_graph *flat = resnet();
+    apply_ok(flat, "ddp", "world=32");
+    collective_sum ring = sum_collectives(flat, NULL);
+    rv_graph *graph = resnet();
+    apply_ok(graph, "ddp", "world=32");
+    apply_ok(graph, "blueconnect", "world=32,gpus_per_node=8");
+    collective_sum parts = sum_collectives(graph, "blueconnect");
+    g_printerr("resnet50 ddp:world=32 all-reduces %.3f ms (flat ring), blueconnect %.3f ms\n", ring.ns / 1e6,
+               parts.ns / 1e6);
+    ck_assert_int_lt(parts.ns, ring.ns);
+    guint checked = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        const rv_collective_info *info = rv_task_collective(graph, task);
+        if (info == NULL || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        gboolean inter = strstr(rv_strings_get(graph->strings, task->name), "inter") != NULL;
+        ck_assert_int_eq(info->group_size, inter ? 4 : 8);
+        if (info->op == RV_COLL_REDUCE_SCATTER && !inter) {
+            /* the chain that follows: S/8, S/8, then S */
+            int32_t next = id;
+            int64_t want[3] = { info->bytes / 8, info->bytes / 8, info->bytes };
+            for (int k = 0; k < 3; k++) {
+                int32_t found = -1;
+                for (guint e = 0; e < graph->edges->len && found < 0; e++) {
+                    const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+                    if (edge->from == next && edge->kind == RV_EDGE_PLUGIN && strstr(rv_strings_get(graph->strings, rv_graph_task(graph, edge->to)->name),
+                                                     "blueconnect"))
+                        found = edge->to;
+                }
+                ck_assert_int_ge(found, 0);
+                ck_assert_int_eq(rv_task_collective(graph, rv_graph_task(graph, found))->bytes, want[k]);
+                next = found;
+            }
+            checked++;
+        }
+    }
+    ck_assert_uint_gt(checked, 0);
+    rv_graph_free(graph);
+    rv_graph_free(flat);
+}
+END_TEST
+
+START_TEST(blueconnect_neutral_and_refusal)
+{
+    check_neutral("hta_transformer_ddp_v100_rank1.2steps.json.gz", "blueconnect", "world=1");
+    rv_graph *graph = resnet();
+    expect_refusal(graph, "blueconnect", "", "no data-parallel all-reduce to decompose");
+    apply_ok(graph, "ddp", "world=12");
+    expect_refusal(graph, "blueconnect", "world=12,gpus_per_node=8", "not a whole number of nodes");
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* ---- dgc -------------------------------------------------------------------- */
+
+/* Density 0.001 on 8 ranks: every all-reduce of S bytes becomes an
+ * all-gather of 8 x 2 x 0.001 x S between a compression and a
+ * decompression kernel, and the transfers shrink. */
+START_TEST(dgc_sparse_allgather_between_its_kernels)
+{
+    rv_graph *graph = resnet();
+    apply_ok(graph, "ddp", "world=8");
+    GArray *allreduces = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    GArray *payloads = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_collective_info *info = rv_task_collective(graph, rv_graph_task(graph, id));
+        if (info == NULL) continue;
+        g_array_append_val(allreduces, id);
+        g_array_append_val(payloads, info->bytes);
+    }
+    collective_sum dense = sum_collectives(graph, NULL);
+    apply_ok(graph, "dgc", "density=0.001");
+    collective_sum sparse = sum_collectives(graph, NULL);
+    g_printerr("resnet50 ddp:world=8 dgc: transfers %.3f -> %.3f ms\n", dense.ns / 1e6, sparse.ns / 1e6);
+    ck_assert_int_lt(sparse.ns, dense.ns);
+    for (guint i = 0; i < allreduces->len; i++) {
+        int32_t id = g_array_index(allreduces, int32_t, i);
+        const rv_collective_info *info = rv_task_collective(graph, rv_graph_task(graph, id));
+        ck_assert_int_eq(info->op, RV_COLL_ALL_GATHER);
+        ck_assert_int_eq(info->bytes, (int64_t)(8 * 2 * 0.001 * (double)g_array_index(payloads, int64_t, i)));
+        int32_t compress = -1, decompress = -1;
+        for (guint e = 0; e < graph->edges->len; e++) {
+            const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+            if (edge->to == id && strstr(rv_strings_get(graph->strings, rv_graph_task(graph, edge->from)->name), "dgc top-k"))
+                compress = edge->from;
+            if (edge->from == id && strstr(rv_strings_get(graph->strings, rv_graph_task(graph, edge->to)->name), "dgc decomp"))
+                decompress = edge->to;
+        }
+        ck_assert(compress >= 0 && decompress >= 0);
+        ck_assert_int_gt(rv_graph_task(graph, compress)->duration_ns, 0);
+        ck_assert_int_gt(rv_graph_task(graph, decompress)->duration_ns, 0);
+    }
+    g_array_unref(allreduces);
+    g_array_unref(payloads);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* Sparse moves less than dense only below density 1/N: at 1 and at 1/N
+ * the gradients stay dense and the prediction is the baseline. */
+START_TEST(dgc_neutral_at_density_one_and_one_over_n)
+{
+    check_neutral("hta_transformer_ddp_v100_rank1.2steps.json.gz", "dgc", "density=1");
+    check_neutral("hta_transformer_ddp_v100_rank1.2steps.json.gz", "dgc", "density=0.125,world=8");
+    rv_graph *graph = load_trace("hta_transformer_ddp_v100_rank1.2steps.json.gz");
+    collective_sum dense = sum_collectives(graph, NULL);
+    apply_ok(graph, "dgc", "density=0.124,world=8");
+    ck_assert_int_ne(sum_collectives(graph, NULL).ns, dense.ns);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(dgc_refusals)
+{
+    rv_graph *graph = resnet();
+    expect_refusal(graph, "dgc", "", "no data-parallel all-reduce to compress");
+    expect_refusal(graph, "dgc", "density=0", "0 < density <= 1");
+    rv_graph_free(graph);
+    static const char *const options[] = { "--layers", "4", "--steps", "1", NULL };
+    graph = generated_trace(options);
+    expect_refusal(graph, "dgc", "world=8", "give source_gpu=");
+    apply_ok(graph, "dgc", "world=8,source_gpu=A100-40GB");
+    rv_graph_free(graph);
+}
+END_TEST
+
 static Suite *distributed_suite(void)
 {
     Suite *suite = suite_create("distributed");
@@ -449,6 +620,18 @@ static Suite *distributed_suite(void)
     tcase_add_test(zero, zero_neutral_is_the_baseline);
     tcase_add_test(zero, zero_refuses_a_trace_without_data_parallelism);
     suite_add_tcase(suite, zero);
+    TCase *blueconnect = tcase_create("blueconnect");
+    tcase_set_timeout(blueconnect, 300);
+    tcase_add_test(blueconnect, blueconnect_on_one_node_adds_up_to_the_allreduce);
+    tcase_add_test(blueconnect, blueconnect_across_nodes_beats_a_flat_ring);
+    tcase_add_test(blueconnect, blueconnect_neutral_and_refusal);
+    suite_add_tcase(suite, blueconnect);
+    TCase *dgc = tcase_create("dgc");
+    tcase_set_timeout(dgc, 300);
+    tcase_add_test(dgc, dgc_sparse_allgather_between_its_kernels);
+    tcase_add_test(dgc, dgc_neutral_at_density_one_and_one_over_n);
+    tcase_add_test(dgc, dgc_refusals);
+    suite_add_tcase(suite, dgc);
     return suite;
 }
 

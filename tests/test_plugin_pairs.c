@@ -38,6 +38,10 @@ static const known_plugin known[] = {
     { "hardware", "gpu=H100" },
     { "precision", "dtype=bf16" },
     { "model-scale", "hidden=2" },
+    { "pipeline", "stages=2,microbatches=4" },
+    { "zero", "stage=3" },
+    { "blueconnect", "world=16" },
+    { "dgc", "world=8" },
 };
 
 typedef struct {
