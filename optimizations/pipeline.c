@@ -289,18 +289,24 @@ static gboolean insert_block(builder *b, int s, const GArray *tasks, block *out,
 }
 
 /* The payload that crosses boundary s -> s+1 per micro-batch: the first
- * input of stage s+1's first forward operator (elements x dtype bytes). */
-static int64_t boundary_bytes(const rv_graph *graph, const pipeline_plan *plan, int32_t first_of_next)
+ * input (elements x dtype bytes) of the first of stage s+1's first forward
+ * tasks whose operator has Input Dims; 0 when none of them has. */
+static int64_t boundary_bytes(const rv_graph *graph, const pipeline_plan *plan, const GArray *next_stage)
 {
     if (plan->activation_bytes > 0) return plan->activation_bytes;
-    rv_shapes shapes;
-    int64_t elements = rv_shapes_of_task(graph, first_of_next, &shapes) ? rv_shapes_elements(&shapes, 0) : 0;
-    if (elements > 0) rv_shapes_clear(&shapes);
-    const char *name = rv_strings_get(graph->strings, rv_graph_task((rv_graph *)graph, first_of_next)->name);
-    gboolean integer = FALSE;
-    rv_dtype dtype = rv_cost_dtype_of_name(name, &integer);
-    int element = dtype != RV_DTYPE_UNKNOWN ? rv_dtype_bytes(dtype) : 4;
-    return elements * element / plan->microbatches;
+    for (guint i = 0; i < next_stage->len && i < 16; i++) {
+        int32_t task = g_array_index(next_stage, int32_t, i);
+        rv_shapes shapes;
+        int64_t elements = rv_shapes_of_task(graph, task, &shapes) ? rv_shapes_elements(&shapes, 0) : 0;
+        rv_shapes_clear(&shapes);  /* parsing allocates even when it fails */
+        if (elements <= 0) continue;
+        gboolean integer = FALSE;
+        rv_dtype dtype = rv_cost_dtype_of_name(rv_strings_get(graph->strings, rv_graph_task((rv_graph *)graph, task)->name),
+                                               &integer);
+        int element = dtype != RV_DTYPE_UNKNOWN ? rv_dtype_bytes(dtype) : 4;
+        return elements * element / plan->microbatches;
+    }
+    return 0;
 }
 
 /* A point-to-point transfer on link `link` (direction d) between two blocks. */
@@ -386,7 +392,7 @@ static gboolean pipeline_step(builder *b, const step_work *work, int32_t step, i
     if (ok) *start = BLOCK(0, 0, 0).first;
     /* the transfers, in micro-batch order on each link */
     for (int s = 0; s + 1 < D && ok; s++) {
-        int64_t bytes = boundary_bytes(b->graph, plan, g_array_index(parts[0][s + 1].tasks, int32_t, 0));
+        int64_t bytes = boundary_bytes(b->graph, plan, parts[0][s + 1].tasks);
         if (bytes == 0) b->unsized++;
         for (int m = 0; m < M && ok; m++)
             ok = insert_transfer(b, 0, s, bytes, BLOCK(0, s, m).last, BLOCK(0, s + 1, m).first, step, error) &&
