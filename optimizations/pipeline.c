@@ -38,13 +38,13 @@
  * of (D-1)/(D-1+M) of it.  With unequal stages GPipe gives sum_s(f_s+b_s) +
  * (M-1)(max f + max b).
  *
- * The pipeline starts after what preceded the step's first forward GPU
- * task (on its stream, and before its launch on the CPU) and the step's
- * optimizer (else its end) waits for every stage.  The forward and
- * backward GPU tasks of the trace and their launch calls are removed: the
- * stages are taken to be launched ahead by their own hosts.  Optimizer,
- * data loading and the CPU's other work stay as recorded.  stages=1 and
- * microbatches=1 leave the graph unchanged.
+ * The recorded forward and backward GPU tasks are removed, with every host
+ * call of those two phases (launches, syncs and the Python time before
+ * them): each stage's host is taken to keep ahead of its GPU.  What fed
+ * them feeds the pipeline's first task, what waited for them waits for
+ * every stage (remove_region below); the step's optimizer waits for every
+ * stage too.  Optimizer, data loading and the host's other work stay as
+ * recorded.  stages=1 and microbatches=1 leave the graph unchanged.
  */
 #include "reverie/plugin.h"
 #include "reverie/comm.h"
