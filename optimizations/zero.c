@@ -14,9 +14,13 @@
  * cannot re-cost them).  Then, per stage:
  *   1, 2: an all-gather of S after the step's optimizer hands every rank
  *         the updated parameters (stage 2 differs from 1 in memory only);
- *   3:    parameters are sharded too: an all-gather of the step's S before
- *         its forward pass and another before its backward pass, and none
- *         after the optimizer.
+ *   3:    parameters are sharded too: each weighted layer's share of the
+ *         step's S (in proportion to its weights, layers.h) gathered before
+ *         its forward and before the backward run that produces its
+ *         gradient, back to back on one channel (prefetch); where the
+ *         layers are unknown (a compiled model), one gather of S before
+ *         the forward and one before the backward.  None after the
+ *         optimizer.
  * The collectives are re-costed from the recorded all-reduce with comm.h's
  * model (rv_collective_recost_ns): reduce-scatter = recorded x RS(S)/AR(S),
  * all-gather likewise, on ceil(N / gpus_per_node) nodes.  On a ring an
@@ -139,6 +143,8 @@ typedef struct {
     int64_t gathered_bytes;
     guint reduce_scatters, all_gathers;
     guint solved_payloads;      /* all-reduces with no recorded payload: solved from their time */
+    guint layered_steps;        /* stage 3: steps whose parameters were gathered layer by layer */
+    guint whole_steps;          /* stage 3: steps whose parameters were gathered as a whole */
 } rewriter;
 
 /* Recorded all-reduce time -> the time of `wanted` on the same payload, at world N. */
@@ -252,26 +258,95 @@ static gboolean split_allreduces(rewriter *r, const GArray *allreduces, const st
     return TRUE;
 }
 
+/* Stage 3 where the step's weighted layers are known (layers.h): each
+ * layer's parameters gathered before its forward and before the backward
+ * run that produces its gradient, its share of the step's bytes and
+ * gather time in proportion to its weights; the channel runs the gathers
+ * back to back, so a layer's gather is prefetched while earlier layers
+ * compute.  FALSE with *done unset when the step has no such layers. */
+static gboolean gather_per_layer(rewriter *r, guint slot, const GArray *layers, GArray *backward, int32_t after,
+                                 gboolean *done, GError **error)
+{
+    rv_graph *graph = r->graph;
+    GArray *kept = g_array_new(FALSE, FALSE, sizeof(rv_weighted_layer));
+    int64_t weights = 0;
+    for (guint i = 0; i < layers->len; i++) {
+        const rv_weighted_layer *layer = &g_array_index(layers, rv_weighted_layer, i);
+        if (layer->weight_bytes <= 0 || layer->first_gpu < 0) continue;
+        g_array_append_val(kept, *layer);
+        weights += layer->weight_bytes;
+    }
+    GArray *runs = kept->len && backward->len ? rv_weighted_backward_runs(graph, backward) : NULL;
+    *done = runs != NULL;
+    gboolean ok = TRUE;
+    guint n = kept->len;
+    int64_t *bytes = g_new0(int64_t, MAX(n, 1)), *ns = g_new0(int64_t, MAX(n, 1)), bytes_left = r->step_bytes[slot],
+            ns_left = r->step_gather_ns[slot];
+    for (guint i = 0; i < n && *done; i++) {  /* shares that add up exactly: the last takes what is left */
+        double share = (double)g_array_index(kept, rv_weighted_layer, i).weight_bytes / (double)weights;
+        bytes[i] = i + 1 == n ? bytes_left : MIN(bytes_left, (int64_t)(share * (double)r->step_bytes[slot]));
+        ns[i] = i + 1 == n ? ns_left : MIN(ns_left, (int64_t)(share * (double)r->step_gather_ns[slot]));
+        bytes_left -= bytes[i];
+        ns_left -= ns[i];
+    }
+    rv_task model = *rv_graph_task(graph, r->step_last[slot]);
+    for (guint i = 0; i < n && *done && ok; i++)
+        ok = insert_all_gather(r, &model, ns[i], bytes[i], i == 0 ? after : -1,
+                               g_array_index(kept, rv_weighted_layer, i).first_gpu,
+                               "ncclKernel_AllGather (zero layer parameters, forward)", RV_PHASE_FORWARD, error);
+    /* where each backward run starts: the task after the previous run's end */
+    guint *run_start = runs ? g_new0(guint, runs->len) : NULL;
+    for (guint i = 0, j = 0; runs && i < backward->len && j < runs->len; i++)
+        if (g_array_index(backward, int32_t, i) == g_array_index(runs, int32_t, j)) {
+            if (j + 1 < runs->len) run_start[j + 1] = i + 1;
+            j++;
+        }
+    for (guint k = 0; k < n && *done && ok; k++) {  /* k = 0: the last forward layer, whose gradient comes first */
+        guint run = rv_gradient_run(k, n, runs->len);
+        int32_t first = g_array_index(backward, int32_t, MIN(run_start[run], backward->len - 1));
+        ok = insert_all_gather(r, &model, ns[n - 1 - k], bytes[n - 1 - k], -1, first,
+                               "ncclKernel_AllGather (zero layer parameters, backward)", RV_PHASE_BACKWARD, error);
+    }
+    g_free(run_start);
+    if (runs) g_array_unref(runs);
+    g_free(bytes);
+    g_free(ns);
+    g_array_unref(kept);
+    return ok;
+}
+
 /* Stage 3: each step's parameters (its all-reduced bytes) gathered before
- * its forward and again before its backward, each gather as long as the
- * step's all-reduces' all-gathers together. */
+ * its forward and again before its backward: per layer where the layers
+ * are known, else in one gather each as long as the step's all-reduces'
+ * all-gathers together. */
 static gboolean gather_parameters(rewriter *r, const step_marks *marks, GError **error)
 {
     rv_graph *graph = r->graph;
-    for (guint slot = 0; slot <= graph->steps->len; slot++) {
+    GPtrArray *layers = rv_weighted_layers_by_step(graph), *backward = rv_backward_gpu_tasks_by_step(graph);
+    gboolean ok = TRUE;
+    for (guint slot = 0; slot <= graph->steps->len && ok; slot++) {
         if (r->step_bytes[slot] == 0 || r->step_last[slot] < 0) continue;
+        int32_t previous_optimizer = slot > 0 ? marks[slot - 1].last_optimizer : -1;
+        gboolean done = FALSE;
+        ok = gather_per_layer(r, slot, g_ptr_array_index(layers, slot), g_ptr_array_index(backward, slot),
+                              previous_optimizer, &done, error);
+        if (!ok || done) {
+            r->layered_steps += done;
+            continue;
+        }
+        r->whole_steps++;
         rv_task model = *rv_graph_task(graph, r->step_last[slot]);
         int32_t targets[2] = { marks[slot].first_forward, marks[slot].first_backward };
         const char *names[2] = { "ncclKernel_AllGather (zero forward parameters)",
                                  "ncclKernel_AllGather (zero backward parameters)" };
-        int32_t previous_optimizer = slot > 0 ? marks[slot - 1].last_optimizer : -1;
-        for (int k = 0; k < 2; k++)
-            if (!insert_all_gather(r, &model, r->step_gather_ns[slot], r->step_bytes[slot],
+        for (int k = 0; k < 2 && ok; k++)
+            ok = insert_all_gather(r, &model, r->step_gather_ns[slot], r->step_bytes[slot],
                                    k == 0 ? previous_optimizer : -1, targets[k], names[k],
-                                   k == 0 ? RV_PHASE_FORWARD : RV_PHASE_BACKWARD, error))
-                return FALSE;
+                                   k == 0 ? RV_PHASE_FORWARD : RV_PHASE_BACKWARD, error);
     }
-    return TRUE;
+    g_ptr_array_unref(layers);
+    g_ptr_array_unref(backward);
+    return ok;
 }
 
 /* ---- memory ----------------------------------------------------------------- */
@@ -346,7 +421,7 @@ static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     step_marks *marks = mark_steps(graph);
     guint slots = graph->steps->len + 1;
     rewriter r = { graph, &plan, rv_transform_add_channel(graph, "zero all-gather"), -1, g_new0(int64_t, slots),
-                   g_new0(int64_t, slots), g_new(int32_t, slots), 0, 0, 0, 0 };
+                   g_new0(int64_t, slots), g_new(int32_t, slots), 0, 0, 0, 0, 0, 0 };
     for (guint s = 0; s < slots; s++) r.step_last[s] = -1;
     gboolean ok = shard_optimizer(graph, params, plan.world, output->notes, error) &&
                   split_allreduces(&r, allreduces, marks, error) && (plan.stage < 3 || gather_parameters(&r, marks, error));
@@ -361,6 +436,10 @@ static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
                                "all-gathers inserted (%s): %s the bytes of plain data parallelism\n", plan.stage,
                                plan.world, r.reduce_scatters, rs, r.all_gathers, ag, plan.stage == 3 ? "1.5x" : "1x");
         g_free(rs); g_free(ag);
+        if (plan.stage == 3)
+            g_string_append_printf(output->notes, "    parameters gathered before the forward and the backward: layer "
+                                   "by layer in %u steps, whole in %u (no layer shapes)\n", r.layered_steps,
+                                   r.whole_steps);
         if (r.solved_payloads)
             g_string_append_printf(output->notes, "    %u all-reduces have no recorded payload: solved from their recorded "
                                    "time, which in a rank alone holds its wait for the others (an upper bound)\n",

@@ -377,21 +377,36 @@ START_TEST(zero_moves_one_and_a_half_times_the_bytes_at_stage_3)
 }
 END_TEST
 
-/* Stage 3 gathers the parameters before each step's forward and backward:
- * the forward's first GPU task waits for a gather. */
-START_TEST(zero_3_gathers_before_forward_and_backward)
+/* Gathers that a forward or backward GPU task waits for: [0] forward, [1] backward. */
+static void count_gathers(const rv_graph *graph, guint *gathers)
 {
-    rv_graph *graph = generated_ddp();
-    apply_ok(graph, "zero", "stage=3,world=4");
-    guint gathers[2] = { 0, 0 };
+    gathers[0] = gathers[1] = 0;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        const rv_task *from = rv_graph_task(graph, edge->from), *to = rv_graph_task(graph, edge->to);
+        const rv_task *from = rv_graph_task((rv_graph *)graph, edge->from), *to = rv_graph_task((rv_graph *)graph, edge->to);
         const rv_collective_info *info = rv_task_collective(graph, from);
         if (info && info->op == RV_COLL_ALL_GATHER && (to->flags & RV_TASK_FLAG_GPU) && to->kind != RV_TASK_COMM &&
             (to->phase == RV_PHASE_FORWARD || to->phase == RV_PHASE_BACKWARD))
             gathers[to->phase == RV_PHASE_BACKWARD]++;
     }
+}
+
+/* Stage 3 gathers each layer's parameters before its forward and before
+ * its backward (the generated MLP: 8 Linear layers a step); a compiled
+ * model without layer tags (the Transformer rank) gets one gather before
+ * each step's forward and one before its backward. */
+START_TEST(zero_3_gathers_before_forward_and_backward)
+{
+    rv_graph *graph = generated_ddp();
+    apply_ok(graph, "zero", "stage=3,world=4");
+    guint gathers[2];
+    count_gathers(graph, gathers);
+    ck_assert_uint_eq(gathers[0], 8 * graph->steps->len);
+    ck_assert_uint_eq(gathers[1], 8 * graph->steps->len);
+    rv_graph_free(graph);
+    graph = load_trace("hta_transformer_ddp_v100_rank1.2steps.json.gz");
+    apply_ok(graph, "zero", "stage=3,world=4");
+    count_gathers(graph, gathers);
     ck_assert_uint_eq(gathers[0], graph->steps->len);
     ck_assert_uint_eq(gathers[1], graph->steps->len);
     rv_graph_free(graph);
