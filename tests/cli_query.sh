@@ -119,6 +119,42 @@ assert len(rows) == want, (len(rows), want)
 assert {r["plugin"] for r in rows} == {p["name"] for p in plugins}
 EOF
 
+# --- info --csv and validate --csv: the JSON's scalars, one row each --------
+csv_matches_json() { # CSV JSON WHAT
+    python3 - "$1" "$2" <<'EOF' || fail "$3 --csv differs from --json"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+def flat(value, path=""):
+    if isinstance(value, dict):
+        for key, member in value.items():
+            yield from flat(member, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, member in enumerate(value):
+            yield from flat(member, f"{path}[{i}]")
+    else:
+        yield path, value
+want = list(flat(json.load(open(sys.argv[2]))))
+assert [r["field"] for r in rows] == [f for f, _ in want], "fields differ"
+for row, (field, value) in zip(rows, want):
+    if isinstance(value, str):
+        assert row["value"] == value, (field, row["value"], value)
+    elif isinstance(value, bool) or value is None:
+        assert row["value"] == ("" if value is None else str(value).lower()), field
+    else:
+        assert abs(float(row["value"]) - value) <= 1e-9 * max(1.0, abs(value)), (field, row["value"], value)
+EOF
+}
+expect_status 0 "$reverie" info "$real" --csv
+cp "$work/out" "$work/info.csv"
+expect_status 0 "$reverie" info "$real" --json
+csv_matches_json "$work/info.csv" "$work/out" "info"
+expect_status 1 "$reverie" info "$real" --csv --json
+expect_status 0 "$reverie" validate "$trace" "$trace" --opt scale:factor=0.5 --csv
+cp "$work/out" "$work/validate.csv"
+expect_status 0 "$reverie" validate "$trace" "$trace" --opt scale:factor=0.5 --json
+csv_matches_json "$work/validate.csv" "$work/out" "validate"
+expect_status 1 "$reverie" validate "$trace" "$trace" --csv --json
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)" >&2
     exit 1

@@ -41,6 +41,7 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include "reverie/contention.h"
 #include "reverie/strings.h"
 #include "reverie/trace.h"
 
@@ -262,6 +263,10 @@ typedef struct {
      * ranks (rv_rank) the graph holds. */
     GArray *collectives;
     GArray *ranks;
+    /* Appended in ABI 5 (contention.h): whether communication and compute
+     * on one GPU slow each other while they overlap; off in a built graph,
+     * turned on by plugins. */
+    rv_contention contention;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered

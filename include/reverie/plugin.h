@@ -27,10 +27,11 @@
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 4u  /* 2: rv_priority_fn became a rank (sim.h);
+#define RV_PLUGIN_ABI_VERSION 5u  /* 2: rv_priority_fn became a rank (sim.h);
                                      3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
                                      4: several ranks in one graph (rv_resource.rank_index,
-                                        rv_task.collective, graph->collectives and graph->ranks) */
+                                        rv_task.collective, graph->collectives and graph->ranks);
+                                     5: rv_graph.contention (contention.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

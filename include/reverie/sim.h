@@ -16,6 +16,13 @@
  * became ready in.  Without a policy the two rules give the same schedule
  * whenever each resource's tasks are chained by order edges (every built
  * graph); the default path skips the re-queueing and is faster.
+ *
+ * Contention (contention.h): when graph->contention.enabled, communication
+ * and compute kernels on one GPU slow each other while they overlap; such a
+ * task's end is settled only when nothing can change its speed any more,
+ * so it holds its resource and its successors until then (a replay loop of
+ * its own, with the policy rule above).  A task's simulated length may then
+ * exceed its duration.  Off, the replay is the plain one.
  */
 #ifndef REVERIE_SIM_H
 #define REVERIE_SIM_H

@@ -200,6 +200,9 @@ void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);
 /* One CSV row on stdout: fields quoted where they hold a comma, a quote or
  * a line break (RFC 4180). */
 void rv_cli_csv_row(const char *const *fields, int count);
+/* A JSON report (a json_t *, consumed) as CSV: a "field,value" header, then
+ * one row per scalar, the field its path (tasks_by_kind.cpu, steps[0].name). */
+void rv_cli_print_json_as_csv(void *root);
 /* A number for a CSV or JSON field: microseconds with 3 decimals. */
 char *rv_cli_us_text(int64_t ns);
 

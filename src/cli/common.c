@@ -381,3 +381,48 @@ const char *rv_cli_short_name(const char *name)
     static const char prefix[] = "autograd::engine::evaluate_function: ";
     return rv_cli_shown(g_str_has_prefix(name, prefix) ? name + sizeof prefix - 1 : name);
 }
+
+/* One "field,value" row per scalar of a JSON document, the field its path
+ * (objects by key joined with '.', arrays by [index]): the reports whose
+ * JSON is a record rather than a table (info, validate) get a CSV form that
+ * holds exactly what the JSON holds, in the same order. */
+static void json_csv_rows(json_t *value, GString *path)
+{
+    gsize length = path->len;
+    if (json_is_object(value)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach(value, key, member) {
+            if (length) g_string_append_c(path, '.');
+            g_string_append(path, key);
+            json_csv_rows(member, path);
+            g_string_truncate(path, length);
+        }
+        return;
+    }
+    if (json_is_array(value)) {
+        for (gsize i = 0; i < json_array_size(value); i++) {
+            g_string_append_printf(path, "[%" G_GSIZE_FORMAT "]", i);
+            json_csv_rows(json_array_get(value, i), path);
+            g_string_truncate(path, length);
+        }
+        return;
+    }
+    char *text = json_is_string(value) ? g_strdup(json_string_value(value))
+                 : json_is_null(value) ? g_strdup("")
+                 : json_dumps(value, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
+    const char *row[] = { path->str, text };
+    rv_cli_csv_row(row, 2);
+    if (json_is_string(value) || json_is_null(value)) g_free(text);
+    else free(text);
+}
+
+void rv_cli_print_json_as_csv(void *root)
+{
+    GString *path = g_string_new(NULL);
+    const char *header[] = { "field", "value" };
+    rv_cli_csv_row(header, 2);
+    if (root) json_csv_rows(root, path);
+    g_string_free(path, TRUE);
+    json_decref(root);
+}

@@ -219,7 +219,7 @@ static json_t *json_build(const rv_build_stats *b)
                      "syncs_by_time_window", (json_int_t)b->implicit_waits);
 }
 
-static void print_json(const rv_graph *graph, const graph_counts *counts)
+static void print_json(const rv_graph *graph, const graph_counts *counts, gboolean as_csv)
 {
     json_t *root = json_object();
     json_object_set_new(root, "source", json_string(graph->source));
@@ -260,14 +260,16 @@ static void print_json(const rv_graph *graph, const graph_counts *counts)
                         "unmodelled_backend", (json_int_t)t->unmodelled_backend,
                         "metadata_or_instant", (json_int_t)t->ignored_phase,
                         "gpu_annotations", (json_int_t)t->gpu_annotations));
-    rv_cli_print_json(root);
+    if (as_csv) rv_cli_print_json_as_csv(root);
+    else rv_cli_print_json(root);
 }
 
 int rv_cmd_info(int argc, char **argv)
 {
-    gboolean as_json = FALSE;
+    gboolean as_json = FALSE, as_csv = FALSE;
     GOptionEntry entries[] = {
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print the JSON's fields as CSV rows: field,value", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH|FOLDER... - what the dependency graph holds");
@@ -282,12 +284,13 @@ int rv_cmd_info(int argc, char **argv)
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc < 2) { status = rv_cli_usage("info", "give a trace or graph, or several (the ranks of one job)"); goto out; }
+    if (as_json && as_csv) { status = rv_cli_usage("info", "give --json or --csv, not both"); goto out; }
     GError *error = NULL;
     rv_graph *graph = rv_cli_load_job(argv + 1, argc - 1, FALSE, &error);
     if (graph == NULL) { status = rv_cli_fail(error); goto out; }
     graph_counts counts;
     count_graph(graph, &counts);
-    if (as_json) print_json(graph, &counts);
+    if (as_json || as_csv) print_json(graph, &counts, as_csv);
     else print_text(graph, &counts);
     g_free(counts.tasks_per_resource);
     rv_graph_free(graph);

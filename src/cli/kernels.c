@@ -70,6 +70,15 @@ static rv_dtype main_dtype(const class_row *row)
     return best;
 }
 
+/* A class's calibrated efficiency on the unit most of its kernels use
+ * (samples 0: none calibrated it). */
+static double class_efficiency(const kernel_view *v, int c, rv_unit *unit, guint *samples)
+{
+    const class_row *row = &v->rows[c];
+    *unit = row->matrix * 2 > row->kernels ? RV_UNIT_MATRIX : RV_UNIT_VECTOR;
+    return rv_cost_model_efficiency(v->model, (rv_cost_class)c, *unit, samples);
+}
+
 static void print_classes(const kernel_view *v)
 {
     printf("  %-12s %8s %12s %7s %8s %7s %7s %12s\n", "class", "kernels", "time (ms)", "share", "shaped", "dtype",
@@ -78,8 +87,8 @@ static void print_classes(const kernel_view *v)
         const class_row *row = &v->rows[c];
         if (row->kernels == 0) continue;
         guint samples = 0;
-        rv_unit unit = row->matrix * 2 > row->kernels ? RV_UNIT_MATRIX : RV_UNIT_VECTOR;
-        double efficiency = rv_cost_model_efficiency(v->model, (rv_cost_class)c, unit, &samples);
+        rv_unit unit;
+        double efficiency = class_efficiency(v, c, &unit, &samples);
         char eff[32] = "";
         if (samples) g_snprintf(eff, sizeof eff, "%.3f %s", efficiency, unit == RV_UNIT_MATRIX ? "mx" : "vec");
         printf("  %-12s %8u %12.3f %6.1f%% %7.0f%% %7s %7u %12s\n", rv_cost_class_name((rv_cost_class)c), row->kernels,
@@ -245,8 +254,8 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling)
         const class_row *row = &v->rows[c];
         if (row->kernels == 0) continue;
         guint samples = 0;
-        rv_unit unit = row->matrix * 2 > row->kernels ? RV_UNIT_MATRIX : RV_UNIT_VECTOR;
-        double efficiency = rv_cost_model_efficiency(v->model, (rv_cost_class)c, unit, &samples);
+        rv_unit unit;
+        double efficiency = class_efficiency(v, c, &unit, &samples);
         json_t *entry = json_pack("{s:I,s:f,s:I,s:I,s:s,s:s}", "kernels", (json_int_t)row->kernels, "time_us",
                                   row->time_ns / 1e3, "shaped", (json_int_t)row->shaped, "matrix", (json_int_t)row->matrix,
                                   "dtype", rv_dtype_name(main_dtype(row)), "unit", unit == RV_UNIT_MATRIX ? "matrix" : "vector");

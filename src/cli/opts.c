@@ -96,9 +96,10 @@ static GArray *snapshot(const rv_graph *graph)
     return tasks;
 }
 
-/* Tasks added, retimed or removed since the snapshot; a new policy counts
- * as a change of every task it ranks (reported as the whole graph), and a
- * change of edges alone as one. */
+/* Tasks added, retimed or removed since the snapshot; a new policy, or
+ * contention turned on or changed (contention.h), counts as a change of
+ * every task (reported as the whole graph), and a change of edges alone as
+ * one. */
 static uint64_t changed_since(const rv_graph *graph, const GArray *before, guint edges_before, gboolean new_policy)
 {
     if (new_policy) return (uint64_t)rv_graph_task_count(graph);
@@ -121,6 +122,7 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
         rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
         GArray *before = count_changes ? snapshot(graph) : NULL;
         guint edges_before = graph->edges->len;
+        rv_contention contention_before = graph->contention;
         /* rv_plugin_apply also checks the graph the plugin left */
         if (!rv_plugin_apply(opt->loaded, graph, opt->params, &output, error)) {
             if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
@@ -129,7 +131,10 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
             return FALSE;
         }
         if (before) {
-            opt->changed_tasks = changed_since(graph, before, edges_before, output.policy.priority != NULL);
+            gboolean new_rule = contention_before.enabled != graph->contention.enabled ||
+                                contention_before.comm_slowdown != graph->contention.comm_slowdown ||
+                                contention_before.compute_slowdown != graph->contention.compute_slowdown;
+            opt->changed_tasks = changed_since(graph, before, edges_before, output.policy.priority != NULL || new_rule);
             g_array_unref(before);
             if (opt->changed_tasks == 0)
                 fprintf(stderr, "reverie: note: %s changed no task: its prediction is the baseline\n", opt->spec);

@@ -225,7 +225,7 @@ static json_t *json_shares(const shares *s)
     return object;
 }
 
-static void print_json(const comparison *c)
+static void print_json(const comparison *c, gboolean as_csv)
 {
     json_t *opts = json_array();
     for (guint i = 0; i < c->opts->len; i++) {
@@ -247,10 +247,11 @@ static void print_json(const comparison *c)
                         json_pack("{s:o,s:o,s:o}", "baseline_recorded", json_shares(&c->baseline.recorded_shares),
                                   "variant_recorded", json_shares(&c->variant.recorded_shares), "predicted",
                                   json_shares(&c->predicted_shares)));
-    rv_cli_print_json(root);
+    if (as_csv) rv_cli_print_json_as_csv(root);
+    else rv_cli_print_json(root);
 }
 
-static int run_validate(char *baseline_path, char *variant_path, char **specs, gboolean as_json)
+static int run_validate(char *baseline_path, char *variant_path, char **specs, gboolean as_json, gboolean as_csv)
 {
     GError *error = NULL;
     comparison c;
@@ -262,7 +263,7 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
     if (ok) ok = predict(&c, &error);
     int status = RV_EXIT_OK;
     if (ok) {
-        if (as_json) print_json(&c);
+        if (as_json || as_csv) print_json(&c, as_csv);
         else print_table(&c);
     } else {
         status = rv_cli_fail(error);
@@ -277,12 +278,13 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
 
 int rv_cmd_validate(int argc, char **argv)
 {
-    gboolean as_json = FALSE;
+    gboolean as_json = FALSE, as_csv = FALSE;
     char **specs = NULL;
     GOptionEntry entries[] = {
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs, "the what-if that models the knob, applied in order",
           "NAME[:k=v,...]" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print the JSON's fields as CSV rows: field,value", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("BASELINE VARIANT [--opt NAME[:k=v,...]]... - predict a recorded "
@@ -300,7 +302,8 @@ int rv_cmd_validate(int argc, char **argv)
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 3) { status = rv_cli_usage("validate", "give a baseline and a variant recording"); goto out; }
-    status = run_validate(argv[1], argv[2], specs, as_json);
+    if (as_json && as_csv) { status = rv_cli_usage("validate", "give --json or --csv, not both"); goto out; }
+    status = run_validate(argv[1], argv[2], specs, as_json, as_csv);
 out:
     g_strfreev(specs);
     g_option_context_free(context);

@@ -141,6 +141,7 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     target->timing = source->timing;
     assign_array(target->collectives, source->collectives);
     assign_array(target->ranks, source->ranks);
+    target->contention = source->contention;
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

@@ -15,14 +15,16 @@ static gboolean counts(const rv_task *task)
     return (task->flags & RV_TASK_FLAG_REMOVED) == 0;
 }
 
-/* One window from the first live task's start to the last one's end; on the
- * recorded clock plugins' inserted tasks have no times and do not count. */
-static rv_window whole_trace(const rv_graph *graph, const rv_sim_result *sim)
+/* One window from the first live task's start to the last one's end, of one
+ * rank or of all (rank -1); on the recorded clock (sim NULL) plugins'
+ * inserted tasks have no times and do not count. */
+static rv_window tasks_window(const rv_graph *graph, const rv_sim_result *sim, int32_t rank)
 {
     int64_t begin = G_MAXINT64, end = G_MININT64;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
         if (!counts(task) || task->kind == RV_TASK_MARKER) continue;
+        if (rank >= 0 && rv_task_rank_index(graph, task) != rank) continue;
         int64_t start_ns = task->recorded_start_ns, end_ns = task->recorded_start_ns + task->duration_ns;
         if (sim != NULL) {
             start_ns = sim->start_ns[id];
@@ -37,6 +39,11 @@ static rv_window whole_trace(const rv_graph *graph, const rv_sim_result *sim)
     rv_window window = { 0, 0 };
     if (end > begin) window = (rv_window){ begin, end };
     return window;
+}
+
+static rv_window whole_trace(const rv_graph *graph, const rv_sim_result *sim)
+{
+    return tasks_window(graph, sim, -1);
 }
 
 /* The simulated end of each step: its end marker, or the last GPU task
@@ -127,24 +134,7 @@ GArray *rv_step_times(const rv_graph *graph, const rv_sim_result *sim)
 /* One window over the live tasks of one rank (a rank without steps). */
 static rv_window rank_window(const rv_graph *graph, const rv_sim_result *sim, int32_t rank)
 {
-    int64_t begin = G_MAXINT64, end = G_MININT64;
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        if (!counts(task) || task->kind == RV_TASK_MARKER || rv_task_rank_index(graph, task) != rank) continue;
-        int64_t start_ns = task->recorded_start_ns, end_ns = task->recorded_start_ns + task->duration_ns;
-        if (sim != NULL) {
-            start_ns = sim->start_ns[id];
-            end_ns = sim->end_ns[id];
-        } else if (task->flags & RV_TASK_FLAG_INSERTED) {
-            continue;
-        }
-        if (start_ns < 0) continue;
-        begin = MIN(begin, start_ns);
-        end = MAX(end, end_ns);
-    }
-    rv_window window = { 0, 0 };
-    if (end > begin) window = (rv_window){ begin, end };
-    return window;
+    return tasks_window(graph, sim, rank);
 }
 
 GPtrArray *rv_step_times_by_rank(const rv_graph *graph, const rv_sim_result *sim)

@@ -38,11 +38,14 @@
  * reconnects their neighbours before marking them).
  * Every time is checked against RV_SIM_TIME_MAX_NS, so a graph whose
  * durations add up past it fails with an error instead of wrapping.
+ * Contention (contention.h), when the graph turns it on, is a replay of its
+ * own (run_contended below): the plain replays above are not touched.
  *
  * Cost: O((V + E) log V) time, O(V + E) memory.
  */
 #include "reverie/sim.h"
 #include "reverie/error.h"
+#include <math.h>
 #include <string.h>
 
 typedef struct {
@@ -396,7 +399,12 @@ typedef struct {
     waiting_queue *waiting; /* per resource: tasks blocked by it */
     gboolean *is_waiting;   /* per task: in its resource's waiting queue */
     gboolean borrowed;      /* adj belongs to an rv_sim_structure */
+    struct contended *contended; /* with contention only (graph->contention.enabled) */
 } replay;
+
+typedef struct contended contended;
+static contended *contended_new(const rv_graph *graph, const task_key *keys);
+static void contended_free(contended *c);
 
 static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy, const rv_sim_structure *structure,
                         gboolean with_queue)
@@ -415,8 +423,9 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
         build_adjacency(graph, r->keys, &r->adj, with_queue);
     }
     /* With a policy a task can also leave one superseded entry behind (run_policy). */
-    r->heap.entries = g_new(heap_entry, policy ? 2 * (gsize)n + 1 : (gsize)n + 1);
-    if (policy) {
+    gboolean queues = policy != NULL || graph->contention.enabled;
+    r->heap.entries = g_new(heap_entry, queues ? 2 * (gsize)n + 1 : (gsize)n + 1);
+    if (queues) {
         r->version = g_new0(int32_t, n);
         r->waiting = g_new0(waiting_queue, graph->resources->len + 1);
         r->is_waiting = g_new0(gboolean, n);
@@ -427,6 +436,7 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
     r->end = g_new(int64_t, n);
     r->resource_free = g_new0(int64_t, graph->resources->len + 1);
     for (int32_t t = 0; t < n; t++) r->start[t] = r->end[t] = -1;
+    if (graph->contention.enabled) r->contended = contended_new(graph, r->keys);
 }
 
 static void replay_clear(replay *r)
@@ -444,6 +454,7 @@ static void replay_clear(replay *r)
     g_free(r->waiting);
     g_free(r->version);
     g_free(r->is_waiting);
+    contended_free(r->contended);
 }
 
 /* The earliest a task could start, as far as its dependencies say. */
@@ -457,6 +468,22 @@ static void push(replay *r, int32_t task)
     heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task, r->version ? r->version[task] : 0);
 }
 
+/* What the edge in `slot` out of t, dispatched, does to its target. */
+static inline void ready_through(replay *r, int32_t t, int32_t slot)
+{
+    int32_t next = r->adj.targets[slot];
+    switch (r->adj.how[slot]) {
+    case READY_AFTER_LAUNCH:
+        r->ready[next] = MAX(r->ready[next], add_time(r->end[t], r->resources[r->keys[next].resource].launch_latency_ns));
+        break;
+    case READY_AT_END: r->ready[next] = MAX(r->ready[next], r->end[t]); break;
+    case READY_AT_START: r->ready[next] = MAX(r->ready[next], r->start[t]); break;
+    case QUEUE_RELEASE: r->released[next] = r->end[t]; break;
+    default: break;
+    }
+    if (--r->adj.waiting[next] == 0) push(r, next);
+}
+
 /* Mark a task done at [begin, begin + duration) and ready its successors. */
 static void dispatch(replay *r, int32_t t, int64_t begin)
 {
@@ -466,20 +493,7 @@ static void dispatch(replay *r, int32_t t, int64_t begin)
     r->resource_free[on] = add_time(r->end[t], r->keys[t].arrival ? 0 : r->resources[on].idle_gap_ns);
     if (r->resource_free[on] > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
     r->dispatched++;
-    for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++) {
-        int32_t next = r->adj.targets[slot];
-        switch (r->adj.how[slot]) {
-        case READY_AFTER_LAUNCH:
-            r->ready[next] = MAX(r->ready[next],
-                                 add_time(r->end[t], r->resources[r->keys[next].resource].launch_latency_ns));
-            break;
-        case READY_AT_END: r->ready[next] = MAX(r->ready[next], r->end[t]); break;
-        case READY_AT_START: r->ready[next] = MAX(r->ready[next], r->start[t]); break;
-        case QUEUE_RELEASE: r->released[next] = r->end[t]; break;
-        default: break;
-        }
-        if (--r->adj.waiting[next] == 0) push(r, next);
-    }
+    for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++) ready_through(r, t, slot);
 }
 
 /* When a popped task can start, with its resource's current free time. */
@@ -563,6 +577,240 @@ static void run_policy(replay *r)
     }
 }
 
+/* ---- contention (contention.h) ---------------------------------------- */
+
+/*
+ * With contention a GPU task's end is not known when it starts: a kernel
+ * that starts later on the same GPU can slow it down.  So a task under the
+ * rule holds its resource and its successors until it really ends; it
+ * waits in a heap of tentative ends, which every change of who runs on its
+ * GPU revises.  Starts and ends are taken in time order (an end first when
+ * they tie: what ends at t does not overlap what starts at t), starts with
+ * run_policy's rule (dispatched only when they can really start), so a
+ * start never lands before an end already taken.  Each task carries its
+ * work left at full speed since its last change of rate: exact in ns while
+ * its rate stays 1, rounded to the ns at each change otherwise.
+ */
+enum { ROLE_NONE, ROLE_COMM, ROLE_COMPUTE };
+
+typedef struct {
+    int32_t *running;         /* tasks under the rule running on this GPU */
+    int32_t count, capacity;
+    int32_t comm, compute;    /* how many of each */
+} gpu_load;
+
+struct contended {
+    double comm_rate, compute_rate; /* 1 / slowdown */
+    int32_t *gpu_of;          /* per resource: its GPU, -1 outside the rule */
+    uint8_t *role;            /* per task */
+    gpu_load *gpus;
+    int32_t gpu_count;
+    double *work;             /* per task: work left at full speed (ns) as of since */
+    int64_t *since;
+    double *rate;
+    int32_t *version;         /* per task: the version of its valid tentative end */
+    ready_heap ends;          /* tentative ends */
+    int32_t ends_capacity;
+};
+
+/* A GPU is a rank's device: GPU streams with the same rank and device. */
+static int32_t *map_gpus(const rv_graph *graph, int32_t *count)
+{
+    guint resources = graph->resources->len;
+    int32_t *gpu_of = g_new(int32_t, resources + 1);
+    GHashTable *ids = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    *count = 0;
+    for (guint q = 0; q < resources; q++) {
+        const rv_resource *res = &g_array_index(graph->resources, rv_resource, q);
+        gpu_of[q] = -1;
+        if (res->kind != RV_RES_GPU_STREAM) continue;
+        int64_t key = ((int64_t)(res->rank_index + 1) << 40) ^ res->process;
+        gpointer found = g_hash_table_lookup(ids, &key);
+        if (found == NULL) {
+            found = GINT_TO_POINTER(++*count);
+            g_hash_table_insert(ids, g_memdup2(&key, sizeof key), found);
+        }
+        gpu_of[q] = GPOINTER_TO_INT(found) - 1;
+    }
+    g_hash_table_destroy(ids);
+    return gpu_of;
+}
+
+static contended *contended_new(const rv_graph *graph, const task_key *keys)
+{
+    int32_t n = rv_graph_task_count(graph), gpus = 0;
+    struct contended *c = g_new0(struct contended, 1);
+    c->comm_rate = 1.0 / MAX(1.0, graph->contention.comm_slowdown);
+    c->compute_rate = 1.0 / MAX(1.0, graph->contention.compute_slowdown);
+    c->gpu_of = map_gpus(graph, &gpus);
+    c->gpus = g_new0(gpu_load, gpus + 1);
+    c->gpu_count = gpus;
+    c->role = g_new0(uint8_t, n + 1);
+    const rv_task *tasks = (const rv_task *)graph->tasks->data;
+    for (int32_t t = 0; t < n; t++) {
+        if (!keys[t].live || c->gpu_of[keys[t].resource] < 0 || (tasks[t].flags & RV_TASK_FLAG_RENDEZVOUS)) continue;
+        if (tasks[t].kind == RV_TASK_COMM) c->role[t] = ROLE_COMM;
+        else if (tasks[t].kind == RV_TASK_KERNEL) c->role[t] = ROLE_COMPUTE;
+    }
+    c->work = g_new0(double, n + 1);
+    c->since = g_new0(int64_t, n + 1);
+    c->rate = g_new0(double, n + 1);
+    c->version = g_new0(int32_t, n + 1);
+    c->ends_capacity = 64;
+    c->ends.entries = g_new(heap_entry, c->ends_capacity);
+    return c;
+}
+
+static void contended_free(contended *c)
+{
+    if (c == NULL) return;
+    for (int32_t g = 0; g < c->gpu_count; g++) g_free(c->gpus[g].running);
+    g_free(c->gpus);
+    g_free(c->gpu_of);
+    g_free(c->role);
+    g_free(c->work);
+    g_free(c->since);
+    g_free(c->rate);
+    g_free(c->version);
+    g_free(c->ends.entries);
+    g_free(c);
+}
+
+/* The speed of a task of `role` on a GPU with this load. */
+static inline double rate_on(const struct contended *c, const gpu_load *load, uint8_t role)
+{
+    if (role == ROLE_COMM) return load->compute > 0 ? c->comm_rate : 1.0;
+    return load->comm > 0 ? c->compute_rate : 1.0;
+}
+
+/* File t's tentative end: since + work / rate. */
+static void push_end(struct contended *c, int32_t t)
+{
+    double left = c->work[t] / c->rate[t];
+    int64_t end = left >= (double)RV_SIM_TIME_MAX_NS ? RV_SIM_TIME_MAX_NS + 1 : add_time(c->since[t], llround(left));
+    if (c->ends.size == c->ends_capacity) {
+        c->ends_capacity *= 2;
+        c->ends.entries = g_renew(heap_entry, c->ends.entries, c->ends_capacity);
+    }
+    heap_push(&c->ends, end, 0, t, ++c->version[t]);
+}
+
+/* t runs at `rate` from `now` on: its work so far is counted at the old one. */
+static void change_rate(struct contended *c, int32_t t, double rate, int64_t now)
+{
+    c->work[t] = MAX(0.0, c->work[t] - (double)(now - c->since[t]) * c->rate[t]);
+    c->since[t] = now;
+    c->rate[t] = rate;
+    push_end(c, t);
+}
+
+/* The counts of a GPU changed at `now`: re-rate the tasks whose speed changes. */
+static void rerate(struct contended *c, const gpu_load *load, int64_t now)
+{
+    for (int32_t i = 0; i < load->count; i++) {
+        int32_t t = load->running[i];
+        double rate = rate_on(c, load, c->role[t]);
+        if (rate != c->rate[t]) change_rate(c, t, rate, now);
+    }
+}
+
+/* t starts at `begin` under the rule: it holds its resource until it ends;
+ * only its from-start edges act now. */
+static void start_contended(replay *r, int32_t t, int64_t begin)
+{
+    struct contended *c = r->contended;
+    int32_t on = r->keys[t].resource;
+    gpu_load *load = &c->gpus[c->gpu_of[on]];
+    r->start[t] = begin;
+    r->resource_free[on] = RV_SIM_TIME_MAX_NS; /* busy until it ends */
+    r->dispatched++;
+    for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++)
+        if (r->adj.how[slot] == READY_AT_START) ready_through(r, t, slot);
+    if (load->count == load->capacity) {
+        load->capacity = MAX(8, 2 * load->capacity);
+        load->running = g_renew(int32_t, load->running, load->capacity);
+    }
+    load->running[load->count++] = t;
+    if (c->role[t] == ROLE_COMM) load->comm++;
+    else load->compute++;
+    rerate(c, load, begin);
+    c->work[t] = (double)r->times[t].duration;
+    c->since[t] = begin;
+    c->rate[t] = rate_on(c, load, c->role[t]);
+    push_end(c, t);
+}
+
+/* t ends at `now`: its GPU's others may speed up, its successors go on. */
+static void finish_contended(replay *r, int32_t t, int64_t now)
+{
+    struct contended *c = r->contended;
+    int32_t on = r->keys[t].resource;
+    gpu_load *load = &c->gpus[c->gpu_of[on]];
+    r->end[t] = now;
+    r->resource_free[on] = add_time(now, r->keys[t].arrival ? 0 : r->resources[on].idle_gap_ns);
+    if (r->resource_free[on] > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
+    for (int32_t i = 0; i < load->count; i++)
+        if (load->running[i] == t) {
+            load->running[i] = load->running[--load->count];
+            break;
+        }
+    if (c->role[t] == ROLE_COMM) load->comm--;
+    else load->compute--;
+    rerate(c, load, now);
+    for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++)
+        if (r->adj.how[slot] != READY_AT_START) ready_through(r, t, slot);
+    push_representative(r, on); /* its waiting tasks may start now */
+}
+
+/* The earliest valid tentative end, or G_MAXINT64 (stale entries dropped). */
+static int64_t next_end(replay *r)
+{
+    struct contended *c = r->contended;
+    while (c->ends.size > 0 && c->ends.entries[0].version != c->version[c->ends.entries[0].task]) heap_pop(&c->ends);
+    return c->ends.size > 0 ? c->ends.entries[0].key : G_MAXINT64;
+}
+
+/* run_policy's step for one popped start, with tasks under the rule started as such. */
+static void contended_start_step(replay *r, heap_entry top)
+{
+    int32_t t = top.task;
+    if (top.version != r->version[t]) return; /* superseded */
+    int64_t begin = begin_of(r, t);
+    if (begin > top.key) {
+        if (r->is_waiting[t]) heap_push(&r->heap, begin, top.rank, t, r->version[t]);
+        else start_waiting(r, t, top.rank);
+        return;
+    }
+    if (begin > RV_SIM_TIME_MAX_NS) {
+        r->overflow = TRUE;
+        return;
+    }
+    if (r->contended->role[t] != ROLE_NONE) start_contended(r, t, begin);
+    else dispatch(r, t, begin);
+    if (r->is_waiting[t]) {
+        r->is_waiting[t] = FALSE;
+        waiting_pop(&r->waiting[r->keys[t].resource]);
+        push_representative(r, r->keys[t].resource);
+    }
+}
+
+/* Starts and ends in time order (the header of this section). */
+static void run_contended(replay *r)
+{
+    push_all_ready(r);
+    while (!r->overflow) {
+        int64_t end = next_end(r);
+        if (r->heap.size == 0 && end == G_MAXINT64) break;
+        if (end != G_MAXINT64 && (r->heap.size == 0 || end <= r->heap.entries[0].key)) {
+            heap_entry done = heap_pop(&r->contended->ends);
+            if (end > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
+            else finish_contended(r, done.task, end);
+            continue;
+        }
+        contended_start_step(r, heap_pop(&r->heap));
+    }
+}
+
 /* Undispatched launch calls held by the launch queue: a hint for the message. */
 static int32_t stuck_in_queue(const replay *r)
 {
@@ -606,7 +854,8 @@ static gboolean replay_once(const rv_graph *graph, const rv_sim_structure *struc
 {
     replay r;
     replay_init(&r, graph, policy, structure, with_queue);
-    if (policy) run_policy(&r);
+    if (r.contended) run_contended(&r);
+    else if (policy) run_policy(&r);
     else run_default(&r);
     int32_t n = rv_graph_task_count(graph), live_count = 0;
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;

@@ -1,0 +1,33 @@
+/*
+ * batch.h - samples per step and throughput, for the what-ifs that change
+ * how much work a step does (batch-size, grad-accumulation).
+ *
+ * The batch size is read from shapes: the leading extent of the first input
+ * of the first forward GEMM or convolution operator (linear, addmm, conv...)
+ * of the first step that records Input Dims: (B, features) or (B, C, H, W).
+ * A Transformer whose linear layers see (B, S, H) gives B; one that
+ * flattens tokens first, (B*S, H), gives B*S: then samples are tokens.
+ */
+#ifndef REVERIE_BATCH_H
+#define REVERIE_BATCH_H
+
+#include <glib.h>
+#include <stdint.h>
+#include "reverie/graph.h"
+
+G_BEGIN_DECLS
+
+/* Samples per step from shapes (above), or 0 when no operator says. */
+int64_t rv_graph_batch_size(const rv_graph *graph);
+
+/* The mean simulated step time of the graph as it stands (no policy), or
+ * -1 with error set. */
+int64_t rv_graph_mean_step_ns(const rv_graph *graph, GError **error);
+
+/* One line "    step 95.6 ms -> 172.4 ms; 32 -> 64 samples a step: 334.7 -> 371.2 samples/s\n". */
+void rv_throughput_describe(GString *out, int64_t before_ns, int64_t after_ns, double samples_before,
+                            double samples_after);
+
+G_END_DECLS
+
+#endif

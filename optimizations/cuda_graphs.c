@@ -1,0 +1,488 @@
+/*
+ * cuda_graphs.c - CUDA Graphs (torch.cuda.CUDAGraph / make_graphed_callables):
+ * a captured region is replayed by one graph launch instead of the Python
+ * and the launch calls that issued its kernels one by one.
+ *
+ *   reverie whatif trace.json.gz --opt cuda-graphs
+ *   reverie whatif trace.json.gz --opt cuda-graphs:region=forward,static=assume
+ *
+ * WHICH ITERATIONS.  Capture needs static shapes: a graph replays fixed
+ * pointers and sizes.  With static=check (the default) each step's
+ * signature is the sequence of its GPU tasks' (kernel name, operator Input
+ * Dims) in recorded order; a step qualifies when another step has the same
+ * signature (or when the graph has one step only: nothing to compare).  A
+ * step whose shapes differ from every other is left as it is, and the notes
+ * name it.  A trace without Input Dims (record_shapes=False) is refused:
+ * static=assume captures every step without the check, on the user's word.
+ *
+ * WHICH CALLS.  In each qualifying step, the CPU calls of the region
+ * (region=step: every phase but data loading; forward, backward,
+ * optimizer: that phase), on every thread, in recorded order, are cut into
+ * segments, one graph each.  A segment ends at anything capture cannot
+ * hold: a blocking call (synchronize, a blocking copy, .item()), memory
+ * management (cudaMalloc, cudaFree, host allocation: they stay as
+ * recorded, even where a replay would not make them), a call
+ * that launches a collective (left to its stream: capturing NCCL needs its
+ * own setup), a call outside the region, a thread's first call (nothing to
+ * anchor the graph launch after), and, with region=step, at the start of
+ * a new iteration (a forward call after backward or optimizer calls, so a
+ * whole-trace step of many iterations makes one graph per iteration).  A
+ * segment with fewer than two GPU tasks is left alone.
+ *
+ * THE GRAPH LAUNCH.  A segment's calls are removed with the host overhead
+ * before them (replay runs none of that Python) except the first call's,
+ * which stays on the new call: it is the time before the region began.
+ * One "cudaGraphLaunch" call is inserted where the first call was, costing
+ * launch_cost (0: the trace's median kernel launch call: a graph launch is
+ * one driver call, taken to cost what one kernel launch does) plus
+ * node_cost per GPU task.  Its end releases the segment's GPU tasks,
+ * which follow each other on their streams.  These are plugin edges, not
+ * launch edges: the launch-queue rule (graph.h) holds back a call per
+ * kernel it launches, which a graph launch does not do; so the stream's
+ * launch latency (0 to 3 us on the shipped traces) is not added, once per
+ * graph.
+ *
+ * THE GAPS.  Inside a graph the GPU starts each kernel as the previous ends
+ * plus the device's minimum inter-kernel gap.  The minimum is the trace's
+ * own: the 5th percentile, per stream, of the gaps between back-to-back
+ * GPU tasks whose launch call had ended before the previous task ended
+ * (queued work, held back by nothing but the stream), at most the stream's
+ * typical gap; gap= sets it instead.  The gap is a per-stream value in the
+ * timing model (graph.h), so uncaptured GPU tasks on such a stream get it
+ * too: the notes count them.
+ */
+#include "reverie/error.h"
+#include "reverie/plugin.h"
+#include "reverie/stats.h"
+#include "reverie/transform.h"
+#include "reverie/units.h"
+#include "reverie/validate.h"
+#include <string.h>
+
+static const rv_param_spec cuda_graphs_params[] = {
+    { "region", RV_PARAM_CHOICE, "step", NULL, "what one graph captures: a whole iteration, or one phase of it",
+      "step|forward|backward|optimizer" },
+    { "static", RV_PARAM_CHOICE, "check", NULL,
+      "check: only steps whose Input Dims match another step's; assume: every step (traces without shapes)",
+      "check|assume" },
+    { "launch_cost", RV_PARAM_DURATION, "0us", "us", "CPU time of one cudaGraphLaunch (0: the trace's median kernel launch)",
+      NULL },
+    { "node_cost", RV_PARAM_DURATION, "0us", "us", "extra launch CPU time per GPU task in the graph", NULL },
+    { "gap", RV_PARAM_DURATION, "0us", "us",
+      "inter-kernel gap inside a graph (0: per stream, the 5th percentile of the trace's back-to-back gaps)", NULL },
+    { NULL }
+};
+
+/* What each CPU call launched: the GPU tasks, and whether one is a collective. */
+typedef struct {
+    GHashTable *launched;   /* call + 1 -> GArray of GPU task ids */
+    GHashTable *collective; /* call + 1 present: it launched a collective */
+} launches;
+
+static void launches_init(launches *l, const rv_graph *graph)
+{
+    l->launched = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    l->collective = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
+        int32_t call = rv_graph_launch_of(graph, id);
+        if (call < 0) continue;
+        gpointer key = GINT_TO_POINTER(call + 1);
+        GArray *list = g_hash_table_lookup(l->launched, key);
+        if (list == NULL) {
+            list = g_array_new(FALSE, FALSE, sizeof(int32_t));
+            g_hash_table_insert(l->launched, key, list);
+        }
+        g_array_append_val(list, id);
+        if (task->kind == RV_TASK_COMM || task->collective > 0 || (task->flags & RV_TASK_FLAG_RENDEZVOUS))
+            g_hash_table_add(l->collective, key);
+    }
+}
+
+static void launches_clear(launches *l)
+{
+    g_hash_table_destroy(l->launched);
+    g_hash_table_destroy(l->collective);
+}
+
+/* ---- which steps are static ------------------------------------------- */
+
+static gboolean graph_has_shapes(const rv_graph *graph)
+{
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+        if (g_array_index(graph->tasks, rv_task, id).input_dims >= 0) return TRUE;
+    return FALSE;
+}
+
+/* A step's signature: its GPU tasks' (name, Input Dims) string ids in
+ * recorded order, folded into 64 bits, with their count. */
+typedef struct {
+    guint64 hash;
+    guint count;
+} signature;
+
+static signature step_signature(const rv_graph *graph, GArray *gpu_tasks)
+{
+    signature s = { 1469598103934665603ull, gpu_tasks->len };
+    for (guint i = 0; i < gpu_tasks->len; i++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, g_array_index(gpu_tasks, int32_t, i));
+        guint64 pair = ((guint64)(guint32)task->name << 32) | (guint32)task->input_dims;
+        for (int b = 0; b < 8; b++) s.hash = (s.hash ^ ((pair >> (8 * b)) & 0xff)) * 1099511628211ull;
+    }
+    return s;
+}
+
+/* Inside a step; with no ProfilerStep the whole trace (step -1) is one. */
+static gboolean in_a_step(const rv_graph *graph, const rv_task *task)
+{
+    return task->step >= 0 || graph->steps->len == 0;
+}
+
+/* The steps (indices) that qualify, as a set of step + 2; the others are
+ * named in `left`. */
+static GHashTable *static_steps(const rv_graph *graph, gboolean check, GString *left)
+{
+    GHashTable *by_step = rv_tasks_by_step_new();
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU) && in_a_step(graph, task))
+            rv_tasks_by_step_add(by_step, task->step, id);
+    }
+    GList *keys = rv_tasks_by_step_keys(by_step);
+    guint steps = g_list_length(keys);
+    signature *sigs = g_new0(signature, MAX(steps, 1));
+    guint i = 0;
+    for (GList *k = keys; k; k = k->next, i++) {
+        GArray *tasks = g_hash_table_lookup(by_step, k->data);
+        rv_tasks_sort_recorded(graph, tasks);
+        sigs[i] = step_signature(graph, tasks);
+    }
+    GHashTable *qualified = g_hash_table_new(g_direct_hash, g_direct_equal);
+    i = 0;
+    for (GList *k = keys; k; k = k->next, i++) {
+        gboolean twin = !check || steps == 1;
+        for (guint j = 0; j < steps && !twin; j++)
+            twin = j != i && sigs[j].hash == sigs[i].hash && sigs[j].count == sigs[i].count;
+        int32_t step = GPOINTER_TO_INT(k->data) - 2;
+        if (twin) {
+            g_hash_table_add(qualified, GINT_TO_POINTER(step + 2));
+        } else if (step >= 0) {
+            const rv_step *info = &g_array_index(graph->steps, rv_step, step);
+            g_string_append_printf(left, "%s%s", left->len ? ", " : "", rv_strings_get(graph->strings, info->name));
+        }
+    }
+    g_free(sigs);
+    g_list_free(keys);
+    g_hash_table_destroy(by_step);
+    return qualified;
+}
+
+/* ---- segments ----------------------------------------------------------- */
+
+typedef struct {
+    GArray *calls; /* CPU calls to remove, recorded order */
+    GArray *gpu;   /* the GPU tasks they launched */
+} segment;
+
+static void segment_free(gpointer data)
+{
+    segment *s = data;
+    g_array_unref(s->calls);
+    g_array_unref(s->gpu);
+    g_free(s);
+}
+
+static gboolean in_region(const char *region, rv_phase phase)
+{
+    if (strcmp(region, "step") == 0) return phase != RV_PHASE_DATALOAD;
+    return strcmp(region, rv_phase_name(phase)) == 0;
+}
+
+/* Memory management and synchronization: illegal while a stream is being
+ * captured (they would invalidate the capture), so they stay as recorded. */
+static gboolean forbidden_in_capture(const char *name)
+{
+    static const char *const words[] = { "Malloc", "Free", "Synchronize", "HostAlloc", "HostRegister", "MemcpyToSymbol", NULL };
+    for (int i = 0; words[i]; i++)
+        if (strstr(name, words[i])) return TRUE;
+    return FALSE;
+}
+
+/* Can this CPU task go into a graph? */
+static gboolean capturable(const rv_graph *graph, const launches *l, const char *region, int32_t id)
+{
+    const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+    if (task->kind != RV_TASK_CPU || (task->flags & (RV_TASK_FLAG_BLOCKING | RV_TASK_FLAG_INSERTED))) return FALSE;
+    if (forbidden_in_capture(rv_strings_get(graph->strings, task->name))) return FALSE;
+    if (!in_region(region, (rv_phase)task->phase)) return FALSE;
+    if (g_hash_table_contains(l->collective, GINT_TO_POINTER(id + 1))) return FALSE;
+    return rv_graph_resource_previous(graph, id) >= 0;
+}
+
+static void close_segment(GPtrArray *out, segment **current)
+{
+    segment *s = *current;
+    if (s == NULL) return;
+    if (s->gpu->len >= 2) g_ptr_array_add(out, s);
+    else segment_free(s);
+    *current = NULL;
+}
+
+/* The segments of one step's CPU tasks (all threads, recorded order). */
+static void step_segments(const rv_graph *graph, const launches *l, const char *region, GArray *cpu_tasks,
+                          GPtrArray *out)
+{
+    rv_tasks_sort_recorded(graph, cpu_tasks);
+    segment *current = NULL;
+    gboolean past_forward = FALSE;
+    gboolean whole_step = strcmp(region, "step") == 0;
+    for (guint i = 0; i < cpu_tasks->len; i++) {
+        int32_t id = g_array_index(cpu_tasks, int32_t, i);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!capturable(graph, l, region, id)) {
+            /* a zero-length marker or data loading on another thread breaks
+             * nothing the graph holds, but we stay simple: every task that
+             * cannot be captured ends the graph */
+            close_segment(out, &current);
+            continue;
+        }
+        if (whole_step && task->phase == RV_PHASE_FORWARD && past_forward) close_segment(out, &current);
+        if (current == NULL) {
+            current = g_new0(segment, 1);
+            current->calls = g_array_new(FALSE, FALSE, sizeof(int32_t));
+            current->gpu = g_array_new(FALSE, FALSE, sizeof(int32_t));
+            past_forward = FALSE;
+        }
+        if (task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER) past_forward = TRUE;
+        g_array_append_val(current->calls, id);
+        GArray *gpu = g_hash_table_lookup(l->launched, GINT_TO_POINTER(id + 1));
+        if (gpu) g_array_append_vals(current->gpu, gpu->data, gpu->len);
+    }
+    close_segment(out, &current);
+}
+
+/* ---- the gaps ------------------------------------------------------------ */
+
+/* Per stream (resource index -> int64 ns, or absent): the 5th percentile of
+ * the recorded gaps between back-to-back queued GPU tasks. */
+static GHashTable *minimum_gaps(const rv_graph *graph)
+{
+    GHashTable *samples = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
+        int32_t previous = rv_graph_resource_previous(graph, id), call = rv_graph_launch_of(graph, id);
+        if (previous < 0 || call < 0) continue;
+        const rv_task *before = &g_array_index(graph->tasks, rv_task, previous);
+        const rv_task *launch = &g_array_index(graph->tasks, rv_task, call);
+        if (before->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED | RV_TASK_FLAG_RENDEZVOUS)) continue;
+        int64_t before_end = before->recorded_start_ns + before->duration_ns;
+        if (launch->recorded_start_ns + launch->duration_ns > before_end) continue; /* not queued */
+        int64_t gap = task->recorded_start_ns - before_end;
+        if (gap < 0) continue;
+        GArray *list = g_hash_table_lookup(samples, GINT_TO_POINTER(task->resource + 1));
+        if (list == NULL) {
+            list = g_array_new(FALSE, FALSE, sizeof(int64_t));
+            g_hash_table_insert(samples, GINT_TO_POINTER(task->resource + 1), list);
+        }
+        g_array_append_val(list, gap);
+    }
+    return samples;
+}
+
+static gint compare_keys(gconstpointer a, gconstpointer b)
+{
+    return GPOINTER_TO_INT(a) - GPOINTER_TO_INT(b);
+}
+
+/* Set the captured streams' gaps; a line per stream in notes. */
+static void shrink_gaps(rv_graph *graph, GHashTable *samples, GHashTable *captured_streams, int64_t gap_given,
+                        GString *notes)
+{
+    GList *streams = g_hash_table_get_keys(captured_streams);
+    streams = g_list_sort(streams, compare_keys);
+    for (GList *s = streams; s; s = s->next) {
+        int32_t resource = GPOINTER_TO_INT(s->data) - 1;
+        rv_resource *stream = &g_array_index(graph->resources, rv_resource, resource);
+        GArray *list = g_hash_table_lookup(samples, s->data);
+        int64_t minimum = stream->idle_gap_ns;
+        const char *how = "no back-to-back sample: the stream's typical gap kept";
+        char *why = NULL;
+        if (gap_given > 0) {
+            minimum = gap_given;
+            how = "gap= as given";
+        } else if (list && list->len > 0) {
+            minimum = MIN(stream->idle_gap_ns, rv_quantile_int64(list, 0.05, stream->idle_gap_ns));
+            why = g_strdup_printf("5th percentile of %u back-to-back gaps", list->len);
+            how = why;
+        }
+        guint uncaptured = GPOINTER_TO_UINT(g_hash_table_lookup(captured_streams, s->data)) - 1;
+        char *was = rv_format_duration(stream->idle_gap_ns), *now = rv_format_duration(minimum);
+        g_string_append_printf(notes, "    %s: inter-kernel gap %s -> %s (%s); %u uncaptured GPU tasks there get it too\n",
+                               rv_strings_get(graph->strings, stream->name), was, now, how, uncaptured);
+        stream->idle_gap_ns = minimum;
+        g_free(was);
+        g_free(now);
+        g_free(why);
+    }
+    g_list_free(streams);
+}
+
+/* ---- the transformation -------------------------------------------------- */
+
+/* The last task before `task` on its resource that is not in `doomed`. */
+static int32_t previous_survivor(const rv_graph *graph, int32_t task, GHashTable *doomed)
+{
+    int32_t previous = rv_graph_resource_previous(graph, task);
+    while (previous >= 0 && g_hash_table_contains(doomed, GINT_TO_POINTER(previous + 1)))
+        previous = rv_graph_resource_previous(graph, previous);
+    return previous;
+}
+
+/* Replace one segment by a graph launch; the CPU time removed goes to *removed_ns. */
+static gboolean collapse(rv_graph *graph, const segment *s, int64_t launch_ns, int64_t node_ns, int64_t *removed_ns,
+                         GError **error)
+{
+    GHashTable *doomed = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = 0; i < s->calls->len; i++) g_hash_table_add(doomed, GINT_TO_POINTER(g_array_index(s->calls, int32_t, i) + 1));
+    int32_t first = g_array_index(s->calls, int32_t, 0);
+    int32_t after = previous_survivor(graph, first, doomed);
+    rv_task call = *rv_graph_task(graph, first);
+    for (guint i = 0; i < s->calls->len; i++) {
+        const rv_task *old = rv_graph_task(graph, g_array_index(s->calls, int32_t, i));
+        *removed_ns += old->duration_ns + (i > 0 ? old->host_overhead_ns : 0);
+    }
+    call.name = rv_strings_intern(graph->strings, "cudaGraphLaunch");
+    call.kind = RV_TASK_CPU;
+    call.flags = 0;
+    call.correlation = -1;
+    call.bytes = 0;
+    double ns = (double)launch_ns + (double)node_ns * s->gpu->len;
+    if (!rv_task_duration_from(graph, -1, ns, "the cuda-graphs launch_cost and node_cost", &call.duration_ns, error)) {
+        g_hash_table_destroy(doomed);
+        return FALSE;
+    }
+    *removed_ns -= call.duration_ns;
+    rv_insert_spec spec = { call, after, -1 };
+    int32_t launch = rv_transform_insert(graph, &spec, error);
+    g_hash_table_destroy(doomed);
+    if (launch < 0) return FALSE;
+    /* Plugin edges, not launch edges: the launch-queue rule (graph.h) holds
+     * a call per kernel it launches, which a graph launch does not do. */
+    for (guint i = 0; i < s->gpu->len; i++) rv_transform_add_edge(graph, launch, g_array_index(s->gpu, int32_t, i));
+    rv_transform_remove_many(graph, s->calls, RV_REMOVE_DROP_OVERHEAD);
+    return TRUE;
+}
+
+/* Every qualifying step's segments. */
+static GPtrArray *find_segments(const rv_graph *graph, const launches *l, const char *region, GHashTable *qualified)
+{
+    GHashTable *cpu_by_step = rv_tasks_by_step_new();
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) || !in_a_step(graph, task)) continue;
+        if (g_hash_table_contains(qualified, GINT_TO_POINTER(task->step + 2))) rv_tasks_by_step_add(cpu_by_step, task->step, id);
+    }
+    GPtrArray *segments = g_ptr_array_new_with_free_func(segment_free);
+    GList *keys = rv_tasks_by_step_keys(cpu_by_step);
+    for (GList *k = keys; k; k = k->next) step_segments(graph, l, region, g_hash_table_lookup(cpu_by_step, k->data), segments);
+    g_list_free(keys);
+    g_hash_table_destroy(cpu_by_step);
+    return segments;
+}
+
+/* Streams that hold captured GPU tasks -> 1 + how many of their GPU tasks are not captured. */
+static GHashTable *captured_streams(const rv_graph *graph, const GPtrArray *segments)
+{
+    GHashTable *captured = g_hash_table_new(g_direct_hash, g_direct_equal);
+    GHashTable *streams = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = 0; i < segments->len; i++) {
+        const segment *s = g_ptr_array_index(segments, i);
+        for (guint j = 0; j < s->gpu->len; j++) {
+            int32_t id = g_array_index(s->gpu, int32_t, j);
+            g_hash_table_add(captured, GINT_TO_POINTER(id + 1));
+            g_hash_table_insert(streams, GINT_TO_POINTER(g_array_index(graph->tasks, rv_task, id).resource + 1),
+                                GUINT_TO_POINTER(1));
+        }
+    }
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        gpointer key = GINT_TO_POINTER(task->resource + 1);
+        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU) ||
+            g_hash_table_contains(captured, GINT_TO_POINTER(id + 1)) || !g_hash_table_contains(streams, key))
+            continue;
+        g_hash_table_insert(streams, key, GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(streams, key)) + 1));
+    }
+    g_hash_table_destroy(captured);
+    return streams;
+}
+
+static gboolean cuda_graphs_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    const char *region = rv_params_string(params, "region");
+    gboolean check = strcmp(rv_params_string(params, "static"), "check") == 0;
+    launches l;
+    launches_init(&l, graph);
+    if (g_hash_table_size(l.launched) == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the trace has no kernel launch calls (no GPU task with its launching CPU call), so there is nothing to capture");
+        launches_clear(&l);
+        return FALSE;
+    }
+    if (check && !graph_has_shapes(graph)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "the trace records no operator shapes (Input Dims, record_shapes=True) to tell static iterations; "
+                    "give static=assume to capture every step anyway");
+        launches_clear(&l);
+        return FALSE;
+    }
+    GString *left = g_string_new(NULL);
+    GHashTable *qualified = static_steps(graph, check, left);
+    GPtrArray *segments = find_segments(graph, &l, region, qualified);
+    gboolean ok = TRUE;
+    if (segments->len == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "no %s region to capture: %s",
+                    strcmp(region, "step") == 0 ? "step" : region,
+                    g_hash_table_size(qualified) == 0 ? "no step has static shapes (each step's Input Dims differ from every other's)"
+                                                      : "no run of two or more GPU tasks launched by calls capture can hold");
+        ok = FALSE;
+    }
+    GHashTable *gaps = ok ? minimum_gaps(graph) : NULL;
+    GHashTable *streams = ok ? captured_streams(graph, segments) : NULL;
+    int64_t launch_ns = rv_params_duration_ns(params, "launch_cost");
+    if (launch_ns == 0) launch_ns = rv_graph_typical_launch_ns(graph);
+    int64_t removed_ns = 0;
+    guint kernels = 0, calls = 0;
+    for (guint i = 0; ok && i < segments->len; i++) {
+        const segment *s = g_ptr_array_index(segments, i);
+        kernels += s->gpu->len;
+        calls += s->calls->len;
+        ok = collapse(graph, s, launch_ns, rv_params_duration_ns(params, "node_cost"), &removed_ns, error);
+    }
+    if (ok) {
+        char *each = rv_format_duration(launch_ns), *saved = rv_format_duration(removed_ns);
+        g_string_append_printf(output->notes,
+                               "    region=%s: %u graphs in %u steps replace %u CPU calls launching %u GPU tasks; "
+                               "graph launch %s each; CPU time removed %s\n",
+                               region, segments->len, g_hash_table_size(qualified), calls, kernels, each, saved);
+        if (left->len) g_string_append_printf(output->notes, "    left alone (shapes differ from every other step): %s\n", left->str);
+        if (!check) g_string_append(output->notes, "    static=assume: shapes not checked\n");
+        g_free(each);
+        g_free(saved);
+        shrink_gaps(graph, gaps, streams, rv_params_duration_ns(params, "gap"), output->notes);
+    }
+    if (gaps) g_hash_table_destroy(gaps);
+    if (streams) g_hash_table_destroy(streams);
+    g_ptr_array_unref(segments);
+    g_hash_table_destroy(qualified);
+    g_string_free(left, TRUE);
+    launches_clear(&l);
+    return ok;
+}
+
+G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
+    RV_PLUGIN_ABI_VERSION, "cuda-graphs",
+    "CUDA Graphs: each static iteration's (or phase's) launch calls and their Python become one graph launch; "
+    "kernels inside run at the device's minimum gap",
+    cuda_graphs_params, cuda_graphs_apply,
+};
