@@ -1,0 +1,461 @@
+/*
+ * zero.c - ZeRO (Rajbhandari et al., the Mlsys memo of seed 004): the
+ * model states of data-parallel training sharded over the data-parallel
+ * group of N ranks, predicted from one rank's trace.
+ *
+ *   reverie whatif trace.json.gz --opt ddp:world=8 --opt zero:stage=2
+ *   reverie whatif traces/hta_transformer_ddp_v100_rank1.2steps.json.gz --opt zero:stage=3,world=8
+ *
+ * MODEL.  Each data-parallel all-reduce of the trace (recorded, or inserted
+ * by ddp: collectives whose parallelism is data, graph.h) of S bytes
+ * becomes a reduce-scatter of S where it was - every rank keeps the
+ * reduced 1/N of the gradients it updates - and the optimizer kernels do
+ * 1/N of their work (cost model, costmodel.h; 1/N of their time where it
+ * cannot re-cost them).  Then, per stage:
+ *   1, 2: an all-gather of S after the step's optimizer hands every rank
+ *         the updated parameters (stage 2 differs from 1 in memory only);
+ *   3:    parameters are sharded too: each weighted layer's share of the
+ *         step's S (in proportion to its weights, layers.h) gathered before
+ *         its forward and before the backward run that produces its
+ *         gradient, back to back on one channel (prefetch); where the
+ *         layers are unknown (a compiled model), one gather of S before
+ *         the forward and one before the backward.  None after the
+ *         optimizer.
+ * The collectives are re-costed from the recorded all-reduce with comm.h's
+ * model (rv_collective_recost_ns): reduce-scatter = recorded x RS(S)/AR(S),
+ * all-gather likewise, on ceil(N / gpus_per_node) nodes.  On a ring an
+ * all-reduce moves 2(N-1)/N S per rank and a reduce-scatter or all-gather
+ * (N-1)/N S: stages 1 and 2 move what plain data parallelism moves,
+ * stage 3 1.5x.  Inserted all-gathers run on a channel of their own, are
+ * data-parallel collectives of N ranks, and a free network costs nothing.
+ *
+ * MEMORY (model states per GPU, mixed-precision Adam, the paper's
+ * section 3): P parameters of 2 (fp16 weights) + 2 (fp16 gradients) + 12
+ * (fp32 master weights, momentum, variance) bytes: 16P for plain data
+ * parallelism; stage 1: 4P + 12P/N; stage 2: 2P + 14P/N; stage 3: 16P/N.
+ * P is the weighted layers' weight elements (layers.h), else the step's
+ * all-reduced bytes / 4.
+ *
+ * world=1 (nothing to shard over) leaves the graph unchanged.
+ */
+#include "reverie/plugin.h"
+#include "reverie/comm.h"
+#include "reverie/costmodel.h"
+#include "reverie/error.h"
+#include "reverie/gpus.h"
+#include "reverie/layers.h"
+#include "reverie/recost.h"
+#include "reverie/transform.h"
+#include "reverie/units.h"
+#include "reverie/validate.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const rv_param_spec zero_params[] = {
+    { "stage", RV_PARAM_CHOICE, "1", NULL, "what is sharded: 1 optimizer state, 2 + gradients, 3 + parameters", "1|2|3" },
+    { "world", RV_PARAM_INTEGER, "0", "GPUs", "data-parallel ranks N; 0: the trace's world size", NULL },
+    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link", NULL },
+    { "bandwidth", RV_PARAM_BANDWIDTH, "100Gbps", "B/s", "inter-node link bandwidth per direction (IB EDR)", NULL },
+    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency", NULL },
+    { "intra_bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "intra-node bandwidth (NVLink V100: 6 links x 25 GB/s)", NULL },
+    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency", NULL },
+    { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
+    { NULL }
+};
+
+typedef struct {
+    int stage, world;
+    int gpus_per_node;
+    rv_link intra, inter;
+} zero_plan;
+
+static gboolean is_data_allreduce(const rv_graph *graph, const rv_task *task)
+{
+    const rv_collective_info *info = rv_task_collective(graph, task);
+    return info && !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) &&
+           info->parallelism == RV_PARALLEL_DATA &&
+           (info->op == RV_COLL_ALLREDUCE_RING || info->op == RV_COLL_ALLREDUCE_TREE || info->op == RV_COLL_ALLREDUCE_HIER);
+}
+
+/* ---- the optimizer on 1/N of the parameters ------------------------------- */
+
+static gboolean is_optimizer_kernel(const rv_task *task)
+{
+    return !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) && (task->flags & RV_TASK_FLAG_GPU) &&
+           task->phase == RV_PHASE_OPTIMIZER && task->kind != RV_TASK_COMM && task->collective == 0;
+}
+
+static gboolean shard_optimizer_task(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost,
+                                     rv_cost_change *change, gpointer data)
+{
+    if (!is_optimizer_kernel(&g_array_index(graph->tasks, rv_task, task)) || cost->cls == RV_COST_COMM) return FALSE;
+    change->flops_factor = change->bytes_factor = *(double *)data;
+    return TRUE;
+}
+
+static gboolean shard_optimizer(rv_graph *graph, const rv_params *params, int world, GString *notes, GError **error)
+{
+    GError *no_gpu = NULL;
+    rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(&no_gpu);
+    const rv_gpu *gpu = catalogue ? rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"),
+                                                    "source_gpu", &no_gpu) : NULL;
+    double factor = 1.0 / world;
+    rv_cost_model *model = gpu ? rv_cost_model_new(graph, gpu, TRUE) : NULL;
+    rv_cost_plan *plan = model ? rv_cost_model_plan(model, shard_optimizer_task, &factor) : NULL;
+    gboolean ok = TRUE;
+    guint tasks = 0;
+    int64_t before = 0, after = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph) && ok; id++) {
+        rv_task *task = rv_graph_task(graph, id);
+        if (!is_optimizer_kernel(task)) continue;
+        double planned = plan ? g_array_index(plan->new_ns, double, id) : -1;
+        if (planned < 0) planned = (double)task->duration_ns * factor;
+        int64_t ns;
+        ok = rv_task_duration_from(graph, id, planned, "the world size", &ns, error);
+        if (!ok) break;
+        before += task->duration_ns;
+        after += ns;
+        rv_transform_set_duration(graph, id, ns);
+        tasks++;
+    }
+    if (ok) {
+        char *b = rv_format_duration(before), *a = rv_format_duration(after);
+        g_string_append_printf(notes, "    optimizer: %u kernels on 1/%d of the parameters, %s -> %s (%s)\n", tasks, world,
+                               b, a, gpu ? "cost model" : "1/N of their time: no cost model");
+        g_free(b); g_free(a);
+    }
+    if (plan) rv_cost_plan_free(plan);
+    if (model) rv_cost_model_free(model);
+    if (catalogue) rv_gpu_catalogue_free(catalogue);
+    g_clear_error(&no_gpu);
+    return ok;
+}
+
+/* ---- collectives ------------------------------------------------------------ */
+
+typedef struct {
+    rv_graph *graph;
+    const zero_plan *plan;
+    int32_t channel, channel_tail;
+    int64_t *step_bytes;        /* per step + 1: the bytes its all-reduces carried */
+    int64_t *step_gather_ns;    /* per step + 1: their all-gathers' time, summed */
+    int32_t *step_last;         /* per step + 1: its last reduce-scatter */
+    int64_t gathered_bytes;
+    guint reduce_scatters, all_gathers;
+    guint solved_payloads;      /* all-reduces with no recorded payload: solved from their time */
+    guint layered_steps;        /* stage 3: steps whose parameters were gathered layer by layer */
+    guint whole_steps;          /* stage 3: steps whose parameters were gathered as a whole */
+} rewriter;
+
+/* Recorded all-reduce time -> the time of `wanted` on the same payload, at world N. */
+static gboolean recost(const rewriter *r, const rv_task *task, const rv_collective_info *info, rv_collective wanted,
+                       int64_t *ns, int64_t *bytes, GError **error)
+{
+    int recorded_world = info->group_size > 0 ? info->group_size : rv_graph_world_size(r->graph);
+    rv_cluster before = rv_cluster_for_ranks(recorded_world, r->plan->gpus_per_node, &r->plan->intra, &r->plan->inter);
+    rv_cluster after = rv_cluster_for_ranks(r->plan->world, r->plan->gpus_per_node, &r->plan->intra, &r->plan->inter);
+    int64_t t = rv_collective_recost_ns((rv_collective)info->op, wanted, info->bytes, 1, task->duration_ns, &before,
+                                        &after, bytes);
+    return rv_task_duration_from(r->graph, -1, (double)t, "the zero parameters (world, bandwidth, latency)", ns, error);
+}
+
+static int32_t new_collective(rewriter *r, rv_collective op, int64_t bytes)
+{
+    rv_collective_info info = { bytes, -1, rv_strings_intern(r->graph->strings, "zero"), r->plan->world, -1, -1, 1,
+                                (uint8_t)op, RV_PARALLEL_DATA, RV_MATCH_NONE, 1 };
+    return rv_graph_add_collective(r->graph, &info);
+}
+
+/* An all-gather of `bytes` on the zero channel, costed like `like` (an
+ * all-reduce's recorded time), after `after` (if any) and before `before`. */
+static gboolean insert_all_gather(rewriter *r, const rv_task *like, int64_t ns, int64_t bytes, int32_t after,
+                                  int32_t before, const char *name, rv_phase phase, GError **error)
+{
+    rv_task task = *like;
+    task.phase = (uint8_t)phase;
+    task.kind = RV_TASK_COMM;
+    task.flags = 0;
+    task.resource = r->channel;
+    task.name = rv_strings_intern(r->graph->strings, name);
+    task.duration_ns = ns;
+    task.host_overhead_ns = 0;
+    task.correlation = -1;
+    task.bytes = bytes;
+    task.collective = new_collective(r, RV_COLL_ALL_GATHER, bytes);
+    rv_insert_spec spec = { task, r->channel_tail, -1 };
+    int32_t id = rv_transform_insert(r->graph, &spec, error);
+    if (id < 0) return FALSE;
+    r->channel_tail = id;
+    if (after >= 0) rv_transform_add_edge(r->graph, after, id);
+    if (before >= 0) rv_transform_add_edge(r->graph, id, before);
+    r->gathered_bytes += bytes;
+    r->all_gathers++;
+    return TRUE;
+}
+
+/* Per step + 1: its earliest GPU task of a phase, or latest (optimizer). */
+typedef struct {
+    int32_t first_forward, first_backward, last_optimizer;
+} step_marks;
+
+static step_marks *mark_steps(rv_graph *graph)
+{
+    guint slots = graph->steps->len + 1;
+    step_marks *marks = g_new(step_marks, slots);
+    for (guint s = 0; s < slots; s++) marks[s].first_forward = marks[s].first_backward = marks[s].last_optimizer = -1;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        if (!(task->flags & RV_TASK_FLAG_GPU) || (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) ||
+            task->kind == RV_TASK_COMM || task->step < -1 || task->step >= (int32_t)graph->steps->len)
+            continue;
+        step_marks *m = &marks[task->step + 1];
+        int32_t *first = task->phase == RV_PHASE_FORWARD ? &m->first_forward
+                       : task->phase == RV_PHASE_BACKWARD ? &m->first_backward : NULL;
+        if (first && (*first < 0 || rv_task_compare_recorded(&id, first, graph) < 0)) *first = id;
+        if (task->phase == RV_PHASE_OPTIMIZER &&
+            (m->last_optimizer < 0 || rv_task_compare_recorded(&id, &m->last_optimizer, graph) > 0))
+            m->last_optimizer = id;
+    }
+    return marks;
+}
+
+/* Every data-parallel all-reduce becomes a reduce-scatter in place; stages
+ * 1 and 2 add its all-gather after the step's optimizer. */
+static gboolean split_allreduces(rewriter *r, const GArray *allreduces, const step_marks *marks, GError **error)
+{
+    rv_graph *graph = r->graph;
+    for (guint i = 0; i < allreduces->len; i++) {
+        int32_t id = g_array_index(allreduces, int32_t, i);
+        rv_task *task = rv_graph_task(graph, id);
+        rv_collective_info info = *rv_task_collective(graph, task);
+        int64_t rs_ns, ag_ns, bytes;
+        if (!recost(r, task, &info, RV_COLL_REDUCE_SCATTER, &rs_ns, &bytes, error) ||
+            !recost(r, task, &info, RV_COLL_ALL_GATHER, &ag_ns, &bytes, error))
+            return FALSE;
+        if (info.bytes <= 0) r->solved_payloads++;
+        rv_task like = *task;
+        rv_transform_set_duration(graph, id, rs_ns);
+        task = rv_graph_task(graph, id);
+        task->name = rv_strings_intern(graph->strings, "ncclKernel_ReduceScatter (zero)");
+        task->bytes = bytes;
+        task->collective = new_collective(r, RV_COLL_REDUCE_SCATTER, bytes);
+        r->reduce_scatters++;
+        int32_t step = task->step;
+        if (step >= -1 && step < (int32_t)graph->steps->len) {
+            r->step_bytes[step + 1] += bytes;
+            r->step_gather_ns[step + 1] += ag_ns;
+            r->step_last[step + 1] = id;
+        }
+        if (r->plan->stage == 3) continue;
+        int32_t after = step >= -1 && step < (int32_t)graph->steps->len && marks[step + 1].last_optimizer >= 0
+                            ? marks[step + 1].last_optimizer : id;
+        int32_t next_forward = step + 2 < (int32_t)graph->steps->len + 1 ? marks[step + 2].first_forward : -1;
+        if (!insert_all_gather(r, &like, ag_ns, bytes, after, next_forward, "ncclKernel_AllGather (zero parameters)",
+                               RV_PHASE_OPTIMIZER, error))
+            return FALSE;
+        rv_transform_add_edge(graph, id, r->channel_tail);
+    }
+    return TRUE;
+}
+
+/* Stage 3 where the step's weighted layers are known (layers.h): each
+ * layer's parameters gathered before its forward and before the backward
+ * run that produces its gradient, its share of the step's bytes and
+ * gather time in proportion to its weights; the channel runs the gathers
+ * back to back, so a layer's gather is prefetched while earlier layers
+ * compute.  FALSE with *done unset when the step has no such layers. */
+static gboolean gather_per_layer(rewriter *r, guint slot, const GArray *layers, GArray *backward, int32_t after,
+                                 gboolean *done, GError **error)
+{
+    rv_graph *graph = r->graph;
+    GArray *kept = g_array_new(FALSE, FALSE, sizeof(rv_weighted_layer));
+    int64_t weights = 0;
+    for (guint i = 0; i < layers->len; i++) {
+        const rv_weighted_layer *layer = &g_array_index(layers, rv_weighted_layer, i);
+        if (layer->weight_bytes <= 0 || layer->first_gpu < 0) continue;
+        g_array_append_val(kept, *layer);
+        weights += layer->weight_bytes;
+    }
+    GArray *runs = kept->len && backward->len ? rv_weighted_backward_runs(graph, backward) : NULL;
+    *done = runs != NULL;
+    gboolean ok = TRUE;
+    guint n = kept->len;
+    int64_t *bytes = g_new0(int64_t, MAX(n, 1)), *ns = g_new0(int64_t, MAX(n, 1)), bytes_left = r->step_bytes[slot],
+            ns_left = r->step_gather_ns[slot];
+    for (guint i = 0; i < n && *done; i++) {  /* shares that add up exactly: the last takes what is left */
+        double share = (double)g_array_index(kept, rv_weighted_layer, i).weight_bytes / (double)weights;
+        bytes[i] = i + 1 == n ? bytes_left : MIN(bytes_left, (int64_t)(share * (double)r->step_bytes[slot]));
+        ns[i] = i + 1 == n ? ns_left : MIN(ns_left, (int64_t)(share * (double)r->step_gather_ns[slot]));
+        bytes_left -= bytes[i];
+        ns_left -= ns[i];
+    }
+    rv_task model = *rv_graph_task(graph, r->step_last[slot]);
+    for (guint i = 0; i < n && *done && ok; i++)
+        ok = insert_all_gather(r, &model, ns[i], bytes[i], i == 0 ? after : -1,
+                               g_array_index(kept, rv_weighted_layer, i).first_gpu,
+                               "ncclKernel_AllGather (zero layer parameters, forward)", RV_PHASE_FORWARD, error);
+    /* where each backward run starts: the task after the previous run's end */
+    guint *run_start = runs ? g_new0(guint, runs->len) : NULL;
+    for (guint i = 0, j = 0; runs && i < backward->len && j < runs->len; i++)
+        if (g_array_index(backward, int32_t, i) == g_array_index(runs, int32_t, j)) {
+            if (j + 1 < runs->len) run_start[j + 1] = i + 1;
+            j++;
+        }
+    for (guint k = 0; k < n && *done && ok; k++) {  /* k = 0: the last forward layer, whose gradient comes first */
+        guint run = rv_gradient_run(k, n, runs->len);
+        int32_t first = g_array_index(backward, int32_t, MIN(run_start[run], backward->len - 1));
+        ok = insert_all_gather(r, &model, ns[n - 1 - k], bytes[n - 1 - k], -1, first,
+                               "ncclKernel_AllGather (zero layer parameters, backward)", RV_PHASE_BACKWARD, error);
+    }
+    g_free(run_start);
+    if (runs) g_array_unref(runs);
+    g_free(bytes);
+    g_free(ns);
+    g_array_unref(kept);
+    return ok;
+}
+
+/* Stage 3: each step's parameters (its all-reduced bytes) gathered before
+ * its forward and again before its backward: per layer where the layers
+ * are known, else in one gather each as long as the step's all-reduces'
+ * all-gathers together. */
+static gboolean gather_parameters(rewriter *r, const step_marks *marks, GError **error)
+{
+    rv_graph *graph = r->graph;
+    GPtrArray *layers = rv_weighted_layers_by_step(graph), *backward = rv_backward_gpu_tasks_by_step(graph);
+    gboolean ok = TRUE;
+    for (guint slot = 0; slot <= graph->steps->len && ok; slot++) {
+        if (r->step_bytes[slot] == 0 || r->step_last[slot] < 0) continue;
+        int32_t previous_optimizer = slot > 0 ? marks[slot - 1].last_optimizer : -1;
+        gboolean done = FALSE;
+        ok = gather_per_layer(r, slot, g_ptr_array_index(layers, slot), g_ptr_array_index(backward, slot),
+                              previous_optimizer, &done, error);
+        if (!ok || done) {
+            r->layered_steps += done;
+            continue;
+        }
+        r->whole_steps++;
+        rv_task model = *rv_graph_task(graph, r->step_last[slot]);
+        int32_t targets[2] = { marks[slot].first_forward, marks[slot].first_backward };
+        const char *names[2] = { "ncclKernel_AllGather (zero forward parameters)",
+                                 "ncclKernel_AllGather (zero backward parameters)" };
+        for (int k = 0; k < 2 && ok; k++)
+            ok = insert_all_gather(r, &model, r->step_gather_ns[slot], r->step_bytes[slot],
+                                   k == 0 ? previous_optimizer : -1, targets[k], names[k],
+                                   k == 0 ? RV_PHASE_FORWARD : RV_PHASE_BACKWARD, error);
+    }
+    g_ptr_array_unref(layers);
+    g_ptr_array_unref(backward);
+    return ok;
+}
+
+/* ---- memory ----------------------------------------------------------------- */
+
+static void describe_memory(rv_graph *graph, const zero_plan *plan, int64_t step_bytes, GString *notes)
+{
+    GPtrArray *by_step = rv_weighted_layers_by_step(graph);
+    GArray *sizes = rv_weight_sizes_of_first_step(by_step);
+    g_ptr_array_unref(by_step);
+    int64_t weight_bytes = 0;
+    for (guint i = 0; i < sizes->len; i++) weight_bytes += g_array_index(sizes, int64_t, i);
+    g_array_unref(sizes);
+    const char *from = weight_bytes > 0 ? "the weighted layers' shapes" : "the all-reduced bytes / 4";
+    double P = (double)(weight_bytes > 0 ? weight_bytes : step_bytes) / 4.0, N = plan->world;
+    double dp = 16 * P;
+    double zero = plan->stage == 1 ? 4 * P + 12 * P / N : plan->stage == 2 ? 2 * P + 14 * P / N : 16 * P / N;
+    char *a = rv_format_bytes((int64_t)dp), *b = rv_format_bytes((int64_t)zero);
+    g_string_append_printf(notes, "    model states per GPU (16 B/param, mixed-precision Adam; %.4g M params from %s): "
+                           "data parallel %s, ZeRO-%d over %d: %s (%.2fx less)\n", P / 1e6, from, a, plan->stage,
+                           plan->world, b, dp / zero);
+    g_free(a); g_free(b);
+}
+
+/* ---- apply ------------------------------------------------------------------ */
+
+static gboolean read_plan(rv_graph *graph, const rv_params *params, zero_plan *plan, GError **error)
+{
+    plan->stage = atoi(rv_params_string(params, "stage"));
+    int64_t world = rv_params_integer(params, "world"), gpn = rv_params_integer(params, "gpus_per_node");
+    if (world < 0 || world > 1000000 || gpn < 1 || gpn > 1000000) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need 0 <= world <= 1000000 and gpus_per_node >= 1");
+        return FALSE;
+    }
+    plan->world = world > 0 ? (int)world : rv_graph_world_size(graph);
+    plan->gpus_per_node = (int)gpn;
+    plan->inter = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"), 1.0);
+    plan->intra = rv_link_make(rv_params_bandwidth(params, "intra_bandwidth"),
+                               rv_params_duration_ns(params, "intra_latency"), 1.0);
+    return rv_link_check(&plan->inter, error) && rv_link_check(&plan->intra, error);
+}
+
+static GArray *data_allreduces(rv_graph *graph)
+{
+    GArray *list = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+        if (is_data_allreduce(graph, rv_graph_task(graph, id))) g_array_append_val(list, id);
+    rv_tasks_sort_recorded(graph, list);
+    return list;
+}
+
+static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
+{
+    zero_plan plan;
+    if (!read_plan(graph, params, &plan, error)) return FALSE;
+    if (graph->ranks->len > 1) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "zero shards one rank's trace; this job has %u ranks - give it one rank's trace", graph->ranks->len);
+        return FALSE;
+    }
+    GArray *allreduces = data_allreduces(graph);
+    if (allreduces->len == 0) {
+        g_array_unref(allreduces);
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "no data-parallel all-reduce to shard: record with DDP, or run ddp first");
+        return FALSE;
+    }
+    if (plan.world == 1) {
+        g_array_unref(allreduces);
+        g_string_append(output->notes, "    world=1: nothing to shard over, graph unchanged\n");
+        return TRUE;
+    }
+    step_marks *marks = mark_steps(graph);
+    guint slots = graph->steps->len + 1;
+    rewriter r = { graph, &plan, rv_transform_add_channel(graph, "zero all-gather"), -1, g_new0(int64_t, slots),
+                   g_new0(int64_t, slots), g_new(int32_t, slots), 0, 0, 0, 0, 0, 0 };
+    for (guint s = 0; s < slots; s++) r.step_last[s] = -1;
+    gboolean ok = shard_optimizer(graph, params, plan.world, output->notes, error) &&
+                  split_allreduces(&r, allreduces, marks, error) && (plan.stage < 3 || gather_parameters(&r, marks, error));
+    if (ok) {
+        int64_t total = 0, first = 0;
+        for (guint s = 0; s < slots; s++) {
+            total += r.step_bytes[s];
+            if (first == 0) first = r.step_bytes[s];
+        }
+        char *rs = rv_format_bytes(total), *ag = rv_format_bytes(r.gathered_bytes);
+        g_string_append_printf(output->notes, "    ZeRO-%d over %d ranks: %u all-reduces -> reduce-scatters (%s), %u "
+                               "all-gathers inserted (%s): %s the bytes of plain data parallelism\n", plan.stage,
+                               plan.world, r.reduce_scatters, rs, r.all_gathers, ag, plan.stage == 3 ? "1.5x" : "1x");
+        g_free(rs); g_free(ag);
+        if (plan.stage == 3)
+            g_string_append_printf(output->notes, "    parameters gathered before the forward and the backward: layer "
+                                   "by layer in %u steps, whole in %u (no layer shapes)\n", r.layered_steps,
+                                   r.whole_steps);
+        if (r.solved_payloads)
+            g_string_append_printf(output->notes, "    %u all-reduces have no recorded payload: solved from their recorded "
+                                   "time, which in a rank alone holds its wait for the others (an upper bound)\n",
+                                   r.solved_payloads);
+        describe_memory(graph, &plan, first, output->notes);
+    }
+    g_free(r.step_bytes);
+    g_free(r.step_gather_ns);
+    g_free(r.step_last);
+    g_free(marks);
+    g_array_unref(allreduces);
+    return ok;
+}
+
+G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
+    RV_PLUGIN_ABI_VERSION, "zero",
+    "ZeRO stage 1-3: optimizer state, gradients and parameters sharded over the data-parallel group",
+    zero_params, zero_apply,
+};
