@@ -358,6 +358,10 @@ static GPtrArray *launch_calls_by_step(const context *ctx, guint steps, gboolean
     for (guint t = 0; t < ctx->graph->tasks->len; t++) {
         const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, t);
         if (task->kind != RV_TASK_CPU || (task->flags & RV_TASK_FLAG_REMOVED) || ctx->first_gpu[t] < 0) continue;
+        /* A plugin's inserted calls copy a recorded call's shapes (checkpoint's
+         * recomputation, amp's casts): counting them again would add
+         * tensors no one allocates twice. */
+        if (task->flags & RV_TASK_FLAG_INSERTED) continue;
         guint slot = 0;
         if (stepped) {
             if (task->step < 0 || (guint)task->step >= steps) continue;
