@@ -63,14 +63,6 @@ static const part parts[4] = {
     { RV_COLL_ALL_GATHER, 0, "ncclKernel_AllGather (blueconnect intra)" },
 };
 
-static gboolean is_data_allreduce(const rv_graph *graph, const rv_task *task)
-{
-    const rv_collective_info *info = rv_task_collective(graph, task);
-    return info && !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) &&
-           info->parallelism == RV_PARALLEL_DATA &&
-           (info->op == RV_COLL_ALLREDUCE_RING || info->op == RV_COLL_ALLREDUCE_TREE || info->op == RV_COLL_ALLREDUCE_HIER);
-}
-
 /* The time of one part, from the recorded all-reduce's. */
 static gboolean part_ns(const rv_graph *graph, const hierarchy *h, const rv_task *task, const rv_collective_info *info,
                         const part *p, int64_t *ns, int64_t *bytes, GError **error)
@@ -197,7 +189,7 @@ static gboolean blueconnect_apply(rv_graph *graph, const rv_params *params, rv_p
     GArray *allreduces = g_array_new(FALSE, FALSE, sizeof(int32_t));
     int64_t before = 0;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        if (is_data_allreduce(graph, rv_graph_task(graph, id))) {
+        if (rv_task_is_data_allreduce(graph, rv_graph_task(graph, id))) {
             g_array_append_val(allreduces, id);
             before += rv_graph_task(graph, id)->duration_ns;
         }

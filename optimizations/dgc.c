@@ -65,14 +65,6 @@ typedef struct {
     int64_t dense_ns, sparse_ns, kernels_ns, dense_bytes, sparse_bytes;
 } dgc_tally;
 
-static gboolean is_data_allreduce(const rv_graph *graph, const rv_task *task)
-{
-    const rv_collective_info *info = rv_task_collective(graph, task);
-    return info && !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) &&
-           info->parallelism == RV_PARALLEL_DATA &&
-           (info->op == RV_COLL_ALLREDUCE_RING || info->op == RV_COLL_ALLREDUCE_TREE || info->op == RV_COLL_ALLREDUCE_HIER);
-}
-
 /* The sparse all-gather's time and the payload S of the recorded all-reduce. */
 static gboolean sparse_gather_ns(const rv_graph *graph, const dgc_plan *plan, const rv_task *task, int64_t *ns,
                                  int64_t *dense_bytes, int64_t *gathered_bytes, GError **error)
@@ -209,7 +201,7 @@ static gboolean dgc_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     }
     GArray *allreduces = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        if (is_data_allreduce(graph, rv_graph_task(graph, id))) g_array_append_val(allreduces, id);
+        if (rv_task_is_data_allreduce(graph, rv_graph_task(graph, id))) g_array_append_val(allreduces, id);
     if (allreduces->len == 0) {
         g_array_unref(allreduces);
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "no data-parallel all-reduce to compress: record with DDP, or run ddp first");

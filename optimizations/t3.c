@@ -69,15 +69,7 @@ static const char *name_of(const rv_graph *graph, int32_t id) { return id > 0 ? 
 
 static void index_predecessors(const rv_graph *graph, t3_state *state)
 {
-    int32_t n = rv_graph_task_count(graph);
-    const rv_edge *edges = (const rv_edge *)graph->edges->data;
-    state->first = g_new0(int32_t, n + 1);
-    for (guint e = 0; e < graph->edges->len; e++) state->first[edges[e].to + 1]++;
-    for (int32_t t = 0; t < n; t++) state->first[t + 1] += state->first[t];
-    state->from = g_new(int32_t, graph->edges->len + 1);
-    int32_t *fill = g_memdup2(state->first, sizeof(int32_t) * (gsize)(n + 1));
-    for (guint e = 0; e < graph->edges->len; e++) state->from[fill[edges[e].to]++] = edges[e].from;
-    g_free(fill);
+    rv_predecessor_rows(graph, &state->first, &state->from);
 }
 
 /* The GEMM kernel whose output the all-reduce (or its arrival) waited

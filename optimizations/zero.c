@@ -69,14 +69,6 @@ typedef struct {
     rv_link intra, inter;
 } zero_plan;
 
-static gboolean is_data_allreduce(const rv_graph *graph, const rv_task *task)
-{
-    const rv_collective_info *info = rv_task_collective(graph, task);
-    return info && !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) &&
-           info->parallelism == RV_PARALLEL_DATA &&
-           (info->op == RV_COLL_ALLREDUCE_RING || info->op == RV_COLL_ALLREDUCE_TREE || info->op == RV_COLL_ALLREDUCE_HIER);
-}
-
 /* ---- the optimizer on 1/N of the parameters ------------------------------- */
 
 static gboolean is_optimizer_kernel(const rv_task *task)
@@ -392,7 +384,7 @@ static GArray *data_allreduces(rv_graph *graph)
 {
     GArray *list = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        if (is_data_allreduce(graph, rv_graph_task(graph, id))) g_array_append_val(list, id);
+        if (rv_task_is_data_allreduce(graph, rv_graph_task(graph, id))) g_array_append_val(list, id);
     rv_tasks_sort_recorded(graph, list);
     return list;
 }

@@ -49,6 +49,16 @@ typedef struct {
 gboolean rv_graph_recost_collectives(rv_graph *graph, const rv_recost_plan *plan, const char *cause,
                                      rv_recost_summary *summary, GError **error);
 
+/* A live data-parallel all-reduce's transfer (not a rank's arrival at its
+ * rendezvous): what ZeRO, BlueConnect and DGC rewrite. */
+static inline gboolean rv_task_is_data_allreduce(const rv_graph *graph, const rv_task *task)
+{
+    const rv_collective_info *info = rv_task_collective(graph, task);
+    return info && !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) &&
+           info->parallelism == RV_PARALLEL_DATA &&
+           (info->op == RV_COLL_ALLREDUCE_RING || info->op == RV_COLL_ALLREDUCE_TREE || info->op == RV_COLL_ALLREDUCE_HIER);
+}
+
 /* The graph's recorded world size, or the largest group any of its
  * collectives other than tensor-parallel ones spans when it has none; at
  * least 1. */

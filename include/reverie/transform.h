@@ -105,6 +105,11 @@ int32_t rv_graph_resource_next(const rv_graph *graph, int32_t task);
 /* The CPU call that launched a GPU task, or -1. */
 int32_t rv_graph_launch_of(const rv_graph *graph, int32_t task);
 
+/* The predecessors of every task, from the edges as they are now, in
+ * compressed rows: those of task t are from[first[t] .. first[t + 1]).
+ * g_free both. */
+void rv_predecessor_rows(const rv_graph *graph, int32_t **first, int32_t **from);
+
 G_END_DECLS
 
 #endif

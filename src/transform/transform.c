@@ -452,3 +452,18 @@ void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks)
 {
     g_array_sort_with_data(tasks, rv_task_compare_recorded, (gpointer)graph);
 }
+
+void rv_predecessor_rows(const rv_graph *graph, int32_t **first_out, int32_t **from_out)
+{
+    int32_t n = rv_graph_task_count(graph);
+    const rv_edge *edges = (const rv_edge *)graph->edges->data;
+    int32_t *first = g_new0(int32_t, n + 1);
+    for (guint e = 0; e < graph->edges->len; e++) first[edges[e].to + 1]++;
+    for (int32_t t = 0; t < n; t++) first[t + 1] += first[t];
+    int32_t *from = g_new(int32_t, graph->edges->len + 1);
+    int32_t *fill = g_memdup2(first, sizeof(int32_t) * (gsize)(n + 1));
+    for (guint e = 0; e < graph->edges->len; e++) from[fill[edges[e].to]++] = edges[e].from;
+    g_free(fill);
+    *first_out = first;
+    *from_out = from;
+}
