@@ -32,6 +32,11 @@ static void peak_before(peak_memory *peak, const rv_graph *graph)
     if (!peak->estimated) {
         peak->missing = g_strdup("no operator with Input Dims: record with record_shapes=True");
         g_error_free(error);
+    } else if (peak->baseline.peak <= 0) {
+        /* shaped calls, but none in a phase the model reads: 0 MiB would be a wrong answer */
+        peak->estimated = FALSE;
+        peak->missing = g_strdup("the shaped calls give no tensor in a forward, backward or optimizer phase; "
+                                 "see reverie memory");
     }
     peak->recorded = rv_memory_recorded_peak(graph, &peak->recorded_bytes, &reserved, &device, &rank_index);
 }
@@ -44,6 +49,15 @@ static void peak_after(peak_memory *peak, const rv_graph *graph)
         peak->estimated = FALSE;
         peak->missing = g_strdup("the optimizations left no operator with Input Dims");
         g_error_free(error);
+    } else if (peak->estimated && peak->predicted.shaped_ops * 2 < peak->baseline.shaped_ops) {
+        /* The model reads operators from their launch calls; a plugin that
+         * removes most of them (cuda-graphs, pipeline) did not remove their
+         * tensors, so a peak from the rest would be a wrong answer. */
+        peak->estimated = FALSE;
+        peak->missing = g_strdup_printf("the optimizations removed %u of the %u launch calls with Input Dims the "
+                                        "model reads",
+                                        peak->baseline.shaped_ops - peak->predicted.shaped_ops,
+                                        peak->baseline.shaped_ops);
     }
 }
 

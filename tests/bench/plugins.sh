@@ -13,5 +13,5 @@ for steps in "$small_steps" "$large_steps"; do
     "$build/tests/gen/reverie-gentrace" -o "$dir/$steps.json" --steps "$steps" --layers 30 \
         --mixed-layers --single-gpu --seed 7
 done
-REVERIE_PLUGIN_PATH="$build/optimizations" \
+REVERIE_PLUGIN_PATH="$build/optimizations" REVERIE_GPU_CATALOGUE="$build/data/gpus.json" \
     "$build/tests/bench/reverie-bench-plugins" "$dir/$small_steps.json" "$dir/$large_steps.json"
