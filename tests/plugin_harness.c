@@ -3,6 +3,8 @@
  */
 #include "plugin_harness.h"
 #include "project_traces.h"
+#include "reverie/job.h"
+#include "reverie/validate.h"
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -152,6 +154,34 @@ rv_graph *load_trace(const char *name)
     rv_graph *graph = load_trace_file(path);
     g_free(path);
     return graph;
+}
+
+GPtrArray *load_dlrm_ranks(void)
+{
+    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
+    for (int r = 0; r < DLRM_RANKS; r++) {
+        char *name = g_strdup_printf("param_dlrm_v100_8ranks/rank%d.json.gz", r);
+        g_ptr_array_add(graphs, load_trace(name));
+        g_free(name);
+    }
+    return graphs;
+}
+
+rv_graph *join_ranks_ok(GPtrArray *graphs)
+{
+    GError *error = NULL;
+    rv_graph *joint = rv_job_join(graphs, "dlrm", &error);
+    ck_assert_msg(joint != NULL, "join: %s", error ? error->message : "");
+    ck_assert_msg(rv_graph_validate(joint, &error), "joined graph invalid: %s", error ? error->message : "");
+    return joint;
+}
+
+rv_graph *load_dlrm_job(void)
+{
+    GPtrArray *graphs = load_dlrm_ranks();
+    rv_graph *joint = join_ranks_ok(graphs);
+    g_ptr_array_unref(graphs);
+    return joint;
 }
 
 /* Predicted step total after one plugin, and the baseline, on a real trace. */

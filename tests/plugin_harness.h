@@ -52,6 +52,13 @@ int64_t step_total(const rv_graph *graph);
 rv_graph *load_trace(const char *name);
 /* The graph of any trace file (asserting that it builds). */
 rv_graph *load_trace_file(const char *path);
+/* The 8 ranks of traces/param_dlrm_v100_8ranks, each alone (rank order),
+ * and the job they make joined (asserting that it joins and validates). */
+#define DLRM_RANKS 8
+GPtrArray *load_dlrm_ranks(void);
+/* Ranks joined as one job (asserting that it joins and validates). */
+rv_graph *join_ranks_ok(GPtrArray *graphs);
+rv_graph *load_dlrm_job(void);
 /* Predicted step total after one plugin, and the baseline, on a real trace.
  * The plugin's replacement priority, if any, is used for the prediction. */
 void predict_trace(const char *trace, const char *plugin, const char *text, int64_t *baseline,

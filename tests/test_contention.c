@@ -66,18 +66,9 @@ START_TEST(neutral_rule_replays_real_traces_exactly)
         check_machinery_neutral(graph, names[i]);
         rv_graph_free(graph);
     }
-    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
-    for (int r = 0; r < 8; r++) {
-        char *name = g_strdup_printf("param_dlrm_v100_8ranks/rank%d.json.gz", r);
-        g_ptr_array_add(graphs, load_trace(name));
-        g_free(name);
-    }
-    GError *error = NULL;
-    rv_graph *job = rv_job_join(graphs, "dlrm", &error);
-    ck_assert_msg(job != NULL, "%s", error ? error->message : "");
+    rv_graph *job = load_dlrm_job();
     check_machinery_neutral(job, "param_dlrm_v100_8ranks (joint)");
     rv_graph_free(job);
-    g_ptr_array_unref(graphs);
 }
 END_TEST
 

@@ -173,21 +173,6 @@ END_TEST
 
 /* ---- the DLRM job --------------------------------------------------------- */
 
-static rv_graph *dlrm_job(void)
-{
-    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
-    for (int r = 0; r < 8; r++) {
-        char *name = g_strdup_printf("param_dlrm_v100_8ranks/rank%d.json.gz", r);
-        g_ptr_array_add(graphs, load_trace(name));
-        g_free(name);
-    }
-    GError *error = NULL;
-    rv_graph *job = rv_job_join(graphs, "dlrm", &error);
-    ck_assert_msg(job != NULL, "%s", error ? error->message : "");
-    g_ptr_array_unref(graphs);
-    return job;
-}
-
 /* The job's step: the slowest rank's, summed over steps. */
 static int64_t job_step(const rv_graph *graph)
 {
@@ -206,7 +191,7 @@ static int64_t job_step(const rv_graph *graph)
 
 START_TEST(dlrm_embedding_alltoall_pairs_in_the_papers_range)
 {
-    rv_graph *job = dlrm_job();
+    rv_graph *job = load_dlrm_job();
     rv_graph *before = rv_graph_copy(job);
     int64_t baseline = job_step(job);
     apply_ok(job, "fused-collective", "");
@@ -246,7 +231,7 @@ END_TEST
 
 START_TEST(fused_collective_neutral_and_refusals)
 {
-    rv_graph *job = dlrm_job();
+    rv_graph *job = load_dlrm_job();
     int64_t baseline = job_step(job);
     apply_ok(job, "fused-collective", "patterns=none");
     ck_assert_int_eq(job_step(job), baseline);

@@ -22,36 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DLRM_RANKS 8
-
-static GPtrArray *dlrm_ranks(void)
-{
-    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
-    for (int r = 0; r < DLRM_RANKS; r++) {
-        char *name = g_strdup_printf("param_dlrm_v100_8ranks/rank%d.json.gz", r);
-        g_ptr_array_add(graphs, load_trace(name));
-        g_free(name);
-    }
-    return graphs;
-}
-
-static rv_graph *join_ok(GPtrArray *graphs)
-{
-    GError *error = NULL;
-    rv_graph *joint = rv_job_join(graphs, "dlrm", &error);
-    ck_assert_msg(joint != NULL, "join: %s", error ? error->message : "");
-    ck_assert_msg(rv_graph_validate(joint, &error), "joined graph invalid: %s", error ? error->message : "");
-    return joint;
-}
-
-static rv_graph *dlrm_job(void)
-{
-    GPtrArray *graphs = dlrm_ranks();
-    rv_graph *joint = join_ok(graphs);
-    g_ptr_array_unref(graphs);
-    return joint;
-}
-
 /* Per rank index, the mean per-step error of a replay of the graph. */
 static double *rank_errors(const rv_graph *graph)
 {
@@ -90,8 +60,8 @@ static void print_errors(const char *label, const double *errors)
 
 START_TEST(dlrm_joint_replay_within_limits)
 {
-    GPtrArray *graphs = dlrm_ranks();
-    rv_graph *joint = join_ok(graphs);
+    GPtrArray *graphs = load_dlrm_ranks();
+    rv_graph *joint = join_ranks_ok(graphs);
     ck_assert_uint_eq(joint->ranks->len, DLRM_RANKS);
     double *errors = rank_errors(joint);
     print_errors("joint replay, per-rank mean error", errors);
@@ -120,7 +90,7 @@ END_TEST
  * the time, so this must be off where the joint replay is not. */
 START_TEST(dlrm_alone_by_the_rules_is_worse)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     for (int32_t t = 0; t < rv_graph_task_count(joint); t++) {
         rv_task *task = rv_graph_task(joint, t);
         if ((task->flags & RV_TASK_FLAG_RENDEZVOUS) && !(task->flags & RV_TASK_FLAG_GPU))
@@ -138,7 +108,7 @@ END_TEST
  * dropped): the ranks that started early lose their wait for the late. */
 START_TEST(dlrm_starting_together_is_worse)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     guint markers = 0;
     for (int32_t t = 0; t < rv_graph_task_count(joint); t++) {
         rv_task *task = rv_graph_task(joint, t);
@@ -159,7 +129,7 @@ END_TEST
 
 START_TEST(dlrm_collectives_matched_by_order)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     guint matched = 0, expert = 0, data = 0;
     for (guint c = 0; c < joint->collectives->len; c++) {
         const rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
@@ -188,15 +158,15 @@ END_TEST
  * does not move. */
 START_TEST(dlrm_clock_offset_found)
 {
-    GPtrArray *graphs = dlrm_ranks();
-    rv_graph *reference = join_ok(graphs);
+    GPtrArray *graphs = load_dlrm_ranks();
+    rv_graph *reference = join_ranks_ok(graphs);
     rv_graph *skewed = g_ptr_array_index(graphs, 5);
     for (int32_t t = 0; t < rv_graph_task_count(skewed); t++) rv_graph_task(skewed, t)->recorded_start_ns += 5000000;
     for (guint s = 0; s < skewed->steps->len; s++) {
         g_array_index(skewed->steps, rv_step, s).recorded_begin_ns += 5000000;
         g_array_index(skewed->steps, rv_step, s).recorded_end_ns += 5000000;
     }
-    rv_graph *joint = join_ok(graphs);
+    rv_graph *joint = join_ranks_ok(graphs);
     const rv_rank *rank = &g_array_index(joint->ranks, rv_rank, 5);
     ck_assert_msg(llabs(rank->clock_offset_ns - 5000000) < 10000, "offset %" G_GINT64_FORMAT, rank->clock_offset_ns);
     int64_t a = step_total(reference), b = step_total(joint);
@@ -209,7 +179,7 @@ END_TEST
 
 START_TEST(dlrm_saved_and_loaded)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     char *dir = g_dir_make_tmp("rv-job-XXXXXX", NULL);
     char *path = g_build_filename(dir, "job.rvg", NULL);
     GError *error = NULL;
@@ -263,7 +233,7 @@ START_TEST(generated_job_matched_by_sequence)
         g_free(path);
         g_free(name);
     }
-    rv_graph *joint = join_ok(graphs);
+    rv_graph *joint = join_ranks_ok(graphs);
     ck_assert_uint_gt(joint->collectives->len, 0);
     for (guint c = 0; c < joint->collectives->len; c++) {
         const rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
@@ -325,7 +295,7 @@ START_TEST(point_to_point_paired_by_peer)
     GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
     g_ptr_array_add(graphs, pipeline_rank(0));
     g_ptr_array_add(graphs, pipeline_rank(1));
-    rv_graph *joint = join_ok(graphs);
+    rv_graph *joint = join_ranks_ok(graphs);
     ck_assert_uint_eq(joint->collectives->len, 2);
     for (guint c = 0; c < 2; c++) {
         const rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
@@ -349,7 +319,7 @@ END_TEST
 
 START_TEST(duplicate_rank_refused)
 {
-    GPtrArray *graphs = dlrm_ranks();
+    GPtrArray *graphs = load_dlrm_ranks();
     g_ptr_array_add(graphs, load_trace("param_dlrm_v100_8ranks/rank3.json.gz"));
     expect_join_error(graphs, "rank 3 is given twice");
     g_ptr_array_unref(graphs);
@@ -358,7 +328,7 @@ END_TEST
 
 START_TEST(missing_rank_refused)
 {
-    GPtrArray *graphs = dlrm_ranks();
+    GPtrArray *graphs = load_dlrm_ranks();
     g_ptr_array_remove_index(graphs, 6);
     expect_join_error(graphs, "1 of 8 ranks are missing (rank 6;");
     g_ptr_array_unref(graphs);
@@ -378,7 +348,7 @@ END_TEST
 /* One rank with a collective fewer, or another operation at one place. */
 START_TEST(mismatched_collectives_refused)
 {
-    GPtrArray *graphs = dlrm_ranks();
+    GPtrArray *graphs = load_dlrm_ranks();
     rv_graph *rank3 = g_ptr_array_index(graphs, 3);
     int32_t last = -1;
     for (int32_t t = 0; t < rv_graph_task_count(rank3); t++)
@@ -416,7 +386,7 @@ static int64_t job_step(const rv_graph *graph, rv_sim_result *keep)
 
 START_TEST(straggler_slows_the_job_and_is_waited_for)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     int64_t base = job_step(joint, NULL);
     apply_ok(joint, "straggler", "rank=3,factor=2");
     rv_sim_result sim;
@@ -440,7 +410,7 @@ END_TEST
 
 START_TEST(straggler_refuses_a_rank_not_there)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     GError *error = NULL;
     ck_assert(!apply_plugin(joint, "straggler", "rank=8", &error));
     ck_assert(error && strstr(error->message, "the graph holds ranks 0, 1, 2") != NULL);
@@ -452,7 +422,7 @@ END_TEST
 /* The job's step grows with the world's collectives; the recorded world is the baseline. */
 START_TEST(world_size_grows_with_the_collectives)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     int64_t base = job_step(joint, NULL), previous = base;
     const int worlds[] = { 8, 16, 64, 128 };
     for (gsize i = 0; i < G_N_ELEMENTS(worlds); i++) {
@@ -476,7 +446,7 @@ END_TEST
 /* network on the joint graph: the transfers, not the rendezvous. */
 START_TEST(network_recosts_transfers_only)
 {
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     int64_t base = job_step(joint, NULL);
     rv_graph *copy = rv_graph_copy(joint);
     apply_ok(copy, "network", "bandwidth_factor=1,added_latency=0us");
@@ -526,7 +496,7 @@ START_TEST(ddp_after_fused_adam_and_on_a_job)
     apply_ok(graph, "fused-adam", "");
     apply_ok(graph, "ddp", "world=16");
     rv_graph_free(graph);
-    rv_graph *joint = dlrm_job();
+    rv_graph *joint = load_dlrm_job();
     int64_t base = job_step(joint, NULL);
     apply_ok(joint, "ddp", "world=64");
     ck_assert_int_ge(job_step(joint, NULL), base);

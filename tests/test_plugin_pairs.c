@@ -204,18 +204,9 @@ END_TEST
 
 START_TEST(pairs_on_the_dlrm_job)
 {
-    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
-    for (int r = 0; r < 8; r++) {
-        char *name = g_strdup_printf("param_dlrm_v100_8ranks/rank%d.json.gz", r);
-        g_ptr_array_add(graphs, load_trace(name));
-        g_free(name);
-    }
-    GError *error = NULL;
-    rv_graph *joint = rv_job_join(graphs, "dlrm", &error);
-    ck_assert_msg(joint != NULL, "%s", error ? error->message : "");
+    rv_graph *joint = load_dlrm_job();
     every_pair(joint, "param_dlrm_v100_8ranks (8 ranks)");
     rv_graph_free(joint);
-    g_ptr_array_unref(graphs);
 }
 END_TEST
 
