@@ -12,7 +12,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
-#include "project_traces.h"
+#include "plugin_harness.h"
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
 #include "reverie/trace.h"
@@ -256,19 +256,6 @@ END_TEST
 
 /* ---- the model on real traces ---------------------------------------------- */
 
-static rv_graph *graph_of(const char *name)
-{
-    char *path = project_trace_path(name);
-    GError *error = NULL;
-    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
-    ck_assert_msg(trace != NULL, "%s", error ? error->message : "");
-    rv_graph *graph = rv_graph_build(trace, &error);
-    ck_assert_msg(graph != NULL, "%s", error ? error->message : "");
-    rv_trace_free(trace);
-    g_free(path);
-    return graph;
-}
-
 static gboolean keep_everything(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
                                 gpointer data)
 {
@@ -279,7 +266,7 @@ static gboolean keep_everything(const rv_graph *graph, int32_t task, const rv_ke
 static void check_identity(const char *name, const char *gpu_id)
 {
     rv_gpu_catalogue *c = catalogue();
-    rv_graph *graph = graph_of(name);
+    rv_graph *graph = load_trace(name);
     const rv_gpu *gpu = rv_gpu_of_graph(c, graph, gpu_id, "source_gpu", NULL);
     ck_assert(gpu != NULL);
     rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
@@ -313,7 +300,7 @@ END_TEST
 START_TEST(model_reads_the_traces)
 {
     rv_gpu_catalogue *c = catalogue();
-    rv_graph *graph = graph_of("pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz");
+    rv_graph *graph = load_trace("pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz");
     const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
     ck_assert_str_eq(gpu->id, "H100-SXM");
     rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);

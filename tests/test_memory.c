@@ -20,26 +20,13 @@
 #include "reverie/memory.h"
 #include "reverie/store.h"
 #include "reverie/trace.h"
-#include "project_traces.h"
+#include "plugin_harness.h"
 
 static const char *const traces[] = {
     "pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz", "pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz",
     "gen_mlp_memory.json.gz", "hta_transformer_ddp_v100_rank1.2steps.json.gz", "hta_simple_add_small_a100.json.gz",
     "kineto_legacy_resnet50_v100.2steps.json.gz", NULL,
 };
-
-static rv_graph *load(const char *name)
-{
-    char *path = project_trace_path(name);
-    GError *error = NULL;
-    rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
-    ck_assert_msg(trace != NULL, "%s", error ? error->message : "");
-    rv_graph *graph = rv_graph_build(trace, &error);
-    ck_assert_msg(graph != NULL, "%s", error ? error->message : "");
-    rv_trace_free(trace);
-    g_free(path);
-    return graph;
-}
 
 /* The trace's JSON, read with zlib and jansson only. */
 static json_t *read_json(const char *name)
@@ -86,7 +73,7 @@ static independent_peak count_peak(const char *name)
 
 static void check_recorded(const char *name)
 {
-    rv_graph *graph = load(name);
+    rv_graph *graph = load_trace(name);
     independent_peak expected = count_peak(name);
     ck_assert_int_gt(expected.events, 0);
     int64_t allocated, reserved, events = 0;
@@ -161,7 +148,7 @@ static int64_t count_above_start(const char *name)
 START_TEST(recorded_without_totals)
 {
     const char *name = "kineto_legacy_resnet50_v100.2steps.json.gz";
-    rv_graph *graph = load(name);
+    rv_graph *graph = load_trace(name);
     int64_t allocated, reserved, most = 0;
     int32_t device, rank_index;
     ck_assert(!rv_memory_recorded_peak(graph, &allocated, &reserved, &device, &rank_index));
@@ -190,7 +177,7 @@ END_TEST
  * say so (allocated before step 1 = the weights, the outside-steps peak). */
 START_TEST(recorded_per_step)
 {
-    rv_graph *graph = load("gen_mlp_memory.json.gz");
+    rv_graph *graph = load_trace("gen_mlp_memory.json.gz");
     ck_assert_uint_eq(graph->steps->len, 3);
     int64_t outside = -1, before_first = -2;
     for (guint r = 0; r < graph->memory->len; r++) {
@@ -207,7 +194,7 @@ END_TEST
 
 static double estimate_error(const char *name, gboolean *training)
 {
-    rv_graph *graph = load(name);
+    rv_graph *graph = load_trace(name);
     rv_memory_estimate estimate;
     GError *error = NULL;
     ck_assert_msg(rv_memory_estimate_graph(graph, &estimate, &error), "%s", error ? error->message : "");
@@ -273,7 +260,7 @@ END_TEST
 START_TEST(absent_input)
 {
     /* recorded without shapes: no estimate, one line saying why */
-    rv_graph *graph = load("hta_transformer_ddp_v100_rank1.2steps.json.gz");
+    rv_graph *graph = load_trace("hta_transformer_ddp_v100_rank1.2steps.json.gz");
     rv_memory_estimate estimate;
     GError *error = NULL;
     ck_assert(!rv_memory_estimate_graph(graph, &estimate, &error));
@@ -283,7 +270,7 @@ START_TEST(absent_input)
     g_clear_error(&error);
     rv_graph_free(graph);
     /* recorded without profile_memory: no recorded peak */
-    graph = load("hta_simple_add_small_a100.json.gz");
+    graph = load_trace("hta_simple_add_small_a100.json.gz");
     int64_t allocated = 0, reserved = 0;
     int32_t device = 0, rank_index = 0;
     ck_assert(!rv_memory_recorded_peak(graph, &allocated, &reserved, &device, &rank_index));
@@ -329,7 +316,7 @@ END_TEST
 /* What the records hold survives a save and a load. */
 START_TEST(records_survive_the_store)
 {
-    rv_graph *graph = load("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz");
+    rv_graph *graph = load_trace("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz");
     char *dir = g_dir_make_tmp("reverie-memory-XXXXXX", NULL);
     char *path = g_build_filename(dir, "g.rvg", NULL);
     GError *error = NULL;
