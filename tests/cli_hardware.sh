@@ -20,17 +20,6 @@ for file in "$pair/h100.json.gz" "$pair/mi300x.json.gz" "$weights/fp32.json.gz" 
     [ -f "$file" ] || { echo "missing $file: skipped" >&2; exit 77; }
 done
 
-expect_in() { # FILE TEXT
-    grep -qF -- "$2" "$1" || fail "$1 lacks \"$2\": $(head -c 300 "$1")"
-}
-one_line() { # the error is exactly one line (besides the timing model's notes)
-    [ "$(grep -vc '^reverie: note:' "$work/err")" -eq 1 ] || fail "expected one line on stderr: $(cat "$work/err")"
-}
-# python3 CHECK over the JSON in $work/out (the expression must be true)
-json_check() { # EXPRESSION
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$work/out" ||
-        fail "JSON check failed: $1: $(head -c 400 "$work/out")"
-}
 
 # --- every new command's --help shows an example ---------------------------
 for command in kernels comm-fraction; do

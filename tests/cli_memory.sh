@@ -22,16 +22,6 @@ for file in "$h100" "$generated" "$no_shapes" "$neither" "$resnet"; do
     [ -f "$file" ] || { echo "missing $file: skipped" >&2; exit 77; }
 done
 
-expect_in() { # FILE TEXT
-    grep -qF -- "$2" "$1" || fail "$1 lacks \"$2\": $(head -c 300 "$1")"
-}
-one_line() { # the error is exactly one line (besides the timing model's notes)
-    [ "$(grep -vc '^reverie: note:' "$work/err")" -eq 1 ] || fail "expected one line on stderr: $(cat "$work/err")"
-}
-json_check() { # EXPRESSION over d, the JSON in $work/out
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$work/out" ||
-        fail "JSON check failed: $1: $(head -c 400 "$work/out")"
-}
 
 # --- help ---------------------------------------------------------------------
 expect_status 0 "$reverie" memory --help

@@ -20,9 +20,6 @@ for needed in "$trace" "$real"; do
 done
 . "$(dirname "$0")/cli_lib.sh"
 
-expect_in() { # FILE TEXT
-    grep -qF -- "$2" "$1" || fail "$1 lacks \"$2\": $(head -c 300 "$1")"
-}
 
 [ -f "$trace" ] || { echo "missing $trace" >&2; exit 1; }
 

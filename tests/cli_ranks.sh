@@ -18,9 +18,6 @@ for r in 0 1 2 3 4 5 6 7; do
     [ -f "$job/rank$r.json.gz" ] || { echo "missing $job/rank$r.json.gz: skipped" >&2; exit 77; }
 done
 
-expect_in() { # FILE TEXT
-    grep -qF -- "$2" "$1" || fail "$1 lacks \"$2\": $(head -c 400 "$1")"
-}
 # stderr is one line that holds TEXT
 expect_one_line_error() { # TEXT
     [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr is not one line: $(cat "$work/err")"

@@ -14,9 +14,6 @@ root=$2
 trace="$root/traces/small_ddp.json.gz"
 . "$(dirname "$0")/cli_lib.sh"
 
-expect_in() { # FILE TEXT
-    grep -qF -- "$2" "$1" || fail "$1 lacks \"$2\": $(head -c 300 "$1")"
-}
 # A JSON file that python's parser accepts (gzip when named .gz); prints a key's presence.
 json_has() { # FILE KEY
     python3 - "$1" "$2" <<'PY' || fail "$1: not JSON with key $2"
