@@ -36,10 +36,7 @@
 static const rv_param_spec blueconnect_params[] = {
     { "world", RV_PARAM_INTEGER, "0", "GPUs", "data-parallel ranks (gpus_per_node x nodes); 0: the trace's world size", NULL },
     { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "first level of the factorization: GPUs on the intra-node link", NULL },
-    { "bandwidth", RV_PARAM_BANDWIDTH, "100Gbps", "B/s", "inter-node link bandwidth per direction (IB EDR)", NULL },
-    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency", NULL },
-    { "intra_bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "intra-node bandwidth (NVLink V100: 6 links x 25 GB/s)", NULL },
-    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency", NULL },
+    RV_CLUSTER_LINK_PARAM_SPECS,
     { NULL }
 };
 
@@ -169,11 +166,8 @@ static gboolean read_hierarchy(rv_graph *graph, const rv_params *params, hierarc
         return FALSE;
     }
     h->nodes = h->world / h->per_node;
-    h->inter = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"), 1.0);
-    h->intra = rv_link_make(rv_params_bandwidth(params, "intra_bandwidth"),
-                            rv_params_duration_ns(params, "intra_latency"), 1.0);
     h->tails[0] = h->tails[1] = -1;
-    return rv_link_check(&h->inter, error) && rv_link_check(&h->intra, error);
+    return rv_params_cluster_links(params, &h->intra, &h->inter, error);
 }
 
 static gboolean blueconnect_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)

@@ -55,10 +55,7 @@ static const rv_param_spec zero_params[] = {
     { "stage", RV_PARAM_CHOICE, "1", NULL, "what is sharded: 1 optimizer state, 2 + gradients, 3 + parameters", "1|2|3" },
     { "world", RV_PARAM_INTEGER, "0", "GPUs", "data-parallel ranks N; 0: the trace's world size", NULL },
     { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link", NULL },
-    { "bandwidth", RV_PARAM_BANDWIDTH, "100Gbps", "B/s", "inter-node link bandwidth per direction (IB EDR)", NULL },
-    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency", NULL },
-    { "intra_bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "intra-node bandwidth (NVLink V100: 6 links x 25 GB/s)", NULL },
-    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency", NULL },
+    RV_CLUSTER_LINK_PARAM_SPECS,
     { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
     { NULL }
 };
@@ -374,10 +371,7 @@ static gboolean read_plan(rv_graph *graph, const rv_params *params, zero_plan *p
     }
     plan->world = world > 0 ? (int)world : rv_graph_world_size(graph);
     plan->gpus_per_node = (int)gpn;
-    plan->inter = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"), 1.0);
-    plan->intra = rv_link_make(rv_params_bandwidth(params, "intra_bandwidth"),
-                               rv_params_duration_ns(params, "intra_latency"), 1.0);
-    return rv_link_check(&plan->inter, error) && rv_link_check(&plan->intra, error);
+    return rv_params_cluster_links(params, &plan->intra, &plan->inter, error);
 }
 
 static GArray *data_allreduces(rv_graph *graph)

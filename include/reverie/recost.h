@@ -21,6 +21,7 @@
 #include <glib.h>
 #include "reverie/comm.h"
 #include "reverie/graph.h"
+#include "reverie/plugin.h"
 
 G_BEGIN_DECLS
 
@@ -58,6 +59,19 @@ static inline gboolean rv_task_is_data_allreduce(const rv_graph *graph, const rv
            info->parallelism == RV_PARALLEL_DATA &&
            (info->op == RV_COLL_ALLREDUCE_RING || info->op == RV_COLL_ALLREDUCE_TREE || info->op == RV_COLL_ALLREDUCE_HIER);
 }
+
+/* The parameter specs of a two-level cluster's links, for a plugin's
+ * rv_param_spec table: bandwidth and latency between nodes (IB EDR),
+ * intra_bandwidth and intra_latency inside one (NVLink V100). */
+#define RV_CLUSTER_LINK_PARAM_SPECS \
+    { "bandwidth", RV_PARAM_BANDWIDTH, "100Gbps", "B/s", "inter-node link bandwidth per direction (IB EDR)", NULL }, \
+    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency", NULL }, \
+    { "intra_bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "intra-node bandwidth (NVLink V100: 6 links x 25 GB/s)", \
+      NULL }, \
+    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency", NULL }
+
+/* The two links those parameters give, checked (rv_link_check). */
+gboolean rv_params_cluster_links(const rv_params *params, rv_link *intra, rv_link *inter, GError **error);
 
 /* The graph's recorded world size, or the largest group any of its
  * collectives other than tensor-parallel ones spans when it has none; at

@@ -115,3 +115,11 @@ gboolean rv_graph_recost_collectives(rv_graph *graph, const rv_recost_plan *plan
     g_free(counted);
     return ok;
 }
+
+gboolean rv_params_cluster_links(const rv_params *params, rv_link *intra, rv_link *inter, GError **error)
+{
+    *inter = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"), 1.0);
+    *intra = rv_link_make(rv_params_bandwidth(params, "intra_bandwidth"), rv_params_duration_ns(params, "intra_latency"),
+                          1.0);
+    return rv_link_check(inter, error) && rv_link_check(intra, error);
+}
