@@ -38,6 +38,7 @@
 #include "reverie/error.h"
 #include "reverie/kernels.h"
 #include "reverie/layers.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/transform.h"
 #include "reverie/validate.h"
@@ -59,6 +60,14 @@ static const rv_param_spec amp_params[] = {
       "keep: optimizer kernels stay FP32 (master weights); shrink: treat them like the rest", "keep|shrink" },
     { NULL }
 };
+
+/* The tensors of the calls whose kernels now run in half precision are
+ * half the size (memory.h); the fp32 master weights stay as they were. */
+static void halve_activations(rv_graph *graph, const GArray *half_tasks, rv_dtype to)
+{
+    rv_memory_effect_add_for_tasks(graph, half_tasks, RV_MEM_EFFECT_ACTIVATION_SCALE,
+                                   (double)rv_dtype_bytes(to) / rv_dtype_bytes(RV_DTYPE_FP32), 0);
+}
 
 /* ---- Daydream's fixed factors ----------------------------------------- */
 
@@ -110,6 +119,10 @@ static gboolean apply_daydream(rv_graph *graph, const rv_params *params, GString
     if (ok)
         ok = scale_class(graph, classes[CLASS_COMPUTE], params, "compute_speedup", error) &&
              scale_class(graph, classes[CLASS_MEMORY], params, "memory_speedup", error);
+    if (ok) {
+        halve_activations(graph, classes[CLASS_COMPUTE], RV_DTYPE_FP16);
+        halve_activations(graph, classes[CLASS_MEMORY], RV_DTYPE_FP16);
+    }
     else
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "no FP32 GPU kernel to speed up (%u half-precision, %u optimizer, %u host copies, %u collectives)",
@@ -132,6 +145,7 @@ typedef struct {
     rv_dtype to;
     gboolean keep_optimizer;
     guint changed, half, optimizer, fp32_ops, kernels;
+    GArray *changed_tasks;  /* int32: the tasks cast */
 } autocast;
 
 static gboolean is_fp32(rv_dtype dtype) { return dtype == RV_DTYPE_FP32 || dtype == RV_DTYPE_TF32; }
@@ -158,6 +172,7 @@ static gboolean autocast_task(const rv_graph *graph, int32_t task, const rv_kern
     }
     change->dtype = a->to;
     a->changed++;
+    g_array_append_val(a->changed_tasks, task);
     return TRUE;
 }
 
@@ -378,7 +393,8 @@ static gboolean apply_cost_model(rv_graph *graph, const rv_params *params, const
 {
     rv_cost_model *model = rv_cost_model_new(graph, gpu, strcmp(rv_params_string(params, "peaks"), "achievable") == 0);
     autocast a = { (rv_dtype)rv_dtype_from_name(rv_params_string(params, "dtype")),
-                   strcmp(rv_params_string(params, "optimizer"), "keep") == 0, 0, 0, 0, 0, 0 };
+                   strcmp(rv_params_string(params, "optimizer"), "keep") == 0, 0, 0, 0, 0, 0,
+                   g_array_new(FALSE, FALSE, sizeof(int32_t)) };
     rv_cost_plan *plan = rv_cost_model_plan(model, autocast_task, &a);
     gboolean ok = a.kernels > 0;
     if (!ok)
@@ -393,7 +409,9 @@ static gboolean apply_cost_model(rv_graph *graph, const rv_params *params, const
         rv_cost_plan_describe(plan, "      ", notes);
         if (a.changed == 0) g_string_append(notes, "    every kernel already runs in half precision: autocast changes nothing\n");
     }
+    if (ok) halve_activations(graph, a.changed_tasks, a.to);
     ok = ok && (a.changed == 0 || insert_autocast_work(graph, params, model, notes, error));
+    g_array_unref(a.changed_tasks);
     rv_cost_plan_free(plan);
     rv_cost_model_free(model);
     return ok;

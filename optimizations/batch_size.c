@@ -29,6 +29,7 @@
 #include "reverie/batch.h"
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/transform.h"
 #include "reverie/validate.h"
@@ -110,6 +111,8 @@ static gboolean batch_size_apply(rv_graph *graph, const rv_params *params, rv_pl
         rv_cost_model_free(model);
     }
     ok = ok && scale_loading(graph, factor, output->notes, error);
+    /* factor times the samples: every tensor but the parameters grows with them */
+    if (ok) rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_ACTIVATION_SCALE, factor, 0);
     int64_t after = ok ? rv_graph_mean_step_ns(graph, error) : -1;
     if (after >= 0) {
         int64_t batch = rv_params_integer(params, "batch");

@@ -19,26 +19,25 @@
  * the thread that launches that run (the autograd thread), costed at the
  * trace's median launch and carrying the original call's host overhead
  * (the segment's Python runs again).
- * MEMORY.  From shapes only, and an estimate: the activations the forward
- * pass keeps are taken as the first input of each forward operator
- * instance that records Input Dims (what the previous layer produced),
- * dtype_bytes each.  With checkpointing the kept activations are each
- * segment's first input, plus the largest segment's activations (rebuilt
- * one segment at a time), plus the last segment's.  A trace without Input
- * Dims gets the runtime and a note that the memory cannot be estimated.
+ * MEMORY.  Every launch call of a recomputed segment but those of its
+ * first operator (whose input is the segment's input, which checkpoint
+ * keeps) is marked RV_MEM_EFFECT_RECOMPUTED with its segment (memory.h):
+ * the memory model then keeps nothing of theirs after forward and holds a
+ * segment's activations again while backward passes through it, so the
+ * whatif's peak line shows what checkpointing saves.  A trace without
+ * Input Dims gets the runtime; whatif says the peak is not estimated.
  * Weak: segments by time, not by module; dropout's random state, and the
  * recomputation overlapping the previous segment's backward, are not
- * modelled; weights, gradients and workspace are not counted.
+ * modelled.
  */
 #include "reverie/error.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
-#include "reverie/shapes.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 
 static const rv_param_spec checkpoint_params[] = {
     { "segments", RV_PARAM_INTEGER, "1", "segments", "forward segments (checkpoint_sequential's segments; 1: none recomputed)", NULL },
-    { "dtype_bytes", RV_PARAM_INTEGER, "4", "bytes", "bytes per activation element for the memory estimate", NULL },
     { NULL }
 };
 
@@ -64,28 +63,25 @@ static void cut_by_time(const rv_graph *graph, const GArray *tasks, int n, GArra
 typedef struct {
     guint copies, other_stream;
     int64_t copied_ns;
-    int64_t kept_before, kept_after; /* activation bytes estimate */
-    gboolean shaped;
+    guint marked_calls;              /* launch calls whose activations are recomputed (memory.h) */
 } totals;
 
-/* Activation bytes of forward tasks [from, to): first inputs of each operator instance. */
-static int64_t activations(const rv_graph *graph, const GArray *forward, guint from, guint to, int dtype_bytes,
-                           gboolean *shaped)
+static gboolean same_operator(const rv_task *a, const rv_task *b)
 {
-    int64_t bytes = 0;
-    int32_t previous_dims = -2;
-    for (guint i = from; i < to; i++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, g_array_index(forward, int32_t, i));
-        if (task->input_dims < 0 || task->input_dims == previous_dims) continue;
-        previous_dims = task->input_dims;
-        rv_shapes shapes;
-        if (rv_shapes_of_task(graph, g_array_index(forward, int32_t, i), &shapes)) {
-            bytes += rv_shapes_elements(&shapes, 0) * dtype_bytes;
-            *shaped = TRUE;
-        }
-        rv_shapes_clear(&shapes);
-    }
-    return bytes;
+    return a->op == b->op && a->layer == b->layer && a->input_dims == b->input_dims;
+}
+
+/* Tell the memory model that forward[from, to) keeps nothing past forward
+ * but its first operator's input: segment `segment` is rebuilt in backward. */
+static void mark_recomputed(rv_graph *graph, const GArray *forward, guint from, guint to, int32_t segment, totals *sum)
+{
+    const rv_task first = *rv_graph_task(graph, g_array_index(forward, int32_t, from));
+    guint i = from;
+    while (i < to && same_operator(rv_graph_task(graph, g_array_index(forward, int32_t, i)), &first)) i++;
+    GArray *rest = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    if (i < to) g_array_append_vals(rest, &g_array_index(forward, int32_t, i), to - i);
+    sum->marked_calls += rv_memory_effect_add_for_tasks(graph, rest, RV_MEM_EFFECT_RECOMPUTED, 1.0, segment);
+    g_array_unref(rest);
 }
 
 /* Insert copies of forward[from, to) before `before` (a backward GPU task). */
@@ -120,7 +116,7 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
     return TRUE;
 }
 
-static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backward, int n, int dtype_bytes, totals *sum,
+static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backward, int n, totals *sum,
                                 GError **error)
 {
     rv_tasks_sort_recorded(graph, forward);
@@ -128,22 +124,15 @@ static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backwa
     GArray *fw_runs = g_array_new(FALSE, FALSE, sizeof(guint)), *bw_runs = g_array_new(FALSE, FALSE, sizeof(guint));
     cut_by_time(graph, forward, n, fw_runs);
     cut_by_time(graph, backward, n, bw_runs);
-    gboolean shaped = FALSE;
-    int64_t largest = 0, boundaries = 0;
-    sum->kept_before += activations(graph, forward, 0, forward->len, dtype_bytes, &shaped);
     gboolean ok = TRUE;
-    for (int s = 0; s < n && ok; s++) {
-        guint from = g_array_index(fw_runs, guint, s), to = s + 1 < n ? g_array_index(fw_runs, guint, s + 1) : forward->len;
-        int64_t inside = activations(graph, forward, from, to, dtype_bytes, &shaped);
-        if (s == n - 1) { boundaries += inside; continue; } /* the last segment keeps its activations */
-        largest = MAX(largest, inside);
-        boundaries += activations(graph, forward, from, MIN(from + 1, to), dtype_bytes, &shaped);
+    for (int s = 0; s < n - 1 && ok; s++) { /* the last segment keeps its activations */
+        guint from = g_array_index(fw_runs, guint, s), to = g_array_index(fw_runs, guint, s + 1);
         guint bw_first = g_array_index(bw_runs, guint, n - 1 - s);
         if (from >= to || bw_first >= backward->len) continue;
+        /* marked before inserting: the copies' launches are new tasks */
+        mark_recomputed(graph, forward, from, to, s, sum);
         ok = recompute(graph, forward, from, to, g_array_index(backward, int32_t, bw_first), sum, error);
     }
-    sum->kept_after += boundaries + largest;
-    sum->shaped |= shaped;
     g_array_unref(fw_runs);
     g_array_unref(bw_runs);
     return ok;
@@ -151,9 +140,9 @@ static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backwa
 
 static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
-    int64_t n = rv_params_integer(params, "segments"), dtype_bytes = rv_params_integer(params, "dtype_bytes");
-    if (n < 1 || n > 10000 || dtype_bytes < 1 || dtype_bytes > 16) {
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need 1 <= segments <= 10000 and 1 <= dtype_bytes <= 16");
+    int64_t n = rv_params_integer(params, "segments");
+    if (n < 1 || n > 10000) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need 1 <= segments <= 10000");
         return FALSE;
     }
     GHashTable *forward = rv_tasks_by_step_new(), *backward = rv_tasks_by_step_new();
@@ -174,7 +163,7 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
         GArray *bw = g_hash_table_lookup(backward, k->data);
         if (bw == NULL) continue;
         steps++;
-        if (n > 1) ok = checkpoint_step(graph, g_hash_table_lookup(forward, k->data), bw, (int)n, (int)dtype_bytes, &sum, error);
+        if (n > 1) ok = checkpoint_step(graph, g_hash_table_lookup(forward, k->data), bw, (int)n, &sum, error);
     }
     g_list_free(keys);
     g_hash_table_destroy(forward);
@@ -194,18 +183,11 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
     if (sum.other_stream)
         g_string_append_printf(output->notes, "    %u forward GPU tasks on another stream than their segment's backward not recomputed\n",
                                sum.other_stream);
-    if (n == 1) {
+    if (n == 1)
         g_string_append(output->notes, "    segments=1: nothing recomputed\n");
-    } else if (sum.shaped) {
-        char *before = rv_format_bytes(sum.kept_before / (int64_t)steps), *after = rv_format_bytes(sum.kept_after / (int64_t)steps);
-        g_string_append_printf(output->notes,
-                               "    activations kept for backward (estimate from forward operators' input shapes x %"
-                               G_GINT64_FORMAT " bytes): %s -> %s a step\n", dtype_bytes, before, after);
-        g_free(before);
-        g_free(after);
-    } else {
-        g_string_append(output->notes, "    activation memory not estimated: the trace records no Input Dims (record_shapes=True)\n");
-    }
+    else
+        g_string_append_printf(output->notes, "    %u launch calls keep no activations past forward (rebuilt in backward: "
+                               "the peak memory line)\n", sum.marked_calls);
     return TRUE;
 }
 

@@ -19,6 +19,7 @@
  */
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include <string.h>
 
@@ -96,6 +97,10 @@ static gboolean precision_apply(rv_graph *graph, const rv_params *params, rv_plu
         }
         ok = ok && rv_cost_plan_apply(graph, plan, "the precision parameters", error);
         if (ok) {
+            /* every tensor, parameters included, is now in the new dtype */
+            double ratio = (double)rv_dtype_bytes(c.to) / rv_dtype_bytes(c.from);
+            rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_ACTIVATION_SCALE, ratio, 0);
+            rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_PARAM_SCALE, ratio, 0);
             g_string_append_printf(output->notes, "    %s model cast to %s on %s: %u kernels re-costed (%u with an assumed dtype)\n",
                                    rv_dtype_name(c.from), rv_dtype_name(c.to), gpu->id, c.eligible, plan->assumed_dtype);
             rv_cost_plan_describe(plan, "      ", output->notes);

@@ -82,6 +82,28 @@ json_check "'prefetch_stall_ns=' in d['optimizations'][0]['notes']"
 expect_status 0 "$reverie" whatif "$no_shapes" --opt scale:select=kind=kernel,factor=0.5 --json
 json_check "d['baseline_peak_bytes'] is None and d['recorded_peak_bytes'] > 0"
 
+# --- memory --opt: the estimate of the optimized job, as whatif's peak line -------
+expect_status 0 "$reverie" memory "$resnet" --json
+cp "$work/out" "$work/plain.json"
+expect_status 0 "$reverie" memory "$resnet" --opt checkpoint:segments=4 --json
+json_check "d['optimizations'] == 'checkpoint:segments=4' and d['above_start_error'] is None"
+json_check "d['estimate']['recomputed_bytes'] > 0"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(0 if b['estimate']['peak_bytes'] < a['estimate']['peak_bytes'] and b['estimate']['phases']['forward']['weights'] == a['estimate']['phases']['forward']['weights'] else 1)" "$work/plain.json" "$work/out" \
+    || fail "checkpoint did not lower the estimate, or moved the weights"
+cp "$work/out" "$work/checkpointed.json"
+expect_status 0 "$reverie" whatif "$resnet" --opt checkpoint:segments=4 --json
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(0 if a['estimate']['peak_bytes'] == b['predicted_peak_bytes'] else 1)" "$work/checkpointed.json" "$work/out" \
+    || fail "memory --opt and whatif --opt disagree on the peak"
+expect_status 0 "$reverie" memory "$resnet" --opt batch-size:factor=2 --gpu T4
+expect_in "$work/out" "after batch-size:factor=2: estimate from shapes"
+expect_in "$work/out" "(the trace's, before the optimizations) recorded"
+expect_in "$work/out" "T4: 14.9 GiB of memory; the estimate peak"
+expect_status 1 "$reverie" memory "$resnet" --opt nosuch
+one_line
+expect_in "$work/err" "no optimization named 'nosuch'"
+expect_status 1 "$reverie" memory "$resnet" --opt checkpoint:segments=0
+one_line
+
 # --- bad input: one line, non-zero exit -----------------------------------------
 expect_status 2 "$reverie" memory "$neither"
 one_line

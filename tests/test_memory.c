@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 #include "reverie/error.h"
@@ -342,6 +343,110 @@ START_TEST(records_survive_the_store)
 }
 END_TEST
 
+/* ---- what plugins did (memory.h's effects) ---------------------------------- */
+
+#define RESNET "kineto_legacy_resnet50_v100.2steps.json.gz"
+
+static rv_memory_estimate estimate_after(const char *trace, const char *plugin, const char *text)
+{
+    rv_graph *graph = load_trace(trace);
+    if (plugin != NULL) apply_ok(graph, plugin, text);
+    rv_memory_estimate estimate;
+    GError *error = NULL;
+    ck_assert_msg(rv_memory_estimate_graph(graph, &estimate, &error), "%s", error ? error->message : "");
+    rv_graph_free(graph);
+    return estimate;
+}
+
+static int64_t category_at_peak(const rv_memory_estimate *e, rv_memory_category c) { return e->bytes[e->peak_phase][c]; }
+
+/* Checkpointing keeps fewer activations the more segments it recomputes,
+ * and segments=1 recomputes nothing; weights and gradients do not move. */
+START_TEST(checkpoint_lowers_the_peak)
+{
+    rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
+    rv_memory_estimate one = estimate_after(RESNET, "checkpoint", "segments=1");
+    ck_assert_int_eq(one.peak, base.peak);
+    ck_assert_int_eq(one.recomputed, 0);
+    int64_t previous = base.peak;
+    static const char *const segments[] = { "segments=2", "segments=4", "segments=8", NULL };
+    for (int i = 0; segments[i]; i++) {
+        rv_memory_estimate cut = estimate_after(RESNET, "checkpoint", segments[i]);
+        ck_assert_msg(cut.peak < previous, "%s: peak %" G_GINT64_FORMAT " not below %" G_GINT64_FORMAT, segments[i],
+                      cut.peak, previous);
+        ck_assert_int_gt(cut.recomputed, 0);
+        ck_assert_int_eq(cut.bytes[RV_PHASE_BACKWARD][RV_MEM_WEIGHTS], base.bytes[RV_PHASE_BACKWARD][RV_MEM_WEIGHTS]);
+        previous = cut.peak;
+    }
+}
+END_TEST
+
+/* A batch twice as large doubles what is not a parameter, to rounding. */
+START_TEST(batch_size_scales_activations)
+{
+    rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
+    rv_memory_estimate twice = estimate_after(RESNET, "batch-size", "factor=2");
+    for (int p = 0; p < RV_PHASE_COUNT; p++) {
+        ck_assert_int_eq(twice.bytes[p][RV_MEM_WEIGHTS], base.bytes[p][RV_MEM_WEIGHTS]);
+        ck_assert_int_eq(twice.bytes[p][RV_MEM_OPTIMIZER_STATE], base.bytes[p][RV_MEM_OPTIMIZER_STATE]);
+    }
+    int64_t before = base.bytes[RV_PHASE_FORWARD][RV_MEM_ACTIVATIONS];
+    int64_t after = twice.bytes[RV_PHASE_FORWARD][RV_MEM_ACTIVATIONS];
+    ck_assert_int_gt(before, 0);
+    ck_assert_msg(llabs(after - 2 * before) <= 2 * (int64_t)base.shaped_ops, "activations %" G_GINT64_FORMAT
+                  " -> %" G_GINT64_FORMAT, before, after);
+    rv_memory_estimate same = estimate_after(RESNET, "grad-accumulation", "steps=4");
+    ck_assert_int_eq(same.peak, base.peak); /* one micro-batch's tensors at a time */
+}
+END_TEST
+
+/* A model cast to bf16 holds every tensor in half the bytes; amp halves
+ * what its cast kernels' calls hold and keeps the fp32 weights. */
+START_TEST(dtype_changes_the_bytes)
+{
+    rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
+    rv_memory_estimate bf16 = estimate_after(RESNET, "precision", "dtype=bf16");
+    ck_assert_msg(llabs(2 * bf16.peak - base.peak) <= 16 * (int64_t)base.shaped_ops, "peak %" G_GINT64_FORMAT
+                  " -> %" G_GINT64_FORMAT, base.peak, bf16.peak);
+    rv_memory_estimate amp = estimate_after(RESNET, "amp", "");
+    ck_assert_int_lt(amp.peak, base.peak);
+    ck_assert_int_gt(amp.peak, bf16.peak);
+    ck_assert_int_eq(category_at_peak(&amp, RV_MEM_WEIGHTS), category_at_peak(&base, RV_MEM_WEIGHTS));
+}
+END_TEST
+
+/* CUDA Graphs removes the launch calls, not the kernels: the tensors stay. */
+START_TEST(graph_launch_keeps_the_tensors)
+{
+    rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
+    rv_memory_estimate graphed = estimate_after(RESNET, "cuda-graphs", "");
+    ck_assert_int_eq(graphed.peak, base.peak);
+    ck_assert_uint_eq(graphed.shaped_ops, base.shaped_ops);
+}
+END_TEST
+
+/* Effects by hand: a kept-activation scale of 0 on every call leaves no
+ * activation after forward; a recomputed call holds its bytes again only
+ * in its own segment. */
+START_TEST(effects_by_hand)
+{
+    rv_graph *graph = load_trace(RESNET);
+    rv_memory_estimate base, none;
+    ck_assert(rv_memory_estimate_graph(graph, &base, NULL));
+    rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_KEPT_SCALE, 0.0, 0);
+    rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_KEPT_SCALE, NAN, 0);  /* ignored */
+    ck_assert_uint_eq(graph->memory_effects->len, 1);
+    ck_assert(rv_memory_estimate_graph(graph, &none, NULL));
+    ck_assert_int_gt(base.bytes[RV_PHASE_FORWARD][RV_MEM_ACTIVATIONS], 0);
+    ck_assert_int_eq(none.bytes[RV_PHASE_FORWARD][RV_MEM_ACTIVATIONS], 0);
+    ck_assert_int_lt(none.peak, base.peak);
+    rv_graph *copy = rv_graph_copy(graph); /* effects travel with a copy */
+    ck_assert_uint_eq(copy->memory_effects->len, 1);
+    rv_graph_free(copy);
+    rv_graph_free(graph);
+}
+END_TEST
+
 int main(void)
 {
     require_project_traces(traces);
@@ -361,6 +466,14 @@ int main(void)
     tcase_add_test(estimate, output_shapes);
     tcase_add_test(estimate, absent_input);
     suite_add_tcase(suite, estimate);
+    TCase *effects = tcase_create("effects");
+    tcase_set_timeout(effects, 300);
+    tcase_add_test(effects, checkpoint_lowers_the_peak);
+    tcase_add_test(effects, batch_size_scales_activations);
+    tcase_add_test(effects, dtype_changes_the_bytes);
+    tcase_add_test(effects, graph_launch_keeps_the_tensors);
+    tcase_add_test(effects, effects_by_hand);
+    suite_add_tcase(suite, effects);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);

@@ -257,6 +257,16 @@ typedef struct {
     int32_t rank_index;        /* index into ranks (0 in a graph of one trace) */
 } rv_memory_record;
 
+/* What an optimization did to the tensors of one operator call, for the
+ * memory model (memory.h): plugins add these with rv_memory_effect_add;
+ * a built or loaded graph has none. */
+typedef struct {
+    int32_t call;      /* the launch call (CPU task) whose tensors change; -1: every call */
+    uint8_t kind;      /* rv_memory_effect_kind (memory.h) */
+    int32_t segment;   /* RV_MEM_EFFECT_RECOMPUTED: the checkpoint segment; else 0 */
+    double factor;     /* the _SCALE kinds: new size / recorded size */
+} rv_memory_effect;
+
 typedef struct {
     char *source;
     rv_strings *strings;
@@ -287,6 +297,9 @@ typedef struct {
     /* Appended in ABI 6 (memory.h): rv_memory_record, one per (rank,
      * device, step) that has [memory] events; empty without them. */
     GArray *memory;
+    /* Appended in ABI 7 (memory.h): rv_memory_effect, what the plugins
+     * applied so far did to tensors; empty in a built graph. */
+    GArray *memory_effects;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered

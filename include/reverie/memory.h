@@ -50,6 +50,26 @@
  * back when the backward walk reaches their layer (or the one above it:
  * vDNN prefetches one layer ahead).
  *
+ * WHAT PLUGINS DID.  A plugin that changes tensors rather than time says so
+ * with rv_memory_effect_add (graph->memory_effects), per launch call or for
+ * every call:
+ *  - KEPT_SCALE: what the call keeps for backward is stored at `factor` of
+ *    its size (Gist's encodings: 1/32 for a ReLU output kept for a pool,
+ *    1/2 for a half-precision copy);
+ *  - RECOMPUTED: the call keeps nothing past forward; when the backward walk
+ *    reaches the highest layer of its segment, every recomputed call of that
+ *    segment holds its activations again until backward has passed them
+ *    (activation checkpointing);
+ *  - ACTIVATION_SCALE: every tensor of the call that is not a parameter
+ *    (kept activations, workspace, the step's input) at `factor` of its
+ *    size: a batch `factor` times larger, or a narrower activation dtype;
+ *  - PARAM_SCALE: its parameters, and so their gradients and optimizer
+ *    state, at `factor` of their size (the weights' dtype changed).
+ * Scales of one kind multiply; a later RECOMPUTED replaces an earlier one.
+ * Inserted calls are not read (they copy a recorded call's shapes), so
+ * the effects are the only way an optimization moves the estimate, besides
+ * vdnn's copies above.
+ *
  * What it does not see: the allocator's rounding and fragmentation
  * (Reserved minus Allocated), cuDNN/cuBLAS workspaces, tensors made by
  * operators that launch no kernel, buffers of data-parallel wrappers (DDP's
@@ -76,6 +96,24 @@ typedef enum {
 /* "weights", "gradients", "optimizer_state", "activations", "workspace". */
 const char *rv_memory_category_name(rv_memory_category category);
 
+typedef enum {
+    RV_MEM_EFFECT_KEPT_SCALE,
+    RV_MEM_EFFECT_RECOMPUTED,
+    RV_MEM_EFFECT_ACTIVATION_SCALE,
+    RV_MEM_EFFECT_PARAM_SCALE,
+    RV_MEM_EFFECT_KIND_COUNT
+} rv_memory_effect_kind;
+
+/* Record an effect (above) on launch call `call` (-1: every call).
+ * factor: for the _SCALE kinds, finite and >= 0 (callers check their
+ * parameters; other values are ignored); segment: for RECOMPUTED, >= 0. */
+void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind kind, double factor, int32_t segment);
+/* The same effect once on each distinct launch call of the GPU tasks
+ * `gpu_tasks` (int32 ids; tasks without a launch call are skipped).
+ * Returns how many calls it marked. */
+guint rv_memory_effect_add_for_tasks(rv_graph *graph, const GArray *gpu_tasks, rv_memory_effect_kind kind,
+                                     double factor, int32_t segment);
+
 /* The recorded peak over the whole trace: the highest peak_allocated of
  * any record (*device and *rank_index say where; *reserved is the highest
  * reserved there).  FALSE when the graph has no [memory] events with
@@ -95,6 +133,7 @@ typedef struct {
     int32_t step;                         /* the step estimated (the one with the highest peak), -1: the whole trace */
     gboolean training;                    /* the step has a backward phase */
     int64_t offloaded;                    /* activation bytes offloaded by inserted copies (vdnn) in that step */
+    int64_t recomputed;                   /* activation bytes dropped after forward and rebuilt (checkpoint) */
     guint shaped_ops, unshaped_ops;       /* operator calls with and without Input Dims */
     int element_bytes;                    /* of the trace's usual dtype */
     int optimizer_factor;                 /* state bytes per parameter byte; -1 if no optimizer was named */

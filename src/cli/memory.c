@@ -3,7 +3,9 @@
  * (memory.h): the estimate from shapes, broken down into weights,
  * gradients, optimizer state, activations and workspace per phase; the
  * peak the trace's [memory] events recorded, per step and device; and with
- * --gpu NAME whether it fits in that GPU's memory.
+ * --gpu NAME whether it fits in that GPU's memory.  With --opt the estimate
+ * is of the graph the optimizations made (what they did to tensors,
+ * memory.h); the recorded figures stay the trace's.
  */
 #include "cli.h"
 #include "reverie/gpus.h"
@@ -20,6 +22,7 @@ typedef struct {
     int64_t allocated, reserved;     /* recorded peak */
     int32_t device, rank_index;
     const rv_gpu *gpu;               /* --gpu, or NULL */
+    char *optimized;                 /* the --opt specs joined, or NULL: the estimate is of the optimized job */
 } memory_view;
 
 static const char *step_name(const rv_graph *graph, int32_t step)
@@ -32,8 +35,9 @@ static const char *step_name(const rv_graph *graph, int32_t step)
  * but neither totals nor shapes has no absolute figure: --gpu then says so. */
 static int64_t fit_bytes(const memory_view *v, const char **from)
 {
-    *from = v->recorded ? "recorded" : "estimate";
-    return v->recorded ? v->allocated : v->estimate.peak;
+    gboolean recorded = v->recorded && v->optimized == NULL; /* the recording is of the job before --opt */
+    *from = recorded ? "recorded" : "estimate";
+    return recorded ? v->allocated : v->estimate.peak;
 }
 
 /* A library message without its "SOURCE: " prefix, which the report has
@@ -52,6 +56,7 @@ static void print_estimate(const memory_view *v)
 {
     const rv_memory_estimate *e = &v->estimate;
     const char *step = step_name(v->graph, e->step);
+    if (v->optimized) printf("after %s: ", v->optimized);
     printf("estimate from shapes (%s, %s%s, %d-byte usual dtype, %u operator calls with Input Dims, %u without",
            e->training ? "training" : "inference: no backward phase, so only the input is kept",
            step ? "step " : "whole trace", step ? rv_cli_shown(step) : "", e->element_bytes, e->shaped_ops, e->unshaped_ops);
@@ -68,6 +73,7 @@ static void print_estimate(const memory_view *v)
     }
     printf("  peak %.1f MiB in %s", mib(e->peak), rv_phase_name((rv_phase)e->peak_phase));
     if (e->offloaded > 0) printf(" (%.1f MiB of activations offloaded)", mib(e->offloaded));
+    if (e->recomputed > 0) printf(" (%.1f MiB of activations recomputed in backward)", mib(e->recomputed));
     printf("\n");
 }
 
@@ -97,6 +103,7 @@ static void print_mib_or_dash(int64_t bytes, int width)
 
 static void print_recorded(const memory_view *v)
 {
+    if (v->optimized) printf("(the trace's, before the optimizations) ");
     if (v->recorded) {
         printf("recorded ([memory] events): peak %.1f MiB allocated, %.1f MiB reserved (device %d", mib(v->allocated),
                mib(v->reserved), v->device);
@@ -119,6 +126,7 @@ static void print_recorded(const memory_view *v)
         print_mib_or_dash(r->peak_reserved, 15);
         printf("\n");
     }
+    if (v->optimized) return; /* the recording is of another job than the estimate */
     if (v->estimated && v->recorded)
         printf("estimate vs recorded peak: %+.1f%%\n", 100.0 * ((double)v->estimate.peak / (double)v->allocated - 1.0));
     else if (v->estimated && recorded_above_start(v->graph) > 0)
@@ -152,12 +160,14 @@ static json_t *json_estimate(const memory_view *v)
         json_object_set_new(phases, rv_phase_name((rv_phase)p), row);
     }
     const char *step = step_name(v->graph, e->step);
-    return json_pack("{s:b, s:o, s:i, s:o, s:i, s:o, s:I, s:s, s:I, s:i, s:i}", "training", e->training, "step",
+    json_t *root = json_pack("{s:b, s:o, s:i, s:o, s:i, s:o, s:I, s:s, s:I, s:i, s:i}", "training", e->training, "step",
                      step ? json_string(step) : json_null(), "element_bytes", e->element_bytes, "optimizer",
                      e->optimizer[0] ? json_string(e->optimizer) : json_null(), "optimizer_factor", e->optimizer_factor,
                      "phases", phases, "peak_bytes", (json_int_t)e->peak, "peak_phase",
                      rv_phase_name((rv_phase)e->peak_phase), "offloaded_bytes", (json_int_t)e->offloaded, "shaped_ops",
                      (int)e->shaped_ops, "unshaped_ops", (int)e->unshaped_ops);
+    json_object_set_new(root, "recomputed_bytes", json_integer(e->recomputed));
+    return root;
 }
 
 static json_t *json_recorded(const memory_view *v)
@@ -186,17 +196,18 @@ static json_t *json_recorded(const memory_view *v)
 static json_t *json_view(const memory_view *v)
 {
     json_t *root = json_pack("{s:s}", "source", v->graph->source);
+    json_object_set_new(root, "optimizations", v->optimized ? json_string(v->optimized) : json_null());
     json_object_set_new(root, "estimate", v->estimated ? json_estimate(v) : json_null());
     if (!v->estimated)
         json_object_set_new(root, "estimate_missing", json_string(without_source(v->graph, v->estimate_error->message)));
     gboolean any = v->graph->memory->len > 0;
     json_object_set_new(root, "recorded", any ? json_recorded(v) : json_null());
-    json_object_set_new(root, "estimate_error", v->estimated && v->recorded
+    json_object_set_new(root, "estimate_error", v->estimated && v->recorded && !v->optimized
                                                     ? json_real((double)v->estimate.peak / (double)v->allocated - 1.0)
                                                     : json_null());
     int64_t above = any ? recorded_above_start(v->graph) : 0;
     json_object_set_new(root, "above_start_error",
-                        v->estimated && above > 0
+                        v->estimated && above > 0 && !v->optimized
                             ? json_real((double)estimated_above_start(&v->estimate) / (double)above - 1.0) : json_null());
     if (v->gpu && !v->recorded && !v->estimated) {
         json_object_set_new(root, "gpu", json_pack("{s:s, s:I, s:n, s:n, s:n}", "id", v->gpu->id, "memory_bytes",
@@ -211,21 +222,36 @@ static json_t *json_view(const memory_view *v)
     return root;
 }
 
-static int report(const char *path, const char *gpu_name, gboolean as_json)
+/* Apply --opt's optimizations to the graph (a policy they return is
+ * dropped: it orders tasks, it makes no tensor). */
+static gboolean optimize(rv_graph *graph, GPtrArray *opts, char **specs, memory_view *v, GError **error)
+{
+    if (opts->len == 0) return TRUE;
+    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    gboolean ok = rv_cli_apply_opts(graph, opts, FALSE, &policy, error);
+    rv_cli_policy_clear(&policy);
+    if (ok) v->optimized = g_strjoinv(", ", specs);
+    return ok;
+}
+
+static int report(const char *path, const char *gpu_name, char **specs, gboolean as_json)
 {
     GError *error = NULL;
     rv_gpu_catalogue *catalogue = NULL;
     memory_view v = { 0 };
-    if (gpu_name != NULL) {
+    GHashTable *plugins = rv_cli_plugins_new();
+    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
+    gboolean ok = opts != NULL;
+    if (ok && gpu_name != NULL) {
         catalogue = rv_gpu_catalogue_load_default(&error);
-        if (catalogue == NULL || (v.gpu = rv_gpu_find(catalogue, gpu_name, &error)) == NULL) {
-            rv_gpu_catalogue_free(catalogue);
-            return rv_cli_fail(error);
-        }
+        ok = catalogue != NULL && (v.gpu = rv_gpu_find(catalogue, gpu_name, &error)) != NULL;
     }
-    rv_graph *graph = rv_cli_load(path, &error);
-    if (graph == NULL) {
+    rv_graph *graph = ok ? rv_cli_load(path, &error) : NULL;
+    if (graph == NULL || !optimize(graph, opts, specs, &v, &error)) {
+        rv_graph_free(graph);
         rv_gpu_catalogue_free(catalogue);
+        if (opts) g_ptr_array_unref(opts);
+        g_hash_table_destroy(plugins);
         return rv_cli_fail(error);
     }
     v.graph = graph;
@@ -248,8 +274,11 @@ static int report(const char *path, const char *gpu_name, gboolean as_json)
         if (v.gpu) print_fit(&v);
     }
     g_clear_error(&v.estimate_error);
+    g_free(v.optimized);
     rv_graph_free(graph);
     rv_gpu_catalogue_free(catalogue);
+    g_ptr_array_unref(opts);
+    g_hash_table_destroy(plugins); /* after the opts, which hold the plugins' parameter tables */
     return status;
 }
 
@@ -257,8 +286,11 @@ int rv_cmd_memory(int argc, char **argv)
 {
     gboolean as_json = FALSE;
     char *gpu = NULL;
+    char **specs = NULL;
     GOptionEntry entries[] = {
         { "gpu", 0, 0, G_OPTION_ARG_STRING, &gpu, "say whether the peak fits in this catalogue GPU's memory", "NAME" },
+        { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs,
+          "estimate the job after this optimization (as whatif --opt; repeatable, applied in order)", "NAME[:k=v,...]" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
         { NULL }
     };
@@ -268,17 +300,21 @@ int rv_cmd_memory(int argc, char **argv)
         "The estimate from shapes (record_shapes=True): weights, gradients, optimizer state,\n"
         "activations kept for backward and the largest operator's workspace, per phase at its\n"
         "peak; the peak the trace's [memory] events recorded (profile_memory=True), per step and\n"
-        "device; and with --gpu whether the peak (recorded if there is one) fits.\n\n"
+        "device; and with --gpu whether the peak (recorded if there is one) fits.\n"
+        "With --opt the estimate is of the optimized job (checkpoint, batch-size, amp,\n"
+        "precision, vdnn, gist... say what they do to tensors) and --gpu compares it.\n\n"
         "Examples:\n  reverie memory traces/pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz\n"
         "  reverie memory traces/hta_transformer_ddp_v100_rank1.2steps.json.gz --gpu V100-SXM2\n"
         "  reverie memory traces/kineto_legacy_resnet50_v100.2steps.json.gz --gpu T4 --json\n"
+        "  reverie memory traces/kineto_legacy_resnet50_v100.2steps.json.gz --opt checkpoint:segments=4\n"
         "  reverie whatif traces/kineto_legacy_resnet50_v100.2steps.json.gz --opt vdnn   (the peak with offloading)\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("memory", "give exactly one trace or graph"); goto out; }
-    status = report(argv[1], gpu, as_json);
+    status = report(argv[1], gpu, specs, as_json);
 out:
     g_free(gpu);
+    g_strfreev(specs);
     g_option_context_free(context);
     return status;
 }

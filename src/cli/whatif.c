@@ -50,9 +50,11 @@ static void peak_after(peak_memory *peak, const rv_graph *graph)
         peak->missing = g_strdup("the optimizations left no operator with Input Dims");
         g_error_free(error);
     } else if (peak->estimated && peak->predicted.shaped_ops * 2 < peak->baseline.shaped_ops) {
-        /* The model reads operators from their launch calls; a plugin that
-         * removes most of them (cuda-graphs, pipeline) did not remove their
-         * tensors, so a peak from the rest would be a wrong answer. */
+        /* The model reads recorded operators; a plugin that moved most of
+         * them elsewhere as inserted work (pipeline's stages on other GPUs)
+         * left a graph whose one-GPU peak the model cannot read, and a peak
+         * from the rest would be a wrong answer.  (Calls removed with their
+         * GPU work kept, as cuda-graphs does, are still read.) */
         peak->estimated = FALSE;
         peak->missing = g_strdup_printf("the optimizations removed %u of the %u launch calls with Input Dims the "
                                         "model reads",

@@ -81,6 +81,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->collectives = g_array_new(FALSE, FALSE, sizeof(rv_collective_info));
     graph->ranks = g_array_new(FALSE, FALSE, sizeof(rv_rank));
     graph->memory = g_array_new(FALSE, FALSE, sizeof(rv_memory_record));
+    graph->memory_effects = g_array_new(FALSE, FALSE, sizeof(rv_memory_effect));
     return graph;
 }
 
@@ -99,6 +100,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->collectives);
     g_array_unref(graph->ranks);
     g_array_unref(graph->memory);
+    g_array_unref(graph->memory_effects);
     g_free(graph);
 }
 
@@ -145,6 +147,7 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->ranks, source->ranks);
     target->contention = source->contention;
     assign_array(target->memory, source->memory);
+    assign_array(target->memory_effects, source->memory_effects);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

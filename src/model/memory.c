@@ -9,6 +9,8 @@
 #include "reverie/error.h"
 #include "reverie/gpus.h"
 #include "reverie/shapes.h"
+#include "reverie/transform.h"
+#include <math.h>
 #include <string.h>
 
 /* Sizes are advisory (shapes.h): a product past int64 saturates. */
@@ -62,7 +64,95 @@ typedef struct {
     gboolean saves;     /* autograd keeps its inputs for backward */
     gboolean saves_output; /* ...or rather its output (ReLU, sigmoid, tanh, softmax) */
     gboolean in_place;  /* writes into an input (name ends in _): makes no tensor */
+    double kept_factor; /* what it keeps for backward is stored at this fraction (KEPT_SCALE) */
+    int32_t segment;    /* RECOMPUTED: its checkpoint segment; -1: kept through backward */
 } op_call;
+
+/* ---- what plugins did (memory.h's effects) ------------------------------- */
+
+void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind kind, double factor, int32_t segment)
+{
+    rv_memory_effect effect = { call < 0 ? -1 : call, (uint8_t)kind, MAX(segment, 0), factor };
+    if (kind >= RV_MEM_EFFECT_KIND_COUNT) return;
+    if (kind != RV_MEM_EFFECT_RECOMPUTED && !(isfinite(factor) && factor >= 0)) return;
+    g_array_append_val(graph->memory_effects, effect);
+}
+
+guint rv_memory_effect_add_for_tasks(rv_graph *graph, const GArray *gpu_tasks, rv_memory_effect_kind kind,
+                                     double factor, int32_t segment)
+{
+    GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = 0; i < gpu_tasks->len; i++) {
+        int32_t call = rv_graph_launch_of(graph, g_array_index(gpu_tasks, int32_t, i));
+        if (call >= 0 && g_hash_table_add(seen, GINT_TO_POINTER(call + 1)))
+            rv_memory_effect_add(graph, call, kind, factor, segment);
+    }
+    guint marked = g_hash_table_size(seen);
+    g_hash_table_destroy(seen);
+    return marked;
+}
+
+/* The effects on one call, folded. */
+typedef struct {
+    double kept, activations, params;
+    int32_t segment;  /* -1: not recomputed */
+} call_effects;
+
+static const call_effects no_effects = { 1.0, 1.0, 1.0, -1 };
+
+static void fold_effect(call_effects *into, const rv_memory_effect *effect)
+{
+    switch ((rv_memory_effect_kind)effect->kind) {
+    case RV_MEM_EFFECT_KEPT_SCALE: into->kept *= effect->factor; break;
+    case RV_MEM_EFFECT_RECOMPUTED: into->segment = effect->segment; break;
+    case RV_MEM_EFFECT_ACTIVATION_SCALE: into->activations *= effect->factor; break;
+    case RV_MEM_EFFECT_PARAM_SCALE: into->params *= effect->factor; break;
+    default: break;
+    }
+}
+
+/* Call id + 1 -> call_effects; key 0 (NULL) holds the effects on every call. */
+static GHashTable *effects_by_call(const rv_graph *graph)
+{
+    GHashTable *by_call = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    for (guint i = 0; i < graph->memory_effects->len; i++) {
+        const rv_memory_effect *effect = &g_array_index(graph->memory_effects, rv_memory_effect, i);
+        gpointer key = GINT_TO_POINTER(effect->call + 1);
+        call_effects *folded = g_hash_table_lookup(by_call, key);
+        if (folded == NULL) {
+            folded = g_memdup2(&no_effects, sizeof no_effects);
+            g_hash_table_insert(by_call, key, folded);
+        }
+        fold_effect(folded, effect);
+    }
+    return by_call;
+}
+
+static int64_t scaled_bytes(int64_t bytes, double factor)
+{
+    if (factor == 1.0) return bytes;
+    double scaled = (double)bytes * factor;
+    return scaled >= (double)G_MAXINT64 ? G_MAXINT64 : (int64_t)(scaled + 0.5);
+}
+
+static void apply_effects(GHashTable *effects, op_call *call)
+{
+    const call_effects *all = g_hash_table_lookup(effects, NULL);
+    const call_effects *mine = g_hash_table_lookup(effects, GINT_TO_POINTER(call->task + 1));
+    call_effects folded = all ? *all : no_effects;
+    if (mine) {
+        folded.kept *= mine->kept;
+        folded.activations *= mine->activations;
+        folded.params *= mine->params;
+        if (mine->segment >= 0) folded.segment = mine->segment;
+    }
+    call->params = scaled_bytes(call->params, folded.params);
+    call->inputs = scaled_bytes(call->inputs, folded.activations);
+    call->largest = scaled_bytes(call->largest, folded.activations);
+    call->output = scaled_bytes(call->output, folded.activations);
+    call->kept_factor = folded.kept;
+    call->segment = folded.segment;
+}
 
 static int64_t extent(const rv_shapes *s, guint input, guint dim) { return rv_shapes_extent(s, input, dim); }
 static guint rank_of(const rv_shapes *s, guint input) { return rv_shapes_rank(s, input); }
@@ -247,6 +337,7 @@ typedef struct {
     GPtrArray *calls_by_step; /* per step (one, for a graph without steps): its launch calls, GArray of int32_t */
     GHashTable *measured; /* call_key -> op_call: a step repeats the last one's calls, and parsing their
                              Input Dims is most of the model's time */
+    GHashTable *effects;  /* effects_by_call */
 } context;
 
 /* What measure_call's answer depends on. */
@@ -357,7 +448,13 @@ static GPtrArray *launch_calls_by_step(const context *ctx, guint steps, gboolean
     for (guint s = 0; s < steps; s++) g_ptr_array_add(by_step, g_array_new(FALSE, FALSE, sizeof(int32_t)));
     for (guint t = 0; t < ctx->graph->tasks->len; t++) {
         const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, t);
-        if (task->kind != RV_TASK_CPU || (task->flags & RV_TASK_FLAG_REMOVED) || ctx->first_gpu[t] < 0) continue;
+        if (task->kind != RV_TASK_CPU || ctx->first_gpu[t] < 0) continue;
+        /* A removed call whose GPU work stays (cuda-graphs launches it from
+         * a graph, pipeline moves the call) still made its tensors; one
+         * removed with its work made none. */
+        if ((task->flags & RV_TASK_FLAG_REMOVED) &&
+            (g_array_index(ctx->graph->tasks, rv_task, ctx->first_gpu[t]).flags & RV_TASK_FLAG_REMOVED))
+            continue;
         /* A plugin's inserted calls copy a recorded call's shapes (checkpoint's
          * recomputation, amp's casts): counting them again would add
          * tensors no one allocates twice. */
@@ -405,6 +502,7 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
         call.task = id;
         call.phase = task->phase;
         measure_call_once(ctx, task, element_bytes_of(ctx, id), &call);
+        apply_effects(ctx->effects, &call);
         g_array_append_val(calls, call);
     }
     g_hash_table_destroy(last_on);
@@ -485,6 +583,8 @@ static GHashTable *offloads_by_call(const rv_graph *graph)
 typedef struct {
     GArray *kept;       /* int64 per weighted layer: activations kept from it to the next */
     GArray *offloaded;  /* int64 per weighted layer: of those, offloaded */
+    GArray *dropped;    /* int64 per weighted layer: of those, dropped after forward and recomputed */
+    GArray *segment;    /* int64 per weighted layer: 1 + the checkpoint segment its dropped bytes belong to */
     GArray *grads;      /* int64 per weighted layer: its gradient bytes */
     GArray *transient;  /* int64 per weighted layer: the largest gradients its backward holds at once */
     int64_t weights;
@@ -533,7 +633,14 @@ static void walk_forward(step_walk *walk, const GArray *calls, GHashTable *offlo
         int64_t again = counted > 0 && call->largest == counted ? counted : 0;
         int64_t result = call->in_place ? call->largest : call->output;
         int64_t saved = !call->saves ? 0 : call->saves_output ? result - MIN(again, result) : call->inputs - again;
+        saved = scaled_bytes(saved, call->kept_factor);
+        grow(walk->dropped, layer);
+        grow(walk->segment, layer);
         if (walk->training) add_at(walk->kept, layer, saved);
+        if (walk->training && call->segment >= 0) {
+            add_at(walk->dropped, layer, saved);
+            g_array_index(walk->segment, int64_t, layer) = call->segment + 1;
+        }
         counted = call->saves && (call->saves_output || call->in_place) ? result : 0;
         int64_t *off = g_hash_table_lookup(offloads, GINT_TO_POINTER(call->task + 1));
         if (walk->training && off != NULL) add_at(walk->offloaded, layer, MIN(*off, call->inputs));
@@ -564,14 +671,24 @@ static void other_workspaces(step_walk *walk, const GArray *calls)
     }
 }
 
+/* What stays after forward: kept, minus offloaded and recomputed. */
+static int64_t resident_after_forward(const step_walk *walk, guint to)
+{
+    return sum_of(walk->kept, 0, to) - sum_of(walk->offloaded, 0, to) - sum_of(walk->dropped, 0, to);
+}
+
 /* Resident activations while backward computes layer j's gradient: the
  * layers below it keep theirs, minus what is offloaded, except layer j and
- * the one below it (prefetched one ahead). */
+ * the one below it (prefetched one ahead), minus what is recomputed,
+ * except in j's own segment (rebuilt before its backward). */
 static int64_t activations_at(const step_walk *walk, guint j)
 {
-    int64_t kept = sum_of(walk->kept, 0, j + 1) - sum_of(walk->offloaded, 0, j + 1);
+    int64_t kept = resident_after_forward(walk, j + 1);
     kept += g_array_index(walk->offloaded, int64_t, j);
     if (j > 0) kept += g_array_index(walk->offloaded, int64_t, j - 1);
+    int64_t segment = g_array_index(walk->segment, int64_t, j);
+    for (guint i = 0; segment > 0 && i <= j; i++)
+        if (g_array_index(walk->segment, int64_t, i) == segment) kept += g_array_index(walk->dropped, int64_t, i);
     return MAX(kept, 0);
 }
 
@@ -600,13 +717,14 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
                           rv_memory_estimate *e)
 {
     step_walk walk = { g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)),
+                       g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)),
                        g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)), 0, 0,
                        { 0 }, training };
     walk_forward(&walk, calls, offloads);
     other_workspaces(&walk, calls);
     int64_t state = walk.training && factor > 0 ? saturating_mul(walk.weights, factor) : 0;
     int64_t grads = walk.training ? walk.weights : 0;
-    int64_t kept = MAX(sum_of(walk.kept, 0, walk.kept->len) - sum_of(walk.offloaded, 0, walk.offloaded->len), 0);
+    int64_t kept = MAX(resident_after_forward(&walk, walk.kept->len), 0);
     if (!walk.training) kept = walk.batch; /* inference keeps only its input */
     memset(e->bytes, 0, sizeof e->bytes);
     memset(e->phase_peak, 0, sizeof e->phase_peak);
@@ -628,11 +746,14 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     }
     e->training = walk.training;
     e->offloaded = sum_of(walk.offloaded, 0, walk.offloaded->len);
+    e->recomputed = sum_of(walk.dropped, 0, walk.dropped->len);
     e->peak = 0;
     for (int p = 0; p < RV_PHASE_COUNT; p++)
         if (e->phase_peak[p] > e->peak) { e->peak = e->phase_peak[p]; e->peak_phase = p; }
     g_array_unref(walk.kept);
     g_array_unref(walk.offloaded);
+    g_array_unref(walk.dropped);
+    g_array_unref(walk.segment);
     g_array_unref(walk.grads);
     g_array_unref(walk.transient);
 }
@@ -642,7 +763,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
     memset(estimate, 0, sizeof *estimate);
     estimate->step = -1;
     context ctx = { graph, first_gpu_of_calls(graph), 0, { 0 }, NULL,
-                    g_hash_table_new_full(call_key_hash, call_key_equal, g_free, g_free) };
+                    g_hash_table_new_full(call_key_hash, call_key_equal, g_free, g_free), effects_by_call(graph) };
     rv_string_memo_init(&ctx.dtypes, graph->strings, dtype_verdict);
     ctx.usual_bytes = usual_element_bytes(&ctx);
     estimate->element_bytes = ctx.usual_bytes;
@@ -671,6 +792,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
     g_hash_table_destroy(offloads);
     g_ptr_array_unref(ctx.calls_by_step);
     g_hash_table_destroy(ctx.measured);
+    g_hash_table_destroy(ctx.effects);
     rv_string_memo_clear(&ctx.dtypes);
     g_free(ctx.first_gpu);
     if (estimate->shaped_ops == 0) {

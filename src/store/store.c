@@ -212,8 +212,9 @@ G_STATIC_ASSERT(sizeof(rv_rank) == 32);
 G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
 /* graph->index (at 392), a cache, is not saved; nor graph->contention (at
  * 416): only plugins turn it on, and a saved graph is an imported one.
- * graph->memory (at 440) is the memory section. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 448);
+ * graph->memory (at 440) is the memory section.  graph->memory_effects (at
+ * 448) is not saved either: plugins make them. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 456);
 #endif
 
 typedef struct {
