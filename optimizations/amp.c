@@ -36,6 +36,7 @@
  */
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/inserted.h"
 #include "reverie/kernels.h"
 #include "reverie/layers.h"
 #include "reverie/memory.h"
@@ -176,80 +177,9 @@ static gboolean autocast_task(const rv_graph *graph, int32_t task, const rv_kern
     return TRUE;
 }
 
-/* What the host spends to launch one more kernel: the trace's median launch
- * call, and the median host time before a launch (framework dispatch). */
-typedef struct {
-    int64_t call_ns, overhead_ns;
-} launch_cost;
-
-static gint compare_int64(gconstpointer a, gconstpointer b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static launch_cost typical_launch(const rv_graph *graph)
-{
-    GArray *overheads = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
-        if (!(task->flags & RV_TASK_FLAG_GPU) || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
-        int32_t launch = rv_graph_launch_of(graph, t);
-        if (launch >= 0) g_array_append_val(overheads, g_array_index(graph->tasks, rv_task, launch).host_overhead_ns);
-    }
-    launch_cost cost = { rv_graph_typical_launch_ns(graph), 0 };
-    if (overheads->len) {
-        g_array_sort(overheads, compare_int64);
-        cost.overhead_ns = g_array_index(overheads, int64_t, overheads->len / 2);
-    }
-    g_array_unref(overheads);
-    return cost;
-}
-
-typedef struct {
-    rv_graph *graph;
-    const rv_cost_model *model;
-    launch_cost launch;
-    guint kernels;      /* inserted */
-    GError **error;
-} inserting;
-
-/* A small kernel on gpu_task's stream right before it (before = TRUE) or
- * after it, launched right before / after gpu_task's launch call.  -1
- * without an error where there is no such place (no launch call, the first
- * task of its stream or thread). */
-static int32_t insert_kernel(inserting *in, int32_t gpu_task, gboolean before, const char *name, double bytes)
-{
-    rv_graph *graph = in->graph;
-    int32_t launch = rv_graph_launch_of(graph, gpu_task);
-    int32_t stream_anchor = before ? rv_graph_resource_previous(graph, gpu_task) : gpu_task;
-    int32_t thread_anchor = launch < 0 ? -1 : before ? rv_graph_resource_previous(graph, launch) : launch;
-    if (stream_anchor < 0 || thread_anchor < 0) return -1;
-    const rv_task *anchor = rv_graph_task(graph, gpu_task);
-    rv_insert_spec spec = { { 0 }, stream_anchor, thread_anchor };
-    spec.task.kind = RV_TASK_KERNEL;
-    spec.task.resource = anchor->resource;
-    spec.task.name = rv_strings_intern(graph->strings, name);
-    spec.task.layer = anchor->layer;
-    spec.task.phase = anchor->phase;
-    spec.task.step = anchor->step;
-    spec.task.input_dims = -1;
-    spec.task.correlation = -1;
-    spec.task.recorded_start_ns = anchor->recorded_start_ns;
-    if (!rv_task_duration_from(graph, -1, rv_cost_model_streaming_ns(in->model, bytes), "the inserted kernel",
-                               &spec.task.duration_ns, in->error))
-        return -2;
-    int32_t id = rv_transform_insert(graph, &spec, in->error);
-    if (id < 0) return -2;
-    int32_t call = rv_graph_launch_of(graph, id);
-    if (call >= 0) rv_graph_task(graph, call)->host_overhead_ns = in->launch.overhead_ns;
-    in->kernels++;
-    return id;
-}
-
 /* Per step, the forward cast of each weighted layer's weights and the
  * backward cast of its gradient. */
-static gboolean insert_casts(inserting *in, guint *casts)
+static gboolean insert_casts(rv_kernel_inserter *in, guint *casts)
 {
     GPtrArray *layers = rv_weighted_layers_by_step(in->graph);
     GPtrArray *backward = rv_backward_gpu_tasks_by_step(in->graph);
@@ -261,7 +191,7 @@ static gboolean insert_casts(inserting *in, guint *casts)
             const rv_weighted_layer *layer = &g_array_index(step_layers, rv_weighted_layer, l);
             weight_bytes += (double)layer->weight_bytes;
             if (layer->first_gpu < 0) continue;
-            int32_t id = insert_kernel(in, layer->first_gpu, TRUE, "autocast: cast weights to half (aten::_to_copy)",
+            int32_t id = rv_kernel_inserter_add(in, layer->first_gpu, TRUE, "autocast: cast weights to half (aten::_to_copy)",
                                        (double)layer->weight_bytes * 1.5);
             ok = id != -2;
             *casts += id >= 0;
@@ -271,7 +201,7 @@ static gboolean insert_casts(inserting *in, guint *casts)
         GArray *runs = rv_weighted_backward_runs(in->graph, list);
         double per_gradient = weight_bytes / step_layers->len;
         for (guint r = 0; ok && r < runs->len; r++) {
-            int32_t id = insert_kernel(in, g_array_index(runs, int32_t, r), FALSE,
+            int32_t id = rv_kernel_inserter_add(in, g_array_index(runs, int32_t, r), FALSE,
                                        "autocast: cast gradient to fp32 (ToCopyBackward0)", per_gradient * 1.5);
             ok = id != -2;
             *casts += id >= 0;
@@ -318,7 +248,7 @@ static step_marks *mark_steps(const rv_graph *graph)
 }
 
 /* The host reads found_inf (.item()) and waits for the unscale kernel. */
-static gboolean insert_found_inf_sync(inserting *in, int32_t unscale, int32_t optimizer_task)
+static gboolean insert_found_inf_sync(rv_kernel_inserter *in, int32_t unscale, int32_t optimizer_task)
 {
     int32_t launch = rv_graph_launch_of(in->graph, optimizer_task);
     int32_t anchor = launch >= 0 ? rv_graph_resource_previous(in->graph, launch) : -1;
@@ -331,8 +261,8 @@ static gboolean insert_found_inf_sync(inserting *in, int32_t unscale, int32_t op
     spec.task.step = rv_graph_task(in->graph, optimizer_task)->step;
     spec.task.input_dims = -1;
     spec.task.correlation = -1;
-    spec.task.duration_ns = in->launch.call_ns;
-    spec.task.host_overhead_ns = in->launch.overhead_ns;
+    spec.task.duration_ns = in->launch_call_ns;
+    spec.task.host_overhead_ns = in->launch_overhead_ns;
     spec.task.recorded_start_ns = rv_graph_task(in->graph, anchor)->recorded_start_ns;
     int32_t id = rv_transform_insert(in->graph, &spec, in->error);
     if (id < 0) return FALSE;
@@ -341,7 +271,7 @@ static gboolean insert_found_inf_sync(inserting *in, int32_t unscale, int32_t op
 }
 
 /* Per step with an optimizer: scale the loss, unscale and check the gradients, update the scale. */
-static gboolean insert_scaler(inserting *in, guint *steps)
+static gboolean insert_scaler(rv_kernel_inserter *in, guint *steps)
 {
     step_marks *marks = mark_steps(in->graph);
     gboolean ok = TRUE;
@@ -349,16 +279,16 @@ static gboolean insert_scaler(inserting *in, guint *steps)
         const step_marks *m = &marks[s];
         if (m->first_optimizer < 0) continue;
         if (m->first_backward >= 0)
-            ok = insert_kernel(in, m->first_backward, TRUE, "GradScaler: scale the loss (aten::mul)", 0) != -2;
+            ok = rv_kernel_inserter_add(in, m->first_backward, TRUE, "GradScaler: scale the loss (aten::mul)", 0) != -2;
         guint chunks = m->gradients > 110 ? (m->gradients + 109) / 110 : 1;  /* multi_tensor_apply's lists */
         int32_t unscale = -1;
         for (guint c = 0; ok && c < chunks; c++) {
-            unscale = insert_kernel(in, m->first_optimizer, TRUE,
+            unscale = rv_kernel_inserter_add(in, m->first_optimizer, TRUE,
                                     "GradScaler: _amp_foreach_non_finite_check_and_unscale_", m->gradient_bytes * 2 / chunks);
             ok = unscale != -2;
         }
         if (ok && unscale >= 0) ok = insert_found_inf_sync(in, unscale, m->first_optimizer);
-        if (ok) ok = insert_kernel(in, m->last_optimizer, FALSE, "GradScaler: _amp_update_scale_", 0) != -2;
+        if (ok) ok = rv_kernel_inserter_add(in, m->last_optimizer, FALSE, "GradScaler: _amp_update_scale_", 0) != -2;
         *steps += ok;
     }
     g_free(marks);
@@ -374,7 +304,8 @@ static gboolean wants_scaler(const rv_params *params)
 static gboolean insert_autocast_work(rv_graph *graph, const rv_params *params, const rv_cost_model *model,
                                      GString *notes, GError **error)
 {
-    inserting in = { graph, model, typical_launch(graph), 0, error };
+    rv_kernel_inserter in;
+    rv_kernel_inserter_init(&in, graph, model, error);
     guint casts = 0, scaled_steps = 0;
     gboolean ok = TRUE;
     if (strcmp(rv_params_string(params, "casts"), "on") == 0) ok = insert_casts(&in, &casts);
@@ -382,7 +313,7 @@ static gboolean insert_autocast_work(rv_graph *graph, const rv_params *params, c
     if (ok && in.kernels)
         g_string_append_printf(notes, "    inserted %u kernels with their launches: %u autocast casts, GradScaler in %u steps "
                                       "(launch %.1f us + %.1f us host time each, as the trace's median launch)\n",
-                               in.kernels, casts, scaled_steps, in.launch.call_ns / 1e3, in.launch.overhead_ns / 1e3);
+                               in.kernels, casts, scaled_steps, in.launch_call_ns / 1e3, in.launch_overhead_ns / 1e3);
     else if (ok && wants_scaler(params))
         g_string_append(notes, "    no optimizer phase and no weighted layer found: no cast or GradScaler kernel added\n");
     return ok;
