@@ -77,6 +77,7 @@
 #include "reverie/plugin.h"
 #include "reverie/checked.h"
 #include "reverie/error.h"
+#include "reverie/layer_instances.h"
 #include "reverie/memory.h"
 #include "reverie/shapes.h"
 #include "reverie/transform.h"
@@ -101,89 +102,7 @@ static const rv_param_spec vdnn_params[] = {
     { NULL }
 };
 
-/* ---- layer families ------------------------------------------------- */
-
-/* Substrings (lowercase, '|' separated) of a forward layer tag and of its
- * backward layer tag.  Checked in order; conv is first so policy=conv is
- * family 0. */
-typedef struct {
-    const char *name;
-    const char *forward;
-    const char *backward;
-} layer_family;
-
-static const layer_family families[] = {
-    { "conv", "conv", "conv" },
-    { "linear", "linear|addmm|matmul|aten::mm|aten::bmm", "addmm|mmbackward|linear" },
-    { "batch_norm", "batch_norm|batchnorm", "batchnorm" },
-    { "layer_norm", "layer_norm|layernorm", "layernorm" },
-    { "group_norm", "group_norm|groupnorm", "groupnorm" },
-    { "relu", "relu", "relu" },
-    { "gelu", "gelu", "gelu" },
-    { "max_pool", "max_pool|maxpool", "maxpool" },
-    { "avg_pool", "avg_pool|avgpool", "avgpool|meanbackward" },
-    { "softmax", "softmax", "softmax" },
-    { "dropout", "dropout", "dropout" },
-};
-enum { FAMILY_CONV = 0, FAMILY_COUNT = G_N_ELEMENTS(families) };
-
 static const char *str(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
-
-static gboolean contains_any(const char *lower, const char *alternatives)
-{
-    gchar **words = g_strsplit(alternatives, "|", -1);
-    gboolean found = FALSE;
-    for (int i = 0; words[i] && !found; i++) found = strstr(lower, words[i]) != NULL;
-    g_strfreev(words);
-    return found;
-}
-
-/* The family of a layer tag in a phase, or -1. */
-static int family_of(const char *layer, gboolean backward)
-{
-    char *lower = g_ascii_strdown(layer, -1);
-    int found = -1;
-    for (int f = 0; f < FAMILY_COUNT && found < 0; f++)
-        if (contains_any(lower, backward ? families[f].backward : families[f].forward)) found = f;
-    g_free(lower);
-    return found;
-}
-
-/* The family + 1 (0: none) of a forward or backward layer tag, for the
- * per-string memo (strings.h): a step repeats the same layer tags. */
-static int forward_family(const char *layer) { return *layer ? family_of(layer, FALSE) + 1 : 0; }
-static int backward_family(const char *layer) { return *layer ? family_of(layer, TRUE) + 1 : 0; }
-
-typedef struct {
-    rv_string_memo families[2]; /* forward, backward */
-} family_memo;
-
-/* ---- layer instances ------------------------------------------------ */
-
-typedef struct {
-    int32_t first, last; /* first and last GPU task, in recorded order */
-    int family;          /* -1: not a family we know */
-} instance;
-
-/* Cut a step's GPU tasks of one phase (sorted) into layer instances. */
-static GArray *split_instances(rv_graph *graph, family_memo *memo, GArray *tasks, gboolean backward)
-{
-    GArray *instances = g_array_new(FALSE, FALSE, sizeof(instance));
-    int32_t layer = -1, dims = -2;
-    for (guint i = 0; i < tasks->len; i++) {
-        int32_t id = g_array_index(tasks, int32_t, i);
-        const rv_task *task = rv_graph_task(graph, id);
-        if (instances->len > 0 && task->layer == layer && task->input_dims == dims) {
-            g_array_index(instances, instance, instances->len - 1).last = id;
-            continue;
-        }
-        layer = task->layer;
-        dims = task->input_dims;
-        instance run = { id, id, rv_string_memo_get(&memo->families[backward ? 1 : 0], task->layer) - 1 };
-        g_array_append_val(instances, run);
-    }
-    return instances;
-}
 
 /* Bytes of the feature map X a forward instance reads (0: no shapes). */
 static int64_t feature_map_bytes(const rv_graph *graph, int32_t task, int64_t dtype_bytes)
@@ -214,12 +133,12 @@ typedef struct {
     guint forward_found;   /* selected forward instances */
     guint without_shapes;  /* ... of which had no Input Dims */
     guint unpaired;        /* ... of which had no backward partner */
-    guint per_family[FAMILY_COUNT];
+    guint per_family[RV_FAMILY_COUNT];
 } survey;
 
 static gboolean family_selected(int family, gboolean all)
 {
-    return family == FAMILY_CONV || (all && family >= 0);
+    return family == RV_FAMILY_CONV || (all && family >= 0);
 }
 
 /* Pair one step's forward and backward instances, family by family, in
@@ -228,24 +147,18 @@ static GArray *plan_step(rv_graph *graph, GArray *forward, GArray *backward, gbo
                          survey *found)
 {
     GArray *plan = g_array_new(FALSE, FALSE, sizeof(offload));
-    for (int f = 0; f < FAMILY_COUNT; f++) {
+    for (int f = 0; f < RV_FAMILY_COUNT; f++) {
         if (!family_selected(f, all)) continue;
-        GArray *mine = g_array_new(FALSE, FALSE, sizeof(guint)), *theirs = g_array_new(FALSE, FALSE, sizeof(guint));
-        for (guint i = 0; i < forward->len; i++)
-            if (g_array_index(forward, instance, i).family == f) g_array_append_val(mine, i);
-        for (guint i = 0; i < backward->len; i++)
-            if (g_array_index(backward, instance, i).family == f) g_array_append_val(theirs, i);
-        found->forward_found += mine->len;
-        for (guint k = 0; k < mine->len; k++) {
-            const instance *fwd = &g_array_index(forward, instance, g_array_index(mine, guint, mine->len - 1 - k));
-            if (k >= theirs->len) { found->unpaired++; continue; }
-            const instance *bwd = &g_array_index(backward, instance, g_array_index(theirs, guint, k));
-            offload entry = { fwd->first, fwd->last, bwd->first, f,
-                              feature_map_bytes(graph, fwd->first, dtype_bytes) };
+        GArray *pairs = rv_layer_mirror_pairs(forward, backward, f, &found->unpaired);
+        for (guint i = 0; i < forward->len; i++) found->forward_found += g_array_index(forward, rv_layer_instance, i).family == f;
+        for (guint k = 0; k < pairs->len; k++) {
+            const guint *pair = &g_array_index(pairs, guint, 2 * k);
+            const rv_layer_instance *fwd = &g_array_index(forward, rv_layer_instance, pair[0]);
+            const rv_layer_instance *bwd = &g_array_index(backward, rv_layer_instance, pair[1]);
+            offload entry = { fwd->first, fwd->last, bwd->first, f, feature_map_bytes(graph, fwd->first, dtype_bytes) };
             g_array_append_val(plan, entry);
         }
-        g_array_unref(mine);
-        g_array_unref(theirs);
+        g_array_unref(pairs);
     }
     return plan;
 }
@@ -388,17 +301,6 @@ static gboolean insert_step(rv_graph *graph, inserter *ins, GArray *plan, int32_
 
 /* ---- apply ---------------------------------------------------------- */
 
-static GHashTable *gpu_tasks_by_step(rv_graph *graph, rv_phase phase)
-{
-    GHashTable *groups = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        if (task->phase == phase) rv_tasks_by_step_add(groups, task->step, id);
-    }
-    return groups;
-}
-
 /* feature_map_sizes=FILE: a JSON list of byte counts (NULL and an error if bad). */
 static GArray *sizes_from_file(const char *path, GError **error)
 {
@@ -476,13 +378,12 @@ typedef struct {
 /* Plan every step before inserting anything, so a failure leaves the graph as it was. */
 static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, survey *found, GError **error)
 {
-    GHashTable *forward = gpu_tasks_by_step(graph, RV_PHASE_FORWARD);
-    GHashTable *backward = gpu_tasks_by_step(graph, RV_PHASE_BACKWARD);
+    GHashTable *forward = rv_gpu_tasks_of_phase_by_step(graph, RV_PHASE_FORWARD);
+    GHashTable *backward = rv_gpu_tasks_of_phase_by_step(graph, RV_PHASE_BACKWARD);
     GPtrArray *plans = g_ptr_array_new_with_free_func(step_plan_free);
     GList *keys = rv_tasks_by_step_keys(forward);
-    family_memo memo;
-    rv_string_memo_init(&memo.families[0], graph->strings, forward_family);
-    rv_string_memo_init(&memo.families[1], graph->strings, backward_family);
+    rv_layer_family_memo memo;
+    rv_layer_family_memo_init(&memo, graph);
     for (GList *k = keys; k != NULL && plans != NULL; k = k->next) {
         GArray *fwd_tasks = g_hash_table_lookup(forward, k->data), *bwd_tasks = g_hash_table_lookup(backward, k->data);
         if (bwd_tasks == NULL) { /* still count its forward layers, for the error */
@@ -490,9 +391,8 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
             g_hash_table_insert(backward, k->data, bwd_tasks);
         }
         int32_t step = GPOINTER_TO_INT(k->data) - 2;
-        g_array_sort_with_data(fwd_tasks, rv_task_compare_recorded, graph);
-        g_array_sort_with_data(bwd_tasks, rv_task_compare_recorded, graph);
-        GArray *fwd = split_instances(graph, &memo, fwd_tasks, FALSE), *bwd = split_instances(graph, &memo, bwd_tasks, TRUE);
+        GArray *fwd = rv_layer_instances(graph, &memo, fwd_tasks, FALSE);
+        GArray *bwd = rv_layer_instances(graph, &memo, bwd_tasks, TRUE);
         GArray *offloads = plan_step(graph, fwd, bwd, options->all, options->dtype_bytes, found);
         g_array_unref(fwd);
         g_array_unref(bwd);
@@ -509,8 +409,7 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
         g_ptr_array_add(plans, plan);
     }
     g_list_free(keys);
-    rv_string_memo_clear(&memo.families[0]);
-    rv_string_memo_clear(&memo.families[1]);
+    rv_layer_family_memo_clear(&memo);
     g_hash_table_destroy(forward);
     g_hash_table_destroy(backward);
     return plans;
@@ -545,8 +444,9 @@ static void write_notes(GString *notes, const inserter *ins, const survey *found
                            all ? "all" : "conv", per_step, steps, bytes, time, bw, latency, ins->copies, ins->copies);
     if (all) {
         g_string_append(notes, "    by family over all steps:");
-        for (int f = 0; f < FAMILY_COUNT; f++)
-            if (found->per_family[f]) g_string_append_printf(notes, " %s %u", families[f].name, found->per_family[f]);
+        for (int f = 0; f < RV_FAMILY_COUNT; f++)
+            if (found->per_family[f])
+                g_string_append_printf(notes, " %s %u", rv_layer_family_name((rv_layer_family)f), found->per_family[f]);
         g_string_append_c(notes, '\n');
     }
     if (found->without_shapes || found->unpaired)
