@@ -415,6 +415,21 @@ START_TEST(dtype_changes_the_bytes)
 }
 END_TEST
 
+/* Gist keeps the ReLU outputs it encodes at their encoded size: the more
+ * sparse, the lower the peak; binarize alone saves less than with SSDC. */
+START_TEST(gist_lowers_the_peak)
+{
+    rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
+    rv_memory_estimate gist = estimate_after(RESNET, "gist", "");
+    rv_memory_estimate sparse = estimate_after(RESNET, "gist", "sparsity=0.9");
+    rv_memory_estimate binarized = estimate_after(RESNET, "gist", "ssdc=off");
+    ck_assert_int_lt(gist.peak, base.peak);
+    ck_assert_int_lt(sparse.peak, gist.peak);
+    ck_assert(binarized.peak < base.peak && binarized.peak > gist.peak);
+    ck_assert_int_eq(category_at_peak(&gist, RV_MEM_WEIGHTS), category_at_peak(&base, RV_MEM_WEIGHTS));
+}
+END_TEST
+
 /* CUDA Graphs removes the launch calls, not the kernels: the tensors stay. */
 START_TEST(graph_launch_keeps_the_tensors)
 {
@@ -472,6 +487,7 @@ int main(void)
     tcase_add_test(effects, batch_size_scales_activations);
     tcase_add_test(effects, dtype_changes_the_bytes);
     tcase_add_test(effects, graph_launch_keeps_the_tensors);
+    tcase_add_test(effects, gist_lowers_the_peak);
     tcase_add_test(effects, effects_by_hand);
     suite_add_tcase(suite, effects);
     SRunner *runner = srunner_create(suite);

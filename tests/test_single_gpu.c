@@ -11,6 +11,7 @@
  * per-step work (the optimizer) keeps its time while per-sample work grows.
  * checkpoint: segments=1 is the baseline; more segments recompute more.
  * batchnorm-restructure: Algorithm 5's halving and removal on ResNet-50.
+ * gist: Algorithm 11's encode/decode kernels on ResNet-50.
  */
 #include <check.h>
 #include <glib.h>
@@ -249,7 +250,8 @@ START_TEST(checkpoint_memory_estimate_and_refusal)
 {
     rv_graph *graph = load_trace(LEGACY);
     char *notes = apply_notes(graph, "checkpoint", "segments=4");
-    ck_assert_msg(strstr(notes, "activations kept for backward (estimate") != NULL, "%s", notes);
+    ck_assert_msg(strstr(notes, "launch calls keep no activations past forward") != NULL, "%s", notes);
+    ck_assert_uint_gt(graph->memory_effects->len, 0); /* the memory model is told (test_memory checks the peak) */
     g_free(notes);
     rv_graph_free(graph);
     graph = load_trace("hta_simple_add_a100.json.gz");
@@ -311,6 +313,58 @@ START_TEST(batchnorm_restructure_refusal)
 }
 END_TEST
 
+/* ---- gist ------------------------------------------------------------- */
+
+/* Algorithm 11 on ResNet-50: per step, the ReLUs before pooling (the
+ * stem's max pool, the head's average pool) binarized and the ReLUs before convolutions stored by SSDC;
+ * each encoding adds an encode and a decode kernel lasting the ReLU's time
+ * x (1 + E/B) / 2; the step slows by about what the GPU gains in work; the
+ * kept activations shrink; binarize=off,ssdc=off is the baseline. */
+START_TEST(gist_resnet)
+{
+    check_neutral(LEGACY, "gist", "binarize=off,ssdc=off");
+    rv_graph *graph = load_trace(LEGACY);
+    int64_t base = step_total(graph);
+    int64_t gpu_before = phase_gpu_ns(graph, RV_PHASE_FORWARD) + phase_gpu_ns(graph, RV_PHASE_BACKWARD);
+    int64_t predicted;
+    apply_and_simulate(graph, "gist", "", NULL, &predicted);
+    guint encodes, decodes, binarized;
+    int64_t encode_ns = kernels_named(graph, "encode", &encodes);
+    kernels_named(graph, "decode", &decodes);
+    kernels_named(graph, "binarize ReLU", &binarized);
+    ck_assert_uint_eq(encodes, decodes);
+    ck_assert_uint_eq(binarized, 4);      /* the stem's ReLU -> max pool and the last -> avg pool, 2 steps */
+    ck_assert_uint_ge(encodes, 2 * 40);   /* ResNet-50: most of its 49 ReLUs feed a convolution */
+    int64_t gpu_after = phase_gpu_ns(graph, RV_PHASE_FORWARD) + phase_gpu_ns(graph, RV_PHASE_BACKWARD);
+    ck_assert(encode_ns > 0 && gpu_after > gpu_before);
+    /* the step slows by no more than the GPU work added (plus launch time) */
+    ck_assert(predicted > base && (predicted - base) <= (gpu_after - gpu_before) * 11 / 10);
+    ck_assert_uint_eq(graph->memory_effects->len > 0, TRUE);
+    rv_graph_free(graph);
+    /* all zeros (sparsity=1) make the SSDC kernels half the ReLU: cheaper than the default */
+    int64_t sparse;
+    predict_trace(LEGACY, "gist", "sparsity=1", &base, &sparse);
+    ck_assert(sparse < predicted && sparse > base);
+}
+END_TEST
+
+START_TEST(gist_refusals)
+{
+    rv_graph *graph = load_trace(TRANSFORMER);
+    assert_refused(graph, "gist", "", "nothing for Gist to encode");
+    rv_graph_free(graph);
+    graph = load_trace("hta_simple_add_a100.json.gz");
+    assert_refused(graph, "gist", "", "no step with both forward and backward GPU work");
+    rv_graph_free(graph);
+    graph = load_trace(LEGACY);
+    GError *error = NULL;
+    ck_assert(!apply_plugin(graph, "gist", "sparsity=1.5", &error));
+    ck_assert(g_error_matches(error, RV_ERROR, RV_ERROR_USAGE));
+    g_error_free(error);
+    rv_graph_free(graph);
+}
+END_TEST
+
 int main(void)
 {
     static const char *const traces[] = { LINEAR, RESNET, LEGACY, TRANSFORMER, "hta_cpu_only.json.gz", "hta_simple_add_a100.json.gz",
@@ -340,6 +394,8 @@ int main(void)
     tcase_set_timeout(batchnorm, 300);
     tcase_add_test(batchnorm, batchnorm_restructure_resnet);
     tcase_add_test(batchnorm, batchnorm_restructure_refusal);
+    tcase_add_test(batchnorm, gist_resnet);
+    tcase_add_test(batchnorm, gist_refusals);
     suite_add_tcase(suite, batchnorm);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -34,6 +34,10 @@ void rv_kernel_inserter_init(rv_kernel_inserter *in, rv_graph *graph, const rv_c
  * launch call, the first task of its stream or thread); -2 with
  * *in->error set where the duration or the insertion fails. */
 int32_t rv_kernel_inserter_add(rv_kernel_inserter *in, int32_t gpu_task, gboolean before, const char *name, double bytes);
+/* The same with a duration the caller costed (in->model may then be NULL;
+ * duration_ns within 0 .. RV_MAX_DURATION_NS). */
+int32_t rv_kernel_inserter_add_lasting(rv_kernel_inserter *in, int32_t gpu_task, gboolean before, const char *name,
+                                       int64_t duration_ns);
 
 G_END_DECLS
 

@@ -43,6 +43,16 @@ void rv_kernel_inserter_init(rv_kernel_inserter *in, rv_graph *graph, const rv_c
 
 int32_t rv_kernel_inserter_add(rv_kernel_inserter *in, int32_t gpu_task, gboolean before, const char *name, double bytes)
 {
+    int64_t duration_ns;
+    if (!rv_task_duration_from(in->graph, -1, rv_cost_model_streaming_ns(in->model, bytes), "the inserted kernel",
+                               &duration_ns, in->error))
+        return -2;
+    return rv_kernel_inserter_add_lasting(in, gpu_task, before, name, duration_ns);
+}
+
+int32_t rv_kernel_inserter_add_lasting(rv_kernel_inserter *in, int32_t gpu_task, gboolean before, const char *name,
+                                       int64_t duration_ns)
+{
     rv_graph *graph = in->graph;
     int32_t launch = rv_graph_launch_of(graph, gpu_task);
     int32_t stream_anchor = before ? rv_graph_resource_previous(graph, gpu_task) : gpu_task;
@@ -59,9 +69,7 @@ int32_t rv_kernel_inserter_add(rv_kernel_inserter *in, int32_t gpu_task, gboolea
     spec.task.input_dims = -1;
     spec.task.correlation = -1;
     spec.task.recorded_start_ns = anchor->recorded_start_ns;
-    if (!rv_task_duration_from(graph, -1, rv_cost_model_streaming_ns(in->model, bytes), "the inserted kernel",
-                               &spec.task.duration_ns, in->error))
-        return -2;
+    spec.task.duration_ns = duration_ns;
     int32_t id = rv_transform_insert(graph, &spec, in->error);
     if (id < 0) return -2;
     int32_t call = rv_graph_launch_of(graph, id);
