@@ -48,7 +48,7 @@ g=$work/g.rvg
 
 # A list: the header, one row per value, each row what whatif predicts.
 expect_status 0 "$reverie" sweep "$g" --vary scale.factor=0.5,1
-[ "$(head -1 "$work/out")" = "variant,scale.factor,predicted_ms,baseline_ms,speedup,error" ] ||
+[ "$(head -1 "$work/out")" = "variant,scale.factor,predicted_ms,baseline_ms,speedup,predicted_peak_mib,baseline_peak_mib,error" ] ||
     fail "CSV header: $(head -1 "$work/out")"
 [ "$(wc -l <"$work/out")" -eq 3 ] || fail "two values should give two rows: $(cat "$work/out")"
 cp "$work/out" "$work/list.csv"
@@ -57,6 +57,19 @@ cp "$work/out" "$work/list.csv"
 row=$(sed -n 3p "$work/list.csv")
 [ "$(echo "$row" | cut -d, -f3)" = "$(echo "$row" | cut -d, -f4)" ] || fail "factor 1 should predict the baseline: $row"
 [ "$(echo "$row" | cut -d, -f5)" = "1.000000" ] || fail "factor 1 should have speedup 1: $row"
+
+# The peak memory columns: the memory model after each variant, as whatif
+# says it (a larger batch raises it; the baseline column does not move).
+expect_status 0 "$reverie" sweep "$g" --opt batch-size:source_gpu=V100-SXM2 --vary batch-size.factor=1,8
+cp "$work/out" "$work/peak.csv"
+for factor in 1 8; do
+    expected=$("$reverie" whatif "$g" --opt batch-size:source_gpu=V100-SXM2,factor=$factor --json |
+        python3 -c 'import json, sys; print("%.1f" % (json.load(sys.stdin)["predicted_peak_bytes"] / 1048576))')
+    got=$(awk -F, -v f=$factor 'NR > 1 && $2 == f { print $6 }' "$work/peak.csv")
+    [ "$got" = "$expected" ] || fail "batch-size factor=$factor: sweep peak $got MiB, whatif $expected MiB"
+done
+awk -F, 'NR == 2 { one = $6; if ($7 != one) exit 1 } NR == 3 { if (!($6 > one) || $7 != one) exit 1 }' "$work/peak.csv" ||
+    fail "a larger batch should raise the peak column: $(cat "$work/peak.csv")"
 
 # Ranges, linear and log, with units kept as written.
 expect_status 0 "$reverie" sweep "$g" --vary 'scale.factor=0.25..1/4'
@@ -116,7 +129,7 @@ EOF
 # --steps in CSV: one column per step, adding up to the total.
 expect_status 0 "$reverie" sweep "$g" --vary scale.factor=0.5 --steps
 head -1 "$work/out" | grep -q ',step_1_ms,step_2_ms,step_3_ms,step_4_ms,error$' || fail "--steps header: $(head -1 "$work/out")"
-awk -F, 'NR == 2 { s = $6 + $7 + $8 + $9; if (s - $3 > 1e-5 || $3 - s > 1e-5) exit 1 }' "$work/out" ||
+awk -F, 'NR == 2 { s = $8 + $9 + $10 + $11; if (s - $3 > 1e-5 || $3 - s > 1e-5) exit 1 }' "$work/out" ||
     fail "step times do not add up: $(sed -n 2p "$work/out")"
 
 # -j does not change the output; shards merge into the whole sweep.
@@ -148,7 +161,7 @@ head -1 "$work/out" | grep -q '^variant,source,scale.factor,' || fail "several i
 # A failing variant is a row with its error; the others run; the exit
 # status is the first failure's (1: a parameter out of range).
 expect_status 1 "$reverie" sweep "$g" --vary scale.factor=-1,1
-[ "$(sed -n 2p "$work/out")" = '0,-1,,,,scale: factor=-1: the factor must be a finite number >= 0' ] ||
+[ "$(sed -n 2p "$work/out")" = '0,-1,,,,,,scale: factor=-1: the factor must be a finite number >= 0' ] ||
     fail "error row: $(sed -n 2p "$work/out")"
 [ -n "$(column "$work/out" predicted_ms | sed -n 2p)" ] || fail "the variant after a failure should run"
 grep -q "1 of 2 variants failed; first: variant 0: scale: factor=-1: the factor must be a finite number >= 0" "$work/err" ||

@@ -10,6 +10,7 @@
 #include "reverie/error.h"
 #include "reverie/explain.h"
 #include "reverie/graph.h"
+#include "reverie/memory.h"
 #include "reverie/sim.h"
 #include "reverie/plugin.h"
 
@@ -171,6 +172,25 @@ const char *rv_cli_shown(const char *text);
 /* A json_t string of text, escaped (escape.h) if it is not valid UTF-8,
  * which jansson would refuse.  Never NULL. */
 void *rv_cli_json_text(const char *text);
+
+/* ---- the peak memory next to the time (peak.c), shared by whatif and sweep ---- */
+
+/* The model of memory.h on the graph before and after the optimizations
+ * (so what they insert, remove or offload moves it), and the recorded
+ * peak where the trace has one. */
+typedef struct {
+    gboolean estimated;
+    rv_memory_estimate baseline, predicted;
+    char *missing;          /* why there is no estimate */
+    gboolean recorded;
+    int64_t recorded_bytes;
+} rv_cli_peak;
+/* Estimate the baseline (and read the recorded peak); `estimated` FALSE
+ * with `missing` saying why where the trace's shapes give nothing. */
+void rv_cli_peak_before(rv_cli_peak *peak, const rv_graph *graph);
+/* Estimate the optimized graph, after rv_cli_peak_before on its baseline. */
+void rv_cli_peak_after(rv_cli_peak *peak, const rv_graph *graph);
+void rv_cli_peak_clear(rv_cli_peak *peak);
 
 /* ---- output files (output.c) ---- */
 

@@ -33,6 +33,7 @@
 
 typedef struct {
     int64_t predicted_ns;
+    int64_t peak_bytes; /* the memory model's peak after the variant's plugins; -1: not estimated */
     GArray *steps;     /* int64 predicted ns per step (with --steps) */
     char *error;       /* NULL when it ran */
     int status;        /* its exit status when it failed */
@@ -60,6 +61,7 @@ typedef struct {
     uint64_t local;             /* within the plan */
     const char *source;
     const GArray *baseline;     /* rv_step_time; NULL if the input failed */
+    int64_t baseline_peak;      /* bytes, -1: not estimated (no shapes) */
     const variant_result *result;
 } sweep_row;
 
@@ -94,6 +96,13 @@ static void csv_number(double value, const char *format)
     putchar(',');
 }
 
+/* A peak in MiB, or an empty field where it is not estimated. */
+static void csv_peak(int64_t bytes)
+{
+    if (bytes < 0) putchar(',');
+    else csv_number(bytes / 1048576.0, "%.1f");
+}
+
 static void csv_begin(sweep_output *out, guint steps)
 {
     csv_field("variant", FALSE);
@@ -106,7 +115,7 @@ static void csv_begin(sweep_output *out, guint steps)
         csv_field(name, FALSE);
         g_free(name);
     }
-    fputs("predicted_ms,baseline_ms,speedup,", stdout);
+    fputs("predicted_ms,baseline_ms,speedup,predicted_peak_mib,baseline_peak_mib,", stdout);
     for (guint s = 0; out->with_steps && s < steps; s++) printf("step_%u_ms,", s + 1);
     csv_field("error", TRUE);
 }
@@ -125,10 +134,12 @@ static void csv_row(sweep_output *out, const sweep_row *row)
         csv_number(result->predicted_ns / 1e6, "%.6f");
         csv_number(baseline / 1e6, "%.6f");
         csv_number(result->predicted_ns ? (double)baseline / result->predicted_ns : 0.0, "%.6f");
+        csv_peak(result->peak_bytes);
+        csv_peak(row->baseline_peak);
         for (guint s = 0; out->with_steps && s < steps; s++) csv_number(g_array_index(result->steps, int64_t, s) / 1e6, "%.6f");
         csv_field("", TRUE);
     } else {
-        fputs(",,,", stdout);
+        fputs(",,,,,", stdout);
         for (guint s = 0; out->with_steps && s < steps; s++) putchar(',');
         csv_field(result->error, TRUE);
     }
@@ -167,6 +178,8 @@ static void jsonl_row(sweep_output *out, const sweep_row *row)
         json_object_set_new(line, "predicted_us", json_real(result->predicted_ns / 1e3));
         json_object_set_new(line, "baseline_us", json_real(baseline / 1e3));
         json_object_set_new(line, "speedup", json_real(result->predicted_ns ? (double)baseline / result->predicted_ns : 0.0));
+        json_object_set_new(line, "predicted_peak_bytes", result->peak_bytes >= 0 ? json_integer(result->peak_bytes) : json_null());
+        json_object_set_new(line, "baseline_peak_bytes", row->baseline_peak >= 0 ? json_integer(row->baseline_peak) : json_null());
         if (out->with_steps) json_object_set_new(line, "steps", jsonl_steps(row->baseline, result));
         json_object_set_new(line, "error", json_null());
     } else {
@@ -185,6 +198,7 @@ typedef struct {
     GHashTable *plugins;        /* every plugin of the plan, loaded: read-only here */
     const rv_graph *graph;      /* the input; only read */
     const rv_sim_structure *structure; /* its replay structure, for variants that keep it */
+    rv_cli_peak peak;           /* the input's peak memory (estimated FALSE: none for any variant) */
     gboolean keep_steps;
     GAsyncQueue *scratch;       /* rv_graph*, one per worker */
     GArray *selected;           /* uint64: the plan's variants this shard runs */
@@ -193,6 +207,19 @@ typedef struct {
     GMutex lock;
     GCond ready;
 } sweep_run;
+
+/* The memory model's peak of a variant's graph, -1 where not estimated
+ * (the input has no shapes: no variant is estimated, at no cost). */
+static int64_t variant_peak(const sweep_run *run, const rv_graph *graph)
+{
+    if (!run->peak.estimated) return -1;
+    rv_cli_peak peak = run->peak;
+    peak.missing = NULL;
+    rv_cli_peak_after(&peak, graph);
+    int64_t bytes = peak.estimated ? peak.predicted.peak : -1;
+    rv_cli_peak_clear(&peak);
+    return bytes;
+}
 
 static variant_result *evaluate(sweep_run *run, uint64_t v)
 {
@@ -211,6 +238,7 @@ static variant_result *evaluate(sweep_run *run, uint64_t v)
     if (error == NULL && rv_cli_apply_opts(graph, opts, FALSE, &policy, &error))
         steps = rv_cli_replay_steps(graph, run->structure, policy.policy.priority ? &policy.policy : NULL, &error);
     rv_cli_policy_clear(&policy);
+    result->peak_bytes = steps != NULL ? variant_peak(run, graph) : -1;
     g_async_queue_push(run->scratch, graph);
     if (steps != NULL) {
         result->predicted_ns = total_ns(steps);
@@ -278,13 +306,13 @@ static void show_progress(sweep *s, gboolean force)
 }
 
 static void emit(sweep *s, uint64_t variant, uint64_t local, const char *source, const GArray *baseline,
-                 const variant_result *result)
+                 int64_t baseline_peak, const variant_result *result)
 {
     if (!s->begun) {
         s->out->begin(s->out, baseline ? baseline->len : 0);
         s->begun = TRUE;
     }
-    sweep_row row = { variant, local, source, baseline, result };
+    sweep_row row = { variant, local, source, baseline, baseline_peak, result };
     s->out->row(s->out, &row);
     if (s->points) {
         rv_plot_point point = { sweep_plan_value(s->plan, local, 0), result->predicted_ns / 1e6, result->error == NULL };
@@ -322,10 +350,10 @@ static GArray *select_variants(const sweep *s, int input)
  * is a row with that error: the other inputs and shards go on. */
 static void emit_failed_input(sweep *s, int input, GArray *selected, const GError *error)
 {
-    variant_result result = { 0, NULL, error->message, rv_error_exit_status(error) };
+    variant_result result = { 0, -1, NULL, error->message, rv_error_exit_status(error) };
     for (guint k = 0; k < selected->len; k++) {
         uint64_t v = g_array_index(selected, uint64_t, k);
-        emit(s, (uint64_t)input * s->plan->count + v, v, s->inputs[input], NULL, &result);
+        emit(s, (uint64_t)input * s->plan->count + v, v, s->inputs[input], NULL, -1, &result);
     }
 }
 
@@ -333,6 +361,8 @@ static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *
 {
     sweep_run run = { .plan = s->plan, .plugins = s->plugins, .graph = graph, .keep_steps = s->out->with_steps,
                       .scratch = s->scratch, .selected = selected, .structure = rv_sim_structure_new(graph) };
+    rv_cli_peak_before(&run.peak, graph);
+    int64_t baseline_peak = run.peak.estimated ? run.peak.baseline.peak : -1;
     run.window = (guint)MIN((uint64_t)s->jobs * WINDOW_PER_JOB, MAX(selected->len, 1));
     run.slots = g_new0(variant_result *, run.window);
     g_mutex_init(&run.lock);
@@ -353,11 +383,12 @@ static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *
         run.slots[k % run.window] = NULL;
         g_mutex_unlock(&run.lock);
         uint64_t v = g_array_index(selected, uint64_t, k);
-        emit(s, (uint64_t)input * s->plan->count + v, v, s->inputs[input], baseline, result);
+        emit(s, (uint64_t)input * s->plan->count + v, v, s->inputs[input], baseline, baseline_peak, result);
         result_free(result);
     }
     g_thread_pool_free(pool, FALSE, TRUE);
     rv_sim_structure_free((rv_sim_structure *)run.structure);
+    rv_cli_peak_clear(&run.peak);
     g_free(run.slots);
     g_mutex_clear(&run.lock);
     g_cond_clear(&run.ready);

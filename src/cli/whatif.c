@@ -12,58 +12,7 @@
 #include <jansson.h>
 #include <string.h>
 
-/* The peak memory next to the time: the model of memory.h on the graph
- * before and after the optimizations (so what they insert, remove or
- * offload moves it), and the recorded peak where the trace has one. */
-typedef struct {
-    gboolean estimated;
-    rv_memory_estimate baseline, predicted;
-    char *missing;          /* why there is no estimate */
-    gboolean recorded;
-    int64_t recorded_bytes;
-} peak_memory;
-
-static void peak_before(peak_memory *peak, const rv_graph *graph)
-{
-    GError *error = NULL;
-    int64_t reserved;
-    int32_t device, rank_index;
-    peak->estimated = rv_memory_estimate_graph(graph, &peak->baseline, &error);
-    if (!peak->estimated) {
-        peak->missing = g_strdup("no operator with Input Dims: record with record_shapes=True");
-        g_error_free(error);
-    } else if (peak->baseline.peak <= 0) {
-        /* shaped calls, but none in a phase the model reads: 0 MiB would be a wrong answer */
-        peak->estimated = FALSE;
-        peak->missing = g_strdup("the shaped calls give no tensor in a forward, backward or optimizer phase; "
-                                 "see reverie memory");
-    }
-    peak->recorded = rv_memory_recorded_peak(graph, &peak->recorded_bytes, &reserved, &device, &rank_index);
-}
-
-static void peak_after(peak_memory *peak, const rv_graph *graph)
-{
-    GError *error = NULL;
-    if (peak->estimated && !rv_memory_estimate_graph(graph, &peak->predicted, &error)) {
-        /* the optimizations left no shaped work: say so rather than guess */
-        peak->estimated = FALSE;
-        peak->missing = g_strdup("the optimizations left no operator with Input Dims");
-        g_error_free(error);
-    } else if (peak->estimated && peak->predicted.shaped_ops * 2 < peak->baseline.shaped_ops) {
-        /* The model reads recorded operators; a plugin that moved most of
-         * them elsewhere as inserted work (pipeline's stages on other GPUs)
-         * left a graph whose one-GPU peak the model cannot read, and a peak
-         * from the rest would be a wrong answer.  (Calls removed with their
-         * GPU work kept, as cuda-graphs does, are still read.) */
-        peak->estimated = FALSE;
-        peak->missing = g_strdup_printf("the optimizations removed %u of the %u launch calls with Input Dims the "
-                                        "model reads",
-                                        peak->baseline.shaped_ops - peak->predicted.shaped_ops,
-                                        peak->baseline.shaped_ops);
-    }
-}
-
-static void print_peak(const peak_memory *peak)
+static void print_peak(const rv_cli_peak *peak)
 {
     if (peak->estimated)
         printf("  %-20s %14s %10.1f MiB %10.1f MiB %8.3fx\n", "peak memory", "", peak->baseline.peak / 1048576.0,
@@ -76,7 +25,7 @@ static void print_peak(const peak_memory *peak)
                peak->recorded_bytes / 1048576.0);
 }
 
-static void json_peak(json_t *root, const peak_memory *peak)
+static void json_peak(json_t *root, const rv_cli_peak *peak)
 {
     json_object_set_new(root, "baseline_peak_bytes", peak->estimated ? json_integer(peak->baseline.peak) : json_null());
     json_object_set_new(root, "predicted_peak_bytes", peak->estimated ? json_integer(peak->predicted.peak) : json_null());
@@ -101,7 +50,7 @@ static void print_notes(const GString *notes)
 
 static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
                         const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
-                        const peak_memory *peak)
+                        const rv_cli_peak *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     char recorded[32], base[32], pred[32], *escaped = NULL;
@@ -146,7 +95,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
 
 static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
                        const rv_cli_replay *predicted_replay, const rv_diff *diff,
-                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const peak_memory *peak)
+                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const rv_cli_peak *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
@@ -200,13 +149,13 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     rv_cli_replay base = { 0 }, after = { 0 };
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
-    peak_memory peak = { 0 };
+    rv_cli_peak peak = { 0 };
     GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load_job(paths, count, TRUE, &error);
     int64_t baseline_gpu_ns = graph ? rv_cli_gpu_kernel_ns(graph) : 0;
     if (graph != NULL && rv_cli_replay_job(graph, NULL, &base, &error)) baseline = base.steps;
     if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
-    if (baseline != NULL) peak_before(&peak, graph);
+    if (baseline != NULL) rv_cli_peak_before(&peak, graph);
     if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error) &&
         rv_cli_replay_job(graph, policy.policy.priority ? &policy.policy : NULL, &after, &error))
         predicted = after.steps;
@@ -215,7 +164,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
         status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
     if (predicted != NULL && status == RV_EXIT_OK) {
         int64_t predicted_gpu_ns = rv_cli_gpu_kernel_ns(graph);
-        peak_after(&peak, graph);
+        rv_cli_peak_after(&peak, graph);
         if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns, &peak);
         else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
         else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns, &peak);
@@ -223,7 +172,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);
     }
-    g_free(peak.missing);
+    rv_cli_peak_clear(&peak);
     rv_cli_policy_clear(&policy);
     rv_cli_replay_clear(&base);
     rv_cli_replay_clear(&after);
