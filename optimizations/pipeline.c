@@ -40,7 +40,11 @@
  *
  * The recorded forward and backward GPU tasks are removed, with every host
  * call of those two phases (launches, syncs and the Python time before
- * them): each stage's host is taken to keep ahead of its GPU.  What fed
+ * them): each stage's host is taken to keep ahead of its GPU.
+ * MEMORY.  Each recorded call is told to the memory model as running on
+ * its stage, on 1/M of the batch, keeping the activations of all M
+ * micro-batches (GPipe) or of min(D - s, M) (1F1B) at once: whatif's peak
+ * is the busiest stage's GPU.  What fed
  * them feeds the pipeline's first task, what waited for them waits for
  * every stage (remove_region below); the step's optimizer waits for every
  * stage too.  Optimizer, data loading and the host's other work stay as
@@ -51,6 +55,7 @@
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
 #include "reverie/gpus.h"
+#include "reverie/memory.h"
 #include "reverie/shapes.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
@@ -352,6 +357,27 @@ typedef struct {
     int32_t optimizer;           /* the step's earliest optimizer GPU task, -1 if none */
 } step_work;
 
+/* Micro-batches whose activations a stage holds at once: all M in GPipe
+ * (every forward before the first backward); in 1F1B the warm-up forwards
+ * and the one in flight, min(D - s, M). */
+static int in_flight(const pipeline_plan *plan, int stage)
+{
+    return plan->one_f_one_b ? MIN(plan->stages - stage, plan->microbatches) : plan->microbatches;
+}
+
+/* Tell the memory model (memory.h) where each recorded call went: stage s
+ * runs its calls on micro-batches of 1/M and keeps in_flight(s) of them. */
+static void tell_memory_model(rv_graph *graph, const pipeline_plan *plan, stage_part *parts[2])
+{
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < plan->stages; s++) {
+            const GArray *tasks = parts[d][s].tasks;
+            rv_memory_effect_add_for_tasks(graph, tasks, RV_MEM_EFFECT_STAGE, 1.0, s);
+            rv_memory_effect_add_for_tasks(graph, tasks, RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / plan->microbatches, 0);
+            rv_memory_effect_add_for_tasks(graph, tasks, RV_MEM_EFFECT_KEPT_SCALE, (double)in_flight(plan, s), 0);
+        }
+}
+
 /* One step's pipeline; *start is its first task, tails[s] stage s's last. */
 static gboolean pipeline_step(builder *b, const step_work *work, int32_t step, int32_t *start, int32_t *tails,
                               GString *notes, GError **error)
@@ -378,6 +404,7 @@ static gboolean pipeline_step(builder *b, const step_work *work, int32_t step, i
         }
     }
     g_free(cut);
+    if (ok) tell_memory_model(b->graph, plan, parts);
     /* every stage's blocks, in its schedule's order */
     block *blocks = g_new(block, 2 * (gsize)D * M);  /* [d][s][m] */
 #define BLOCK(d, s, m) blocks[((gsize)(d) * D + (s)) * M + (m)]

@@ -430,6 +430,35 @@ START_TEST(gist_lowers_the_peak)
 }
 END_TEST
 
+/* Pipeline parallelism: each stage's GPU holds its layers' weights and the
+ * activations of the micro-batches in flight there; 1F1B keeps fewer than
+ * GPipe, more stages hold less each, and one stage keeps every
+ * micro-batch's activations (the whole batch's) with a micro-batch's
+ * workspace. */
+START_TEST(pipeline_estimates_the_busiest_stage)
+{
+    rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
+    rv_memory_estimate gpipe = estimate_after(RESNET, "pipeline", "stages=4,microbatches=8");
+    rv_memory_estimate ofob = estimate_after(RESNET, "pipeline", "stages=4,microbatches=8,schedule=1f1b");
+    rv_memory_estimate two = estimate_after(RESNET, "pipeline", "stages=2,microbatches=8");
+    rv_memory_estimate one = estimate_after(RESNET, "pipeline", "stages=1,microbatches=4");
+    ck_assert_int_eq(base.stages, 0);
+    ck_assert_int_eq(base.stage, -1);
+    ck_assert_int_eq(gpipe.stages, 4);
+    ck_assert(gpipe.stage >= 0 && gpipe.stage < 4);
+    ck_assert_uint_eq(gpipe.shaped_ops, base.shaped_ops); /* the moved calls are still read */
+    ck_assert_int_lt(gpipe.peak, base.peak);
+    ck_assert_int_lt(ofob.peak, gpipe.peak);
+    ck_assert_int_lt(gpipe.peak, two.peak);
+    ck_assert_int_lt(two.peak, base.peak);
+    int64_t kept = base.bytes[RV_PHASE_FORWARD][RV_MEM_ACTIVATIONS];
+    ck_assert_msg(llabs(one.bytes[RV_PHASE_FORWARD][RV_MEM_ACTIVATIONS] - kept) <= kept / 1000,
+                  "one stage, 4 micro-batches in flight: %" G_GINT64_FORMAT " vs %" G_GINT64_FORMAT,
+                  one.bytes[RV_PHASE_FORWARD][RV_MEM_ACTIVATIONS], kept);
+    ck_assert_int_lt(one.bytes[RV_PHASE_FORWARD][RV_MEM_WORKSPACE], base.bytes[RV_PHASE_FORWARD][RV_MEM_WORKSPACE]);
+}
+END_TEST
+
 /* CUDA Graphs removes the launch calls, not the kernels: the tensors stay. */
 START_TEST(graph_launch_keeps_the_tensors)
 {
@@ -488,6 +517,7 @@ int main(void)
     tcase_add_test(effects, dtype_changes_the_bytes);
     tcase_add_test(effects, graph_launch_keeps_the_tensors);
     tcase_add_test(effects, gist_lowers_the_peak);
+    tcase_add_test(effects, pipeline_estimates_the_busiest_stage);
     tcase_add_test(effects, effects_by_hand);
     suite_add_tcase(suite, effects);
     SRunner *runner = srunner_create(suite);

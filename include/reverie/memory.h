@@ -64,7 +64,14 @@
  *    (kept activations, workspace, the step's input) at `factor` of its
  *    size: a batch `factor` times larger, or a narrower activation dtype;
  *  - PARAM_SCALE: its parameters, and so their gradients and optimizer
- *    state, at `factor` of their size (the weights' dtype changed).
+ *    state, at `factor` of their size (the weights' dtype changed);
+ *  - STAGE: the call runs on pipeline stage `segment`, a GPU of its own
+ *    (pipeline).  Each stage is then estimated from its own calls (and
+ *    those of no stage, such as the optimizer's) and the peak is the
+ *    highest stage's; a removed call with a stage is still read, since
+ *    its work moved to that stage's GPU.  The pipeline also scales a
+ *    call's tensors to one micro-batch (ACTIVATION_SCALE) and its kept
+ *    activations by the micro-batches in flight (KEPT_SCALE).
  * Scales of one kind multiply; a later RECOMPUTED replaces an earlier one.
  * Inserted calls are not read (they copy a recorded call's shapes), so
  * the effects are the only way an optimization moves the estimate, besides
@@ -101,12 +108,14 @@ typedef enum {
     RV_MEM_EFFECT_RECOMPUTED,
     RV_MEM_EFFECT_ACTIVATION_SCALE,
     RV_MEM_EFFECT_PARAM_SCALE,
+    RV_MEM_EFFECT_STAGE,
     RV_MEM_EFFECT_KIND_COUNT
 } rv_memory_effect_kind;
 
 /* Record an effect (above) on launch call `call` (-1: every call).
  * factor: for the _SCALE kinds, finite and >= 0 (callers check their
- * parameters; other values are ignored); segment: for RECOMPUTED, >= 0. */
+ * parameters; other values are ignored); segment: for RECOMPUTED and
+ * STAGE, >= 0. */
 void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind kind, double factor, int32_t segment);
 /* The same effect once on each distinct launch call of the GPU tasks
  * `gpu_tasks` (int32 ids; tasks without a launch call are skipped).
@@ -131,6 +140,7 @@ typedef struct {
     int64_t peak;                         /* the highest phase_peak */
     int32_t peak_phase;                   /* rv_phase */
     int32_t step;                         /* the step estimated (the one with the highest peak), -1: the whole trace */
+    int32_t stage, stages;                /* pipelined (STAGE effects): the peak's stage and their count; else -1, 0 */
     gboolean training;                    /* the step has a backward phase */
     int64_t offloaded;                    /* activation bytes offloaded by inserted copies (vdnn) in that step */
     int64_t recomputed;                   /* activation bytes dropped after forward and rebuilt (checkpoint) */

@@ -33,11 +33,11 @@ void rv_cli_peak_after(rv_cli_peak *peak, const rv_graph *graph)
         peak->missing = g_strdup("the optimizations left no operator with Input Dims");
         g_error_free(error);
     } else if (peak->estimated && peak->predicted.shaped_ops * 2 < peak->baseline.shaped_ops) {
-        /* The model reads recorded operators; a plugin that moved most of
-         * them elsewhere as inserted work (pipeline's stages on other GPUs)
-         * left a graph whose one-GPU peak the model cannot read, and a peak
-         * from the rest would be a wrong answer.  (Calls removed with their
-         * GPU work kept, as cuda-graphs does, are still read.) */
+        /* The model reads recorded operators (also those removed with their
+         * GPU work kept, as cuda-graphs does, or moved to a pipeline stage);
+         * a plugin that removed most of them without saying where their
+         * work went left a graph whose peak the model cannot read, and a
+         * peak from the rest would be a wrong answer. */
         peak->estimated = FALSE;
         peak->missing = g_strdup_printf("the optimizations removed %u of the %u launch calls with Input Dims the "
                                         "model reads",

@@ -66,6 +66,7 @@ typedef struct {
     gboolean in_place;  /* writes into an input (name ends in _): makes no tensor */
     double kept_factor; /* what it keeps for backward is stored at this fraction (KEPT_SCALE) */
     int32_t segment;    /* RECOMPUTED: its checkpoint segment; -1: kept through backward */
+    int32_t stage;      /* STAGE: its pipeline stage; -1: none */
 } op_call;
 
 /* ---- what plugins did (memory.h's effects) ------------------------------- */
@@ -74,7 +75,8 @@ void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind k
 {
     rv_memory_effect effect = { call < 0 ? -1 : call, (uint8_t)kind, MAX(segment, 0), factor };
     if (kind >= RV_MEM_EFFECT_KIND_COUNT) return;
-    if (kind != RV_MEM_EFFECT_RECOMPUTED && !(isfinite(factor) && factor >= 0)) return;
+    gboolean scale = kind != RV_MEM_EFFECT_RECOMPUTED && kind != RV_MEM_EFFECT_STAGE;
+    if (scale && !(isfinite(factor) && factor >= 0)) return;
     g_array_append_val(graph->memory_effects, effect);
 }
 
@@ -96,9 +98,10 @@ guint rv_memory_effect_add_for_tasks(rv_graph *graph, const GArray *gpu_tasks, r
 typedef struct {
     double kept, activations, params;
     int32_t segment;  /* -1: not recomputed */
+    int32_t stage;    /* -1: no pipeline stage */
 } call_effects;
 
-static const call_effects no_effects = { 1.0, 1.0, 1.0, -1 };
+static const call_effects no_effects = { 1.0, 1.0, 1.0, -1, -1 };
 
 static void fold_effect(call_effects *into, const rv_memory_effect *effect)
 {
@@ -107,6 +110,7 @@ static void fold_effect(call_effects *into, const rv_memory_effect *effect)
     case RV_MEM_EFFECT_RECOMPUTED: into->segment = effect->segment; break;
     case RV_MEM_EFFECT_ACTIVATION_SCALE: into->activations *= effect->factor; break;
     case RV_MEM_EFFECT_PARAM_SCALE: into->params *= effect->factor; break;
+    case RV_MEM_EFFECT_STAGE: into->stage = effect->segment; break;
     default: break;
     }
 }
@@ -145,6 +149,7 @@ static void apply_effects(GHashTable *effects, op_call *call)
         folded.activations *= mine->activations;
         folded.params *= mine->params;
         if (mine->segment >= 0) folded.segment = mine->segment;
+        if (mine->stage >= 0) folded.stage = mine->stage;
     }
     call->params = scaled_bytes(call->params, folded.params);
     call->inputs = scaled_bytes(call->inputs, folded.activations);
@@ -152,6 +157,14 @@ static void apply_effects(GHashTable *effects, op_call *call)
     call->output = scaled_bytes(call->output, folded.activations);
     call->kept_factor = folded.kept;
     call->segment = folded.segment;
+    call->stage = folded.stage;
+}
+
+/* The stage of a call moved to a pipeline stage, or -1. */
+static int32_t stage_of_call(GHashTable *effects, int32_t call)
+{
+    const call_effects *mine = g_hash_table_lookup(effects, GINT_TO_POINTER(call + 1));
+    return mine ? mine->stage : -1;
 }
 
 static int64_t extent(const rv_shapes *s, guint input, guint dim) { return rv_shapes_extent(s, input, dim); }
@@ -453,7 +466,8 @@ static GPtrArray *launch_calls_by_step(const context *ctx, guint steps, gboolean
          * a graph, pipeline moves the call) still made its tensors; one
          * removed with its work made none. */
         if ((task->flags & RV_TASK_FLAG_REMOVED) &&
-            (g_array_index(ctx->graph->tasks, rv_task, ctx->first_gpu[t]).flags & RV_TASK_FLAG_REMOVED))
+            (g_array_index(ctx->graph->tasks, rv_task, ctx->first_gpu[t]).flags & RV_TASK_FLAG_REMOVED) &&
+            stage_of_call(ctx->effects, (int32_t)t) < 0)
             continue;
         /* A plugin's inserted calls copy a recorded call's shapes (checkpoint's
          * recomputation, amp's casts): counting them again would add
@@ -758,10 +772,41 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     g_array_unref(walk.transient);
 }
 
+/* A step's estimate; a pipelined step (calls with a stage) is estimated
+ * per stage, from its calls and those of no stage, and the highest wins. */
+static void estimate_calls(const GArray *calls, gboolean training, GHashTable *offloads, int factor,
+                           rv_memory_estimate *e)
+{
+    int32_t stages = 0;
+    for (guint i = 0; i < calls->len; i++) stages = MAX(stages, g_array_index(calls, op_call, i).stage + 1);
+    e->stage = -1;
+    e->stages = stages;
+    if (stages == 0) {
+        estimate_step(calls, training, offloads, factor, e);
+        return;
+    }
+    GArray *mine = g_array_new(FALSE, FALSE, sizeof(op_call));
+    rv_memory_estimate best = *e;
+    for (int32_t stage = 0; stage < stages; stage++) {
+        g_array_set_size(mine, 0);
+        for (guint i = 0; i < calls->len; i++) {
+            const op_call *call = &g_array_index(calls, op_call, i);
+            if (call->stage == stage || call->stage < 0) g_array_append_vals(mine, call, 1);
+        }
+        rv_memory_estimate this = *e;
+        estimate_step(mine, training, offloads, factor, &this);
+        this.stage = stage;
+        if (stage == 0 || this.peak > best.peak) best = this;
+    }
+    g_array_unref(mine);
+    *e = best;
+}
+
 gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *estimate, GError **error)
 {
     memset(estimate, 0, sizeof *estimate);
     estimate->step = -1;
+    estimate->stage = -1;
     context ctx = { graph, first_gpu_of_calls(graph), 0, { 0 }, NULL,
                     g_hash_table_new_full(call_key_hash, call_key_equal, g_free, g_free), effects_by_call(graph) };
     rv_string_memo_init(&ctx.dtypes, graph->strings, dtype_verdict);
@@ -779,7 +824,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
         GArray *calls = operator_calls(&ctx, s, &unshaped, &backward);
         if (calls->len > 0) {
             rv_memory_estimate this = *estimate;
-            estimate_step(calls, backward, offloads, estimate->optimizer_factor, &this);
+            estimate_calls(calls, backward, offloads, estimate->optimizer_factor, &this);
             this.step = step;
             this.shaped_ops = calls->len;
             this.unshaped_ops = unshaped;
