@@ -120,15 +120,15 @@ static gboolean apply_daydream(rv_graph *graph, const rv_params *params, GString
     if (ok)
         ok = scale_class(graph, classes[CLASS_COMPUTE], params, "compute_speedup", error) &&
              scale_class(graph, classes[CLASS_MEMORY], params, "memory_speedup", error);
-    if (ok) {
-        halve_activations(graph, classes[CLASS_COMPUTE], RV_DTYPE_FP16);
-        halve_activations(graph, classes[CLASS_MEMORY], RV_DTYPE_FP16);
-    }
     else
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "no FP32 GPU kernel to speed up (%u half-precision, %u optimizer, %u host copies, %u collectives)",
                     classes[CLASS_HALF]->len, classes[CLASS_OPTIMIZER]->len, classes[CLASS_HOST_COPY]->len,
                     classes[CLASS_COMM]->len);
+    if (ok) {
+        halve_activations(graph, classes[CLASS_COMPUTE], RV_DTYPE_FP16);
+        halve_activations(graph, classes[CLASS_MEMORY], RV_DTYPE_FP16);
+    }
     if (ok)
         g_string_append_printf(notes,
                                "    scaled %u compute kernels by 1/%g, %u memory-bound GPU tasks by 1/%g; unchanged: "
