@@ -70,6 +70,8 @@ for factor in 1 8; do
 done
 awk -F, 'NR == 2 { one = $6; if ($7 != one) exit 1 } NR == 3 { if (!($6 > one) || $7 != one) exit 1 }' "$work/peak.csv" ||
     fail "a larger batch should raise the peak column: $(cat "$work/peak.csv")"
+expect_status 0 "$reverie" sweep "$g" --opt batch-size:source_gpu=V100-SXM2 --vary batch-size.factor=1,8 --no-peak
+awk -F, 'NR > 1 && ($6 != "" || $7 != "") { exit 1 }' "$work/out" || fail "--no-peak should leave the peak empty: $(cat "$work/out")"
 
 # Ranges, linear and log, with units kept as written.
 expect_status 0 "$reverie" sweep "$g" --vary 'scale.factor=0.25..1/4'

@@ -469,6 +469,38 @@ START_TEST(graph_launch_keeps_the_tensors)
 }
 END_TEST
 
+/* rv_memory_estimate_unchanged is a shortcut, never a different answer:
+ * where it says unchanged the full estimate is the baseline's; it says so
+ * for time-only what-ifs and not for those that move tensors. */
+START_TEST(unchanged_is_exact)
+{
+    static const struct { const char *plugin, *params; gboolean unchanged; } cases[] = {
+        { "scale", "factor=0.5", TRUE },
+        { "hardware", "gpu=H100", TRUE },
+        { "amp", "model=daydream,compute_speedup=2,memory_speedup=1", FALSE },
+        { "checkpoint", "segments=4", FALSE },
+        { "gist", "", FALSE },
+        { "vdnn", "", FALSE },
+        { "batch-size", "factor=2", FALSE },
+        { "cuda-graphs", "", FALSE },
+    };
+    rv_graph *baseline = load_trace(RESNET);
+    rv_memory_estimate base;
+    ck_assert(rv_memory_estimate_graph(baseline, &base, NULL));
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        rv_graph *variant = rv_graph_copy(baseline);
+        apply_ok(variant, cases[i].plugin, cases[i].params);
+        gboolean unchanged = rv_memory_estimate_unchanged(baseline, variant, base.element_bytes);
+        ck_assert_msg(unchanged == cases[i].unchanged, "%s: unchanged %d", cases[i].plugin, unchanged);
+        rv_memory_estimate full;
+        ck_assert(rv_memory_estimate_graph(variant, &full, NULL));
+        if (unchanged) ck_assert_int_eq(full.peak, base.peak);
+        rv_graph_free(variant);
+    }
+    rv_graph_free(baseline);
+}
+END_TEST
+
 /* Effects by hand: a kept-activation scale of 0 on every call leaves no
  * activation after forward; a recomputed call holds its bytes again only
  * in its own segment. */
@@ -519,6 +551,7 @@ int main(void)
     tcase_add_test(effects, gist_lowers_the_peak);
     tcase_add_test(effects, pipeline_estimates_the_busiest_stage);
     tcase_add_test(effects, effects_by_hand);
+    tcase_add_test(effects, unchanged_is_exact);
     suite_add_tcase(suite, effects);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -154,6 +154,15 @@ typedef struct {
  * operator has Input Dims (recorded without record_shapes=True). */
 gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *estimate, GError **error);
 
+/* Whether the estimate of `variant`, which plugins made from a copy of
+ * `baseline`, is sure to be baseline's (whose estimate said
+ * element_bytes): nothing the model reads changed - no effects, the
+ * recorded tasks' tags, flags and order and the edges as they were, no
+ * kernel or copy added, the same usual dtype.  FALSE means "estimate it",
+ * not that it differs.  A sweep of time-only what-ifs (scale, hardware,
+ * network...) thereby skips the model: O(tasks + edges), no hashing. */
+gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *variant, int element_bytes);
+
 /* The output elements of an operator call from its name and Input Dims
  * (0 when the shapes do not say): for tests and the workspace term. */
 int64_t rv_memory_output_elements(const char *op, const char *input_dims);

@@ -213,6 +213,7 @@ typedef struct {
 static int64_t variant_peak(const sweep_run *run, const rv_graph *graph)
 {
     if (!run->peak.estimated) return -1;
+    if (rv_memory_estimate_unchanged(run->graph, graph, run->peak.baseline.element_bytes)) return run->peak.baseline.peak;
     rv_cli_peak peak = run->peak;
     peak.missing = NULL;
     rv_cli_peak_after(&peak, graph);
@@ -291,6 +292,7 @@ typedef struct {
     const char *plot;
     GArray *points;
     int64_t baseline_ns;
+    gboolean no_peak;           /* --no-peak */
 } sweep;
 
 static void show_progress(sweep *s, gboolean force)
@@ -361,7 +363,7 @@ static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *
 {
     sweep_run run = { .plan = s->plan, .plugins = s->plugins, .graph = graph, .keep_steps = s->out->with_steps,
                       .scratch = s->scratch, .selected = selected, .structure = rv_sim_structure_new(graph) };
-    rv_cli_peak_before(&run.peak, graph);
+    if (!s->no_peak) rv_cli_peak_before(&run.peak, graph);
     int64_t baseline_peak = run.peak.estimated ? run.peak.baseline.peak : -1;
     run.window = (guint)MIN((uint64_t)s->jobs * WINDOW_PER_JOB, MAX(selected->len, 1));
     run.slots = g_new0(variant_result *, run.window);
@@ -507,8 +509,9 @@ static const char sweep_help[] =
     "or adds that plugin.  Variants are numbered from 0 over all inputs.\n"
     "\n"
     "Output: one row per variant in variant order: the varied values, the predicted and\n"
-    "baseline time of all steps (ms; us in JSON), their ratio (speedup), per-step times with\n"
-    "--steps, and the error of a variant that failed (the sweep goes on; the exit status is\n"
+    "baseline time of all steps (ms; us in JSON), their ratio (speedup), the peak memory\n"
+    "before and after (MiB; bytes in JSON; empty without shapes, or with --no-peak), per-step\n"
+    "times with --steps, and the error of a variant that failed (the sweep goes on; the exit status is\n"
     "that of the first failure: 1 a value out of range, 3 plugin, 2 input).\n"
     "--plot FILE.svg draws a one-axis sweep as a curve: its values evenly spaced in the\n"
     "order given (so lo..hi/N is linear and lo..hi/N log is log-scaled), the baseline dashed.\n"
@@ -524,7 +527,7 @@ typedef struct {
     char **opts, **varies;
     char *variants, *shard, *plot;
     int jobs;
-    gboolean jsonl, csv, steps;
+    gboolean jsonl, csv, steps, no_peak;
 } sweep_options;
 
 static int check_options(const sweep_options *o, int argc, guint *shard, guint *shards)
@@ -556,7 +559,7 @@ static int sweep_with(const sweep_options *o, char **inputs, int input_count, gu
                              o->steps };
         sweep s = { .inputs = inputs, .input_count = input_count, .jobs = o->jobs ? o->jobs : (int)g_get_num_processors(),
                     .shard = shard, .shards = shards, .out = &out, .plugins = plugins, .plan = plan,
-                    .progress = isatty(STDERR_FILENO), .plot = o->plot };
+                    .progress = isatty(STDERR_FILENO), .plot = o->plot, .no_peak = o->no_peak };
         if (o->plot) s.points = g_array_new(FALSE, FALSE, sizeof(rv_plot_point));
         status = run_sweep(&s);
         g_free(s.first_failure);
@@ -578,6 +581,8 @@ int rv_cmd_sweep(int argc, char **argv)
         { "csv", 0, 0, G_OPTION_ARG_NONE, &o.csv, "print CSV with a header line (the default)", NULL },
         { "jsonl", 0, 0, G_OPTION_ARG_NONE, &o.jsonl, "print one JSON object per line", NULL },
         { "steps", 0, 0, G_OPTION_ARG_NONE, &o.steps, "add each step's predicted time", NULL },
+        { "no-peak", 0, 0, G_OPTION_ARG_NONE, &o.no_peak,
+          "leave the peak memory columns empty and skip the memory model (faster on graphs with shapes)", NULL },
         { "shard", 0, 0, G_OPTION_ARG_STRING, &o.shard, "run only the K-th of N equal parts", "K/N" },
         { "plot", 0, 0, G_OPTION_ARG_FILENAME, &o.plot,
           "draw a one-axis sweep's predicted times as a curve against the baseline, to SVG", "FILE.svg" },

@@ -11,6 +11,7 @@
 #include "reverie/shapes.h"
 #include "reverie/transform.h"
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* Sizes are advisory (shapes.h): a product past int64 saturates. */
@@ -770,6 +771,58 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     g_array_unref(walk.segment);
     g_array_unref(walk.grads);
     g_array_unref(walk.transient);
+}
+
+/* A recorded task as the model reads it: everything from recorded_start_ns
+ * on (tags, flags, order; and a few fields it does not read, which only
+ * make the answer "estimate it" more often), not its duration or host
+ * overhead, which reach the model only through the usual dtype, checked
+ * apart.  Compared as words: a sweep asks this of every task of every
+ * variant. */
+G_STATIC_ASSERT(offsetof(rv_task, recorded_start_ns) == 16 && sizeof(rv_task) == 72);
+static gboolean same_as_read(const rv_task *a, const rv_task *b)
+{
+    uint64_t x[7], y[7];
+    memcpy(x, (const char *)a + 16, sizeof x);
+    memcpy(y, (const char *)b + 16, sizeof y);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]) | (x[4] ^ y[4]) | (x[5] ^ y[5]) |
+            (x[6] ^ y[6])) == 0;
+}
+
+/* Tasks and edges a plugin appended: inserted CPU calls are not read, nor
+ * are collectives and syncs; a kernel weighs in the usual dtype, a copy
+ * may be an offload, a launch edge from a recorded call changes its
+ * first GPU task. */
+static gboolean appended_unread(const rv_graph *baseline, const rv_graph *variant)
+{
+    for (guint t = baseline->tasks->len; t < variant->tasks->len; t++) {
+        uint8_t kind = g_array_index(variant->tasks, rv_task, t).kind;
+        if (kind == RV_TASK_KERNEL || kind == RV_TASK_MEMCPY) return FALSE;
+    }
+    for (guint e = baseline->edges->len; e < variant->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(variant->edges, rv_edge, e);
+        if (edge->kind == RV_EDGE_LAUNCH && (guint)edge->from < baseline->tasks->len) return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *variant, int element_bytes)
+{
+    if (variant->memory_effects->len != 0 || baseline->memory_effects->len != 0) return FALSE;
+    if (variant->tasks->len < baseline->tasks->len || variant->edges->len < baseline->edges->len) return FALSE;
+    if (variant->steps->len != baseline->steps->len || variant->whole_trace_step != baseline->whole_trace_step)
+        return FALSE;
+    if (memcmp(variant->edges->data, baseline->edges->data, (gsize)baseline->edges->len * sizeof(rv_edge)) != 0)
+        return FALSE;
+    for (guint t = 0; t < baseline->tasks->len; t++)
+        if (!same_as_read(&g_array_index(baseline->tasks, rv_task, t), &g_array_index(variant->tasks, rv_task, t)))
+            return FALSE;
+    if (!appended_unread(baseline, variant)) return FALSE;
+    context ctx = { variant, NULL, 0, { 0 }, NULL, NULL, NULL };
+    rv_string_memo_init(&ctx.dtypes, variant->strings, dtype_verdict);
+    int usual = usual_element_bytes(&ctx);
+    rv_string_memo_clear(&ctx.dtypes);
+    return usual == element_bytes;
 }
 
 /* A step's estimate; a pipelined step (calls with a stage) is estimated
