@@ -85,7 +85,7 @@
 
 static const rv_param_spec metaflow_params[] = {
     { "rules", RV_PARAM_STRING, NULL, NULL,
-      "the substitution rule file (JSON), or a bundled one by name: conv-bn-relu, qkv", NULL },
+      "the substitution rule file (JSON), or a bundled one by name: conv-bn-relu, conv-relu, qkv", NULL },
     { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
     { NULL }
 };
@@ -259,6 +259,8 @@ static char *rules_path(const char *given, const rv_gpu_catalogue *catalogue)
     return path;
 }
 
+static gint by_name(gconstpointer a, gconstpointer b) { return g_strcmp0(*(char *const *)a, *(char *const *)b); }
+
 /* "conv-bn-relu, qkv": the bundled rule names in path's folder (g_free). */
 static char *bundled_names(const char *path)
 {
@@ -270,7 +272,7 @@ static char *bundled_names(const char *path)
         if (g_str_has_suffix(file, ".json")) g_ptr_array_add(names, g_strndup(file, strlen(file) - 5));
     if (dir) g_dir_close(dir);
     g_free(folder);
-    g_ptr_array_sort(names, (GCompareFunc)g_strcmp0);
+    g_ptr_array_sort(names, by_name);
     g_ptr_array_add(names, NULL);
     char *list = names->len > 1 ? g_strjoinv(", ", (char **)names->pdata) : g_strdup("none found");
     g_ptr_array_unref(names);
@@ -736,8 +738,8 @@ static void describe(GString *notes, const rule *r, guint index, const findings 
     for (guint k = 0; k < r->match->len; k++)
         g_string_append_printf(notes, "%s%s", k ? ", " : " ", rv_selection_text(g_ptr_array_index(r->match, k)));
     gboolean layers = r->action == ACTION_REMOVE || r->action == ACTION_SCALE;
-    g_string_append_printf(notes, "): %u %s (%u forward, %u backward)", f->forward + f->backward,
-                           layers ? "GPU tasks" : "substitutions", f->forward, f->backward);
+    if (layers) g_string_append_printf(notes, "): %u GPU tasks (%u of them backward)", f->forward + f->backward, f->backward);
+    else g_string_append_printf(notes, "): %u substitutions (%u forward, %u backward)", f->forward + f->backward, f->forward, f->backward);
     if (f->removed->len)
         g_string_append_printf(notes, ", %u kernels removed (%d tasks with their launches)", f->removed->len, removed_tasks);
     guint kept = g_hash_table_size(f->recost) - recosted;
