@@ -28,7 +28,8 @@
 
 static char *folder;
 
-/* A rule file with this text in the test's folder; "rules=PATH" (g_free). */
+/* A rule file with this text in the test's folder; "rules=PATH" (g_free,
+ * with done_with). */
 static char *rules_text(const char *name, const char *json)
 {
     char *path = g_build_filename(folder, name, NULL);
@@ -36,6 +37,13 @@ static char *rules_text(const char *name, const char *json)
     char *text = g_strdup_printf("rules=%s", path);
     g_free(path);
     return text;
+}
+
+/* Remove the rule file of "rules=PATH" and free the text. */
+static void done_with(char *text)
+{
+    g_unlink(text + strlen("rules="));
+    g_free(text);
 }
 
 static guint live_kernels(const rv_graph *graph)
@@ -145,7 +153,7 @@ START_TEST(conv_bn_relu_backward)
     guint left = selected(graph, "kind=kernel phase=backward op~batch_norm");
     ck_assert(left < backward_norms);
     rv_graph_free(graph);
-    g_free(text);
+    done_with(text);
 }
 END_TEST
 
@@ -200,14 +208,14 @@ START_TEST(remove_and_scale_layers)
     ck_assert_uint_eq(kernels - live_kernels(graph), relus);
     ck_assert(predicted < base);
     rv_graph_free(graph);
-    g_free(text);
+    done_with(text);
     int64_t larger, smaller;
     text = rules_text("wider.json", "{\"rules\": [{\"action\": \"scale:2\", \"match\": \"kind=kernel op~cudnn_convolution\"}]}");
     predict_trace(RESNET, "metaflow", text, &base, &larger);
-    g_free(text);
+    done_with(text);
     text = rules_text("narrower.json", "{\"rules\": [{\"action\": \"scale:0.5\", \"match\": \"kind=kernel op~cudnn_convolution\"}]}");
     predict_trace(RESNET, "metaflow", text, &base, &smaller);
-    g_free(text);
+    done_with(text);
     ck_assert(smaller < base && base < larger);
 }
 END_TEST
@@ -217,11 +225,11 @@ START_TEST(neutral_rules_are_the_baseline)
     char *text = rules_text("empty.json", "{\"description\": \"nothing\", \"rules\": []}");
     check_neutral(LEGACY, "metaflow", text);
     check_neutral(RESNET, "metaflow", text);
-    g_free(text);
+    done_with(text);
     text = rules_text("one.json", "{\"rules\": [{\"action\": \"scale:1\", \"match\": \"kind=kernel\"}]}");
     check_neutral(LEGACY, "metaflow", text);
     check_neutral(RESNET, "metaflow", text);
-    g_free(text);
+    done_with(text);
 }
 END_TEST
 
@@ -241,14 +249,14 @@ START_TEST(refuses_what_it_cannot_substitute)
     graph = load_trace(LINEAR);
     assert_apply_fails(graph, "metaflow", text, RV_ERROR_PLUGIN, "no Input Dims (record with record_shapes=True)");
     rv_graph_free(graph);
-    g_free(text);
+    done_with(text);
     /* of two rules, the one that found nothing is named */
     text = rules_text("two.json", "{\"rules\": [{\"name\": \"a\", \"action\": \"remove\", \"match\": \"layer~relu\"},"
                                   " {\"name\": \"b\", \"action\": \"remove\", \"match\": \"layer~dropout\"}]}");
     graph = load_trace(LEGACY);
     assert_apply_fails(graph, "metaflow", text, RV_ERROR_PLUGIN, "rule 2 (\"b\", remove) found nothing: no GPU kernel matches");
     rv_graph_free(graph);
-    g_free(text);
+    done_with(text);
 }
 END_TEST
 
@@ -285,7 +293,7 @@ START_TEST(bad_rule_files)
         char *text = rules_text(name, bad[i].json);
         assert_apply_fails(graph, "metaflow", text, RV_ERROR_USAGE, bad[i].words);
         assert_apply_fails(graph, "metaflow", text, RV_ERROR_USAGE, name); /* the file is named */
-        g_free(text);
+        done_with(text);
         g_free(name);
     }
     assert_apply_fails(graph, "metaflow", "rules=no-such-rules", RV_ERROR_USAGE, "bundled: conv-bn-relu, conv-relu, qkv");
@@ -293,19 +301,6 @@ START_TEST(bad_rule_files)
     rv_graph_free(graph);
 }
 END_TEST
-
-static void remove_folder(void)
-{
-    GDir *dir = g_dir_open(folder, 0, NULL);
-    const char *name;
-    while (dir && (name = g_dir_read_name(dir)) != NULL) {
-        char *path = g_build_filename(folder, name, NULL);
-        g_unlink(path);
-        g_free(path);
-    }
-    if (dir) g_dir_close(dir);
-    g_rmdir(folder);
-}
 
 int main(void)
 {
@@ -331,7 +326,7 @@ int main(void)
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
-    remove_folder();
+    g_rmdir(folder); /* each test removed its files */
     g_free(folder);
     return failed == 0 ? 0 : 1;
 }
