@@ -32,9 +32,9 @@
  * and operator (a cuDNN convolution launches several kernels), up to a
  * kernel name the instance holds already (the trace does not say which
  * call launched a kernel, so three linear calls in a row are told apart
- * by their GEMM kernel coming again).  It matches
- * a selection when one of its kernels does.  Its main kernel is its
- * longest.
+ * by their GEMM kernel coming again).  It matches a selection when one of
+ * its kernels does.  Its main kernel is its longest.  "Forward" includes
+ * the phase "other" of an inference trace, which has no backward.
  *
  * ACTIONS.
  *   fuse: instances matching the chain, one after another on a stream (the
@@ -771,15 +771,15 @@ static char *nothing_found(const rule *r, guint index, const findings *f)
 static gboolean apply_findings(rv_graph *graph, const rv_cost_model *model, const rule *r, guint index, findings *f, GString *notes,
                                GError **error)
 {
-    rv_cost_plan *plan = rv_cost_model_plan(model, planned_change, f->recost);
+    rv_cost_plan *plan = model ? rv_cost_model_plan(model, planned_change, f->recost) : NULL;
     char *cause = g_strdup_printf("metaflow rule %u", index + 1);
-    gboolean ok = rv_cost_plan_apply(graph, plan, cause, error);
+    gboolean ok = plan == NULL || rv_cost_plan_apply(graph, plan, cause, error);
     g_free(cause);
     if (ok) {
         int64_t after = recosted_ns(graph, f);
         int removed = f->removed->len ? rv_transform_remove_many(graph, f->removed, RV_REMOVE_KEEP_OVERHEAD) : 0;
-        describe(notes, r, index, f, removed, rv_cost_plan_changed(plan), after);
-        rv_cost_plan_describe(plan, "      ", notes);
+        describe(notes, r, index, f, removed, plan ? rv_cost_plan_changed(plan) : 0, after);
+        if (plan) rv_cost_plan_describe(plan, "      ", notes);
     }
     rv_cost_plan_free(plan);
     return ok;
@@ -791,7 +791,7 @@ static gboolean apply_rules(rv_graph *graph, const GPtrArray *rules, const rv_gp
     gboolean ok = TRUE;
     for (guint i = 0; ok && i < rules->len; i++) {
         const rule *r = g_ptr_array_index(rules, i);
-        rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+        rv_cost_model *model = r->action == ACTION_REMOVE ? NULL : rv_cost_model_new(graph, gpu, TRUE);
         findings f;
         findings_init(&f);
         find(&f, graph, r, model);
@@ -803,7 +803,7 @@ static gboolean apply_rules(rv_graph *graph, const GPtrArray *rules, const rv_gp
             ok = apply_findings(graph, model, r, i, &f, notes, error);
         }
         findings_clear(&f);
-        rv_cost_model_free(model);
+        if (model) rv_cost_model_free(model);
     }
     if (ok && missing->len) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "%s", missing->str);
@@ -813,6 +813,14 @@ static gboolean apply_rules(rv_graph *graph, const GPtrArray *rules, const rv_gp
     return ok;
 }
 
+/* Does any rule cost new kernels (everything but remove)?  Then the trace's GPU must be known. */
+static gboolean needs_costing(const GPtrArray *rules)
+{
+    for (guint i = 0; i < rules->len; i++)
+        if (((const rule *)g_ptr_array_index(rules, i))->action != ACTION_REMOVE) return TRUE;
+    return FALSE;
+}
+
 static gboolean metaflow_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(error);
@@ -820,11 +828,12 @@ static gboolean metaflow_apply(rv_graph *graph, const rv_params *params, rv_plug
     const char *given = rv_params_string(params, "rules");
     char *path = rules_path(given, catalogue);
     GPtrArray *rules = read_rules(given, path, error);
-    const rv_gpu *gpu = rules ? rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"), "source_gpu", error) : NULL;
-    gboolean ok = gpu != NULL;
+    gboolean costed = rules && needs_costing(rules);
+    const rv_gpu *gpu = costed ? rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"), "source_gpu", error) : NULL;
+    gboolean ok = rules && (!costed || gpu);
     if (ok) {
-        g_string_append_printf(output->notes, "    rules=%s: %u rule%s, new kernels costed on %s\n", given, rules->len,
-                               rules->len == 1 ? "" : "s", gpu->id);
+        g_string_append_printf(output->notes, "    rules=%s: %u rule%s, %s%s\n", given, rules->len, rules->len == 1 ? "" : "s",
+                               gpu ? "new kernels costed on " : "nothing to cost", gpu ? gpu->id : "");
         ok = apply_rules(graph, rules, gpu, output->notes, error);
     }
     if (rules) g_ptr_array_unref(rules);

@@ -220,6 +220,26 @@ START_TEST(remove_and_scale_layers)
 }
 END_TEST
 
+/* remove needs no cost model, so no GPU; the actions that cost kernels need the trace's GPU. */
+START_TEST(remove_needs_no_gpu)
+{
+    tiny t = tiny_new();
+    tiny_launch(&t, "relu_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "gemm_kernel", US(5), US(50), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_close_step(&t);
+    char *text = rules_text("scale.json", "{\"rules\": [{\"action\": \"scale:2\", \"match\": \"name~gemm\"}]}");
+    assert_apply_fails(t.graph, "metaflow", text, RV_ERROR_USAGE, "give source_gpu=NAME");
+    done_with(text);
+    text = rules_text("remove.json", "{\"rules\": [{\"action\": \"remove\", \"match\": \"name~relu\"}]}");
+    guint kernels = live_kernels(t.graph);
+    apply_ok(t.graph, "metaflow", text);
+    ck_assert_uint_eq(live_kernels(t.graph), kernels - 1);
+    ck_assert_int_eq(rv_graph_live_task_count(t.graph), 2); /* the gemm and its launch */
+    done_with(text);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
 START_TEST(neutral_rules_are_the_baseline)
 {
     char *text = rules_text("empty.json", "{\"description\": \"nothing\", \"rules\": []}");
@@ -316,6 +336,7 @@ int main(void)
     tcase_add_test(substitutions, qkv_merges_projections);
     tcase_add_test(substitutions, remove_and_scale_layers);
     tcase_add_test(substitutions, neutral_rules_are_the_baseline);
+    tcase_add_test(substitutions, remove_needs_no_gpu);
     suite_add_tcase(suite, substitutions);
     TCase *refusals = tcase_create("refusals");
     tcase_set_timeout(refusals, 300);
