@@ -30,9 +30,9 @@
  * OPERATORS.  The unit of matching is an operator instance: consecutive
  * kernels on one GPU stream, in one step and phase, with the same layer tag
  * and operator (a cuDNN convolution launches several kernels), up to a
- * kernel name the instance holds already (the trace does not say which
- * call launched a kernel, so three linear calls in a row are told apart
- * by their GEMM kernel coming again).  It matches a selection when one of
+ * GEMM or convolution kernel name the instance holds already (the trace
+ * does not say which call launched a kernel, so three linear calls in a
+ * row are told apart by their GEMM kernel coming again).  It matches a selection when one of
  * its kernels does.  Its main kernel is its longest.  "Forward" includes
  * the phase "other" of an inference trace, which has no backward.
  *
@@ -47,10 +47,14 @@
  *     first operator's, because the intermediate tensors never reach memory
  *     (the epilogue works on registers).  Without shapes the first kernel
  *     keeps its time: the fused work is taken as free, as in Daydream's
- *     Algorithm 5.  backward=fuse also matches the chain reversed in the
- *     backward pass (ReLU-backward, batch-norm-backward, convolution
- *     backward) and removes all but the last; by default the backward pass
- *     is kept, because a training-time fusion still has to compute the
+ *     Algorithm 5.  backward=fuse also fuses each fused chain's backward:
+ *     in each stream's step the runs of backward kernels of the first
+ *     operator's kind (convolution backward) are paired, in reverse order,
+ *     with its forward operators (Daydream's layer mapping); the backward
+ *     of a fused one absorbs the fused operators' backward kernels just
+ *     before it (batch-norm backward, ReLU backward), which are removed.
+ *     A step where the counts differ keeps its backward.  By default the
+ *     backward pass is kept, because a training-time fusion still has to compute the
  *     batch-norm and ReLU gradients (MetaFlow's conv+BN fusion folds the
  *     statistics into the weights, which only inference allows).
  *   merge-parallel: runs of adjacent forward instances matching "match"
@@ -85,7 +89,7 @@
 
 static const rv_param_spec metaflow_params[] = {
     { "rules", RV_PARAM_STRING, NULL, NULL,
-      "the substitution rule file (JSON), or a bundled one by name: conv-bn-relu, conv-relu, qkv", NULL },
+      "the substitution rule file (JSON), or a bundled one by name: conv-bn-relu, conv-bn-relu-train, conv-relu, qkv", NULL },
     { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
     { NULL }
 };
@@ -365,13 +369,19 @@ static gboolean same_operator(const rv_task *a, const rv_task *b)
     return a->resource == b->resource && a->step == b->step && a->phase == b->phase && a->layer == b->layer && a->op == b->op;
 }
 
-/* Does the instance hold a kernel of this name?  Then the task starts the
- * next call of the same operator (Q, K and V projections side by side). */
+/* Does the instance hold a GEMM or convolution kernel of this name?  Then
+ * the task starts the next call of the same operator (Q, K and V
+ * projections side by side); an operator launches its math kernel once,
+ * while layout transforms may come twice (cuDNN's nchwToNhwc). */
 static gboolean launched_already(const operators *ops, const instance *in, const rv_task *task)
 {
-    for (guint k = 0; k < in->count; k++)
-        if (rv_graph_task(ops->graph, g_array_index(ops->kernels, int32_t, in->first + k))->name == task->name) return TRUE;
-    return FALSE;
+    gboolean repeated = FALSE;
+    for (guint k = 0; k < in->count && !repeated; k++)
+        repeated = rv_graph_task(ops->graph, g_array_index(ops->kernels, int32_t, in->first + k))->name == task->name;
+    const rv_strings *strings = ops->graph->strings;
+    return repeated && rv_cost_class_is_matmul(rv_cost_classify_name(rv_strings_get(strings, task->name),
+                                                                     task->op > 0 ? rv_strings_get(strings, task->op) : NULL,
+                                                                     (rv_task_kind)task->kind));
 }
 
 static void operators_init(operators *ops, rv_graph *graph)
@@ -427,6 +437,7 @@ typedef struct {
     GHashTable *recost;   /* task + 1 -> work_change* */
     GArray *removed;      /* int32 kernel ids */
     guint forward, backward, unshaped_runs;
+    guint unpaired;       /* fuse backward: stream-steps whose backward runs did not pair with the forward operators */
     int64_t before_ns;    /* recorded time of the kernels replaced (re-costed and removed) */
 } findings;
 
@@ -486,14 +497,14 @@ static gboolean skippable(const matcher *m, const instance *in)
     return FALSE;
 }
 
-/* The next instance after `from` on its stream in its step and phase
- * matching `mask`, with only instances the skip list passes over between;
- * -1 if there is none. */
-static gint64 next_match(const matcher *m, guint from, const guint8 *mask)
+/* The nearest instance from `from` in direction dir (+1: later, -1:
+ * earlier) on its stream in its step and phase matching `mask`, with only
+ * instances the skip list passes over between; -1 if there is none. */
+static gint64 nearest_match(const matcher *m, guint from, int dir, const guint8 *mask)
 {
     const instance *start = instance_at(m->ops, from);
-    for (guint j = from + 1; j < m->ops->instances->len; j++) {
-        const instance *in = instance_at(m->ops, j);
+    for (gint64 j = (gint64)from + dir; j >= 0 && j < (gint64)m->ops->instances->len; j += dir) {
+        const instance *in = instance_at(m->ops, (guint)j);
         if (!same_stream_and_step(in, start)) return -1;
         if (in->phase == start->phase && instance_matches(m->ops, in, mask)) return j;
         if (!skippable(m, in)) return -1; /* of any phase: legacy traces tag AccumulateGrad forward */
@@ -501,27 +512,27 @@ static gint64 next_match(const matcher *m, guint from, const guint8 *mask)
     return -1;
 }
 
-/* The chain (in `order`: forward, or reversed for backward) starting at i. */
-static gboolean chain_at(const matcher *m, guint i, const guint *order, guint *members)
+/* The chain from instance i: forward, each operator after the previous one
+ * (dir +1); or backward from the first operator's backward, each fused
+ * operator's backward before the previous one (dir -1). */
+static gboolean chain_at(const matcher *m, guint i, int dir, guint *members)
 {
-    if (!instance_matches(m->ops, instance_at(m->ops, i), m->chain[order[0]])) return FALSE;
     members[0] = i;
     for (guint k = 1; k < m->length; k++) {
-        gint64 j = next_match(m, members[k - 1], m->chain[order[k]]);
+        gint64 j = nearest_match(m, members[k - 1], dir, m->chain[k]);
         if (j < 0) return FALSE;
         members[k] = (guint)j;
     }
     return TRUE;
 }
 
-/* The fused kernel: the anchor's work plus the fused operators' FLOPs. */
-static void fuse_members(findings *f, const matcher *m, const guint *members, guint anchor_at)
+/* The fused kernel: the first operator's work plus the others' FLOPs. */
+static void fuse_members(findings *f, const matcher *m, const guint *members)
 {
-    const instance *anchor = instance_at(m->ops, members[anchor_at]);
+    const instance *anchor = instance_at(m->ops, members[0]);
     const rv_kernel_cost *cost = rv_cost_model_kernel(m->model, anchor->main);
     double added = 0;
-    for (guint k = 0; k < m->length; k++) {
-        if (k == anchor_at) continue;
+    for (guint k = 1; k < m->length; k++) {
         const instance *in = instance_at(m->ops, members[k]);
         const rv_kernel_cost *fused = rv_cost_model_kernel(m->model, in->main);
         if (fused && fused->shaped) added += fused->flops;
@@ -534,19 +545,61 @@ static void fuse_members(findings *f, const matcher *m, const guint *members, gu
 /* The forward pass, or a trace of inference (no backward: phase "other"). */
 static gboolean in_forward(const instance *in) { return in->phase == RV_PHASE_FORWARD || in->phase == RV_PHASE_OTHER; }
 
-static void find_chains(findings *f, const matcher *m, gboolean backward)
+/* Forward chains; anchored[i] marks the instances that became fused kernels. */
+static void find_forward_chains(findings *f, const matcher *m, guint8 *anchored)
 {
-    guint order[MAX_CHAIN], members[MAX_CHAIN];
-    for (guint k = 0; k < m->length; k++) order[k] = backward ? m->length - 1 - k : k;
-    guint anchor_at = backward ? m->length - 1 : 0;
+    guint members[MAX_CHAIN];
     for (guint i = 0; i < m->ops->instances->len; i++) {
         const instance *in = instance_at(m->ops, i);
-        if ((backward ? in->phase != RV_PHASE_BACKWARD : !in_forward(in)) || !chain_at(m, i, order, members)) continue;
-        fuse_members(f, m, members, anchor_at);
-        if (backward) f->backward++;
-        else f->forward++;
+        if (!in_forward(in) || !instance_matches(m->ops, in, m->chain[0]) || !chain_at(m, i, +1, members)) continue;
+        fuse_members(f, m, members);
+        anchored[i] = 1;
+        f->forward++;
         i = members[m->length - 1];
     }
+}
+
+/* In one stream's step (instances begin..end): the forward operators of the
+ * chain's first kind, and the runs of their backward kernels, which come in
+ * reverse order (Daydream's layer mapping).  Where they pair one to one,
+ * each fused forward operator's backward fuses with the fused operators'
+ * backward kernels before it; elsewhere the backward pass is kept. */
+static void fuse_backward_of_step(findings *f, const matcher *m, const guint8 *anchored, guint begin, guint end)
+{
+    GArray *forward = g_array_new(FALSE, FALSE, sizeof(guint8)), *runs = g_array_new(FALSE, FALSE, sizeof(guint));
+    gboolean in_run = FALSE, any = FALSE;
+    for (guint i = begin; i < end; i++) {
+        const instance *in = instance_at(m->ops, i);
+        gboolean head = instance_matches(m->ops, in, m->chain[0]);
+        if (head && in_forward(in)) g_array_append_val(forward, anchored[i]);
+        any = any || anchored[i];
+        if (in->phase != RV_PHASE_BACKWARD) continue;
+        if (head && !in_run) g_array_append_val(runs, i);
+        if (head) in_run = TRUE;
+        for (guint k = 1; k < m->length && !head; k++) in_run = in_run && !instance_matches(m->ops, in, m->chain[k]);
+    }
+    guint members[MAX_CHAIN];
+    if (any && forward->len != runs->len) f->unpaired++;
+    for (guint k = 0; any && forward->len == runs->len && k < forward->len; k++) {
+        if (!g_array_index(forward, guint8, k)) continue;
+        if (!chain_at(m, g_array_index(runs, guint, runs->len - 1 - k), -1, members)) continue;
+        fuse_members(f, m, members);
+        f->backward++;
+    }
+    g_array_unref(forward);
+    g_array_unref(runs);
+}
+
+static void find_chains(findings *f, const matcher *m, gboolean backward)
+{
+    guint count = m->ops->instances->len;
+    guint8 *anchored = g_new0(guint8, count + 1);
+    find_forward_chains(f, m, anchored);
+    for (guint begin = 0, end; backward && begin < count; begin = end) {
+        for (end = begin + 1; end < count && same_stream_and_step(instance_at(m->ops, end), instance_at(m->ops, begin)); end++) {}
+        fuse_backward_of_step(f, m, anchored, begin, end);
+    }
+    g_free(anchored);
 }
 
 /* ---- merge-parallel ----------------------------------------------------- */
@@ -613,7 +666,7 @@ static guint parallel_run(const matcher *m, guint i, guint count, guint *members
     guint n = 1, most = count ? count : MAX_MERGE;
     members[0] = i;
     while (n < most) {
-        gint64 j = next_match(m, members[n - 1], m->chain[0]);
+        gint64 j = nearest_match(m, members[n - 1], +1, m->chain[0]);
         if (j < 0) break;
         if (!mergeable(m, instance_at(m->ops, i), instance_at(m->ops, (guint)j))) {
             const rv_kernel_cost *cost = rv_cost_model_kernel(m->model, instance_at(m->ops, (guint)j)->main);
@@ -712,8 +765,7 @@ static void find(findings *f, rv_graph *graph, const rule *r, const rv_cost_mode
     if (r->action == ACTION_MERGE) {
         find_parallel(f, &m, r->count);
     } else {
-        find_chains(f, &m, FALSE);
-        if (r->backward) find_chains(f, &m, TRUE);
+        find_chains(f, &m, r->backward);
     }
     matcher_clear(&m);
     operators_clear(&ops);

@@ -100,7 +100,7 @@ expect_status 3 "$reverie" whatif "$pair/h100.json.gz" --opt metaflow:rules=conv
 expect_in "$work/err" "rule 1 (\"conv-bn-relu\", fuse) found nothing"
 one_line
 expect_status 1 "$reverie" whatif "$ddp" --opt metaflow:rules=no-such-rule
-expect_in "$work/err" "bundled: conv-bn-relu, conv-relu, qkv"
+expect_in "$work/err" "bundled: conv-bn-relu, conv-bn-relu-train, conv-relu, qkv"
 one_line
 printf '{"rules": [\n  {"action": "fuse"\n   "match": []}]}' >"$work/rules.json"
 expect_status 1 "$reverie" whatif "$ddp" --opt "metaflow:rules=$work/rules.json"
