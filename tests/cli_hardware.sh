@@ -2,7 +2,7 @@
 # cli_hardware.sh - command-line tests for the hardware and precision
 # projection: `kernels`, `comm-fraction`, whatif's GPU kernel time, validate's
 # GPU kernel error and host/GPU split, and the one-line errors of the
-# catalogue and the plugins on it.
+# catalogue and the plugins on it (metaflow's bundled and bad rule files too).
 #
 # usage: cli_hardware.sh REVERIE SOURCE_ROOT
 # Uses the traces the project ships; exits 77 (skipped) when they are missing.
@@ -91,6 +91,25 @@ one_line
 REVERIE_GPU_CATALOGUE="$work/none.json" "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=MI300X \
     >"$work/out" 2>"$work/err"
 [ $? -eq 2 ] || fail "a missing catalogue should exit 2"
+one_line
+
+# --- metaflow: bundled rule files found from the build tree; bad rule files
+expect_status 0 "$reverie" whatif "$weights/fp32.json.gz" --opt metaflow:rules=qkv
+expect_in "$work/out" "rule 1 qkv (merge-parallel layer~linear): 2 substitutions"
+expect_status 3 "$reverie" whatif "$pair/h100.json.gz" --opt metaflow:rules=conv-bn-relu
+expect_in "$work/err" "rule 1 (\"conv-bn-relu\", fuse) found nothing"
+one_line
+expect_status 1 "$reverie" whatif "$ddp" --opt metaflow:rules=no-such-rule
+expect_in "$work/err" "bundled: conv-bn-relu, conv-bn-relu-train, conv-relu, qkv"
+one_line
+printf '{"rules": [\n  {"action": "fuse"\n   "match": []}]}' >"$work/rules.json"
+expect_status 1 "$reverie" whatif "$ddp" --opt "metaflow:rules=$work/rules.json"
+expect_in "$work/err" "rules.json: line 3, column"
+one_line
+printf '{"rules": [{"action": "remove", "match": "layer~relu"}, {"action": "fuse", "match": ["layer~conv"]}]}' \
+    >"$work/rules.json"
+expect_status 1 "$reverie" whatif "$ddp" --opt "metaflow:rules=$work/rules.json"
+expect_in "$work/err" "rules.json: rule 2: \"match\" must list 2 to 8 selections, not 1"
 one_line
 
 [ "$failures" -eq 0 ] || { echo "$failures failures" >&2; exit 1; }

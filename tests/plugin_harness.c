@@ -78,6 +78,16 @@ gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GErro
     return run_plugin(graph, name, text, error, NULL, NULL, NULL);
 }
 
+void assert_apply_fails(rv_graph *graph, const char *name, const char *text, int code, const char *words)
+{
+    GError *error = NULL;
+    ck_assert_msg(!apply_plugin(graph, name, text, &error), "%s:%s did not fail", name, text);
+    ck_assert_msg(g_error_matches(error, RV_ERROR, code), "wrong error: %s", error ? error->message : "none");
+    ck_assert_msg(strstr(error->message, words) != NULL, "'%s' lacks '%s'", error->message, words);
+    ck_assert_msg(strchr(error->message, '\n') == NULL, "not one line: %s", error->message);
+    g_error_free(error);
+}
+
 char *apply_notes(rv_graph *graph, const char *name, const char *text)
 {
     GError *error = NULL;

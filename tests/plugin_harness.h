@@ -30,6 +30,8 @@ char *plugin_path(const char *name);
  * A replacement priority the plugin returns is dropped: use
  * apply_and_simulate for plugins that set one (p3, vdnn). */
 gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error);
+/* apply_plugin must fail with one line of RV_ERROR code `code` containing `words`. */
+void assert_apply_fails(rv_graph *graph, const char *name, const char *text, int code, const char *words);
 /* apply_plugin, asserting success; returns the plugin's notes (g_free). */
 char *apply_notes(rv_graph *graph, const char *name, const char *text);
 /* apply_plugin, asserting success and that the graph stays acyclic. */

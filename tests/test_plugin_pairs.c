@@ -45,6 +45,7 @@ static const known_plugin known[] = {
     { "batch-size", "factor=2" },
     { "grad-accumulation", "steps=2" },
     { "checkpoint", "segments=4" },
+    { "metaflow", "rules=conv-bn-relu" },
     { "pipeline", "stages=2,microbatches=4" },
     { "zero", "stage=3" },
     { "blueconnect", "world=16" },

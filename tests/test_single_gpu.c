@@ -30,12 +30,7 @@
 /* apply_plugin must fail with one RV_ERROR_PLUGIN line containing `words`. */
 static void assert_refused(rv_graph *graph, const char *plugin, const char *text, const char *words)
 {
-    GError *error = NULL;
-    ck_assert(!apply_plugin(graph, plugin, text, &error));
-    ck_assert_msg(g_error_matches(error, RV_ERROR, RV_ERROR_PLUGIN), "wrong error: %s", error ? error->message : "none");
-    ck_assert_msg(strstr(error->message, words) != NULL, "'%s' lacks '%s'", error->message, words);
-    ck_assert_msg(strchr(error->message, '\n') == NULL, "not one line: %s", error->message);
-    g_error_free(error);
+    assert_apply_fails(graph, plugin, text, RV_ERROR_PLUGIN, words);
 }
 
 /* Give every task its replayed start as its "recorded" start. */

@@ -60,6 +60,7 @@ static const struct {
     { "batch-size:factor=2,source_gpu=V100-SXM2", NULL },
     { "grad-accumulation:steps=2", NULL },
     { "checkpoint:segments=4", NULL },
+    { "metaflow:rules=conv-relu,source_gpu=A100-40GB", NULL },
     /* cuda-graphs is left out: rv_transform_remove_many joins every live task
      * before a removed chain of launch calls to every one after it, which is
      * quadratic in the chain (3.2 s at 26k tasks, minutes at 100k) */
