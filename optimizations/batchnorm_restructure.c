@@ -28,6 +28,7 @@
  */
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
@@ -154,6 +155,8 @@ static gboolean batchnorm_apply(rv_graph *graph, const rv_params *params, rv_plu
                     "nothing to restructure");
     if (ok && bytes != 1) ok = recost_norms(graph, params, norms, bytes, output->notes, error);
     if (ok && strcmp(rv_params_string(params, "relu"), "remove") == 0 && relus->len > 0) {
+        /* fused, not gone: the memory model still counts what they keep */
+        rv_memory_effect_add_for_tasks(graph, relus, RV_MEM_EFFECT_MOVED, 1.0, 0);
         int removed = rv_transform_remove_many(graph, relus, RV_REMOVE_KEEP_OVERHEAD);
         char *time = rv_format_duration(relu_ns);
         g_string_append_printf(output->notes,

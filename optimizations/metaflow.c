@@ -77,6 +77,7 @@
  */
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/select.h"
 #include "reverie/shapes.h"
@@ -829,6 +830,9 @@ static gboolean apply_findings(rv_graph *graph, const rv_cost_model *model, cons
     g_free(cause);
     if (ok) {
         int64_t after = recosted_ns(graph, f);
+        /* fused or merged work still makes its tensors; removed layers do not */
+        if (r->action == ACTION_FUSE || r->action == ACTION_MERGE)
+            rv_memory_effect_add_for_tasks(graph, f->removed, RV_MEM_EFFECT_MOVED, 1.0, 0);
         int removed = f->removed->len ? rv_transform_remove_many(graph, f->removed, RV_REMOVE_KEEP_OVERHEAD) : 0;
         describe(notes, r, index, f, removed, plan ? rv_cost_plan_changed(plan) : 0, after);
         if (plan) rv_cost_plan_describe(plan, "      ", notes);

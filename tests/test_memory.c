@@ -469,6 +469,24 @@ START_TEST(graph_launch_keeps_the_tensors)
 }
 END_TEST
 
+/* A fusion moves work into another kernel: the fused operators' tensors
+ * are still made and kept (metaflow's fuse, batchnorm-restructure's
+ * ReLUs), so the peak stays; cuda-graphs keeps it too (launches go, not
+ * kernels). */
+START_TEST(fusion_keeps_the_tensors)
+{
+    rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
+    static const char *const plugins[][2] = { { "metaflow", "rules=conv-bn-relu" },
+                                              { "metaflow", "rules=conv-bn-relu-train" },
+                                              { "batchnorm-restructure", "" } };
+    for (gsize i = 0; i < G_N_ELEMENTS(plugins); i++) {
+        rv_memory_estimate fused = estimate_after(RESNET, plugins[i][0], plugins[i][1]);
+        ck_assert_msg(fused.peak == base.peak, "%s:%s moved the peak", plugins[i][0], plugins[i][1]);
+        ck_assert_uint_eq(fused.shaped_ops, base.shaped_ops);
+    }
+}
+END_TEST
+
 /* rv_memory_estimate_unchanged is a shortcut, never a different answer:
  * where it says unchanged the full estimate is the baseline's; it says so
  * for time-only what-ifs and not for those that move tensors. */
@@ -552,6 +570,7 @@ int main(void)
     tcase_add_test(effects, pipeline_estimates_the_busiest_stage);
     tcase_add_test(effects, effects_by_hand);
     tcase_add_test(effects, unchanged_is_exact);
+    tcase_add_test(effects, fusion_keeps_the_tensors);
     suite_add_tcase(suite, effects);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -71,7 +71,12 @@
  *    highest stage's; a removed call with a stage is still read, since
  *    its work moved to that stage's GPU.  The pipeline also scales a
  *    call's tensors to one micro-batch (ACTIVATION_SCALE) and its kept
- *    activations by the micro-batches in flight (KEPT_SCALE).
+ *    activations by the micro-batches in flight (KEPT_SCALE);
+ *  - MOVED: the call was removed with its GPU work, but that work moved
+ *    into another kernel (a fusion: metaflow's fuse and merge,
+ *    batchnorm-restructure's ReLUs), so its tensors are still made and
+ *    kept: it is still read.  A call removed without this is gone with
+ *    its tensors (metaflow's remove).
  * Scales of one kind multiply; a later RECOMPUTED replaces an earlier one.
  * Inserted calls are not read (they copy a recorded call's shapes), so
  * the effects are the only way an optimization moves the estimate, besides
@@ -109,6 +114,7 @@ typedef enum {
     RV_MEM_EFFECT_ACTIVATION_SCALE,
     RV_MEM_EFFECT_PARAM_SCALE,
     RV_MEM_EFFECT_STAGE,
+    RV_MEM_EFFECT_MOVED,
     RV_MEM_EFFECT_KIND_COUNT
 } rv_memory_effect_kind;
 

@@ -76,7 +76,7 @@ void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind k
 {
     rv_memory_effect effect = { call < 0 ? -1 : call, (uint8_t)kind, MAX(segment, 0), factor };
     if (kind >= RV_MEM_EFFECT_KIND_COUNT) return;
-    gboolean scale = kind != RV_MEM_EFFECT_RECOMPUTED && kind != RV_MEM_EFFECT_STAGE;
+    gboolean scale = kind != RV_MEM_EFFECT_RECOMPUTED && kind != RV_MEM_EFFECT_STAGE && kind != RV_MEM_EFFECT_MOVED;
     if (scale && !(isfinite(factor) && factor >= 0)) return;
     g_array_append_val(graph->memory_effects, effect);
 }
@@ -100,9 +100,10 @@ typedef struct {
     double kept, activations, params;
     int32_t segment;  /* -1: not recomputed */
     int32_t stage;    /* -1: no pipeline stage */
+    gboolean moved;   /* removed, its work fused into another kernel */
 } call_effects;
 
-static const call_effects no_effects = { 1.0, 1.0, 1.0, -1, -1 };
+static const call_effects no_effects = { 1.0, 1.0, 1.0, -1, -1, FALSE };
 
 static void fold_effect(call_effects *into, const rv_memory_effect *effect)
 {
@@ -112,6 +113,7 @@ static void fold_effect(call_effects *into, const rv_memory_effect *effect)
     case RV_MEM_EFFECT_ACTIVATION_SCALE: into->activations *= effect->factor; break;
     case RV_MEM_EFFECT_PARAM_SCALE: into->params *= effect->factor; break;
     case RV_MEM_EFFECT_STAGE: into->stage = effect->segment; break;
+    case RV_MEM_EFFECT_MOVED: into->moved = TRUE; break;
     default: break;
     }
 }
@@ -161,11 +163,12 @@ static void apply_effects(GHashTable *effects, op_call *call)
     call->stage = folded.stage;
 }
 
-/* The stage of a call moved to a pipeline stage, or -1. */
-static int32_t stage_of_call(GHashTable *effects, int32_t call)
+/* Was a removed call's work moved (to a pipeline stage, into a fused
+ * kernel) rather than dropped? */
+static gboolean work_moved(GHashTable *effects, int32_t call)
 {
     const call_effects *mine = g_hash_table_lookup(effects, GINT_TO_POINTER(call + 1));
-    return mine ? mine->stage : -1;
+    return mine != NULL && (mine->stage >= 0 || mine->moved);
 }
 
 static int64_t extent(const rv_shapes *s, guint input, guint dim) { return rv_shapes_extent(s, input, dim); }
@@ -464,11 +467,11 @@ static GPtrArray *launch_calls_by_step(const context *ctx, guint steps, gboolean
         const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, t);
         if (task->kind != RV_TASK_CPU || ctx->first_gpu[t] < 0) continue;
         /* A removed call whose GPU work stays (cuda-graphs launches it from
-         * a graph, pipeline moves the call) still made its tensors; one
-         * removed with its work made none. */
+         * a graph) or moved (a pipeline stage, a fused kernel) still made
+         * its tensors; one removed with its work made none. */
         if ((task->flags & RV_TASK_FLAG_REMOVED) &&
             (g_array_index(ctx->graph->tasks, rv_task, ctx->first_gpu[t]).flags & RV_TASK_FLAG_REMOVED) &&
-            stage_of_call(ctx->effects, (int32_t)t) < 0)
+            !work_moved(ctx->effects, (int32_t)t))
             continue;
         /* A plugin's inserted calls copy a recorded call's shapes (checkpoint's
          * recomputation, amp's casts): counting them again would add
