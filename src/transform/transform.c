@@ -169,6 +169,12 @@ void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task)
  * already the longest's tail costs only the distance to it).  A pair that
  * a live edge already orders at least as strongly (ready at its end) gets
  * no second edge.
+ *
+ * What stays costly: the pairs themselves (a live task that feeds a
+ * region is joined to all it reaches: with many such tasks and many
+ * reached, that many edges); removed tasks of earlier batches next to this
+ * one, walked again; and lists that meet at every task of a long region
+ * while growing (the longest is then marked each time).
  */
 
 /* One entry of a list: a live task reached through removed ones. */
