@@ -73,37 +73,46 @@ static const rv_param_spec cuda_graphs_params[] = {
     { NULL }
 };
 
-/* What each CPU call launched: the GPU tasks, and whether one is a collective. */
+/* What each CPU call launched, in compressed rows (call c's GPU tasks are
+ * gpu[first[c] .. first[c + 1]), in id order), and whether one is a
+ * collective: flat arrays, not a list per call (a 1M-task graph has half
+ * a million calls). */
 typedef struct {
-    GHashTable *launched;   /* call + 1 -> GArray of GPU task ids */
-    GHashTable *collective; /* call + 1 present: it launched a collective */
+    int32_t *first;
+    int32_t *gpu;
+    guint8 *collective;
+    guint calls;        /* how many launched something */
 } launches;
 
 static void launches_init(launches *l, const rv_graph *graph)
 {
-    l->launched = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
-    l->collective = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+    int32_t n = rv_graph_task_count(graph);
+    int32_t *launcher = g_new(int32_t, MAX(n, 1));
+    l->first = g_new0(int32_t, n + 1);
+    l->collective = g_new0(guint8, MAX(n, 1));
+    l->calls = 0;
+    for (int32_t id = 0; id < n; id++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        int32_t call = rv_graph_launch_of(graph, id);
-        if (call < 0) continue;
-        gpointer key = GINT_TO_POINTER(call + 1);
-        GArray *list = g_hash_table_lookup(l->launched, key);
-        if (list == NULL) {
-            list = g_array_new(FALSE, FALSE, sizeof(int32_t));
-            g_hash_table_insert(l->launched, key, list);
-        }
-        g_array_append_val(list, id);
+        launcher[id] = (task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU) ? -1 : rv_graph_launch_of(graph, id);
+        if (launcher[id] < 0) continue;
+        l->calls += l->first[launcher[id] + 1]++ == 0;
         if (task->kind == RV_TASK_COMM || task->collective > 0 || (task->flags & RV_TASK_FLAG_RENDEZVOUS))
-            g_hash_table_add(l->collective, key);
+            l->collective[launcher[id]] = 1;
     }
+    for (int32_t c = 0; c < n; c++) l->first[c + 1] += l->first[c];
+    l->gpu = g_new(int32_t, MAX(l->first[n], 1));
+    int32_t *fill = g_memdup2(l->first, sizeof(int32_t) * (gsize)(n + 1));
+    for (int32_t id = 0; id < n; id++)
+        if (launcher[id] >= 0) l->gpu[fill[launcher[id]]++] = id;
+    g_free(fill);
+    g_free(launcher);
 }
 
 static void launches_clear(launches *l)
 {
-    g_hash_table_destroy(l->launched);
-    g_hash_table_destroy(l->collective);
+    g_free(l->first);
+    g_free(l->gpu);
+    g_free(l->collective);
 }
 
 /* ---- which steps are static ------------------------------------------- */
@@ -216,7 +225,7 @@ static gboolean capturable(const rv_graph *graph, const launches *l, const char 
     if (task->kind != RV_TASK_CPU || (task->flags & (RV_TASK_FLAG_BLOCKING | RV_TASK_FLAG_INSERTED))) return FALSE;
     if (forbidden_in_capture(rv_strings_get(graph->strings, task->name))) return FALSE;
     if (!in_region(region, (rv_phase)task->phase)) return FALSE;
-    if (g_hash_table_contains(l->collective, GINT_TO_POINTER(id + 1))) return FALSE;
+    if (l->collective[id]) return FALSE;
     return rv_graph_resource_previous(graph, id) >= 0;
 }
 
@@ -256,8 +265,7 @@ static void step_segments(const rv_graph *graph, const launches *l, const char *
         }
         if (task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER) past_forward = TRUE;
         g_array_append_val(current->calls, id);
-        GArray *gpu = g_hash_table_lookup(l->launched, GINT_TO_POINTER(id + 1));
-        if (gpu) g_array_append_vals(current->gpu, gpu->data, gpu->len);
+        g_array_append_vals(current->gpu, l->gpu + l->first[id], (guint)(l->first[id + 1] - l->first[id]));
     }
     close_segment(out, &current);
 }
@@ -424,7 +432,7 @@ static gboolean cuda_graphs_apply(rv_graph *graph, const rv_params *params, rv_p
     gboolean check = strcmp(rv_params_string(params, "static"), "check") == 0;
     launches l;
     launches_init(&l, graph);
-    if (g_hash_table_size(l.launched) == 0) {
+    if (l.calls == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the trace has no kernel launch calls (no GPU task with its launching CPU call), so there is nothing to capture");
         launches_clear(&l);
         return FALSE;

@@ -455,10 +455,12 @@ static gboolean pipeline_step(builder *b, const step_work *work, int32_t step, i
 
 /*
  * Remove the pipelined tasks, their launch calls and their phases' host
- * calls (victims, per task id) in one pass over the edges, instead of
- * rv_transform_remove_many, whose reconnection joins every live
- * predecessor of a removed region to every live successor: quadratic in a
- * region as large as a whole forward and backward pass.  Here:
+ * calls (victims, per task id) in one pass over the edges.  Not with
+ * rv_transform_remove_many: that bypasses a region, joining each live task
+ * before it to each live task it reached through it, which would also
+ * order a task that both fed and waited for victims (a collective in the
+ * middle of the backward pass) before everything after the pass; here the
+ * region is replaced by the pipeline, and the edges go to and from it:
  *   - each resource stays chained: the live task before a run of victims
  *     is ordered before the live task after it;
  *   - a live task that fed a victim (by a data, launch or sync edge, or on

@@ -12,8 +12,10 @@
  *
  * Cost: the neighbour and launch questions below, and splicing, cost the
  * task's own number of edges; removing k tasks costs about k plus the edges
- * around them; so a plugin that inserts or removes a task per layer is
- * linear in the graph.  This rests on an index the library keeps with the
+ * around them and the edges it adds (a chain of removed tasks, such as a
+ * run of launch calls, shares one list of what it reaches; tasks removed
+ * earlier next to them are walked again); so a plugin that inserts or
+ * removes a task per layer is linear in the graph.  This rests on an index the library keeps with the
  * graph, built by the first question in O(tasks + edges).  It sees tasks and edges appended (rv_graph_add_task,
  * rv_graph_add_edge) and every change made through this API; a plugin that
  * rewrites an edge in place, or changes a launch call's duration or flags
@@ -47,7 +49,10 @@ typedef enum {
  * through its launch edge).  Returns how many tasks were removed.
  */
 int rv_transform_remove(rv_graph *graph, int32_t task, rv_remove_mode mode);
-/* The same for many tasks at once (one edge index for the whole batch). */
+/* The same for many tasks at once: each live task is joined to every live
+ * task it reached through removed ones (at least one of this batch), once,
+ * and not where a live edge of its own already readies that task at its
+ * end. */
 int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode);
 
 typedef struct {

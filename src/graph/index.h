@@ -42,7 +42,7 @@ typedef struct rv_graph_index {
     int32_t *first[2], *last[2]; /* per task, [0] in-edges, [1] out-edges: list heads and tails, -1 if empty */
     int32_t *next[2];            /* per edge: the next edge of the same list, -1 at the end */
     int64_t launch_ns;           /* cached typical launch for inserted calls; -1: compute again */
-    rv_task_marks marks[3];      /* scratch for transform.c's walks */
+    rv_task_marks marks[5];      /* scratch for transform.c's walks */
 } rv_graph_index;
 
 /* The graph's index, brought up to date with appended tasks and edges. */

@@ -4,9 +4,9 @@
  * Questions about a task's neighbours go through the graph's edge index
  * (src/graph/index.h), so each costs the task's own degree and a plugin
  * that splices or removes thousands of tasks stays linear in the graph.
- * Removal reconnects every live predecessor of a removed region to every
- * live successor; the sets on either side of each removed task are worked
- * out once per batch and shared by the removed tasks next to it.
+ * Removal joins each live task before a removed region to the live tasks
+ * after it that it reached through the region, with lists that a chain of
+ * removed tasks shares (see "removal" below).
  */
 #include "reverie/transform.h"
 #include "reverie/checked.h"
@@ -146,189 +146,385 @@ void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task)
 
 /* ---- removal -------------------------------------------------------- */
 
-/* A live task reached through removed ones, and the kind of the last hop. */
+/*
+ * A batch joins every live task p to every live task s that p reaches
+ * through removed tasks only, on a path through one of the batch's victims
+ * (tasks removed before count as removed on the way: pipeline removes
+ * some by hand).  The pairs are found from the live side, with two lists
+ * per removed task r:
+ *   reach(r)    the live tasks r reaches through removed tasks only;
+ *   through(r)  those of them reached on a path through a victim (for a
+ *               victim, reach(r); for any other removed task, the union of
+ *               its removed successors' through lists);
+ * and each live task feeding a removed r whose through list is not empty
+ * is joined to that list, once per pair.
+ *
+ * The lists are persistent (cells with a next link).  A removed task with
+ * one removed successor - a chain, such as a thread's run of launch calls
+ * each launching a live kernel - puts its own live successors in front of
+ * that successor's list instead of copying it, so a chain of k tasks costs
+ * k, where joining each removed task's predecessors to its successors
+ * cost k squared.  Where several successors' lists meet, the longest is
+ * kept as the tail and the others' new entries go in front (a list that is
+ * already the longest's tail costs only the distance to it).  A pair that
+ * a live edge already orders at least as strongly (ready at its end) gets
+ * no second edge.
+ *
+ * What stays costly: the pairs themselves (a live task that feeds a
+ * region is joined to all it reaches: with many such tasks and many
+ * reached, that many edges); removed tasks of earlier batches next to this
+ * one, walked again; and lists that meet at every task of a long region
+ * while growing (the longest is then marked each time).
+ */
+
+/* One entry of a list: a live task reached through removed ones. */
 typedef struct {
     int32_t task;
-    int32_t kind;
-} reached;
+    int32_t kind;    /* the kind of the last edge on the way to it */
+    int32_t next;    /* the next cell, -1 at the end */
+    int32_t length;  /* cells from this one to the end */
+} cell;
 
-/*
- * For each removed task met in one batch, and each direction, the live
- * tasks it reaches through removed tasks only: a list in `pool` (a count,
- * then the entries), found by the index's marks (0: backward, 1: forward;
- * value = the list's offset, IN_PROGRESS while its neighbours are worked
- * out).  A removed task's list is the union of its neighbours': live ones
- * themselves, removed ones their own list - so a chain of removed tasks is
- * walked once, not once per task in it.
- */
+/* Values in the walks' marks: a list is a cell's index, or EMPTY. */
+enum { EMPTY = -1, IN_PROGRESS = -2, LEADS_TO_VICTIM = -3, UNVISITED = -4 };
+
+/* The index's scratch marks, by use. */
+enum { MARK_REACH = 0, MARK_THROUGH = 1, MARK_SCRATCH = 2, MARK_VICTIM = 3, MARK_JOINED = 4 };
+
 typedef struct {
     rv_graph *graph;
     rv_graph_index *index;
-    GArray *pool;   /* reached */
-    GArray *stack;  /* int32 */
-} reach_sets;
+    GArray *cells;      /* cell */
+    GArray *stack;      /* int32: the reach walk */
+    GArray *through;    /* int32: the through walk (which calls the reach walk) */
+    GArray *own;        /* cell: one list's own live successors, scratch */
+    GArray *lists;      /* int32: one task's successors' lists, scratch */
+    GArray *upstream;   /* int32: the removed tasks that lead to a victim, as found */
+} removal;
 
-enum { UNVISITED = -1, IN_PROGRESS = -2 };
-
-static void add_reached(reach_sets *sets, int32_t task, int32_t kind)
+static const cell *cell_at(const removal *rm, int32_t list)
 {
-    rv_task_marks *seen = &sets->index->marks[2];
-    if (rv_task_marks_has(seen, task)) return;
-    rv_task_marks_set(seen, task, 0);
-    reached entry = { task, kind };
-    g_array_append_val(sets->pool, entry);
+    return &g_array_index(rm->cells, cell, list);
 }
 
-/* The list of a removed task whose removed neighbours have theirs.  When
- * it equals one of theirs (a removed chain: the same live tasks on either
- * side), that list is shared instead of copied, so reconnect() can tell
- * the tasks of a chain apart from new work by their lists alone. */
-static int32_t collect(reach_sets *sets, int32_t task, gboolean forward)
+static int32_t list_length(const removal *rm, int32_t list)
 {
-    const rv_task_marks *memo = &sets->index->marks[forward ? 1 : 0];
-    rv_task_marks_begin(&sets->index->marks[2], rv_graph_task_count(sets->graph));
-    int32_t header = (int32_t)sets->pool->len, largest = -1, largest_length = -1;
-    reached count = { 0, 0 };
-    g_array_append_val(sets->pool, count);
-    for (int32_t e = rv_graph_index_first(sets->index, task, forward); e >= 0;
-         e = rv_graph_index_next(sets->index, e, forward)) {
-        const rv_edge *edge = edge_at(sets->graph, e);
-        int32_t other = forward ? edge->to : edge->from;
-        if (!removed(sets->graph, other)) { add_reached(sets, other, edge->kind); continue; }
-        int32_t list = rv_task_marks_get(memo, other, UNVISITED);
-        if (list < 0) continue; /* on a cycle of removed tasks */
-        int32_t length = g_array_index(sets->pool, reached, list).task;
-        if (length > largest_length) { largest = list; largest_length = length; }
-        for (int32_t i = 1; i <= length; i++) {
-            reached entry = g_array_index(sets->pool, reached, list + i);
-            add_reached(sets, entry.task, entry.kind);
+    return list < 0 ? 0 : cell_at(rm, list)->length;
+}
+
+static int32_t prepend(removal *rm, int32_t task, int32_t kind, int32_t tail)
+{
+    cell entry = { task, kind, tail, 1 + list_length(rm, tail) };
+    g_array_append_val(rm->cells, entry);
+    return (int32_t)rm->cells->len - 1;
+}
+
+/* Is `list` the tail of `longest`?  Costs the difference of their lengths. */
+static gboolean is_tail_of(const removal *rm, int32_t list, int32_t longest)
+{
+    int32_t at = longest;
+    for (int32_t skip = list_length(rm, longest) - list_length(rm, list); skip > 0; skip--) at = cell_at(rm, at)->next;
+    return at == list;
+}
+
+/* The union of rm->own (live successors, in edge order) and rm->lists:
+ * the longest list as the tail, the entries of the others that it lacks
+ * in front.  Only where no other list remains are own entries left
+ * unchecked against the tail (a duplicate costs one cell, never a wrong
+ * pair: the joining skips pairs it has made). */
+static int32_t join_lists(removal *rm)
+{
+    rv_task_marks *seen = &rm->index->marks[MARK_SCRATCH];
+    rv_task_marks_begin(seen, rv_graph_task_count(rm->graph));
+    int32_t longest = EMPTY;
+    for (guint i = 0; i < rm->lists->len; i++) {
+        int32_t list = g_array_index(rm->lists, int32_t, i);
+        if (list_length(rm, list) > list_length(rm, longest)) longest = list;
+    }
+    guint others = 0;
+    for (guint i = 0; i < rm->lists->len; i++) {
+        int32_t list = g_array_index(rm->lists, int32_t, i);
+        if (list >= 0 && list != longest && !is_tail_of(rm, list, longest))
+            g_array_index(rm->lists, int32_t, others++) = list;
+    }
+    if (others > 0)
+        for (int32_t c = longest; c >= 0; c = cell_at(rm, c)->next) rv_task_marks_set(seen, cell_at(rm, c)->task, 0);
+    guint fresh = 0; /* rm->own[0 .. fresh) is what goes in front */
+    for (guint i = 0; i < rm->own->len; i++) {
+        cell entry = g_array_index(rm->own, cell, i);
+        if (rv_task_marks_has(seen, entry.task)) continue;
+        rv_task_marks_set(seen, entry.task, 0);
+        g_array_index(rm->own, cell, fresh++) = entry;
+    }
+    g_array_set_size(rm->own, fresh);
+    for (guint i = 0; i < others; i++)
+        for (int32_t c = g_array_index(rm->lists, int32_t, i); c >= 0; c = cell_at(rm, c)->next) {
+            cell entry = *cell_at(rm, c);
+            if (rv_task_marks_has(seen, entry.task)) continue;
+            rv_task_marks_set(seen, entry.task, 0);
+            g_array_append_val(rm->own, entry);
         }
+    int32_t head = longest;
+    for (guint i = rm->own->len; i-- > 0;) {
+        const cell *entry = &g_array_index(rm->own, cell, i);
+        head = prepend(rm, entry->task, entry->kind, head);
     }
-    int32_t length = (int32_t)sets->pool->len - header - 1;
-    if (largest >= 0 && length == largest_length) { /* the union is that list: share it */
-        g_array_set_size(sets->pool, (guint)header);
-        return largest;
-    }
-    g_array_index(sets->pool, reached, header).task = length;
-    return header;
+    return head;
 }
 
-/* The offset in the pool of `start`'s list (a removed task), worked out
- * depth first without recursion: chains of removed tasks can be long. */
-static int32_t reach_set(reach_sets *sets, int32_t start, gboolean forward)
+/* reach(task) from its successors' lists (those on a cycle of removed
+ * tasks, still in progress, are left out). */
+static int32_t reach_from_successors(removal *rm, int32_t task)
 {
-    rv_task_marks *memo = &sets->index->marks[forward ? 1 : 0];
-    g_array_set_size(sets->stack, 0);
-    g_array_append_val(sets->stack, start);
-    while (sets->stack->len > 0) {
-        int32_t task = g_array_index(sets->stack, int32_t, sets->stack->len - 1);
-        int32_t state = rv_task_marks_get(memo, task, UNVISITED);
-        if (state >= 0) { g_array_set_size(sets->stack, sets->stack->len - 1); continue; }
-        if (state == IN_PROGRESS) {
-            g_array_set_size(sets->stack, sets->stack->len - 1);
-            rv_task_marks_set(memo, task, collect(sets, task, forward));
+    const rv_task_marks *memo = &rm->index->marks[MARK_REACH];
+    g_array_set_size(rm->own, 0);
+    g_array_set_size(rm->lists, 0);
+    for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
+        const rv_edge *edge = edge_at(rm->graph, e);
+        if (!removed(rm->graph, edge->to)) {
+            cell entry = { edge->to, edge->kind, EMPTY, 0 };
+            g_array_append_val(rm->own, entry);
             continue;
         }
-        rv_task_marks_set(memo, task, IN_PROGRESS);
-        for (int32_t e = rv_graph_index_first(sets->index, task, forward); e >= 0;
-             e = rv_graph_index_next(sets->index, e, forward)) {
-            int32_t other = forward ? edge_at(sets->graph, e)->to : edge_at(sets->graph, e)->from;
-            if (removed(sets->graph, other) && !rv_task_marks_has(memo, other)) g_array_append_val(sets->stack, other);
-        }
+        int32_t list = rv_task_marks_get(memo, edge->to, UNVISITED);
+        if (list >= EMPTY) g_array_append_val(rm->lists, list);
     }
-    return rv_task_marks_get(memo, start, UNVISITED);
+    return join_lists(rm);
 }
 
-/* Join every live task before `task` to every live task after it, unless
- * a task with the same two lists did already. */
-static void reconnect(reach_sets *sets, int32_t task, GHashTable *added, GHashTable *joined)
+/* reach(start) for a removed task, depth first without recursion: runs of
+ * removed tasks can be long. */
+static int32_t reach_list(removal *rm, int32_t start)
 {
-    rv_graph *graph = sets->graph;
-    int32_t before = reach_set(sets, task, FALSE), after = reach_set(sets, task, TRUE);
-    guint64 lists = ((guint64)(guint32)before << 32) | (guint32)after;
-    if (g_hash_table_contains(joined, &lists)) return;
-    g_hash_table_add(joined, g_memdup2(&lists, sizeof lists));
-    int32_t before_count = g_array_index(sets->pool, reached, before).task;
-    int32_t after_count = g_array_index(sets->pool, reached, after).task;
-    for (int32_t i = 1; i <= before_count; i++) {
-        int32_t from = g_array_index(sets->pool, reached, before + i).task;
-        for (int32_t j = 1; j <= after_count; j++) {
-            reached next = g_array_index(sets->pool, reached, after + j);
-            int32_t to = next.task, kind = next.kind;
-            if (from == to) continue;
-            guint64 key = ((guint64)(guint32)from << 32) | (guint32)to;
-            if (g_hash_table_contains(added, &key)) continue;
-            g_hash_table_add(added, g_memdup2(&key, sizeof key));
-            const rv_task *a = &g_array_index(graph->tasks, rv_task, from);
-            const rv_task *b = &g_array_index(graph->tasks, rv_task, to);
-            rv_edge_kind edge_kind = a->resource == b->resource
-                ? ((a->flags & RV_TASK_FLAG_GPU) ? RV_EDGE_STREAM : RV_EDGE_THREAD)
-                : (is_order_kind((uint8_t)kind) || kind == RV_EDGE_LAUNCH ? RV_EDGE_PLUGIN : (rv_edge_kind)kind);
-            rv_graph_add_edge(graph, from, to, edge_kind, FALSE);
+    rv_task_marks *memo = &rm->index->marks[MARK_REACH];
+    g_array_set_size(rm->stack, 0);
+    g_array_append_val(rm->stack, start);
+    while (rm->stack->len > 0) {
+        int32_t task = g_array_index(rm->stack, int32_t, rm->stack->len - 1);
+        int32_t state = rv_task_marks_get(memo, task, UNVISITED);
+        if (state >= EMPTY) {
+            g_array_set_size(rm->stack, rm->stack->len - 1);
+        } else if (state == IN_PROGRESS) {
+            g_array_set_size(rm->stack, rm->stack->len - 1);
+            rv_task_marks_set(memo, task, reach_from_successors(rm, task));
+        } else {
+            rv_task_marks_set(memo, task, IN_PROGRESS);
+            for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
+                int32_t next = edge_at(rm->graph, e)->to;
+                if (removed(rm->graph, next) && !rv_task_marks_has(memo, next)) g_array_append_val(rm->stack, next);
+            }
         }
     }
+    return rv_task_marks_get(memo, start, EMPTY);
+}
+
+/* The removed tasks that reach a victim through removed ones (the victims
+ * included), marked LEADS_TO_VICTIM in the through marks. */
+static void find_upstream(removal *rm, const GArray *victims)
+{
+    rv_task_marks *through = &rm->index->marks[MARK_THROUGH], *victim = &rm->index->marks[MARK_VICTIM];
+    int32_t count = rv_graph_task_count(rm->graph);
+    rv_task_marks_begin(through, count);
+    rv_task_marks_begin(victim, count);
+    for (guint i = 0; i < victims->len; i++) {
+        int32_t task = g_array_index(victims, int32_t, i);
+        rv_task_marks_set(victim, task, 0);
+        if (rv_task_marks_has(through, task)) continue;
+        rv_task_marks_set(through, task, LEADS_TO_VICTIM);
+        g_array_append_val(rm->upstream, task);
+    }
+    for (guint i = 0; i < rm->upstream->len; i++) {
+        int32_t task = g_array_index(rm->upstream, int32_t, i);
+        for (int32_t e = rv_graph_index_first(rm->index, task, FALSE); e >= 0; e = rv_graph_index_next(rm->index, e, FALSE)) {
+            int32_t before = edge_at(rm->graph, e)->from;
+            if (!removed(rm->graph, before) || rv_task_marks_has(through, before)) continue;
+            rv_task_marks_set(through, before, LEADS_TO_VICTIM);
+            g_array_append_val(rm->upstream, before);
+        }
+    }
+}
+
+/* through(task) of a task that is not a victim: the union of its removed
+ * successors' through lists. */
+static int32_t through_from_successors(removal *rm, int32_t task)
+{
+    const rv_task_marks *through = &rm->index->marks[MARK_THROUGH];
+    g_array_set_size(rm->own, 0);
+    g_array_set_size(rm->lists, 0);
+    for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
+        int32_t list = rv_task_marks_get(through, edge_at(rm->graph, e)->to, UNVISITED);
+        if (list >= EMPTY) g_array_append_val(rm->lists, list);
+    }
+    return join_lists(rm);
+}
+
+/* through(start) for a task of rm->upstream, depth first like reach_list. */
+static void through_list(removal *rm, int32_t start)
+{
+    rv_task_marks *through = &rm->index->marks[MARK_THROUGH];
+    const rv_task_marks *victim = &rm->index->marks[MARK_VICTIM];
+    g_array_set_size(rm->through, 0);
+    g_array_append_val(rm->through, start);
+    while (rm->through->len > 0) {
+        int32_t task = g_array_index(rm->through, int32_t, rm->through->len - 1);
+        int32_t state = rv_task_marks_get(through, task, UNVISITED);
+        if (state >= EMPTY) {
+            g_array_set_size(rm->through, rm->through->len - 1);
+        } else if (state == IN_PROGRESS) {
+            g_array_set_size(rm->through, rm->through->len - 1);
+            rv_task_marks_set(through, task, through_from_successors(rm, task));
+        } else if (rv_task_marks_has(victim, task)) {
+            g_array_set_size(rm->through, rm->through->len - 1);
+            rv_task_marks_set(through, task, reach_list(rm, task));
+        } else {
+            rv_task_marks_set(through, task, IN_PROGRESS);
+            for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
+                int32_t next = edge_at(rm->graph, e)->to;
+                if (rv_task_marks_get(through, next, UNVISITED) == LEADS_TO_VICTIM) g_array_append_val(rm->through, next);
+            }
+        }
+    }
+}
+
+/* The kind of a bypass edge: the order of a resource between two of its
+ * tasks, otherwise the kind of the last hop (a launch or another
+ * resource's order reads as a plugin's dependency). */
+static rv_edge_kind bypass_kind(const rv_graph *graph, int32_t from, int32_t to, int32_t kind)
+{
+    const rv_task *a = &g_array_index(graph->tasks, rv_task, from);
+    const rv_task *b = &g_array_index(graph->tasks, rv_task, to);
+    if (a->resource == b->resource) return (a->flags & RV_TASK_FLAG_GPU) ? RV_EDGE_STREAM : RV_EDGE_THREAD;
+    return is_order_kind((uint8_t)kind) || kind == RV_EDGE_LAUNCH ? RV_EDGE_PLUGIN : (rv_edge_kind)kind;
+}
+
+/* Join the live task `from` to every live task in the through lists of its
+ * removed successors, except itself and those a live edge of its own
+ * already readies at their end. */
+static void join_live_task(removal *rm, int32_t from)
+{
+    rv_task_marks *seen = &rm->index->marks[MARK_SCRATCH];
+    const rv_task_marks *through = &rm->index->marks[MARK_THROUGH];
+    rv_task_marks_begin(seen, rv_graph_task_count(rm->graph));
+    rv_task_marks_set(seen, from, 0);
+    for (int32_t e = rv_graph_index_first(rm->index, from, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
+        const rv_edge *edge = edge_at(rm->graph, e);
+        if (!removed(rm->graph, edge->to) && !edge->from_start) rv_task_marks_set(seen, edge->to, 0);
+    }
+    for (int32_t e = rv_graph_index_first(rm->index, from, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
+        int32_t list = rv_task_marks_get(through, edge_at(rm->graph, e)->to, UNVISITED);
+        for (int32_t c = list; c >= 0; c = cell_at(rm, c)->next) {
+            cell entry = *cell_at(rm, c);
+            if (rv_task_marks_has(seen, entry.task)) continue;
+            rv_task_marks_set(seen, entry.task, 0);
+            rv_graph_add_edge(rm->graph, from, entry.task, bypass_kind(rm->graph, from, entry.task, entry.kind), FALSE);
+        }
+    }
+}
+
+static void reconnect(removal *rm, const GArray *victims)
+{
+    find_upstream(rm, victims);
+    rv_task_marks_begin(&rm->index->marks[MARK_REACH], rv_graph_task_count(rm->graph));
+    for (guint i = 0; i < rm->upstream->len; i++) through_list(rm, g_array_index(rm->upstream, int32_t, i));
+    rv_task_marks *joined = &rm->index->marks[MARK_JOINED];
+    rv_task_marks_begin(joined, rv_graph_task_count(rm->graph));
+    for (guint i = 0; i < rm->upstream->len; i++) {
+        int32_t task = g_array_index(rm->upstream, int32_t, i);
+        for (int32_t e = rv_graph_index_first(rm->index, task, FALSE); e >= 0; e = rv_graph_index_next(rm->index, e, FALSE)) {
+            int32_t from = edge_at(rm->graph, e)->from;
+            if (removed(rm->graph, from) || rv_task_marks_has(joined, from)) continue;
+            rv_task_marks_set(joined, from, 0);
+            join_live_task(rm, from);
+        }
+    }
+}
+
+/* One step of a resource's order after `task`: its first live successor
+ * on the resource by an order edge, else the last removed one, else -1. */
+static int32_t order_step(const rv_graph *graph, const rv_graph_index *index, int32_t task)
+{
+    int32_t resource = g_array_index(graph->tasks, rv_task, task).resource, removed_next = -1;
+    for (int32_t e = rv_graph_index_first(index, task, TRUE); e >= 0; e = rv_graph_index_next(index, e, TRUE)) {
+        const rv_edge *edge = edge_at(graph, e);
+        if (!is_order_kind(edge->kind) || g_array_index(graph->tasks, rv_task, edge->to).resource != resource) continue;
+        if (!removed(graph, edge->to)) return edge->to;
+        removed_next = edge->to;
+    }
+    return removed_next;
 }
 
 /* The live task after `task` in its resource's order, walking on through
- * removed ones (earlier in the same batch), or -1. */
-static int32_t live_next(const rv_graph *graph, const rv_graph_index *index, int32_t task)
+ * removed ones, or -1.  Each walk leaves, on every task it passed, where
+ * it ended (marks): a later walk jumps there and goes on only if that task
+ * was removed since, so a run of victims is walked about once. */
+static int32_t live_next(removal *rm, int32_t task)
 {
-    int32_t resource = g_array_index(graph->tasks, rv_task, task).resource;
-    for (int32_t current = task, hops = 0; hops < rv_graph_task_count(graph); hops++) {
-        int32_t removed_next = -1;
-        for (int32_t e = rv_graph_index_first(index, current, TRUE); e >= 0; e = rv_graph_index_next(index, e, TRUE)) {
-            const rv_edge *edge = edge_at(graph, e);
-            if (!is_order_kind(edge->kind) ||
-                g_array_index(graph->tasks, rv_task, edge->to).resource != resource) continue;
-            if (!removed(graph, edge->to)) return edge->to;
-            removed_next = edge->to;
-        }
-        if (removed_next < 0) return -1;
-        current = removed_next;
-    }
-    return -1; /* a cycle of removed tasks */
+    rv_task_marks *memo = &rm->index->marks[MARK_REACH];
+    int32_t result = -1;
+    g_array_set_size(rm->stack, 0);
+    for (int32_t current = task; (gsize)rm->stack->len <= (gsize)rv_graph_task_count(rm->graph);) {
+        g_array_append_val(rm->stack, current);
+        int32_t jump = rv_task_marks_get(memo, current, UNVISITED);
+        if (jump == UNVISITED) jump = order_step(rm->graph, rm->index, current);
+        if (jump < 0 || !removed(rm->graph, jump)) { result = jump; break; }
+        current = jump;
+    } /* past the task count: a cycle of removed tasks, -1 */
+    for (guint i = 0; i < rm->stack->len; i++) rv_task_marks_set(memo, g_array_index(rm->stack, int32_t, i), result);
+    return result;
 }
 
-static void mark_removed(rv_graph *graph, const rv_graph_index *index, int32_t task, rv_remove_mode mode, int *count)
+/* Mark the victims removed, in their order; with KEEP_OVERHEAD each one's
+ * host overhead goes to the task after it that is live at that moment
+ * (a later victim passes it on in turn). */
+static int mark_removed(removal *rm, const GArray *victims, rv_remove_mode mode)
 {
-    rv_task *victim = rv_graph_task(graph, task);
-    if (victim->flags & RV_TASK_FLAG_REMOVED) return;
-    /* Marked first, so that a victim's overhead skips the other victims
-     * of the batch and lands on the next task that stays. */
-    rv_graph_task(graph, task)->flags |= RV_TASK_FLAG_REMOVED;
-    if (mode == RV_REMOVE_KEEP_OVERHEAD) {
-        int32_t next = live_next(graph, index, task);
-        if (next >= 0) rv_graph_task(graph, next)->host_overhead_ns += victim->host_overhead_ns;
+    rv_task_marks_begin(&rm->index->marks[MARK_REACH], rv_graph_task_count(rm->graph));
+    for (guint i = 0; i < victims->len; i++) {
+        rv_task *victim = rv_graph_task(rm->graph, g_array_index(victims, int32_t, i));
+        victim->flags |= RV_TASK_FLAG_REMOVED;
+        if (mode != RV_REMOVE_KEEP_OVERHEAD) continue;
+        int32_t next = live_next(rm, g_array_index(victims, int32_t, i));
+        if (next >= 0) rv_graph_task(rm->graph, next)->host_overhead_ns += victim->host_overhead_ns;
     }
-    (*count)++;
+    return (int)victims->len;
+}
+
+/* The tasks to remove: those given that are live, each once, and the
+ * launch calls of the GPU ones. */
+static GArray *victims_of(rv_graph *graph, const GArray *tasks)
+{
+    GArray *victims = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    rv_task_marks *listed = &rv_graph_index_sync(graph)->marks[MARK_VICTIM];
+    rv_task_marks_begin(listed, rv_graph_task_count(graph));
+    for (guint i = 0; i < tasks->len; i++) {
+        int32_t task = g_array_index(tasks, int32_t, i);
+        if (removed(graph, task)) continue;
+        int32_t launch = g_array_index(graph->tasks, rv_task, task).flags & RV_TASK_FLAG_GPU ? rv_graph_launch_of(graph, task) : -1;
+        int32_t both[2] = { task, launch };
+        for (int k = 0; k < 2; k++) {
+            if (both[k] < 0 || removed(graph, both[k]) || rv_task_marks_has(listed, both[k])) continue;
+            rv_task_marks_set(listed, both[k], 0);
+            g_array_append_val(victims, both[k]);
+        }
+    }
+    return victims;
 }
 
 int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode)
 {
-    int count = 0;
-    GArray *victims = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    for (guint i = 0; i < tasks->len; i++) {
-        int32_t task = g_array_index(tasks, int32_t, i);
-        if (removed(graph, task)) continue;
-        g_array_append_val(victims, task);
-        if (g_array_index(graph->tasks, rv_task, task).flags & RV_TASK_FLAG_GPU) {
-            int32_t launch = rv_graph_launch_of(graph, task);
-            if (launch >= 0 && !removed(graph, launch)) g_array_append_val(victims, launch);
-        }
-    }
-    reach_sets sets = { graph, rv_graph_index_sync(graph), g_array_new(FALSE, FALSE, sizeof(reached)),
-                        g_array_new(FALSE, FALSE, sizeof(int32_t)) };
-    for (guint i = 0; i < victims->len; i++)
-        mark_removed(graph, sets.index, g_array_index(victims, int32_t, i), mode, &count);
-    rv_task_marks_begin(&sets.index->marks[0], rv_graph_task_count(graph));
-    rv_task_marks_begin(&sets.index->marks[1], rv_graph_task_count(graph));
-    GHashTable *added = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    GHashTable *joined = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    for (guint i = 0; i < victims->len; i++) reconnect(&sets, g_array_index(victims, int32_t, i), added, joined);
-    g_hash_table_destroy(added);
-    g_hash_table_destroy(joined);
-    g_array_unref(sets.pool);
-    g_array_unref(sets.stack);
+    GArray *victims = victims_of(graph, tasks);
+    removal rm = { graph, rv_graph_index_sync(graph), g_array_new(FALSE, FALSE, sizeof(cell)),
+                   g_array_new(FALSE, FALSE, sizeof(int32_t)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
+                   g_array_new(FALSE, FALSE, sizeof(cell)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
+                   g_array_new(FALSE, FALSE, sizeof(int32_t)) };
+    int count = mark_removed(&rm, victims, mode);
+    reconnect(&rm, victims);
+    g_array_unref(rm.cells);
+    g_array_unref(rm.stack);
+    g_array_unref(rm.through);
+    g_array_unref(rm.own);
+    g_array_unref(rm.lists);
+    g_array_unref(rm.upstream);
     g_array_unref(victims);
     return count;
 }

@@ -61,9 +61,13 @@ static const struct {
     { "grad-accumulation:steps=2", NULL },
     { "checkpoint:segments=4", NULL },
     { "metaflow:rules=conv-relu,source_gpu=A100-40GB", NULL },
-    /* cuda-graphs is left out: rv_transform_remove_many joins every live task
-     * before a removed chain of launch calls to every one after it, which is
-     * quadratic in the chain (3.2 s at 26k tasks, minutes at 100k) */
+    /* the forward pass's launch calls become graph launches: long removed
+     * chains.  Not region=step: this model's backward thread then keeps no
+     * live call, and removal's bypass, joining each live task to every
+     * live task it reached through removed ones, must join every earlier
+     * graph launch to each later step's kernels: edges quadratic in the
+     * steps (150k -> 1.8M at 100k tasks, about 170M at 1M; README) */
+    { "cuda-graphs:static=assume,region=forward", NULL },
     { "pipeline:stages=4,microbatches=4", NULL },
     { "straggler:rank=0,factor=2", NULL },
     { "world-size:world=64", "ddp:world=16" },
