@@ -61,6 +61,7 @@ static const struct {
     { "grad-accumulation:steps=2", NULL },
     { "checkpoint:segments=4", NULL },
     { "metaflow:rules=conv-relu,source_gpu=A100-40GB", NULL },
+    { "gist", NULL },
     /* the forward pass's launch calls become graph launches: long removed
      * chains.  Not region=step: this model's backward thread then keeps no
      * live call, and removal's bypass, joining each live task to every
