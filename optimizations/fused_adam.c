@@ -30,6 +30,7 @@
 #include "reverie/validate.h"
 #include "reverie/error.h"
 #include "reverie/layers.h"
+#include "reverie/memory.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include <string.h>
@@ -182,6 +183,8 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         int32_t after = previous_survivor(graph, first, doomed);
         int32_t launch_after = first_launch >= 0 ? previous_survivor(graph, first_launch, doomed) : -1;
         rv_task fused = *rv_graph_task(graph, first);
+        /* their work moves into the fused kernel: the memory model still reads them */
+        rv_memory_effect_add_for_tasks(graph, victims, RV_MEM_EFFECT_MOVED, 1.0, 0);
         removed_total += rv_transform_remove_many(graph, victims, RV_REMOVE_DROP_OVERHEAD);
         gpu_removed += victims->len;
         fused.kind = RV_TASK_KERNEL;

@@ -471,14 +471,15 @@ END_TEST
 
 /* A fusion moves work into another kernel: the fused operators' tensors
  * are still made and kept (metaflow's fuse, batchnorm-restructure's
- * ReLUs), so the peak stays; cuda-graphs keeps it too (launches go, not
+ * ReLUs, fused-adam's optimizer kernels: its state stays), so the peak stays; cuda-graphs keeps it too (launches go, not
  * kernels). */
 START_TEST(fusion_keeps_the_tensors)
 {
     rv_memory_estimate base = estimate_after(RESNET, NULL, NULL);
     static const char *const plugins[][2] = { { "metaflow", "rules=conv-bn-relu" },
                                               { "metaflow", "rules=conv-bn-relu-train" },
-                                              { "batchnorm-restructure", "" } };
+                                              { "batchnorm-restructure", "" },
+                                              { "fused-adam", "" } };
     for (gsize i = 0; i < G_N_ELEMENTS(plugins); i++) {
         rv_memory_estimate fused = estimate_after(RESNET, plugins[i][0], plugins[i][1]);
         ck_assert_msg(fused.peak == base.peak, "%s:%s moved the peak", plugins[i][0], plugins[i][1]);

@@ -74,7 +74,8 @@
  *    activations by the micro-batches in flight (KEPT_SCALE);
  *  - MOVED: the call was removed with its GPU work, but that work moved
  *    into another kernel (a fusion: metaflow's fuse and merge,
- *    batchnorm-restructure's ReLUs), so its tensors are still made and
+ *    batchnorm-restructure's ReLUs, fused-adam's optimizer kernels, whose
+ *    Adam state the fused kernel keeps), so its tensors are still made and
  *    kept: it is still read.  A call removed without this is gone with
  *    its tensors (metaflow's remove).
  * Scales of one kind multiply; a later RECOMPUTED replaces an earlier one.

@@ -349,6 +349,7 @@ static void measure_call(const rv_graph *graph, const rv_task *task, int element
 typedef struct {
     const rv_graph *graph;
     int32_t *first_gpu;   /* per CPU task: the first GPU task it launched, -1 */
+    int32_t *launcher;    /* per GPU task: its launch call, -1 */
     int usual_bytes;
     rv_string_memo dtypes; /* per kernel name: its rv_dtype (names repeat; lower-casing each is slow) */
     GPtrArray *calls_by_step; /* per step (one, for a graph without steps): its launch calls, GArray of int32_t */
@@ -433,13 +434,17 @@ static int usual_element_bytes(context *ctx)
     return best < 0 ? 4 : MAX(rv_dtype_bytes((rv_dtype)best), 1);
 }
 
-static int32_t *first_gpu_of_calls(const rv_graph *graph)
+/* Per CPU task the first GPU task it launched, and per GPU task its
+ * launch call (-1 where none), from the launch edges. */
+static int32_t *first_gpu_of_calls(const rv_graph *graph, int32_t **launcher)
 {
     int32_t *first = g_new(int32_t, MAX(graph->tasks->len, 1));
-    for (guint t = 0; t < graph->tasks->len; t++) first[t] = -1;
+    *launcher = g_new(int32_t, MAX(graph->tasks->len, 1));
+    for (guint t = 0; t < graph->tasks->len; t++) first[t] = (*launcher)[t] = -1;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
         if (edge->kind != RV_EDGE_LAUNCH) continue;
+        (*launcher)[edge->to] = edge->from;
         if (first[edge->from] < 0 || g_array_index(graph->tasks, rv_task, edge->to).recorded_start_ns <
                                          g_array_index(graph->tasks, rv_task, first[edge->from]).recorded_start_ns)
             first[edge->from] = edge->to;
@@ -534,12 +539,16 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
  * graph): Adam's family updates its second moment with addcdiv (or runs
  * a fused Adam kernel): two states; other update work (SGD with momentum,
  * Adagrad, RMSprop): one; no optimizer work: -1. */
-static int optimizer_factor(const rv_graph *graph, char *name, gsize size)
+static int optimizer_factor(const context *ctx, char *name, gsize size)
 {
+    const rv_graph *graph = ctx->graph;
     gboolean any = FALSE;
     for (guint t = 0; t < graph->tasks->len; t++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
-        if (task->phase != RV_PHASE_OPTIMIZER || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        if (task->phase != RV_PHASE_OPTIMIZER) continue;
+        /* fused-adam's removed kernels live on in its fused one */
+        if ((task->flags & RV_TASK_FLAG_REMOVED) && !(ctx->launcher[t] >= 0 && work_moved(ctx->effects, ctx->launcher[t])))
+            continue;
         any = TRUE;
         const char *op = task->op > 0 ? rv_strings_get(graph->strings, task->op) : "";
         const char *kernel = rv_strings_get(graph->strings, task->name);
@@ -821,7 +830,7 @@ gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *
         if (!same_as_read(&g_array_index(baseline->tasks, rv_task, t), &g_array_index(variant->tasks, rv_task, t)))
             return FALSE;
     if (!appended_unread(baseline, variant)) return FALSE;
-    context ctx = { variant, NULL, 0, { 0 }, NULL, NULL, NULL };
+    context ctx = { variant, NULL, NULL, 0, { 0 }, NULL, NULL, NULL };
     rv_string_memo_init(&ctx.dtypes, variant->strings, dtype_verdict);
     int usual = usual_element_bytes(&ctx);
     rv_string_memo_clear(&ctx.dtypes);
@@ -863,12 +872,14 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
     memset(estimate, 0, sizeof *estimate);
     estimate->step = -1;
     estimate->stage = -1;
-    context ctx = { graph, first_gpu_of_calls(graph), 0, { 0 }, NULL,
+    int32_t *launcher = NULL;
+    int32_t *first_gpu = first_gpu_of_calls(graph, &launcher);
+    context ctx = { graph, first_gpu, launcher, 0, { 0 }, NULL,
                     g_hash_table_new_full(call_key_hash, call_key_equal, g_free, g_free), effects_by_call(graph) };
     rv_string_memo_init(&ctx.dtypes, graph->strings, dtype_verdict);
     ctx.usual_bytes = usual_element_bytes(&ctx);
     estimate->element_bytes = ctx.usual_bytes;
-    estimate->optimizer_factor = optimizer_factor(graph, estimate->optimizer, sizeof estimate->optimizer);
+    estimate->optimizer_factor = optimizer_factor(&ctx, estimate->optimizer, sizeof estimate->optimizer);
     GHashTable *offloads = offloads_by_call(graph);
     gboolean stepped = graph->steps->len > 0 && !graph->whole_trace_step;
     guint steps = stepped ? graph->steps->len : 1;
@@ -896,6 +907,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
     g_hash_table_destroy(ctx.effects);
     rv_string_memo_clear(&ctx.dtypes);
     g_free(ctx.first_gpu);
+    g_free(ctx.launcher);
     if (estimate->shaped_ops == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
                     "%s: no operator that launches GPU work has Input Dims (record with record_shapes=True): "
