@@ -77,6 +77,7 @@
  */
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/escape.h"
 #include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/select.h"
@@ -122,6 +123,21 @@ static void rule_free(gpointer data)
 
 /* ---- the rule file ------------------------------------------------------ */
 
+/* A usage error about a rule file, on one line whatever the file holds:
+ * names, keys and jansson's excerpts are escaped (escape.h). */
+static void set_file_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+static void set_file_error(GError **error, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    char *text = g_strdup_vprintf(format, args);
+    va_end(args);
+    char *shown = rv_escape_text(text);
+    g_set_error_literal(error, RV_ERROR, RV_ERROR_USAGE, shown);
+    g_free(shown);
+    g_free(text);
+}
+
 /* "FILE: rule N ("name"): " for messages (g_free). */
 static char *rule_where(const char *path, guint index, const rule *r)
 {
@@ -138,7 +154,7 @@ static gboolean fail_rule(const char *path, guint index, const rule *r, GError *
     char *what = g_strdup_vprintf(format, args);
     va_end(args);
     char *where = rule_where(path, index, r);
-    g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s: %s", where, what);
+    set_file_error(error, "%s: %s", where, what);
     g_free(where);
     g_free(what);
     return FALSE;
@@ -289,7 +305,7 @@ static json_t *load_rules_json(const char *given, const char *path, GError **err
     if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
         gboolean bundled = strcmp(given, path) != 0;
         char *known = bundled ? bundled_names(path) : NULL;
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "rules=%s: %s%s%s", given,
+        set_file_error(error, "rules=%s: %s%s%s", given,
                     bundled ? "no bundled rule file of that name (bundled: " : "no such file", known ? known : "",
                     bundled ? ")" : "");
         g_free(known);
@@ -298,7 +314,7 @@ static json_t *load_rules_json(const char *given, const char *path, GError **err
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL)
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s: line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
+        set_file_error(error, "%s: line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
     return root;
 }
 
@@ -308,8 +324,7 @@ static gboolean top_keys_known(json_t *root, const char *path, GError **error)
     json_t *value;
     json_object_foreach(root, key, value) {
         if (strcmp(key, "rules") == 0 || strcmp(key, "description") == 0) continue;
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s: unknown top-level key \"%s\" (a rule file has rules, description)",
-                    path, key);
+        set_file_error(error, "%s: unknown top-level key \"%s\" (a rule file has rules, description)", path, key);
         return FALSE;
     }
     return TRUE;
@@ -323,8 +338,7 @@ static GPtrArray *read_rules(const char *given, const char *path, GError **error
     json_t *list = json_is_object(root) ? json_object_get(root, "rules") : NULL;
     gboolean ok = json_is_array(list) && top_keys_known(root, path, error);
     if (!json_is_array(list))
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s: not a rule file: the top level must be an object with a \"rules\" list",
-                    path);
+        set_file_error(error, "%s: not a rule file: the top level must be an object with a \"rules\" list", path);
     GPtrArray *rules = g_ptr_array_new_with_free_func(rule_free);
     for (size_t i = 0; ok && i < json_array_size(list); i++) {
         rule *r = read_rule(json_array_get(list, i), path, (guint)i, error);

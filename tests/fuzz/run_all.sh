@@ -14,6 +14,7 @@
 #   fuzz_import  trace importer       import-
 #   fuzz_elf     ELF reader           elf-
 #   fuzz_params  parameters, escaping params-
+#   fuzz_metaflow metaflow rule files metaflow-
 set -eu
 seconds=${1:-60}
 build=${2:-build}
@@ -54,6 +55,14 @@ seed_elf() {
     return 0
 }
 
+seed_metaflow() {
+    cp data/metaflow/*.json "$1/"
+    printf '{"rules": [{"name": "x", "action": "scale:2", "match": "layer~linear"}]}' >"$1/seed-scale"
+    printf '{"rules": [{"action": "merge-parallel", "match": "layer~conv", "count": 3, "skip": ["op~relu"]}]}' >"$1/seed-merge"
+    printf '{"description": "d", "rules": []}' >"$1/seed-empty"
+    return 0
+}
+
 seed_params() {
     printf 'n=1.5,i=8,d=5us,b=25MiB,w=100Gbps,c=bb,s=kind=kernel,phase=forward' >"$1/seed-all"
     printf 'i=1e300,d=1e9s,b=16PiB' >"$1/seed-huge"
@@ -62,7 +71,7 @@ seed_params() {
 }
 
 crashes=""
-for harness in fuzz_store fuzz_import fuzz_elf fuzz_params; do
+for harness in fuzz_store fuzz_import fuzz_elf fuzz_params fuzz_metaflow; do
     work=$out/$harness
     rm -rf "$work/crashes" # an earlier run's, already kept under regressions/
     mkdir -p "$work/corpus" "$work/crashes"
