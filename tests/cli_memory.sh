@@ -98,6 +98,12 @@ expect_status 0 "$reverie" memory "$resnet" --opt batch-size:factor=2 --gpu T4
 expect_in "$work/out" "after batch-size:factor=2: estimate from shapes"
 expect_in "$work/out" "(the trace's, before the optimizations) recorded"
 expect_in "$work/out" "T4: 14.9 GiB of memory; the estimate peak"
+expect_status 0 "$reverie" memory "$resnet" --opt pipeline:stages=4,schedule=1f1b --json
+json_check "d['estimate']['pipeline_stages'] == 4 and 0 <= d['estimate']['pipeline_stage'] < 4"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(0 if b['estimate']['peak_bytes'] < a['estimate']['peak_bytes'] else 1)" "$work/plain.json" "$work/out" \
+    || fail "a pipeline stage should hold less than the whole model"
+expect_status 0 "$reverie" memory "$resnet" --opt pipeline:stages=4
+expect_in "$work/out" "on pipeline stage "
 expect_status 1 "$reverie" memory "$resnet" --opt nosuch
 one_line
 expect_in "$work/err" "no optimization named 'nosuch'"
