@@ -19,6 +19,9 @@
  * a plain replay it grows (the "excess", bound 0.1).  network re-costs communication, which a single-GPU
  * trace lacks, so it is measured on the graph ddp made.
  *
+ * REVERIE_BENCH_ONLY=NAME,NAME... measures only those plugins (and the
+ * plain replay they are judged against), for a plugin's author.
+ *
  * Every timed run starts with cold caches (64 MiB written elsewhere first):
  * otherwise the 100k-task graph, just copied, sits in the last-level cache
  * and the 1M-task one cannot, and the exponents would measure the cache.
@@ -182,6 +185,19 @@ static void measure_case(const rv_graph *graph, int c, int runs, measured *m)
     }
 }
 
+/* Is case c wanted (REVERIE_BENCH_ONLY, a comma-separated list of plugin names)? */
+static gboolean wanted(int c)
+{
+    const char *only = g_getenv("REVERIE_BENCH_ONLY");
+    if (only == NULL || *only == '\0' || cases[c].spec == NULL) return TRUE;
+    char *name = g_strndup(cases[c].spec, strcspn(cases[c].spec, ":"));
+    char **names = g_strsplit(only, ",", -1);
+    gboolean found = g_strv_contains((const char *const *)names, name);
+    g_strfreev(names);
+    g_free(name);
+    return found;
+}
+
 static measured measure(const char *path, int runs)
 {
     measured m = { 0 };
@@ -190,6 +206,7 @@ static measured measure(const char *path, int runs)
     m.tasks = rv_graph_task_count(graph);
     fprintf(stderr, "%s: %d tasks, imported in %.1f s\n", path, m.tasks, now_s() - started);
     for (int c = 0; c < CASES; c++) {
+        if (!wanted(c)) continue;
         measure_case(graph, c, runs, &m);
         fprintf(stderr, "  %-32s apply %8.1f ms  replay %8.1f ms\n", cases[c].spec ? cases[c].spec : "(none)",
                 m.apply_s[c] * 1e3, m.policy_replay_s[c] * 1e3);
@@ -225,6 +242,7 @@ int main(int argc, char **argv)
            "large ms", "", "");
     int over = 0;
     for (int c = 1; c < CASES; c++) {
+        if (!wanted(c)) continue;
         double k_apply = exponent(small.apply_s[c], large.apply_s[c], &small, &large);
         double k_replay = exponent(small.policy_replay_s[c], large.policy_replay_s[c], &small, &large);
         double ratio = large.apply_s[c] / large.policy_replay_s[0];

@@ -1,6 +1,7 @@
 #!/bin/sh
 # plugins.sh - generate the two graphs of the plugin benchmark and run it.
 #   tests/bench/plugins.sh BUILD_DIR [SMALL_STEPS LARGE_STEPS]
+#   REVERIE_BENCH_ONLY=gist,metaflow tests/bench/plugins.sh BUILD_DIR   (only those)
 # 30 mixed layers give about 1,317 tasks per step: 76 and 760 steps are
 # about 100k and 1M tasks.  `meson test -C build --benchmark` runs this.
 set -eu
