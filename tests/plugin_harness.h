@@ -83,5 +83,9 @@ void tiny_close_step(tiny *t);
 /* A launch call on the CPU and its kernel on the stream. */
 int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kernel_ns, rv_phase phase,
                     rv_task_kind kind);
+/* Give every task of a hand-built graph its replayed start as its
+ * "recorded" start, as a real trace would have: plugins that order tasks
+ * by recorded time (vdnn's layers, cuda-graphs' segments) read it. */
+void tiny_record(rv_graph *graph);
 
 #endif

@@ -33,17 +33,6 @@ static void assert_refused(rv_graph *graph, const char *plugin, const char *text
     assert_apply_fails(graph, plugin, text, RV_ERROR_PLUGIN, words);
 }
 
-/* Give every task its replayed start as its "recorded" start. */
-static void record(rv_graph *graph)
-{
-    rv_sim_result sim = { 0 };
-    GError *error = NULL;
-    ck_assert_msg(rv_simulate(graph, NULL, &sim, &error), "simulate: %s", error ? error->message : "");
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        rv_graph_task(graph, id)->recorded_start_ns = sim.start_ns[id];
-    rv_sim_result_clear(&sim);
-}
-
 /* The summed duration of the live GPU tasks of one phase. */
 static int64_t phase_gpu_ns(const rv_graph *graph, rv_phase phase)
 {
@@ -70,7 +59,7 @@ static tiny launch_bound(void)
     tiny t = tiny_new();
     tiny_task(&t, t.cpu, RV_TASK_CPU, "python", US(1), RV_PHASE_FORWARD);
     for (int i = 0; i < 5; i++) tiny_launch(&t, "kernel", US(10), US(2), RV_PHASE_FORWARD, RV_TASK_KERNEL);
-    record(t.graph);
+    tiny_record(t.graph);
     ck_assert_int_eq(makespan(t.graph), US(53));
     return t;
 }

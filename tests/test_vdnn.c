@@ -41,18 +41,6 @@ static int32_t layer_kernel(tiny *t, const char *layer, const char *input_dims, 
     return gpu;
 }
 
-/* Give every task its replayed start as its "recorded" start, as a real
- * trace would have (the plugin orders layers by recorded time). */
-static void record(rv_graph *graph)
-{
-    rv_sim_result sim = { 0 };
-    GError *error = NULL;
-    ck_assert_msg(rv_simulate(graph, NULL, &sim, &error), "simulate: %s", error ? error->message : "");
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        rv_graph_task(graph, id)->recorded_start_ns = sim.start_ns[id];
-    rv_sim_result_clear(&sim);
-}
-
 /*
  * The network, one step, launches of 5us each on one CPU thread (0-40us),
  * each kernel starting when its launch ends or when the stream frees, so
@@ -91,7 +79,7 @@ static two_convs two_convs_graph(void)
     n.conv_a_bw = layer_kernel(&n.t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, 100,
                                RV_PHASE_BACKWARD);
     tiny_close_step(&n.t);
-    record(n.t.graph);
+    tiny_record(n.t.graph);
     ck_assert_int_eq(makespan(n.t.graph), US(605));
     return n;
 }
@@ -261,7 +249,7 @@ START_TEST(refuses_without_conv)
     tiny t = tiny_new();
     layer_kernel(&t, "aten::relu_", "[[1000]]", 50, RV_PHASE_FORWARD);
     layer_kernel(&t, "autograd::engine::evaluate_function: ReluBackward0", NULL, 50, RV_PHASE_BACKWARD);
-    record(t.graph);
+    tiny_record(t.graph);
     assert_refused(t.graph, "", "no convolution layers");
     rv_graph_free(t.graph);
 }
@@ -272,7 +260,7 @@ START_TEST(refuses_without_shapes)
     tiny t = tiny_new();
     layer_kernel(&t, "aten::conv2d", NULL, 100, RV_PHASE_FORWARD);
     layer_kernel(&t, "autograd::engine::evaluate_function: ConvolutionBackward0", NULL, 100, RV_PHASE_BACKWARD);
-    record(t.graph);
+    tiny_record(t.graph);
     assert_refused(t.graph, "", "record_shapes");
     rv_graph_free(t.graph);
 }
@@ -282,7 +270,7 @@ START_TEST(refuses_without_backward)
 {
     tiny t = tiny_new();
     layer_kernel(&t, "aten::conv2d", "[[1000], [1]]", 100, RV_PHASE_FORWARD);
-    record(t.graph);
+    tiny_record(t.graph);
     assert_refused(t.graph, "", "no matching backward");
     rv_graph_free(t.graph);
 }
