@@ -78,11 +78,8 @@ typedef struct {
 /* Bytes per element of a ReLU's kernel (its name's dtype; fp32 if none). */
 static int element_bytes_of(const rv_graph *graph, int32_t task)
 {
-    gboolean integer = FALSE;
-    rv_dtype dtype = rv_cost_dtype_of_name(rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).name),
-                                           &integer);
-    int bytes = dtype == RV_DTYPE_UNKNOWN ? 0 : rv_dtype_bytes(dtype);
-    return bytes > 0 ? bytes : 4;
+    const char *kernel = rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).name);
+    return rv_cost_element_bytes_of_name(kernel, 4);
 }
 
 /* E / B: the encoded map's size over the dense one's. */
@@ -92,22 +89,16 @@ static double encoded_fraction(const gist_options *o, encoding e, int element_by
     return (1.0 - o->sparsity) * (double)(element_bytes + o->index_bytes) / element_bytes;
 }
 
-/* The GPU tasks of an instance: those of `tasks` (its phase and step, in
- * recorded order) from its first to its last; *gpu_ns gets their time. */
+/* The GPU tasks of an instance (its slice of the list it was cut from);
+ * *gpu_ns gets their time. */
 static GArray *instance_tasks(const rv_graph *graph, const rv_layer_instance *instance, const GArray *tasks,
                               int64_t *gpu_ns)
 {
     GArray *mine = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    gboolean inside = FALSE;
+    g_array_append_vals(mine, &g_array_index(tasks, int32_t, instance->position), instance->count);
     *gpu_ns = 0;
-    for (guint i = 0; i < tasks->len; i++) {
-        int32_t id = g_array_index(tasks, int32_t, i);
-        inside |= id == instance->first;
-        if (!inside) continue;
-        g_array_append_val(mine, id);
-        *gpu_ns += g_array_index(graph->tasks, rv_task, id).duration_ns;
-        if (id == instance->last) break;
-    }
+    for (guint i = 0; i < mine->len; i++)
+        *gpu_ns += g_array_index(graph->tasks, rv_task, g_array_index(mine, int32_t, i)).duration_ns;
     return mine;
 }
 

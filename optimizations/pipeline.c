@@ -305,10 +305,8 @@ static int64_t boundary_bytes(const rv_graph *graph, const pipeline_plan *plan, 
         int64_t elements = rv_shapes_of_task(graph, task, &shapes) ? rv_shapes_elements(&shapes, 0) : 0;
         rv_shapes_clear(&shapes);  /* parsing allocates even when it fails */
         if (elements <= 0) continue;
-        gboolean integer = FALSE;
-        rv_dtype dtype = rv_cost_dtype_of_name(rv_strings_get(graph->strings, rv_graph_task((rv_graph *)graph, task)->name),
-                                               &integer);
-        int element = dtype != RV_DTYPE_UNKNOWN ? rv_dtype_bytes(dtype) : 4;
+        const char *kernel = rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).name);
+        int element = rv_cost_element_bytes_of_name(kernel, 4);
         return elements * element / plan->microbatches;
     }
     return 0;

@@ -112,6 +112,9 @@ rv_cost_class rv_cost_classify_name(const char *kernel_name, const char *op_name
 /* The dtype a kernel name says (RV_DTYPE_UNKNOWN if none); *integer set
  * when it names only integer types. */
 rv_dtype rv_cost_dtype_of_name(const char *kernel_name, gboolean *integer);
+/* Bytes per element of the dtype a kernel name says, or `fallback` when
+ * it says none. */
+int rv_cost_element_bytes_of_name(const char *kernel_name, int fallback);
 
 /* FLOPs and bytes of a kernel of `cls`, launched by operator `op` with
  * the Input Dims text `dims`, elements of `element_bytes` bytes.  FALSE

@@ -44,6 +44,7 @@ int rv_layer_family_of(const char *layer, gboolean backward);
 typedef struct {
     int32_t first, last;  /* first and last GPU task, in recorded order */
     int family;           /* rv_layer_family, -1: none known */
+    guint position, count; /* its tasks are tasks[position .. position + count) of the list it was cut from */
 } rv_layer_instance;
 
 /* Families of layer tags remembered per string id, for one plugin call

@@ -188,3 +188,10 @@ rv_dtype rv_cost_dtype_of_name(const char *kernel_name, gboolean *integer)
     g_free(lower);
     return dtype;
 }
+
+int rv_cost_element_bytes_of_name(const char *kernel_name, int fallback)
+{
+    rv_dtype dtype = rv_cost_dtype_of_name(kernel_name, NULL);
+    int bytes = dtype == RV_DTYPE_UNKNOWN ? 0 : rv_dtype_bytes(dtype);
+    return bytes > 0 ? bytes : fallback;
+}

@@ -76,12 +76,14 @@ GArray *rv_layer_instances(const rv_graph *graph, rv_layer_family_memo *memo, co
         int32_t id = g_array_index(tasks, int32_t, i);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
         if (instances->len > 0 && task->layer == layer && task->input_dims == dims) {
-            g_array_index(instances, rv_layer_instance, instances->len - 1).last = id;
+            rv_layer_instance *run = &g_array_index(instances, rv_layer_instance, instances->len - 1);
+            run->last = id;
+            run->count++;
             continue;
         }
         layer = task->layer;
         dims = task->input_dims;
-        rv_layer_instance run = { id, id, rv_string_memo_get(&memo->phases[backward ? 1 : 0], task->layer) - 1 };
+        rv_layer_instance run = { id, id, rv_string_memo_get(&memo->phases[backward ? 1 : 0], task->layer) - 1, i, 1 };
         g_array_append_val(instances, run);
     }
     return instances;
