@@ -45,7 +45,7 @@ static const rv_param_spec dataloader_params[] = {
     { "page_fault", RV_PARAM_DURATION, "250ns", "ns",
       "first touch of each 4 KiB page of a batch in shared memory, paid by its pageable host-to-device copy", NULL },
     { "interference", RV_PARAM_NUMBER, "0.2", "x",
-      "slowdown of the training process's host work per busy worker (a host property; see README)", NULL },
+      "slowdown of the training process's host work per busy worker (a host property; see docs/optimizations.md)", NULL },
     { NULL }
 };
 

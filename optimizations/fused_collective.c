@@ -3,7 +3,7 @@
  * its output replaced by one persistent kernel that sends each slice of the
  * output as soon as it is computed, remote slices first (Punniyamurthy et
  * al., "Optimizing Distributed ML Communication with Fused
- * Computation-Collective Operations", ../shared/papers/).
+ * Computation-Collective Operations").
  *
  *   reverie whatif traces/param_dlrm_v100_8ranks --opt fused-collective
  *   reverie whatif trace.json.gz --opt fused-collective:patterns=gemv,slice_bytes=4KiB

@@ -12,7 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The first ```c block of the "Write your own optimization" section, verbatim.
-awk '/^## Write your own optimization/ { section = 1 }
+awk '/^#+ Write your own optimization/ { section = 1 }
      section && /^```c$/ { inside = 1; next }
      inside && /^```$/ { exit }
      inside { print }' "$readme" > "$work/my_opt.c"

@@ -215,7 +215,7 @@ int rv_cmd_breakdown(int argc, char **argv)
     GOptionEntry entries[] = {
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs, "also the prediction after this optimization (repeat to chain)",
           "NAME[:k=v,...]" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &options.as_json, "print JSON (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &options.as_json, "print JSON (schema in docs/commands.md)", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &options.as_csv, "print CSV, one row per part", NULL },
         { "plot", 0, 0, G_OPTION_ARG_FILENAME, &options.plot, "draw step times and breakdowns to an SVG file", "FILE.svg" },
         { NULL }

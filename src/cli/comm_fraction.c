@@ -236,7 +236,7 @@ int rv_cmd_comm_fraction(int argc, char **argv)
         { "scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales,
           "a scenario: compute (peaks and memory bandwidth) COMPUTE times faster, links LINKS times faster "
           "(default: 2:1 and 4:1, the paper's flop-vs-bw ratios)", "COMPUTE:LINKS" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH [--opt ...] [--scale F:B]... - communication's share of "

@@ -252,7 +252,7 @@ int rv_cmd_critical_path(int argc, char **argv)
     GOptionEntry entries[] = {
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs, "also the prediction after this optimization (repeat to chain)",
           "NAME[:k=v,...]" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &options.as_json, "print JSON: every task on the path (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &options.as_json, "print JSON: every task on the path (schema in docs/commands.md)", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &options.as_csv, "print every task on the path as CSV", NULL },
         { "top", 0, 0, G_OPTION_ARG_INT, &options.top, "layers and links to list in the table (default 10)", "N" },
         { "timeline", 0, 0, G_OPTION_ARG_FILENAME, &options.timeline,

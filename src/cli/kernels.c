@@ -330,7 +330,7 @@ int rv_cmd_kernels(int argc, char **argv)
           "the catalogue knows", "NAME" },
         { "scaling", 0, 0, G_OPTION_ARG_NONE, &scaling, "check the operator models on the shapes that vary in the trace", NULL },
         { "unknown", 0, 0, G_OPTION_ARG_INT, &top, "list this many unknown kernel names (default 10)", "N" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - the kernel cost model's view of a trace");

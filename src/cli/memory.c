@@ -294,7 +294,7 @@ int rv_cmd_memory(int argc, char **argv)
         { "gpu", 0, 0, G_OPTION_ARG_STRING, &gpu, "say whether the peak fits in this catalogue GPU's memory", "NAME" },
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs,
           "estimate the job after this optimization (as whatif --opt; repeatable, applied in order)", "NAME[:k=v,...]" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - a step's GPU memory at its peak");

@@ -219,7 +219,7 @@ int rv_cmd_simulate(int argc, char **argv)
     int explain_top = 0;
     rv_cli_extras extras = { NULL, NULL, FALSE, FALSE };
     GOptionEntry entries[] = {
-        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { "explain", 0, 0, G_OPTION_ARG_INT, &explain_top,
           "also show the unexplained time by resource and the N tasks carrying the most", "N" },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &extras.csv, "print the per-step table as CSV", NULL },

@@ -521,7 +521,7 @@ static const char sweep_help[] =
     "  reverie sweep g.rvg --vary 'network.bandwidth_factor=0.1..10/21 log' --plot network.svg\n"
     "  reverie sweep g.rvg --opt amp --vary 'ddp.bandwidth=10Gbps..400Gbps/20 log' --vary ddp.world=8,16\n"
     "  reverie sweep g.rvg --variants variants.txt --jsonl\n"
-    "  reverie sweep g.rvg --vary ddp.world=2..64/32 --shard 3/4 > part-3.csv   (see README: Sweeps)\n";
+    "  reverie sweep g.rvg --vary ddp.world=2..64/32 --shard 3/4 > part-3.csv   (see docs/sweeps.md)\n";
 
 typedef struct {
     char **opts, **varies;

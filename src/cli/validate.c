@@ -283,7 +283,7 @@ int rv_cmd_validate(int argc, char **argv)
     GOptionEntry entries[] = {
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs, "the what-if that models the knob, applied in order",
           "NAME[:k=v,...]" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print the JSON's fields as CSV rows: field,value", NULL },
         { NULL }
     };

@@ -191,7 +191,7 @@ int rv_cmd_whatif(int argc, char **argv)
     rv_cli_extras extras = { NULL, NULL, FALSE, FALSE };
     GOptionEntry entries[] = {
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs, "an optimization, applied in the order given", "NAME[:k=v,...]" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in README)", NULL },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &extras.csv, "print the per-step table as CSV", NULL },
         { "diff", 0, 0, G_OPTION_ARG_NONE, &extras.diff,
           "also list the phases, kernel classes and layers whose time changed most, and how the critical path moved", NULL },
