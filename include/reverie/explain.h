@@ -56,6 +56,10 @@ typedef struct {
     int64_t suspect_host_ns;     /* their total */
     double suspect_by_chance;    /* how many of those to expect if GPU ends fell at random (same rate) */
     GArray *top;             /* rv_unexplained_task, the largest first */
+    /* CPU: time blocking calls spent after what they waited for ended, that
+     * no rule explains (explain.c); per step as by_step. */
+    int64_t cpu_total_ns;
+    int64_t *cpu_by_step;
 } rv_explanation;
 
 /* One line each (no newline) for what the timing model had to assume about

@@ -119,6 +119,7 @@ rv_explanation *rv_explain(const rv_graph *graph, guint top)
 {
     rv_explanation *x = g_new0(rv_explanation, 1);
     x->by_step = g_new0(int64_t, graph->steps->len + 1);
+    x->cpu_by_step = g_new0(int64_t, graph->steps->len + 1);
     x->by_resource = g_new0(int64_t, graph->resources->len);
     x->top = g_array_new(FALSE, FALSE, sizeof(rv_unexplained_task));
     readiness *ready = rule_starts(graph);
@@ -153,6 +154,7 @@ void rv_explanation_free(rv_explanation *explanation)
 {
     if (explanation == NULL) return;
     g_free(explanation->by_step);
+    g_free(explanation->cpu_by_step);
     g_free(explanation->by_resource);
     g_array_unref(explanation->top);
     g_free(explanation);
