@@ -72,6 +72,20 @@ GPtrArray *rv_collectives_match(const rv_graph *graph, GError **error);
  */
 rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error);
 
+/* ---- a rank without its peers (peers.c) ------------------------------- */
+
+/* A trace of one rank of a larger job: split each collective kernel into a
+ * wait for the peers (RV_TASK_SYNC, flagged RENDEZVOUS and GPU, on the
+ * kernel's stream, lasting the recorded wait) and the transfer (the kernel,
+ * lasting its fastest recorded instance).  rv_graph_build does this for
+ * every trace with peers; nothing to do for one process. */
+void rv_graph_split_peer_waits(rv_graph *graph);
+/* Undo it (rv_job_join, before it matches the ranks). */
+void rv_graph_merge_peer_waits(rv_graph *graph);
+/* Per step (and one more slot: outside every step), the recorded waits for
+ * peers of a rank alone, ns.  g_array_unref. */
+GArray *rv_peer_waits_by_step(const rv_graph *graph);
+
 /* Ranks the graph holds (1 for a graph of one trace, or one built by hand). */
 static inline guint rv_graph_rank_count(const rv_graph *graph)
 {

@@ -9,6 +9,7 @@
  * annotation would have ended.
  */
 #include "streams.h"
+#include "reverie/job.h"
 #include <string.h>
 
 gboolean builder_is_gpu_task(const rv_task *task)
@@ -349,6 +350,7 @@ static void builder_init(builder *b, const rv_trace *trace)
     b->gpu_resource = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     b->step_pids = g_array_new(FALSE, FALSE, sizeof(int64_t));
     b->task_comm = g_array_new(FALSE, FALSE, sizeof(comm_scope));
+    b->return_samples = g_array_new(FALSE, FALSE, sizeof(int64_t));
 }
 
 static void builder_clear(builder *b)
@@ -362,6 +364,7 @@ static void builder_clear(builder *b)
     g_hash_table_destroy(b->gpu_resource);
     g_array_unref(b->step_pids);
     g_array_unref(b->task_comm);
+    g_array_unref(b->return_samples);
 }
 
 static void find_origin(builder *b)
@@ -406,7 +409,7 @@ static void run_passes(builder *b)
     b->graph->whole_trace_step = b->graph->steps->len == 0;
     rv_build_tags(b);
     rv_build_collectives(b);
-    rv_build_sync_edges(b, sync_pairs);
+    rv_build_sync_edges(b, sync_pairs, &streams);
     rv_build_cross_stream_edges(b, &streams);
     g_array_unref(sync_pairs);
     stream_index_clear(&streams);
@@ -488,6 +491,7 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error)
         rv_graph_free(graph);
         return NULL;
     }
+    rv_graph_split_peer_waits(graph);
     if (!rv_graph_check_acyclic(graph, error)) {
         rv_graph_free(graph);
         return NULL;

@@ -30,6 +30,8 @@ typedef struct {
     GArray *step_pids;              /* per step: pid of its annotation */
     GArray *task_comm;              /* per task: comm_scope, what the enclosing c10d operators say (tags.c) */
     int64_t origin_ns;              /* earliest recorded start of any task */
+    int64_t long_launch_ns;         /* a launch call this long may have blocked (timing.c) */
+    GArray *return_samples;         /* int64: blocked calls' return after what they waited for (sync.c) */
 } builder;
 
 static inline const rv_event *builder_event(const builder *b, int32_t task)

@@ -24,6 +24,9 @@ static const char *const resource_kind_names[RV_RES_KIND_COUNT] = {
 static const char *const clock_status_names[RV_CLOCK_STATUS_COUNT] = {
     "no evidence", "consistent", "corrected", "inconsistent",
 };
+static const char *const estimate_source_names[RV_SOURCE_COUNT] = {
+    "none", "measured", "trace-wide", "prior", "bound",
+};
 static const char *const parallelism_names[RV_PARALLEL_COUNT] = {
     "unknown", "data", "tensor", "pipeline", "expert",
 };
@@ -55,6 +58,11 @@ static int find_name(const char *const *names, int count, const char *name)
 const char *rv_clock_status_name(rv_clock_status status)
 {
     return status < RV_CLOCK_STATUS_COUNT ? clock_status_names[status] : "?";
+}
+
+const char *rv_estimate_source_name(rv_estimate_source source)
+{
+    return source < RV_SOURCE_COUNT ? estimate_source_names[source] : "?";
 }
 
 const char *rv_parallelism_name(rv_parallelism parallelism)

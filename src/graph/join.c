@@ -482,6 +482,7 @@ rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
     }
     rv_graph *joint = side_by_side(inputs, world_size, source);
     g_array_unref(inputs);
+    rv_graph_merge_peer_waits(joint); /* joined, the peers' arrivals replace each rank's recorded wait */
     GPtrArray *matched = rv_collectives_match(joint, error);
     if (matched == NULL) {
         rv_graph_free(joint);

@@ -13,10 +13,11 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 4 (version 1 held per-task gaps and lags derived
+ * FILE FORMAT, VERSION 5 (version 1 held per-task gaps and lags derived
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
  * version 3 adds the ranks of a job and its collectives, job.h; version 4
- * the recorded memory peaks, memory.h)
+ * the recorded memory peaks, memory.h; version 5 each timing estimate with
+ * its evidence, rv_estimate)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -44,10 +45,13 @@
  *                graph->strings; entry 0 is the empty string and no two
  *                entries are equal, so interning them in order gives back
  *                exactly the same ids.
- *   2 resources  u32 count, then count x 45 bytes:
+ *   2 resources  u32 count, then count x 95 bytes:
  *                i64 process, i64 thread, i64 launch_latency_ns,
  *                i64 idle_gap_ns, i32 queue_depth, i32 name (string), u8 kind,
- *                i32 rank_index (a rank, or -1 for the job's own)
+ *                i32 rank_index (a rank, or -1 for the job's own),
+ *                est measured_latency, est measured_gap, where "est" (an
+ *                rv_estimate) is 25 bytes: i64 value, i64 spread,
+ *                u64 samples, u8 source
  *   3 tasks      u32 count, then count x 72 bytes:
  *                i64 duration_ns, i64 host_overhead_ns,
  *                i64 recorded_start_ns, i64 correlation, i64 bytes,
@@ -67,14 +71,14 @@
  *                u8 legacy_schema (0 or 1); u8 whole_trace_step (0 or 1);
  *                u32 9, then the 9 rv_trace_stats counters as u64 in the
  *                order of the struct (events_total .. unmodelled_backend);
- *                u32 18, then the 18 rv_build_stats counters as u64 in the
- *                order of the struct (nested_runtime_calls .. implicit_waits);
- *                the timing estimates (rv_timing): i64 clock_offset_ns,
- *                i64 offset_low_ns, i64 offset_high_ns, i64 launch_latency_ns,
- *                i64 idle_gap_ns, u64 offset_launch_pairs,
- *                u64 offset_sync_pairs, u64 latency_samples, u64 gap_samples,
- *                u64 queue_samples, i32 queue_depth, u8 clock_status,
- *                u8 queue_measured (0 or 1)
+ *                u32 21, then the 21 rv_build_stats counters as u64 in the
+ *                order of the struct (nested_runtime_calls .. tails_released);
+ *                the timing estimates (rv_timing): est clock_offset,
+ *                i64 offset_low_ns, i64 offset_high_ns,
+ *                u64 offset_launch_pairs, u64 offset_sync_pairs,
+ *                u64 offset_contradicted, est launch_latency, est idle_gap,
+ *                est queue_depth, est sync_return,
+ *                u64 queue_unblocked_in_flight, u8 clock_status
  *   7 collectives u32 count, then count x 40 bytes:
  *                i64 bytes, i64 seq, i32 group (string), i32 group_size,
  *                i32 peer, i32 rendezvous (task or -1), i32 participants,
@@ -88,8 +92,8 @@
  *                i32 step (step or -1), i32 rank_index (a rank)
  *
  * Invariants that a reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 4 (a newer version asks the user
- *     to update reverie, the older versions 1 to 3 to re-import the trace);
+ *   - the magic matches and the version is 5 (a newer version asks the user
+ *     to update reverie, the older versions 1 to 4 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
  *   - each of the nine ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
@@ -97,8 +101,8 @@
  *   - every section's CRC matches;
  *   - every record count agrees with its section's length exactly, and every
  *     section is consumed to its last byte;
- *   - every kind, phase, edge kind and clock status is below its *_COUNT
- *     enum, task flags use only the bits graph.h defines, flags stored as
+ *   - every kind, phase, edge kind, clock status and estimate source is
+ *     below its *_COUNT enum, task flags use only the bits graph.h defines, flags stored as
  *     u8 are 0 or 1;
  *   - a resource's launch latency and idle gap lie in [0, 1 s] and its queue
  *     depth is not negative;
@@ -133,11 +137,11 @@
 #include <string.h>
 #include <zlib.h>
 
-#define RVG_VERSION 4u
+#define RVG_VERSION 5u
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
-#define RVG_RESOURCE_SIZE 45u
+#define RVG_RESOURCE_SIZE 95u
 #define RVG_TASK_SIZE 72u
 #define RVG_EDGE_SIZE 10u
 #define RVG_STEP_SIZE 28u
@@ -196,25 +200,28 @@ static const size_t build_stat_offsets[] = {
     offsetof(rv_build_stats, waits_by_cuda_sync), offsetof(rv_build_stats, waits_by_call_order),
     offsetof(rv_build_stats, waits_unresolved),
     offsetof(rv_build_stats, queue_blocked_launches), offsetof(rv_build_stats, implicit_waits),
+    offsetof(rv_build_stats, syncs_contradicted), offsetof(rv_build_stats, syncs_rerouted),
+    offsetof(rv_build_stats, tails_released),
 };
 G_STATIC_ASSERT(sizeof(rv_trace_stats) == sizeof trace_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
 G_STATIC_ASSERT(sizeof(rv_build_stats) == sizeof build_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
 /* Tripwires: a field added to a graph struct changes its size.  Save the new
  * field here, document it above, and bump RVG_VERSION; then update these. */
 #if GLIB_SIZEOF_VOID_P == 8
-G_STATIC_ASSERT(sizeof(rv_resource) == 48);
+G_STATIC_ASSERT(sizeof(rv_resource) == 112);
 G_STATIC_ASSERT(sizeof(rv_task) == 72);
 G_STATIC_ASSERT(sizeof(rv_edge) == 12);
 G_STATIC_ASSERT(sizeof(rv_step) == 32);
-G_STATIC_ASSERT(sizeof(rv_timing) == 88);
+G_STATIC_ASSERT(sizeof(rv_estimate) == 32);
+G_STATIC_ASSERT(sizeof(rv_timing) == 216);
 G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
 G_STATIC_ASSERT(sizeof(rv_rank) == 32);
 G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
-/* graph->index (at 392), a cache, is not saved; nor graph->contention (at
- * 416): only plugins turn it on, and a saved graph is an imported one.
- * graph->memory (at 440) is the memory section.  graph->memory_effects (at
- * 448) is not saved either: plugins make them. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 456);
+/* graph->index (at 544), a cache, is not saved; nor graph->contention (at
+ * 568): only plugins turn it on, and a saved graph is an imported one.
+ * graph->memory (at 592) is the memory section.  graph->memory_effects (at
+ * 600) is not saved either: plugins make them. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 608);
 #endif
 
 typedef struct {
@@ -261,6 +268,8 @@ static gboolean check_resources(const rv_graph *graph, int32_t string_count, GSt
                             resource->launch_latency_ns, resource->idle_gap_ns, resource->queue_depth);
         else if (!string_ok(resource->name, string_count))
             g_string_printf(why, "resource %u names string %d (there are %d strings)", r, resource->name, string_count);
+        else if (resource->measured_latency.source >= RV_SOURCE_COUNT || resource->measured_gap.source >= RV_SOURCE_COUNT)
+            g_string_printf(why, "resource %u has an estimate of unknown source (there are %d)", r, RV_SOURCE_COUNT);
         else if (resource->rank_index < -1 || (resource->rank_index >= 0 &&
                                                (guint)resource->rank_index >= MAX(graph->ranks->len, 1)))
             g_string_printf(why, "resource %u belongs to rank index %d (there are %u ranks)", r, resource->rank_index,
@@ -499,6 +508,15 @@ static void write_strings(GString *out, const rv_graph *graph)
     for (int32_t id = 0; id < count; id++) put_str(out, rv_strings_get(graph->strings, id));
 }
 
+/* An rv_estimate: i64 value, i64 spread, u64 samples, u8 source. */
+static void put_estimate(GString *out, const rv_estimate *estimate)
+{
+    put_i64(out, estimate->value);
+    put_i64(out, estimate->spread);
+    put_u64(out, estimate->samples);
+    put_u8(out, estimate->source);
+}
+
 static void write_resources(GString *out, const rv_graph *graph)
 {
     put_u32(out, graph->resources->len);
@@ -512,6 +530,8 @@ static void write_resources(GString *out, const rv_graph *graph)
         put_i32(out, resource->name);
         put_u8(out, resource->kind);
         put_i32(out, resource->rank_index);
+        put_estimate(out, &resource->measured_latency);
+        put_estimate(out, &resource->measured_gap);
     }
 }
 
@@ -571,19 +591,18 @@ static void write_counters(GString *out, const void *stats, const size_t *offset
 
 static void write_timing(GString *out, const rv_timing *timing)
 {
-    put_i64(out, timing->clock_offset_ns);
+    put_estimate(out, &timing->clock_offset);
     put_i64(out, timing->offset_low_ns);
     put_i64(out, timing->offset_high_ns);
-    put_i64(out, timing->launch_latency_ns);
-    put_i64(out, timing->idle_gap_ns);
     put_u64(out, timing->offset_launch_pairs);
     put_u64(out, timing->offset_sync_pairs);
-    put_u64(out, timing->latency_samples);
-    put_u64(out, timing->gap_samples);
-    put_u64(out, timing->queue_samples);
-    put_i32(out, timing->queue_depth);
+    put_u64(out, timing->offset_contradicted);
+    put_estimate(out, &timing->launch_latency);
+    put_estimate(out, &timing->idle_gap);
+    put_estimate(out, &timing->queue_depth);
+    put_estimate(out, &timing->sync_return);
+    put_u64(out, timing->queue_unblocked_in_flight);
     put_u8(out, timing->clock_status);
-    put_u8(out, timing->queue_measured);
 }
 
 static void write_metadata(GString *out, const rv_graph *graph)
@@ -813,6 +832,9 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version > RVG_VERSION)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
+    if (version == 4)
+        return fail(r, NULL, "format version 4 predates the timing estimates' evidence (this reverie reads version %u); "
+                    "re-import the trace", RVG_VERSION);
     if (version == 3)
         return fail(r, NULL, "format version 3 predates the recorded memory peaks (this reverie reads version %u); "
                     "re-import the trace", RVG_VERSION);
@@ -943,6 +965,14 @@ static gboolean read_record_count(reader *r, uint32_t id, gsize record_size, cur
     return TRUE;
 }
 
+static void get_estimate(cursor *c, rv_estimate *estimate)
+{
+    estimate->value = get_i64(c);
+    estimate->spread = get_i64(c);
+    estimate->samples = get_u64(c);
+    estimate->source = get_u8(c);
+}
+
 static gboolean read_resources(reader *r, rv_graph *graph)
 {
     cursor c;
@@ -958,6 +988,8 @@ static gboolean read_resources(reader *r, rv_graph *graph)
         resource->name = get_i32(&c);
         resource->kind = get_u8(&c);
         resource->rank_index = get_i32(&c);
+        get_estimate(&c, &resource->measured_latency);
+        get_estimate(&c, &resource->measured_gap);
     }
     return TRUE;
 }
@@ -1131,21 +1163,25 @@ static gboolean get_backend(cursor *c, char **backend, GString *why)
 
 static gboolean get_timing(cursor *c, rv_timing *timing, GString *why)
 {
-    timing->clock_offset_ns = get_i64(c);
+    get_estimate(c, &timing->clock_offset);
     timing->offset_low_ns = get_i64(c);
     timing->offset_high_ns = get_i64(c);
-    timing->launch_latency_ns = get_i64(c);
-    timing->idle_gap_ns = get_i64(c);
     timing->offset_launch_pairs = get_u64(c);
     timing->offset_sync_pairs = get_u64(c);
-    timing->latency_samples = get_u64(c);
-    timing->gap_samples = get_u64(c);
-    timing->queue_samples = get_u64(c);
-    timing->queue_depth = get_i32(c);
+    timing->offset_contradicted = get_u64(c);
+    get_estimate(c, &timing->launch_latency);
+    get_estimate(c, &timing->idle_gap);
+    get_estimate(c, &timing->queue_depth);
+    get_estimate(c, &timing->sync_return);
+    timing->queue_unblocked_in_flight = get_u64(c);
     timing->clock_status = get_u8(c);
-    gboolean measured = FALSE;
-    if (!get_flag(c, "queue_measured", &measured, why)) return FALSE;
-    timing->queue_measured = (uint8_t)measured;
+    const rv_estimate *estimates[] = { &timing->clock_offset, &timing->launch_latency, &timing->idle_gap,
+                                       &timing->queue_depth, &timing->sync_return };
+    for (gsize i = 0; i < G_N_ELEMENTS(estimates); i++)
+        if (estimates[i]->source >= RV_SOURCE_COUNT) {
+            g_string_printf(why, "a timing estimate has source %u (there are %d)", estimates[i]->source, RV_SOURCE_COUNT);
+            return FALSE;
+        }
     if (timing->clock_status >= RV_CLOCK_STATUS_COUNT) {
         g_string_printf(why, "clock status %u is unknown (there are %d)", timing->clock_status, RV_CLOCK_STATUS_COUNT);
         return FALSE;
