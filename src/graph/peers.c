@@ -105,7 +105,7 @@ static int32_t add_wait(rv_graph *graph, int32_t id, int64_t wait_ns, int32_t wa
 
 void rv_graph_split_peer_waits(rv_graph *graph)
 {
-    if (!has_peers(graph) || g_getenv("RV_NO_SPLIT")) return;
+    if (!has_peers(graph)) return;
     GHashTable *durations = durations_by_signature(graph);
     int32_t count = rv_graph_task_count(graph);
     int32_t *wait_of = g_new(int32_t, count);
