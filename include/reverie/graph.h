@@ -191,6 +191,8 @@ typedef struct {
     uint64_t syncs_contradicted;     /* waits the API is sure of that the recording contradicts (kept) */
     uint64_t syncs_rerouted;         /* stream/event syncs moved to the stream that fits the recording */
     uint64_t tails_released;         /* long returns explained by a later GPU task's end */
+    uint64_t threads_started_by_step; /* threads whose first call counts from its step's start */
+    uint64_t waits_by_gpu_timeline;  /* stream waits of work launched before the recording, from GPU times */
 } rv_build_stats;
 
 /* How the clock offset was estimated (clock.c). */

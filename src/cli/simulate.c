@@ -37,6 +37,30 @@ static int64_t step_unexplained(const rv_graph *graph, const rv_explanation *x, 
     return rv_cli_step_unexplained(graph, x, step);
 }
 
+/* The recorded time the replay keeps but no what-if on the GPU can move:
+ * blocking calls' unexplained waits, and a rank alone's waits for its
+ * peers. */
+static int64_t total_peer_wait(const rv_graph *graph)
+{
+    GArray *waits = rv_peer_waits_by_step(graph);
+    int64_t total = 0;
+    for (guint s = 0; s < waits->len; s++) total += g_array_index(waits, int64_t, s);
+    g_array_unref(waits);
+    return total;
+}
+
+static void print_cpu_and_peer_waits(const rv_graph *graph, const rv_explanation *x)
+{
+    if (x->cpu_total_ns > 0)
+        printf("  unexplained CPU wait: %.3f ms in %" G_GUINT64_FORMAT " blocking calls that returned later than what "
+               "they waited for (kept as the calls' own time: a faster GPU does not shrink it; --explain lists where)\n",
+               x->cpu_total_ns / 1e6, x->cpu_calls);
+    int64_t peers = total_peer_wait(graph);
+    if (peers > 0)
+        printf("  waits for peers: %.3f ms, recorded and kept (a rank alone: what-ifs on the network or the world size "
+               "move the transfers, not these)\n", peers / 1e6);
+}
+
 static void print_table(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
                         const rv_explanation *x)
 {
@@ -56,6 +80,7 @@ static void print_table(const rv_graph *graph, const GArray *steps, const replay
     rv_cli_format_ms(simulated, sizeof simulated, summary->simulated_total);
     printf("  %-20s %14s %14s\n", "total", recorded, simulated);
     printf("  per-step error: mean %.2f%%, max %.2f%%\n", 100 * summary->mean_error, 100 * summary->max_error);
+    print_cpu_and_peer_waits(graph, x);
 }
 
 static const char *step_label(const rv_graph *graph, int32_t step)
@@ -73,6 +98,18 @@ static const char *resource_label(const rv_graph *graph, int32_t resource)
     return rv_strings_get(graph->strings, g_array_index(graph->resources, rv_resource, resource).name);
 }
 
+static void print_cpu_sites(const rv_graph *graph, const rv_explanation *x)
+{
+    if (x->cpu_sites->len == 0) return;
+    printf("unexplained CPU wait: %.3f ms; by call site (the runtime call, under its operator):\n", x->cpu_total_ns / 1e6);
+    for (guint i = 0; i < MIN(x->cpu_sites->len, 10u); i++) {
+        const rv_unexplained_site *site = &g_array_index(x->cpu_sites, rv_unexplained_site, i);
+        printf("    %9.3f ms in %6" G_GUINT64_FORMAT " calls  %s%s%s\n", site->total_ns / 1e6, site->calls,
+               rv_cli_shown(rv_strings_get(graph->strings, site->name)), site->op > 0 ? " under " : "",
+               site->op > 0 ? rv_cli_shown(rv_strings_get(graph->strings, site->op)) : "");
+    }
+}
+
 static void print_explanation(const rv_graph *graph, const rv_explanation *x, int64_t origin_ns)
 {
     printf("\nunexplained GPU wait: %.3f ms (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
@@ -86,6 +123,7 @@ static void print_explanation(const rv_graph *graph, const rv_explanation *x, in
                "GPU task's end, against %.0f by chance at this trace's rate of GPU ends; more than chance points at "
                "waits the graph has no edge for (kept as host time)\n",
                x->suspect_host_gaps, x->suspect_host_ns / 1e6, x->suspect_by_chance);
+    print_cpu_sites(graph, x);
     printf("  by resource:\n");
     for (guint r = 0; r < graph->resources->len; r++)
         if (x->by_resource[r]) printf("    %-32s %12.3f ms\n", rv_cli_shown(resource_label(graph, (int32_t)r)), x->by_resource[r] / 1e6);
@@ -118,7 +156,15 @@ static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
         if (item->binding >= 0) json_object_set_new(entry, "after", json_string(task_name(graph, item->binding)));
         json_array_append_new(top, entry);
     }
-    return json_pack("{s:f,s:I,s:I,s:I,s:f,s:I,s:f,s:f,s:o,s:o}", "total_us", x->total_ns / 1e3, "late_tasks",
+    json_t *sites = json_array();
+    for (guint i = 0; i < x->cpu_sites->len; i++) {
+        const rv_unexplained_site *site = &g_array_index(x->cpu_sites, rv_unexplained_site, i);
+        json_array_append_new(sites, json_pack("{s:s,s:s,s:I,s:f}", "call", rv_strings_get(graph->strings, site->name),
+                                               "operator", site->op > 0 ? rv_strings_get(graph->strings, site->op) : "",
+                                               "calls", (json_int_t)site->calls, "unexplained_us", site->total_ns / 1e3));
+    }
+    return json_pack("{s:f,s:o,s:f,s:I,s:I,s:I,s:I,s:f,s:I,s:f,s:f,s:o,s:o}", "cpu_total_us", x->cpu_total_ns / 1e3,
+                     "cpu_sites", sites, "total_us", x->total_ns / 1e3, "late_tasks",
                      (json_int_t)x->late_tasks, "gpu_tasks", (json_int_t)x->gpu_tasks, "early_tasks",
                      (json_int_t)x->early_tasks, "early_us", x->early_ns / 1e3, "suspect_host_gaps",
                      (json_int_t)x->suspect_host_gaps, "suspect_host_us", x->suspect_host_ns / 1e3,
@@ -130,6 +176,7 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
                        const rv_explanation *x, gboolean detail, const rv_cli_replay *job)
 {
     json_t *root = json_object(), *list = json_array();
+    GArray *peer_waits = rv_peer_waits_by_step(graph);
     json_object_set_new(root, "source", json_string(graph->source));
     for (guint i = 0; i < steps->len; i++) {
         const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
@@ -139,6 +186,10 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
         json_object_set_new(item, "simulated_us", json_real(step->simulated_ns / 1e3));
         json_object_set_new(item, "error", json_real(rv_relative_error(step->recorded_ns, step->simulated_ns)));
         json_object_set_new(item, "unexplained_us", json_real(step_unexplained(graph, x, i) / 1e3));
+        if (!rv_cli_is_job(graph) && i < graph->steps->len) {
+            json_object_set_new(item, "unexplained_cpu_us", json_real(x->cpu_by_step[i] / 1e3));
+            json_object_set_new(item, "peer_wait_us", json_real(g_array_index(peer_waits, int64_t, i) / 1e3));
+        }
         json_array_append_new(list, item);
     }
     json_object_set_new(root, "steps", list);
@@ -147,6 +198,9 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
     json_object_set_new(root, "mean_error", json_real(summary->mean_error));
     json_object_set_new(root, "max_error", json_real(summary->max_error));
     json_object_set_new(root, "unexplained_us", json_real(x->total_ns / 1e3));
+    json_object_set_new(root, "unexplained_cpu_us", json_real(x->cpu_total_ns / 1e3));
+    json_object_set_new(root, "peer_wait_us", json_real(total_peer_wait(graph) / 1e3));
+    g_array_unref(peer_waits);
     if (detail) json_object_set_new(root, "unexplained", json_explanation(graph, x));
     json_object_set_new(root, "whole_trace", json_boolean(graph->whole_trace_step));
     json_object_set_new(root, "tasks", json_integer(rv_graph_live_task_count(graph)));

@@ -414,6 +414,7 @@ static void run_passes(builder *b)
     g_array_unref(sync_pairs);
     stream_index_clear(&streams);
     rv_build_inter_thread_edges(b);
+    rv_build_thread_origins(b);
     rv_build_order_edges(b);
     rv_build_timing(b);
     rv_build_memory(b);

@@ -65,6 +65,14 @@ void rv_build_tags(builder *b);
 /* The collective of every NCCL/RCCL kernel (collectives.c), after tags. */
 void rv_build_collectives(builder *b);
 void rv_build_inter_thread_edges(builder *b);
+/* What starts each thread (origins.c): after the inter-thread edges. */
+void rv_build_thread_origins(builder *b);
+/* Per resource: does the thread take part in the training loop (does
+ * anything but ask: launches, copies, blocks, opens a step)?  g_free. */
+gboolean *rv_build_foreground_threads(builder *b);
+/* When a process's threads may start: the trace's earliest CPU call
+ * (origins.c). */
+int64_t rv_build_process_start(const builder *b, int64_t pid);
 void rv_build_order_edges(builder *b);
 /* Per device and step, what the [memory] events recorded (memory_records.c). */
 void rv_build_memory(builder *b);

@@ -203,6 +203,59 @@ static void add_comm_edges(builder *b, const stream_index *index)
     g_free(waited);
 }
 
+/* Work launched before the recording began has no launch call, and the
+ * stream waits it was given are not in the trace either.  Where such a
+ * task followed an idle stretch of its stream (GPU_WAKE_MIN_GAP_NS) and
+ * started just after a task of another stream of its device ended (within
+ * GPU_WAKE_WINDOW_NS), it waited for that task: read off the GPU's own
+ * clock, the only evidence there is. */
+#define GPU_WAKE_MIN_GAP_NS 50000
+#define GPU_WAKE_WINDOW_NS 50000
+
+static int32_t latest_other_stream_end(const builder *b, int32_t stream, int64_t after, int64_t before)
+{
+    int32_t best = -1;
+    int64_t best_end = after;
+    int64_t device = g_array_index(b->graph->resources, rv_resource, stream).process;
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        const rv_resource *other = &g_array_index(b->graph->resources, rv_resource, r);
+        if (other->kind != RV_RES_GPU_STREAM || (int32_t)r == stream || other->process != device) continue;
+        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
+        for (guint k = 0; k < tasks->len; k++) {
+            int32_t id = g_array_index(tasks, int32_t, k);
+            int64_t end = task_recorded_end(rv_graph_task(b->graph, id));
+            if (end > best_end && end <= before) {
+                best = id;
+                best_end = end;
+            }
+        }
+    }
+    return best;
+}
+
+static void edges_from_gpu_wake_ups(builder *b)
+{
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        if (g_array_index(b->graph->resources, rv_resource, r).kind != RV_RES_GPU_STREAM) continue;
+        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
+        int64_t previous_end = G_MININT64;
+        for (guint k = 0; k < tasks->len; k++) {
+            int32_t id = g_array_index(tasks, int32_t, k);
+            const rv_task *task = rv_graph_task(b->graph, id);
+            if (k > 0 && g_array_index(b->task_launch, int32_t, id) < 0 &&
+                task->recorded_start_ns - previous_end > GPU_WAKE_MIN_GAP_NS) {
+                int32_t waker = latest_other_stream_end(b, (int32_t)r, task->recorded_start_ns - GPU_WAKE_WINDOW_NS,
+                                                        task->recorded_start_ns);
+                if (waker >= 0) {
+                    add_causal_edge(b, waker, id, RV_EDGE_CROSS_STREAM);
+                    b->graph->build_stats.waits_by_gpu_timeline++;
+                }
+            }
+            previous_end = MAX(previous_end, task_recorded_end(task));
+        }
+    }
+}
+
 void rv_build_cross_stream_edges(builder *b, const stream_index *index)
 {
     if (edges_from_sync_events(b, index) == 0) {
@@ -210,6 +263,7 @@ void rv_build_cross_stream_edges(builder *b, const stream_index *index)
             if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
                 edges_from_call_order(b, index, (int32_t)r);
     }
+    edges_from_gpu_wake_ups(b);
     add_comm_edges(b, index);
 }
 
@@ -252,9 +306,10 @@ void rv_build_inter_thread_edges(builder *b)
 {
     GArray *endings = g_array_new(FALSE, FALSE, sizeof(ending));
     const rv_resource *resources = (const rv_resource *)b->graph->resources->data;
+    gboolean *foreground = rv_build_foreground_threads(b); /* a background thread wakes nobody (origins.c) */
     for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
         const rv_task *task = rv_graph_task(b->graph, id);
-        if (is_work(task) && !(task->flags & RV_TASK_FLAG_REMOVED) &&
+        if (is_work(task) && !(task->flags & RV_TASK_FLAG_REMOVED) && foreground[task->resource] &&
             resources[task->resource].kind == RV_RES_CPU_THREAD) {
             ending e = { task_recorded_end(task), id, task->resource };
             g_array_append_val(endings, e);
@@ -264,7 +319,7 @@ void rv_build_inter_thread_edges(builder *b)
     for (guint r = 0; r < b->graph->resources->len; r++) {
         if (resources[r].kind != RV_RES_CPU_THREAD) continue;
         GArray *tasks = builder_resource_tasks(b, (int32_t)r);
-        int64_t previous_end = b->origin_ns;
+        int64_t previous_end = rv_build_process_start(b, resources[r].process);
         for (guint k = 0; k < tasks->len; k++) {
             int32_t id = g_array_index(tasks, int32_t, k);
             const rv_task *task = rv_graph_task(b->graph, id);
@@ -281,6 +336,7 @@ void rv_build_inter_thread_edges(builder *b)
         }
     }
     g_array_unref(endings);
+    g_free(foreground);
 }
 
 /* ---- order ---------------------------------------------------------- */

@@ -34,10 +34,22 @@
  * for a call recorded to return at R that waited for GPU work ending at E.
  * A faster GPU then shortens the wait, as it should.
  *
- * Fallback (counted as implicit_waits): a long call that is not a launch,
- * matched no rule, and returned right after a GPU task ended, is taken to
- * have waited for it.  That compares clocks, so it runs after the offset
- * correction and only where no rule applies.
+ * A pair the recording contradicts (the awaited task ended after the call
+ * returned) is kept where the API is certain of it - the clocks are off
+ * there, not the rule - and counted; a stream or event synchronize, whose
+ * stream is a guess, is rerouted to the device's stream that fits.
+ *
+ * Release search (counted as tails_released): a call that returned long
+ * after what its rule says it waited for was released by something else -
+ * a later kernel, a stream the rule did not name: the GPU task that ended
+ * just before it returned, launched before it began, is added.  Not for a
+ * free, which does its own work after the device sync.
+ *
+ * Fallback (counted as implicit_waits): a long call that may wait for the
+ * GPU by the API's documentation (a synchronize, copy, set or free), is not
+ * a launch, matched no rule, and returned right after a GPU task ended, is
+ * taken to have waited for it.  These compare clocks, so they run after
+ * the offset correction and only where the rules leave time unexplained.
  */
 #include "streams.h"
 #include "reverie/stats.h"
@@ -346,7 +358,8 @@ static gboolean contradicts(const builder *b, int32_t call, int32_t awaited)
 /* A stream or event synchronize whose guessed stream the recording
  * contradicts (its last task ended after the call returned): the stream
  * of the same device whose last task launched before the call ended last
- * before the call returned, or -1. */
+ * before the call returned, and close enough before it to have released
+ * it; or -1 (then the clocks are off there, not the guess). */
 static int32_t rerouted(const builder *b, const stream_index *streams, int32_t call, int32_t guessed)
 {
     const rv_task *task = rv_graph_task(b->graph, call);
@@ -356,7 +369,9 @@ static int32_t rerouted(const builder *b, const stream_index *streams, int32_t c
         const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
         if (resource->kind != RV_RES_GPU_STREAM || resource->process != device) continue;
         int32_t candidate = stream_last_launched_before(streams, b, (int32_t)r, task->recorded_start_ns);
-        if (candidate < 0 || contradicts(b, call, candidate)) continue;
+        if (candidate < 0 || contradicts(b, call, candidate) ||
+            task_recorded_end(task) - task_recorded_end(rv_graph_task(b->graph, candidate)) > RELEASE_WINDOW_NS)
+            continue;
         if (best < 0 || task_recorded_end(rv_graph_task(b->graph, candidate)) > task_recorded_end(rv_graph_task(b->graph, best)))
             best = candidate;
     }
@@ -424,11 +439,21 @@ static int64_t latest_end(const builder *b, const GArray *tasks)
     return end;
 }
 
+/* Can a call of this name wait for the GPU, by CUDA's "API synchronization
+ * behavior"?  Synchronizes, copies and sets, and frees.  Others (cudaMalloc,
+ * attribute queries) that run long do their own work: a GPU task that
+ * happens to end just before they return did not release them. */
+static gboolean may_wait_for_gpu(const char *name)
+{
+    return strstr(name, "Synchronize") || strstr(name, "Memcpy") || strstr(name, "Memset") || strstr(name, "Free");
+}
+
 /* What the call waited for: its rule's tasks; when it returned long after
  * they ended, also the GPU task whose end released it (a later kernel, a
- * stream the rule did not name); with no rule, a long call that is not a
- * launch and returned right after a GPU task ended (the fallback).  FALSE
- * when it waited for nothing. */
+ * stream the rule did not name), unless the call does work of its own
+ * after the wait (a free); with no rule, a long call that may wait for the
+ * GPU, is not a launch and returned right after a GPU task ended (the
+ * fallback).  FALSE when it waited for nothing. */
 static gboolean find_awaited(builder *b, split_context *context, const GArray *pairs, GHashTable *first_pair,
                              int32_t id)
 {
@@ -439,7 +464,9 @@ static gboolean find_awaited(builder *b, split_context *context, const GArray *p
     if (any_rule) {
         if (context->awaited->len == 0) return FALSE;
         count_rule(&b->graph->build_stats, rule);
-        if (task_recorded_end(call) - latest_end(b, context->awaited) > IMPLICIT_WAIT_MIN_NS) {
+        const char *name = rv_strings_get(b->graph->strings, call->name);
+        if (task_recorded_end(call) - latest_end(b, context->awaited) > IMPLICIT_WAIT_MIN_NS &&
+            !rv_call_works_after_wait(name)) {
             int32_t releaser = releasing_task(context->endings, call);
             if (releaser >= 0 && task_recorded_end(rv_graph_task(b->graph, releaser)) > latest_end(b, context->awaited)) {
                 g_array_append_val(context->awaited, releaser);
@@ -448,7 +475,9 @@ static gboolean find_awaited(builder *b, split_context *context, const GArray *p
         }
         return TRUE;
     }
-    if (call->duration_ns < IMPLICIT_WAIT_MIN_NS || is_launch_call(b, id)) return FALSE;
+    if (call->duration_ns < IMPLICIT_WAIT_MIN_NS || is_launch_call(b, id) ||
+        !may_wait_for_gpu(rv_strings_get(b->graph->strings, call->name)))
+        return FALSE;
     int32_t releaser = releasing_task(context->endings, call);
     if (releaser < 0) return FALSE;
     g_array_append_val(context->awaited, releaser);

@@ -8,7 +8,9 @@
  * documented prior when the trace shows too little:
  *   - launch latency, per GPU stream: start of a GPU task minus the end of
  *     its launch call, over tasks whose stream was idle and whose other
- *     dependencies were met when the call returned (median).  A stream with
+ *     dependencies were met when the call returned (median; a sample over
+ *     MAX_LAUNCH_LATENCY_NS is a wait the rules do not know, left out).  A
+ *     stream with
  *     fewer than STREAM_MIN_SAMPLES takes the trace-wide median; a trace
  *     with none takes PRIOR_LAUNCH_LATENCY_NS.
  *   - idle gap, per GPU stream: start minus the previous task's end, over
@@ -142,7 +144,7 @@ static void latency_samples(const builder *b, guint stream, const int64_t *other
         const rv_task *call = plain_launch(b, id);
         if (call != NULL && previous_end <= task_recorded_end(call) && other[id] <= task_recorded_end(call)) {
             int64_t sample = task->recorded_start_ns - task_recorded_end(call);
-            g_array_append_val(out, sample);
+            if (sample <= MAX_LAUNCH_LATENCY_NS) g_array_append_val(out, sample);
         }
         previous_end = MAX(previous_end, task_recorded_end(task));
     }
@@ -490,7 +492,7 @@ static void trim_blocked_launches(builder *b, guint stream)
 static void host_overheads(builder *b, guint thread, const int64_t *ready)
 {
     GArray *tasks = builder_resource_tasks(b, (int32_t)thread);
-    int64_t free_at = b->origin_ns;
+    int64_t free_at = rv_build_process_start(b, resource_at(b, thread)->process);
     for (guint k = 0; k < tasks->len; k++) {
         int32_t id = g_array_index(tasks, int32_t, k);
         rv_task *task = rv_graph_task(b->graph, id);

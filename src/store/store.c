@@ -71,8 +71,8 @@
  *                u8 legacy_schema (0 or 1); u8 whole_trace_step (0 or 1);
  *                u32 9, then the 9 rv_trace_stats counters as u64 in the
  *                order of the struct (events_total .. unmodelled_backend);
- *                u32 21, then the 21 rv_build_stats counters as u64 in the
- *                order of the struct (nested_runtime_calls .. tails_released);
+ *                u32 23, then the 23 rv_build_stats counters as u64 in the
+ *                order of the struct (nested_runtime_calls .. waits_by_gpu_timeline);
  *                the timing estimates (rv_timing): est clock_offset,
  *                i64 offset_low_ns, i64 offset_high_ns,
  *                u64 offset_launch_pairs, u64 offset_sync_pairs,
@@ -201,7 +201,8 @@ static const size_t build_stat_offsets[] = {
     offsetof(rv_build_stats, waits_unresolved),
     offsetof(rv_build_stats, queue_blocked_launches), offsetof(rv_build_stats, implicit_waits),
     offsetof(rv_build_stats, syncs_contradicted), offsetof(rv_build_stats, syncs_rerouted),
-    offsetof(rv_build_stats, tails_released),
+    offsetof(rv_build_stats, tails_released), offsetof(rv_build_stats, threads_started_by_step),
+    offsetof(rv_build_stats, waits_by_gpu_timeline),
 };
 G_STATIC_ASSERT(sizeof(rv_trace_stats) == sizeof trace_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
 G_STATIC_ASSERT(sizeof(rv_build_stats) == sizeof build_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
@@ -217,11 +218,11 @@ G_STATIC_ASSERT(sizeof(rv_timing) == 216);
 G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
 G_STATIC_ASSERT(sizeof(rv_rank) == 32);
 G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
-/* graph->index (at 544), a cache, is not saved; nor graph->contention (at
- * 568): only plugins turn it on, and a saved graph is an imported one.
- * graph->memory (at 592) is the memory section.  graph->memory_effects (at
- * 600) is not saved either: plugins make them. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 608);
+/* graph->index (at 560), a cache, is not saved; nor graph->contention (at
+ * 584): only plugins turn it on, and a saved graph is an imported one.
+ * graph->memory (at 608) is the memory section.  graph->memory_effects (at
+ * 616) is not saved either: plugins make them. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 624);
 #endif
 
 typedef struct {
