@@ -86,6 +86,13 @@ void rv_graph_merge_peer_waits(rv_graph *graph);
  * peers of a rank alone, ns.  g_array_unref. */
 GArray *rv_peer_waits_by_step(const rv_graph *graph);
 
+/* A joint job's entry moments (join.c): each rank enters the recorded
+ * window at its recorded lag behind the first rank, an initial condition
+ * read from the recording.  Set them to 0 (every rank enters together) and
+ * return how many there were; with one recorded step they can decide much
+ * of the job's step, and `simulate` says how much. */
+guint rv_job_enter_together(rv_graph *graph);
+
 /* Ranks the graph holds (1 for a graph of one trace, or one built by hand). */
 static inline guint rv_graph_rank_count(const rv_graph *graph)
 {

@@ -57,6 +57,8 @@ typedef struct {
     GArray *steps;       /* rv_step_time */
     GPtrArray *by_rank;  /* jobs only: per rank index, a GArray of rv_step_time */
     GArray *waits;       /* jobs only: rv_rank_wait per rank index */
+    int64_t path_ns;     /* the steps' critical paths, in all */
+    int64_t host_path_ns;/* the part of them that is recorded host time (critical_path.h) */
 } rv_cli_replay;
 gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error);
 void rv_cli_replay_clear(rv_cli_replay *replay);

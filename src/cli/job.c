@@ -5,6 +5,7 @@
  * whatif print for such a graph.
  */
 #include "cli.h"
+#include "reverie/critical_path.h"
 #include "reverie/explain.h"
 #include "reverie/job.h"
 #include "reverie/report.h"
@@ -161,6 +162,9 @@ gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cl
     } else {
         out->steps = rv_step_times(graph, &sim);
     }
+    rv_critical_path *path = rv_critical_path_find(graph, &sim);
+    rv_critical_path_host_share(path, graph, &out->path_ns, &out->host_path_ns);
+    rv_critical_path_free(path);
     rv_sim_result_clear(&sim);
     return TRUE;
 }

@@ -173,7 +173,7 @@ static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
 }
 
 static void print_json(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
-                       const rv_explanation *x, gboolean detail, const rv_cli_replay *job)
+                       const rv_explanation *x, gboolean detail, const rv_cli_replay *job, int64_t together_ns)
 {
     json_t *root = json_object(), *list = json_array();
     GArray *peer_waits = rv_peer_waits_by_step(graph);
@@ -206,6 +206,7 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
     json_object_set_new(root, "tasks", json_integer(rv_graph_live_task_count(graph)));
     json_object_set_new(root, "edges", json_integer(graph->edges->len));
     if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, job, NULL));
+    if (together_ns >= 0) json_object_set_new(root, "step_entering_together_us", json_real(together_ns / 1e3));
     rv_cli_print_json(root);
 }
 
@@ -239,6 +240,34 @@ static void print_job_table(const rv_graph *graph, const rv_cli_replay *job)
     rv_cli_print_rank_table(graph, job);
 }
 
+/* A job whose ranks recorded one step each: its step rests on when each
+ * rank entered the recorded window.  The job step if all entered together,
+ * or -1 when that does not apply. */
+static int64_t step_entering_together(const rv_graph *graph, const GArray *steps)
+{
+    if (!rv_cli_is_job(graph) || steps->len != 1) return -1;
+    rv_graph *together = rv_graph_copy(graph);
+    int64_t step = -1;
+    rv_cli_replay replay;
+    if (rv_job_enter_together(together) > 0 && rv_cli_replay_job(together, NULL, &replay, NULL)) {
+        step = g_array_index(replay.steps, rv_step_time, 0).simulated_ns;
+        rv_cli_replay_clear(&replay);
+    }
+    rv_graph_free(together);
+    return step;
+}
+
+static void print_entering_together(const GArray *steps, int64_t together_ns)
+{
+    if (together_ns < 0) return;
+    const rv_step_time *step = &g_array_index(steps, rv_step_time, 0);
+    printf("  one recorded step: each rank enters it at its recorded lag behind the first (an initial condition read "
+           "from the recording); if all entered together the job step would be %.3f ms (%+.2f%% against the "
+           "recording): the entry moments decide %.3f ms of it\n", together_ns / 1e6,
+           100.0 * (double)(together_ns - step->recorded_ns) / (double)MAX(step->recorded_ns, 1),
+           (step->simulated_ns - together_ns) / 1e6);
+}
+
 static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_cli_extras *extras)
 {
     GError *error = NULL;
@@ -249,12 +278,14 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_c
     GArray *steps = steps_of(graph, &sim, &job);
     replay_summary summary = summarize(steps);
     rv_explanation *x = rv_explain(graph, explain_top > 0 ? (guint)explain_top : 0);
+    int64_t together = step_entering_together(graph, steps);
     if (as_json) {
-        print_json(graph, steps, &summary, x, explain_top > 0, &job);
+        print_json(graph, steps, &summary, x, explain_top > 0, &job, together);
     } else if (extras->csv) {
         rv_cli_print_simulate_csv(graph, steps);
     } else if (rv_cli_is_job(graph)) {
         print_job_table(graph, &job);
+        print_entering_together(steps, together);
         if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
     } else {
         print_table(graph, steps, &summary, x);

@@ -48,6 +48,18 @@ static void print_notes(const GString *notes)
     g_strfreev(lines);
 }
 
+/* How much of the predicted steps is recorded host time: a GPU what-if
+ * cannot go below it. */
+static void print_host_share(const rv_cli_replay *predicted)
+{
+    if (predicted->path_ns <= 0) return;
+    double share = (double)predicted->host_path_ns / (double)predicted->path_ns;
+    printf("  critical path: %.0f%% recorded host time (%.3f ms: CPU calls and the host time before them)%s\n",
+           100 * share, predicted->host_path_ns / 1e6,
+           share >= 0.5 ? "; the prediction is host-bound: a faster GPU cannot shrink that part, "
+                          "hardware:host_scale= asks what a faster host gives" : "");
+}
+
 static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
                         const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
                         const rv_cli_peak *peak)
@@ -90,6 +102,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     printf("  %-20s %14s %14s %14s %8.3fx\n", "GPU kernels", "", base, pred,
            predicted_gpu_ns ? (double)baseline_gpu_ns / predicted_gpu_ns : 0.0);
     print_peak(peak);
+    print_host_share(predicted_replay);
     g_free(escaped);
 }
 
@@ -133,6 +146,8 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_repl
     json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
     json_object_set_new(root, "baseline_gpu_us", json_real(baseline_gpu_ns / 1e3));
     json_object_set_new(root, "predicted_gpu_us", json_real(predicted_gpu_ns / 1e3));
+    json_object_set_new(root, "predicted_critical_path_us", json_real(predicted_replay->path_ns / 1e3));
+    json_object_set_new(root, "predicted_host_path_us", json_real(predicted_replay->host_path_ns / 1e3));
     json_peak(root, peak);
     if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
     if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, base_replay, predicted_replay));

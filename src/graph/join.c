@@ -500,6 +500,19 @@ rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
     return joint;
 }
 
+guint rv_job_enter_together(rv_graph *graph)
+{
+    int32_t name = rv_strings_intern(graph->strings, "rank enters the recorded window");
+    guint count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        rv_task *task = rv_graph_task(graph, t);
+        if (task->kind != RV_TASK_MARKER || task->name != name || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        task->host_overhead_ns = 0;
+        count++;
+    }
+    return count;
+}
+
 /* ---- waits in a replay -------------------------------------------------------- */
 
 GArray *rv_rank_waits(const rv_graph *graph, const rv_sim_result *sim)
