@@ -27,13 +27,14 @@
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 7u  /* 2: rv_priority_fn became a rank (sim.h);
+#define RV_PLUGIN_ABI_VERSION 8u  /* 2: rv_priority_fn became a rank (sim.h);
                                      3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
                                      4: several ranks in one graph (rv_resource.rank_index,
                                         rv_task.collective, graph->collectives and graph->ranks);
                                      5: rv_graph.contention (contention.h);
                                      6: graph->memory (recorded [memory] peaks, memory.h);
-                                     7: graph->memory_effects (what plugins did to tensors, memory.h) */
+                                     7: graph->memory_effects (what plugins did to tensors, memory.h);
+                                     8: graph->launches and graph->duration_ranges (costmodel.h, range.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

@@ -64,6 +64,8 @@ void rv_build_tags(builder *b);
 void rv_build_collectives(builder *b);
 void rv_build_inter_thread_edges(builder *b);
 void rv_build_order_edges(builder *b);
+/* How each kernel was launched, in blocks (launches.c), after launch edges. */
+void rv_build_launches(builder *b);
 /* Per device and step, what the [memory] events recorded (memory_records.c). */
 void rv_build_memory(builder *b);
 
