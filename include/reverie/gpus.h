@@ -85,6 +85,10 @@ typedef struct rv_gpu_catalogue rv_gpu_catalogue;
 rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error);
 /* Load the catalogue found by the search order above. */
 rv_gpu_catalogue *rv_gpu_catalogue_load_default(GError **error);
+/* Where a data file of reverie's is (gpus.json, efficiency.json): the
+ * environment variable `env` if set, else data/NAME of the meson build
+ * folder the program runs from, else the install folder's (g_free). */
+char *rv_data_file_path(const char *env, const char *name);
 void rv_gpu_catalogue_free(rv_gpu_catalogue *catalogue);
 /* The file it was read from. */
 const char *rv_gpu_catalogue_path(const rv_gpu_catalogue *catalogue);

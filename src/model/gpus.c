@@ -344,15 +344,15 @@ rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error)
     return NULL;
 }
 
-/* data/gpus.json of the meson build folder the running program is in, or
- * NULL (an installed program never reads the folder it was built in). */
-static char *build_tree_catalogue(void)
+/* data/NAME of the meson build folder the running program is in, or NULL
+ * (an installed program never reads the folder it was built in). */
+static char *build_tree_data_file(const char *name)
 {
     char *program = g_file_read_link("/proc/self/exe", NULL);
     if (program == NULL) return NULL;
     char *folder = g_path_get_dirname(program);
     char *marker = g_build_filename(folder, "meson-private", NULL);
-    char *file = g_build_filename(folder, "data", "gpus.json", NULL);
+    char *file = g_build_filename(folder, "data", name, NULL);
     gboolean found = g_file_test(marker, G_FILE_TEST_IS_DIR) && g_file_test(file, G_FILE_TEST_IS_REGULAR);
     g_free(program);
     g_free(folder);
@@ -362,11 +362,16 @@ static char *build_tree_catalogue(void)
     return NULL;
 }
 
+char *rv_data_file_path(const char *env, const char *name)
+{
+    const char *given = env ? g_getenv(env) : NULL;
+    char *path = given && *given ? g_strdup(given) : build_tree_data_file(name);
+    return path ? path : g_build_filename(REVERIE_DATA_DIR, name, NULL);
+}
+
 rv_gpu_catalogue *rv_gpu_catalogue_load_default(GError **error)
 {
-    const char *env = g_getenv("REVERIE_GPU_CATALOGUE");
-    char *path = env && *env ? g_strdup(env) : build_tree_catalogue();
-    if (path == NULL) path = g_build_filename(REVERIE_DATA_DIR, "gpus.json", NULL);
+    char *path = rv_data_file_path("REVERIE_GPU_CATALOGUE", "gpus.json");
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load(path, error);
     g_free(path);
     return catalogue;
