@@ -244,40 +244,6 @@ static void note_gpu_time(const rv_cost_plan *plan, GString *notes)
     g_free(b);
 }
 
-/* The efficiency tables a move to another GPU reads, and what they say. */
-typedef struct {
-    rv_efficiency_table *table;         /* NULL: efficiency=none, or no GPU change */
-    rv_gpu_efficiency *source, *target; /* without recordings of this job */
-    GPtrArray *excluded;                /* labels of the recordings left out */
-} tables;
-
-static gboolean load_tables(const rv_graph *graph, const rv_params *params, const rv_gpu *source, const rv_gpu *target,
-                            tables *t, GError **error)
-{
-    const char *given = rv_params_string(params, "efficiency");
-    t->excluded = g_ptr_array_new_with_free_func(g_free);
-    if (source == target || g_ascii_strcasecmp(given, "none") == 0) return TRUE;
-    GError *failed = NULL;
-    t->table = *given ? rv_efficiency_table_load(given, &failed) : rv_efficiency_table_load_default(&failed);
-    if (t->table == NULL) {
-        g_set_error(error, RV_ERROR, failed->code, "%s (efficiency=FILE names another table; efficiency=none "
-                    "projects without one)", failed->message);
-        g_error_free(failed);
-        return FALSE;
-    }
-    t->source = rv_efficiency_for_gpu(t->table, source->id, graph, t->excluded);
-    t->target = rv_efficiency_for_gpu(t->table, target->id, graph, t->excluded);
-    return TRUE;
-}
-
-static void tables_clear(tables *t)
-{
-    rv_gpu_efficiency_free(t->source);
-    rv_gpu_efficiency_free(t->target);
-    rv_efficiency_table_free(t->table);
-    if (t->excluded) g_ptr_array_unref(t->excluded);
-}
-
 static void note_view(GString *notes, const char *gpu, const rv_gpu_efficiency *view)
 {
     guint count = rv_gpu_efficiency_recordings(view);
@@ -287,7 +253,7 @@ static void note_view(GString *notes, const char *gpu, const rv_gpu_efficiency *
     g_free(labels);
 }
 
-static void note_tables(const tables *t, const rv_params *params, const rv_gpu *source, const rv_gpu *target,
+static void note_tables(const rv_efficiency_views *t, const rv_params *params, const rv_gpu *source, const rv_gpu *target,
                         GString *notes)
 {
     if (t->table == NULL) {
@@ -305,7 +271,7 @@ static void note_tables(const tables *t, const rv_params *params, const rv_gpu *
                                (char *)g_ptr_array_index(t->excluded, i));
 }
 
-static void note_fixed(const rv_cost_model *model, const rv_cost_plan *plan, const tables *t, const rv_gpu *target,
+static void note_fixed(const rv_cost_model *model, const rv_cost_plan *plan, const rv_efficiency_views *t, const rv_gpu *target,
                        GString *notes)
 {
     double fixed, low, high;
@@ -328,7 +294,7 @@ static void note_tables_used(const rv_cost_plan *plan, GString *notes)
 }
 
 /* The target's idle gap between back-to-back kernels, where its recordings measured one. */
-static void set_idle_gap(rv_graph *graph, const tables *t, const rv_gpu *target, GString *notes)
+static void set_idle_gap(rv_graph *graph, const rv_efficiency_views *t, const rv_gpu *target, GString *notes)
 {
     double gap;
     if (!rv_gpu_efficiency_gap(t->target, &gap)) return;
@@ -347,10 +313,10 @@ static void set_idle_gap(rv_graph *graph, const tables *t, const rv_gpu *target,
 static gboolean recost(rv_graph *graph, const rv_params *params, const rv_gpu *source, const rv_gpu *target,
                        gboolean neutral, rv_plugin_output *output, GError **error)
 {
-    tables t = { NULL, NULL, NULL, NULL };
-    gboolean ok = load_tables(graph, params, source, target, &t, error);
+    rv_efficiency_views t;
+    gboolean ok = rv_efficiency_views_open(&t, rv_params_string(params, "efficiency"), graph, source, target, error);
     if (!ok) {
-        tables_clear(&t);
+        rv_efficiency_views_clear(&t);
         return FALSE;
     }
     gboolean achievable = strcmp(rv_params_string(params, "peaks"), "achievable") == 0;
@@ -373,7 +339,7 @@ static gboolean recost(rv_graph *graph, const rv_params *params, const rv_gpu *s
     }
     rv_cost_plan_free(plan);
     rv_cost_model_free(model);
-    tables_clear(&t);
+    rv_efficiency_views_clear(&t);
     return ok;
 }
 

@@ -7,7 +7,8 @@
  * measured on one trace: the GPU (a catalogue id, gpus.h), a label (the
  * path given) and the SHA-256 of the file, a signature of the job (below),
  * the recording's fixed per-kernel cost (costmodel.h: the 5th percentile
- * of its kernels, at most 3 us), the idle gap between back-to-back kernels
+ * of its kernels, at most 3 us) and the same percentile without the cap
+ * (its shortest kernels), the idle gap between back-to-back kernels
  * on a busy stream (graph.h's timing, where 20 gaps or more were seen),
  * and per size bucket (costmodel.h's rv_cost_bucket) of its shaped
  * kernels: how many, their summed wave-aware roofline (datasheet peaks)
@@ -91,11 +92,32 @@ guint rv_gpu_efficiency_recordings(const rv_gpu_efficiency *view);
 /* The labels of the recordings the view reads, ", "-separated (g_free). */
 char *rv_gpu_efficiency_labels(const rv_gpu_efficiency *view);
 gboolean rv_gpu_efficiency_fixed(const rv_gpu_efficiency *view, double *fixed_ns, double *low_ns, double *high_ns);
+/* How much longer the shortest kernels last on the target than on the
+ * source, measured on PAIRS: recordings of one job made on both GPUs (the
+ * same kernels on both).  The median ratio of their uncapped 5th
+ * percentiles, and the least and most (2x either way around a single
+ * pair); FALSE when the two views share no job. */
+gboolean rv_efficiency_fixed_ratio(const rv_gpu_efficiency *source, const rv_gpu_efficiency *target, double *ratio,
+                                   double *low, double *high, guint *pairs);
 gboolean rv_gpu_efficiency_gap(const rv_gpu_efficiency *view, double *gap_ns);
 /* A bucket's efficiency (summed roofline over summed variable time) and its
  * range; FALSE when the view has fewer than RV_EFFICIENCY_MIN_KERNELS in it. */
 gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket bucket, double *efficiency,
                                   double *low, double *high);
+
+/* What a projection of `graph` from `source` to `target` reads: the table
+ * (`given`: "" the shipped one, a file, or "none" for no table), each
+ * GPU's view without recordings of this job, and the labels left out.
+ * With no table, or the same GPU on both sides, the views are NULL.
+ * FALSE with the loader's error (saying how to do without a table). */
+typedef struct {
+    rv_efficiency_table *table;
+    rv_gpu_efficiency *source, *target;
+    GPtrArray *excluded;   /* char*: labels of the recordings left out */
+} rv_efficiency_views;
+gboolean rv_efficiency_views_open(rv_efficiency_views *views, const char *given, const rv_graph *graph,
+                                  const rv_gpu *source, const rv_gpu *target, GError **error);
+void rv_efficiency_views_clear(rv_efficiency_views *views);
 
 /* The Jaccard similarity estimate of two graphs' jobs (above), in [0, 1]. */
 double rv_efficiency_job_similarity(const rv_graph *a, const rv_graph *b);

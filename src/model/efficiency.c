@@ -34,6 +34,7 @@ typedef struct {
     guint32 job[SIGNATURE_SIZE];
     guint kernels, samples;
     double kernel_ns, fixed_ns, gap_ns;  /* gap_ns < 0: not measured */
+    double shortest_ns;                  /* the 5th percentile of its kernels, not capped */
     guint gap_samples;
     GArray *buckets;                     /* bucket_entry */
 } recording;
@@ -230,6 +231,31 @@ static GArray *measure_buckets(const rv_cost_model *model, guint *kernels, guint
     return buckets;
 }
 
+/* The 5th percentile of the recording's kernel durations (kernels the
+ * cost model re-costs, above zero), without the cost model's 3 us cap:
+ * two recordings of one job compare the same kernels this way. */
+static double shortest_kernels(const rv_cost_model *model)
+{
+    const rv_graph *graph = rv_cost_model_graph(model);
+    GArray *durations = g_array_new(FALSE, FALSE, sizeof(double));
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (cost == NULL || task->kind != RV_TASK_KERNEL || task->duration_ns <= 0 || cost->cls == RV_COST_COMM ||
+            cost->cls == RV_COST_UNKNOWN)
+            continue;
+        double ns = (double)task->duration_ns;
+        g_array_append_val(durations, ns);
+    }
+    double shortest = 0;
+    if (durations->len > 0) {
+        g_array_sort(durations, compare_double);
+        shortest = g_array_index(durations, double, (guint)(0.05 * (durations->len - 1)));
+    }
+    g_array_unref(durations);
+    return shortest;
+}
+
 gboolean rv_efficiency_table_add(rv_efficiency_table *table, const rv_cost_model *model, const char *label,
                                  const char *sha256, gboolean *replaced, GError **error)
 {
@@ -247,6 +273,7 @@ gboolean rv_efficiency_table_add(rv_efficiency_table *table, const rv_cost_model
     r->sha256 = g_strdup(sha256);
     job_signature(graph, r->job);
     r->fixed_ns = (double)rv_cost_model_fixed_ns(model);
+    r->shortest_ns = shortest_kernels(model);
     r->gap_samples = (guint)MIN(graph->timing.gap_samples, G_MAXUINT);
     r->gap_ns = r->gap_samples >= RV_EFFICIENCY_MIN_GAPS ? (double)graph->timing.idle_gap_ns : -1;
     if (replaced) *replaced = FALSE;
@@ -293,9 +320,9 @@ static json_t *recording_json(const recording *r)
     for (int k = 0; k < SIGNATURE_SIZE; k++) json_array_append_new(job, json_integer(r->job[k]));
     for (guint b = 0; b < r->buckets->len; b++)
         json_array_append_new(buckets, bucket_json(&g_array_index(r->buckets, bucket_entry, b)));
-    json_t *object = json_pack("{s:s,s:s,s:s,s:i,s:f,s:f}", "gpu", r->gpu, "recording", r->label, "sha256", r->sha256,
-                               "kernels", (json_int_t)r->kernels, "kernel_time_us", r->kernel_ns / 1e3, "fixed_us",
-                               r->fixed_ns / 1e3);
+    json_t *object = json_pack("{s:s,s:s,s:s,s:i,s:f,s:f,s:f}", "gpu", r->gpu, "recording", r->label, "sha256",
+                               r->sha256, "kernels", (json_int_t)r->kernels, "kernel_time_us", r->kernel_ns / 1e3,
+                               "fixed_us", r->fixed_ns / 1e3, "shortest_us", r->shortest_ns / 1e3);
     if (r->gap_ns >= 0) json_object_set_new(object, "gap_us", json_real(r->gap_ns / 1e3));
     json_object_set_new(object, "gap_samples", json_integer(r->gap_samples));
     json_object_set_new(object, "job", job);
@@ -428,21 +455,22 @@ static gboolean read_signature(reading *r, json_t *array, guint32 *job)
 
 static recording *read_recording(reading *r, json_t *object)
 {
-    static const char *const keys[] = { "gpu", "recording", "sha256", "kernels", "kernel_time_us", "fixed_us", "gap_us",
-                                        "gap_samples", "job", "buckets", NULL };
+    static const char *const keys[] = { "gpu", "recording", "sha256", "kernels", "kernel_time_us", "fixed_us",
+                                        "shortest_us", "gap_us", "gap_samples", "job", "buckets", NULL };
     if (!json_is_object(object)) {
         refuse(r, "not an object");
         return NULL;
     }
     recording *rec = g_new0(recording, 1);
     rec->buckets = g_array_new(FALSE, FALSE, sizeof(bucket_entry));
-    double kernels = 0, gap_samples = 0, kernel_us = 0, fixed_us = 0, gap_us = -1;
+    double kernels = 0, gap_samples = 0, kernel_us = 0, fixed_us = 0, shortest_us = 0, gap_us = -1;
     json_t *buckets = json_object_get(object, "buckets");
     gboolean ok = keys_known(r, object, "the recording", keys) && text_of(r, object, "gpu", &rec->gpu) &&
                   text_of(r, object, "recording", &rec->label) && text_of(r, object, "sha256", &rec->sha256) &&
                   number_in(r, object, "kernels", 1, 1e12, TRUE, &kernels) &&
                   number_in(r, object, "kernel_time_us", 0, 1e15, TRUE, &kernel_us) &&
                   number_in(r, object, "fixed_us", 0, 1e6, TRUE, &fixed_us) &&
+                  number_in(r, object, "shortest_us", 0, 1e6, TRUE, &shortest_us) &&
                   number_in(r, object, "gap_us", 0, 1e6, FALSE, &gap_us) &&
                   number_in(r, object, "gap_samples", 0, 1e12, TRUE, &gap_samples) &&
                   read_signature(r, json_object_get(object, "job"), rec->job);
@@ -461,6 +489,7 @@ static recording *read_recording(reading *r, json_t *object)
     rec->kernels = (guint)kernels;
     rec->kernel_ns = kernel_us * 1e3;
     rec->fixed_ns = fixed_us * 1e3;
+    rec->shortest_ns = shortest_us * 1e3;
     rec->gap_ns = gap_us >= 0 ? gap_us * 1e3 : -1;
     rec->gap_samples = (guint)gap_samples;
     return rec;
@@ -609,6 +638,32 @@ gboolean rv_gpu_efficiency_fixed(const rv_gpu_efficiency *view, double *fixed_ns
     return TRUE;
 }
 
+gboolean rv_efficiency_fixed_ratio(const rv_gpu_efficiency *source, const rv_gpu_efficiency *target, double *ratio,
+                                   double *low, double *high, guint *pairs)
+{
+    GArray *ratios = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; source && target && i < target->recordings->len; i++) {
+        const recording *b = g_ptr_array_index(target->recordings, i);
+        for (guint j = 0; j < source->recordings->len; j++) {
+            const recording *a = g_ptr_array_index(source->recordings, j);
+            if (a->shortest_ns <= 0 || b->shortest_ns <= 0 ||
+                signature_similarity(a->job, b->job) < RV_EFFICIENCY_SAME_JOB)
+                continue;
+            double r = b->shortest_ns / a->shortest_ns;
+            g_array_append_val(ratios, r);
+        }
+    }
+    gboolean found = ratios->len > 0;
+    if (found) {
+        *pairs = ratios->len;
+        *ratio = median(ratios);  /* sorts */
+        *low = ratios->len > 1 ? g_array_index(ratios, double, 0) : *ratio / 2;
+        *high = ratios->len > 1 ? g_array_index(ratios, double, ratios->len - 1) : *ratio * 2;
+    }
+    g_array_unref(ratios);
+    return found;
+}
+
 gboolean rv_gpu_efficiency_gap(const rv_gpu_efficiency *view, double *gap_ns)
 {
     GArray *values = g_array_new(FALSE, FALSE, sizeof(double));
@@ -631,4 +686,34 @@ gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket 
     *low = MIN(total->low, *efficiency);
     *high = MAX(total->high, *efficiency);
     return TRUE;
+}
+
+/* ---- what a projection reads --------------------------------------------- */
+
+gboolean rv_efficiency_views_open(rv_efficiency_views *views, const char *given, const rv_graph *graph,
+                                  const rv_gpu *source, const rv_gpu *target, GError **error)
+{
+    memset(views, 0, sizeof *views);
+    views->excluded = g_ptr_array_new_with_free_func(g_free);
+    if (source == target || g_ascii_strcasecmp(given ? given : "", "none") == 0) return TRUE;
+    GError *failed = NULL;
+    views->table = given && *given ? rv_efficiency_table_load(given, &failed) : rv_efficiency_table_load_default(&failed);
+    if (views->table == NULL) {
+        g_set_error(error, RV_ERROR, failed->code, "%s (efficiency=FILE names another table; efficiency=none "
+                    "projects without one)", failed->message);
+        g_error_free(failed);
+        return FALSE;
+    }
+    views->source = rv_efficiency_for_gpu(views->table, source->id, graph, views->excluded);
+    views->target = rv_efficiency_for_gpu(views->table, target->id, graph, views->excluded);
+    return TRUE;
+}
+
+void rv_efficiency_views_clear(rv_efficiency_views *views)
+{
+    rv_gpu_efficiency_free(views->source);
+    rv_gpu_efficiency_free(views->target);
+    rv_efficiency_table_free(views->table);
+    if (views->excluded) g_ptr_array_unref(views->excluded);
+    memset(views, 0, sizeof *views);
 }

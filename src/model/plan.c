@@ -45,11 +45,13 @@ typedef struct {
     double fixed, fixed_low, fixed_high;
 } estimate;
 
-/* The target's fixed per-kernel cost for one efficiency view, found once. */
+/* How the target's fixed per-kernel cost is found, worked out once per pair of views. */
+typedef enum { FIXED_OWN, FIXED_BY_PAIRS, FIXED_BY_RECORDINGS } fixed_rule;
 typedef struct {
-    gboolean looked, known;
-    const rv_gpu_efficiency *view;
-    double ns, low, high;
+    gboolean looked;
+    const rv_gpu_efficiency *source, *target;
+    fixed_rule rule;
+    double value, low, high;  /* FIXED_BY_PAIRS: ratios; FIXED_BY_RECORDINGS: ns */
 } fixed_cache;
 
 typedef struct {
@@ -93,22 +95,45 @@ static double efficiency_cap(const rv_cost_model *model, const rv_gpu *target, r
     return MATRIX_EFFICIENCY_DEFAULT;
 }
 
-/* The fixed cost on the target, into e: what its recordings say, else the
- * source's own with the wide range. */
+static void find_fixed_rule(fixed_cache *c, const rv_cost_change *change)
+{
+    guint pairs = 0;
+    c->looked = TRUE;
+    c->source = change->source_efficiency;
+    c->target = change->target_efficiency;
+    if (rv_efficiency_fixed_ratio(c->source, c->target, &c->value, &c->low, &c->high, &pairs))
+        c->rule = FIXED_BY_PAIRS;
+    else if (c->target && rv_gpu_efficiency_fixed(c->target, &c->value, &c->low, &c->high))
+        c->rule = FIXED_BY_RECORDINGS;
+    else
+        c->rule = FIXED_OWN;
+}
+
+/* The fixed cost on the target, into e (costmodel.h, ANOTHER GPU): the
+ * source's own times the ratio the two GPUs show on recordings of one job
+ * (pairs), else what the target's recordings say, else the source's own;
+ * each with its range. */
 static void target_fixed(planning *p, const rv_cost_change *change, double source_fixed, estimate *e)
 {
     fixed_cache *c = &p->fixed;
-    if (!c->looked || c->view != change->target_efficiency) {
-        c->looked = TRUE;
-        c->view = change->target_efficiency;
-        c->known = c->view != NULL && rv_gpu_efficiency_fixed(c->view, &c->ns, &c->low, &c->high);
-    }
-    if (c->known) {
-        e->fixed = c->ns;
-        e->fixed_low = c->low;
-        e->fixed_high = c->high;
-        p->plan->target_fixed_ns = c->ns;
-    } else {
+    if (!c->looked || c->source != change->source_efficiency || c->target != change->target_efficiency)
+        find_fixed_rule(c, change);
+    double model_fixed = (double)p->model->fixed_ns;
+    switch (c->rule) {
+    case FIXED_BY_PAIRS:
+        e->fixed = source_fixed * c->value;
+        e->fixed_low = source_fixed * c->low;
+        e->fixed_high = source_fixed * c->high;
+        p->plan->target_fixed_ns = model_fixed * c->value;
+        break;
+    case FIXED_BY_RECORDINGS:
+        /* a kernel shorter than the source's fixed cost keeps that share of it */
+        e->fixed = c->value * (model_fixed > 0 ? source_fixed / model_fixed : 1);
+        e->fixed_low = c->low * (model_fixed > 0 ? source_fixed / model_fixed : 1);
+        e->fixed_high = c->high * (model_fixed > 0 ? source_fixed / model_fixed : 1);
+        p->plan->target_fixed_ns = c->value;
+        break;
+    default:
         e->fixed = source_fixed;
         e->fixed_low = source_fixed / UNKNOWN_RANGE;
         e->fixed_high = source_fixed * UNKNOWN_RANGE;
