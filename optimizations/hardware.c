@@ -73,23 +73,12 @@ typedef struct {
     const rv_gpu_efficiency *source_efficiency, *target_efficiency;
 } retarget;
 
-/* PyTorch runs fp32 convolutions on TF32 Tensor Cores by default where
- * the GPU has them (torch.backends.cudnn.allow_tf32), matmuls not
- * (torch.backends.cuda.matmul.allow_tf32): a trace from a GPU without TF32
- * cannot show that, so the move to one with it applies the defaults. */
-static gboolean gains_tf32(const retarget *r, const rv_kernel_cost *cost)
-{
-    if (cost->dtype != RV_DTYPE_FP32 || !rv_cost_class_is_matmul(cost->cls) || strcmp(r->tf32, "none") == 0) return FALSE;
-    if (r->source->matrix_flops[RV_DTYPE_TF32] > 0 || r->target->matrix_flops[RV_DTYPE_TF32] <= 0) return FALSE;
-    return cost->cls == RV_COST_CONV || strcmp(r->tf32, "all") == 0;
-}
-
 static gboolean retarget_task(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
                               gpointer data)
 {
     retarget *r = data;
     change->gpu = r->target;
-    if (gains_tf32(r, cost)) {
+    if (rv_cost_gains_tf32(r->source, r->target, cost, r->tf32)) {
         change->dtype = RV_DTYPE_TF32;
         r->to_tf32++;
     }

@@ -255,6 +255,14 @@ typedef struct {
 
 rv_cost_change rv_cost_change_none(const rv_cost_model *model);
 
+/* PyTorch runs fp32 convolutions on TF32 Tensor Cores by default where the
+ * GPU has them (torch.backends.cudnn.allow_tf32), matmuls not
+ * (torch.backends.cuda.matmul.allow_tf32): a trace from a GPU without TF32
+ * cannot show that, so a move to one with it applies the defaults.  TRUE
+ * when `cost` runs in TF32 on target; mode "conv" (the defaults), "all"
+ * (matmuls too) or "none". */
+gboolean rv_cost_gains_tf32(const rv_gpu *source, const rv_gpu *target, const rv_kernel_cost *cost, const char *mode);
+
 /* Decide the change of one GPU task: FALSE leaves it as it is. */
 typedef gboolean (*rv_cost_change_fn)(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost,
                                       rv_cost_change *change, gpointer data);

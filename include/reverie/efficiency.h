@@ -13,7 +13,8 @@
  * and per size bucket (costmodel.h's rv_cost_bucket) of its shaped
  * kernels: how many, their summed wave-aware roofline (datasheet peaks)
  * and summed time above the fixed cost, and the quartiles of the kernels'
- * own efficiencies.  Recordings stay apart in the file, so a table can be
+ * own efficiencies.  Kernels that beat their bound (below) are left out:
+ * their work is overcounted, not their GPU fast.  Recordings stay apart in the file, so a table can be
  * refined (a new recording added, one with the same SHA-256 replaced) and
  * a view can leave some out.
  *
@@ -24,8 +25,9 @@
  * graphs' sets of (operator, Input Dims) of GPU tasks is 0.5 or more (the
  * same model on two GPUs: 0.95 to 1.00 on the shipped pairs; two different
  * models: 0.00).  A bucket's efficiency is its summed roofline over its
- * summed time across the view's recordings, used from 3 kernels up; its
- * range spans the recordings' own efficiencies and quartiles.  The fixed
+ * summed time across the view's recordings, used from 3 kernels up (a
+ * bucket with fewer takes the next decade down or up, the one with more
+ * kernels); its range spans the recordings' own efficiencies and quartiles.  The fixed
  * cost is the median of the recordings' (the mean of the middle two for an
  * even count), its range their least and most (2x either way around a
  * single recording); the idle gap the median of those measured.
@@ -53,6 +55,13 @@ typedef struct rv_gpu_efficiency rv_gpu_efficiency;
 #define RV_EFFICIENCY_MIN_KERNELS 3     /* a bucket is used from this many kernels */
 #define RV_EFFICIENCY_MIN_GAPS 20       /* an idle gap is kept from this many samples */
 #define RV_EFFICIENCY_SAME_JOB 0.5      /* signature similarity from which two recordings are one job */
+/* A calibration sample achieves at most its roofline when its working set
+ * comes from memory; from the last-level cache, at most this many times
+ * it (a generous bound: the shipped recordings' in-cache buckets reach
+ * 1.7).  A sample above its bound did less work than its operator's shapes
+ * count, and is left out. */
+#define RV_EFFICIENCY_PLAIN_MAX 1.0
+#define RV_EFFICIENCY_CACHE_MAX 4.0
 
 rv_efficiency_table *rv_efficiency_table_new(void);
 /* NULL with RV_ERROR_INPUT on a file that is not a table. */
@@ -72,7 +81,8 @@ gboolean rv_efficiency_table_add(rv_efficiency_table *table, const rv_cost_model
 /* What a recording holds, for listings. */
 typedef struct {
     const char *gpu, *label, *sha256;
-    guint kernels, samples, buckets;   /* kernels; of them, calibration samples; buckets */
+    guint kernels, samples, rejected, buckets; /* kernels; of them, calibration samples and samples left
+                                                  out (above their bound); buckets */
     double kernel_ns, fixed_ns;
     double gap_ns;                     /* < 0: too few gaps seen */
 } rv_efficiency_recording;

@@ -81,14 +81,15 @@ static gboolean write_table(FILE *file, gpointer data, GError **error)
 
 static void print_report(const GArray *report, const rv_efficiency_table *table, const char *output)
 {
-    printf("%-10s %8s %8s %8s %10s %10s  %s\n", "GPU", "kernels", "samples", "buckets", "fixed (us)", "gap (us)",
-           "recording");
+    printf("%-10s %8s %8s %8s %8s %10s %10s  %s\n", "GPU", "kernels", "samples", "rejected", "buckets", "fixed (us)",
+           "gap (us)", "recording");
     for (guint i = 0; i < report->len; i++) {
         const added *a = &g_array_index(report, added, i);
         char gap[32] = "-";
         if (a->summary.gap_ns >= 0) g_snprintf(gap, sizeof gap, "%.3f", a->summary.gap_ns / 1e3);
-        printf("%-10s %8u %8u %8u %10.2f %10s  %s%s\n", a->gpu, a->summary.kernels, a->summary.samples,
-               a->summary.buckets, a->summary.fixed_ns / 1e3, gap, rv_cli_shown(a->label), a->replaced ? " (replaced)" : "");
+        printf("%-10s %8u %8u %8u %8u %10.2f %10s  %s%s\n", a->gpu, a->summary.kernels, a->summary.samples,
+               a->summary.rejected, a->summary.buckets, a->summary.fixed_ns / 1e3, gap, rv_cli_shown(a->label),
+               a->replaced ? " (replaced)" : "");
     }
     printf("%s: %u recordings\n", rv_cli_shown(output), rv_efficiency_table_count(table));
 }
@@ -98,9 +99,10 @@ static json_t *json_report(const GArray *report, const rv_efficiency_table *tabl
     json_t *recordings = json_array();
     for (guint i = 0; i < report->len; i++) {
         const added *a = &g_array_index(report, added, i);
-        json_t *entry = json_pack("{s:o,s:s,s:I,s:I,s:I,s:f,s:f,s:b}", "recording", rv_cli_json_text(a->label), "gpu",
-                                  a->gpu, "kernels", (json_int_t)a->summary.kernels, "samples",
-                                  (json_int_t)a->summary.samples, "buckets", (json_int_t)a->summary.buckets,
+        json_t *entry = json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:b}", "recording", rv_cli_json_text(a->label),
+                                  "gpu", a->gpu, "kernels", (json_int_t)a->summary.kernels, "samples",
+                                  (json_int_t)a->summary.samples, "rejected", (json_int_t)a->summary.rejected,
+                                  "buckets", (json_int_t)a->summary.buckets,
                                   "kernel_time_us", a->summary.kernel_ns / 1e3, "fixed_us", a->summary.fixed_ns / 1e3,
                                   "replaced", a->replaced);
         json_object_set_new(entry, "gap_us", a->summary.gap_ns >= 0 ? json_real(a->summary.gap_ns / 1e3) : json_null());

@@ -256,7 +256,7 @@ static void print_scaling(const scaling_row *rows)
 /* ---- --target --------------------------------------------------------------- */
 
 typedef struct {
-    const rv_gpu *target;
+    const rv_gpu *source, *target;
     const rv_efficiency_views *views;
 } projection;
 
@@ -265,6 +265,7 @@ static gboolean to_target(const rv_graph *graph, int32_t task, const rv_kernel_c
 {
     const projection *p = data;
     change->gpu = p->target;
+    if (rv_cost_gains_tf32(p->source, p->target, cost, "conv")) change->dtype = RV_DTYPE_TF32;
     change->source_efficiency = p->views->source;
     change->target_efficiency = p->views->target;
     return TRUE;
@@ -282,7 +283,8 @@ static rv_cost_term main_term(const rv_cost_class_stats *s)
 static void print_target(const rv_cost_plan *plan, const rv_gpu *source, const rv_gpu *target,
                          const rv_efficiency_views *views)
 {
-    printf("\nprojected to %s (as hardware:gpu=%s; each time with its range, and the term that decided most of it):\n",
+    printf("\nprojected to %s (as hardware:gpu=%s with its defaults; each time with its range, and the term that "
+           "decided most of it):\n",
            target->id, target->id);
     guint recordings_source = rv_gpu_efficiency_recordings(views->source), recordings_target =
                                                                               rv_gpu_efficiency_recordings(views->target);
@@ -408,7 +410,7 @@ static int report(const char *path, const kernels_options *o)
     rv_cost_plan *plan = NULL;
     rv_cost_model *projecting = NULL;
     if (target) {
-        projection p = { target, &views };
+        projection p = { gpu, target, &views };
         projecting = rv_cost_model_new(graph, gpu, TRUE); /* achievable peaks, as hardware's default */
         plan = rv_cost_model_plan(projecting, to_target, &p);
     }

@@ -18,9 +18,7 @@
 #define SIGNATURE_SIZE 64
 #define FORMAT_NAME "reverie-efficiency"
 #define FORMAT_VERSION 1
-/* Efficiencies are fractions of a roofline; an in-cache kernel beats the
- * memory-bandwidth roofline, so the bound is generous, not 1. */
-#define EFFICIENCY_MAX 100.0
+#define EFFICIENCY_MAX RV_EFFICIENCY_CACHE_MAX
 
 typedef struct {
     rv_cost_bucket key;
@@ -32,7 +30,7 @@ typedef struct {
 typedef struct {
     char *gpu, *label, *sha256;
     guint32 job[SIGNATURE_SIZE];
-    guint kernels, samples;
+    guint kernels, samples, rejected;    /* rejected: samples above the bound (their work overcounted) */
     double kernel_ns, fixed_ns, gap_ns;  /* gap_ns < 0: not measured */
     double shortest_ns;                  /* the 5th percentile of its kernels, not capped */
     guint gap_samples;
@@ -187,8 +185,20 @@ static gint compare_buckets(gconstpointer a, gconstpointer b)
     return x < y ? -1 : x > y;
 }
 
-/* The samples of a cost model, bucket by bucket, in bucket order. */
-static GArray *measure_buckets(const rv_cost_model *model, guint *kernels, guint *samples, double *kernel_ns)
+/* The most a sample may achieve: the roofline itself for a working set
+ * that comes from memory, RV_EFFICIENCY_CACHE_MAX of it from the cache. */
+static double efficiency_bound(rv_cost_bucket key)
+{
+    return key.variant == RV_BUCKET_IN_CACHE ? RV_EFFICIENCY_CACHE_MAX : RV_EFFICIENCY_PLAIN_MAX;
+}
+
+/* The samples of a cost model, bucket by bucket, in bucket order.  A kernel
+ * faster than its bound did less work than its operator's shapes count (a
+ * strided convolution counted at stride 1, one of an operator's several
+ * kernels counted with all its bytes): its efficiency says nothing about
+ * the GPU, and it is left out, counted in *rejected. */
+static GArray *measure_buckets(const rv_cost_model *model, guint *kernels, guint *samples, guint *rejected,
+                               double *kernel_ns)
 {
     const rv_graph *graph = rv_cost_model_graph(model);
     GHashTable *by_key = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, bucket_builder_free);
@@ -201,6 +211,10 @@ static GArray *measure_buckets(const rv_cost_model *model, guint *kernels, guint
         rv_cost_bucket key;
         double roofline, variable;
         if (!rv_cost_model_sample(model, t, &key, &roofline, &variable)) continue;
+        if (roofline / variable > efficiency_bound(key)) {
+            (*rejected)++;
+            continue;
+        }
         (*samples)++;
         bucket_builder *b = g_hash_table_lookup(by_key, GUINT_TO_POINTER(bucket_packed(key)));
         if (b == NULL) {
@@ -261,7 +275,7 @@ gboolean rv_efficiency_table_add(rv_efficiency_table *table, const rv_cost_model
 {
     const rv_graph *graph = rv_cost_model_graph(model);
     recording *r = g_new0(recording, 1);
-    r->buckets = measure_buckets(model, &r->kernels, &r->samples, &r->kernel_ns);
+    r->buckets = measure_buckets(model, &r->kernels, &r->samples, &r->rejected, &r->kernel_ns);
     if (r->kernels == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: no GPU kernel to calibrate on (the trace records none that "
                     "the cost model re-costs)", label);
@@ -294,7 +308,7 @@ rv_efficiency_recording rv_efficiency_table_recording(const rv_efficiency_table 
     const recording *r = g_ptr_array_index(table->recordings, index);
     guint samples = 0;
     for (guint b = 0; b < r->buckets->len; b++) samples += g_array_index(r->buckets, bucket_entry, b).kernels;
-    return (rv_efficiency_recording){ r->gpu, r->label, r->sha256, r->kernels, samples, r->buckets->len,
+    return (rv_efficiency_recording){ r->gpu, r->label, r->sha256, r->kernels, samples, r->rejected, r->buckets->len,
                                       r->kernel_ns, r->fixed_ns, r->gap_ns };
 }
 
@@ -323,6 +337,7 @@ static json_t *recording_json(const recording *r)
     json_t *object = json_pack("{s:s,s:s,s:s,s:i,s:f,s:f,s:f}", "gpu", r->gpu, "recording", r->label, "sha256",
                                r->sha256, "kernels", (json_int_t)r->kernels, "kernel_time_us", r->kernel_ns / 1e3,
                                "fixed_us", r->fixed_ns / 1e3, "shortest_us", r->shortest_ns / 1e3);
+    json_object_set_new(object, "rejected", json_integer(r->rejected));
     if (r->gap_ns >= 0) json_object_set_new(object, "gap_us", json_real(r->gap_ns / 1e3));
     json_object_set_new(object, "gap_samples", json_integer(r->gap_samples));
     json_object_set_new(object, "job", job);
@@ -456,14 +471,14 @@ static gboolean read_signature(reading *r, json_t *array, guint32 *job)
 static recording *read_recording(reading *r, json_t *object)
 {
     static const char *const keys[] = { "gpu", "recording", "sha256", "kernels", "kernel_time_us", "fixed_us",
-                                        "shortest_us", "gap_us", "gap_samples", "job", "buckets", NULL };
+                                        "shortest_us", "rejected", "gap_us", "gap_samples", "job", "buckets", NULL };
     if (!json_is_object(object)) {
         refuse(r, "not an object");
         return NULL;
     }
     recording *rec = g_new0(recording, 1);
     rec->buckets = g_array_new(FALSE, FALSE, sizeof(bucket_entry));
-    double kernels = 0, gap_samples = 0, kernel_us = 0, fixed_us = 0, shortest_us = 0, gap_us = -1;
+    double kernels = 0, gap_samples = 0, kernel_us = 0, fixed_us = 0, shortest_us = 0, gap_us = -1, rejected = 0;
     json_t *buckets = json_object_get(object, "buckets");
     gboolean ok = keys_known(r, object, "the recording", keys) && text_of(r, object, "gpu", &rec->gpu) &&
                   text_of(r, object, "recording", &rec->label) && text_of(r, object, "sha256", &rec->sha256) &&
@@ -471,6 +486,7 @@ static recording *read_recording(reading *r, json_t *object)
                   number_in(r, object, "kernel_time_us", 0, 1e15, TRUE, &kernel_us) &&
                   number_in(r, object, "fixed_us", 0, 1e6, TRUE, &fixed_us) &&
                   number_in(r, object, "shortest_us", 0, 1e6, TRUE, &shortest_us) &&
+                  number_in(r, object, "rejected", 0, 1e12, TRUE, &rejected) &&
                   number_in(r, object, "gap_us", 0, 1e6, FALSE, &gap_us) &&
                   number_in(r, object, "gap_samples", 0, 1e12, TRUE, &gap_samples) &&
                   read_signature(r, json_object_get(object, "job"), rec->job);
@@ -487,6 +503,7 @@ static recording *read_recording(reading *r, json_t *object)
         return NULL;
     }
     rec->kernels = (guint)kernels;
+    rec->rejected = (guint)rejected;
     rec->kernel_ns = kernel_us * 1e3;
     rec->fixed_ns = fixed_us * 1e3;
     rec->shortest_ns = shortest_us * 1e3;
@@ -677,11 +694,26 @@ gboolean rv_gpu_efficiency_gap(const rv_gpu_efficiency *view, double *gap_ns)
     return found;
 }
 
+/* The bucket's total, if it has enough kernels to be used. */
+static const bucket_total *usable(const rv_gpu_efficiency *view, rv_cost_bucket bucket)
+{
+    const bucket_total *total = g_hash_table_lookup(view->buckets, GUINT_TO_POINTER(bucket_packed(bucket)));
+    return total && total->kernels >= RV_EFFICIENCY_MIN_KERNELS && total->variable_ns > 0 ? total : NULL;
+}
+
 gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket bucket, double *efficiency,
                                   double *low, double *high)
 {
-    const bucket_total *total = view ? g_hash_table_lookup(view->buckets, GUINT_TO_POINTER(bucket_packed(bucket))) : NULL;
-    if (total == NULL || total->kernels < RV_EFFICIENCY_MIN_KERNELS || total->variable_ns <= 0) return FALSE;
+    if (view == NULL) return FALSE;
+    const bucket_total *total = usable(view, bucket);
+    /* else the next decade down or up with the most kernels: efficiency moves smoothly with size */
+    for (int step = -1; total == NULL && step <= 1; step += 2) {
+        rv_cost_bucket near = bucket;
+        near.decade = (int8_t)(bucket.decade + step);
+        const bucket_total *found = near.decade >= 0 ? usable(view, near) : NULL;
+        if (found && (total == NULL || found->kernels > total->kernels)) total = found;
+    }
+    if (total == NULL) return FALSE;
     *efficiency = total->roofline_ns / total->variable_ns;
     *low = MIN(total->low, *efficiency);
     *high = MAX(total->high, *efficiency);

@@ -37,6 +37,13 @@ rv_cost_change rv_cost_change_none(const rv_cost_model *model)
     return (rv_cost_change){ model->source, RV_DTYPE_UNKNOWN, 1, 1, 1, 1, 1, 1, 0, NULL, NULL };
 }
 
+gboolean rv_cost_gains_tf32(const rv_gpu *source, const rv_gpu *target, const rv_kernel_cost *cost, const char *mode)
+{
+    if (cost->dtype != RV_DTYPE_FP32 || !rv_cost_class_is_matmul(cost->cls) || strcmp(mode, "none") == 0) return FALSE;
+    if (source->matrix_flops[RV_DTYPE_TF32] > 0 || target->matrix_flops[RV_DTYPE_TF32] <= 0) return FALSE;
+    return cost->cls == RV_COST_CONV || strcmp(mode, "all") == 0;
+}
+
 /* A task's new time: its value, its range and what decided it, and the
  * fixed part of each (what the unshaped kernels of its class add theirs to). */
 typedef struct {
@@ -209,8 +216,12 @@ static estimate projected(planning *p, int32_t id, const rv_kernel_cost *cost, c
     *unit_changed = unit != cost->unit;
     *by_table = FALSE;
     if (*unit_changed && variable > 0 && before_s > 0) {
+        /* an efficiency above 1 is work overcounted by at least that much (a
+         * strided convolution counted at stride 1): the bound applies to the
+         * work the kernel did, not to the shapes' count */
         double own = before_s * 1e9 / variable, cap = efficiency_cap(model, target, cost->cls, unit, to);
-        ratio = after_s * 1e9 / (own < cap ? own : cap) / variable;
+        double overcount = own > 1 ? own : 1;
+        ratio = after_s * 1e9 / overcount / (own / overcount < cap ? own / overcount : cap) / variable;
     } else {
         double table, table_down, table_up;
         if (table_ratio(change, rv_cost_bucket_of(cost, source), rv_cost_bucket_of(&after, target), &table,
