@@ -260,14 +260,18 @@ static void note_tables(const rv_efficiency_views *t, const rv_params *params, c
                                (char *)g_ptr_array_index(t->excluded, i));
 }
 
-static void note_fixed(const rv_cost_model *model, const rv_cost_plan *plan, const rv_efficiency_views *t, const rv_gpu *target,
-                       GString *notes)
+static void note_fixed(const rv_cost_model *model, const rv_cost_plan *plan, const rv_gpu *target, GString *notes)
 {
-    double fixed, low, high;
-    if (plan->target_fixed_ns < 0 || !rv_gpu_efficiency_fixed(t->target, &fixed, &low, &high)) return;
-    g_string_append_printf(notes, "    fixed per-kernel cost: %.1f us in this trace -> %.1f us on %s (its recordings: "
-                                  "%.1f to %.1f us)\n",
-                           rv_cost_model_fixed_ns(model) / 1e3, fixed / 1e3, target->id, low / 1e3, high / 1e3);
+    if (plan->target_fixed_ns < 0) return;
+    g_string_append_printf(notes, "    fixed per-kernel cost: %.1f us in this trace -> %.1f us on %s (%.1f to %.1f us): ",
+                           rv_cost_model_fixed_ns(model) / 1e3, plan->target_fixed_ns / 1e3, target->id,
+                           plan->target_fixed_low_ns / 1e3, plan->target_fixed_high_ns / 1e3);
+    if (plan->target_fixed_by_pairs)
+        g_string_append_printf(notes, "x%.2f, the ratio of the shortest kernels in %u pair%s of recordings of one job on "
+                                      "both GPUs\n", plan->target_fixed_ratio, plan->target_fixed_pairs,
+                               plan->target_fixed_pairs == 1 ? "" : "s");
+    else
+        g_string_append_printf(notes, "the median of %s's recordings (no recording of one job on both GPUs)\n", target->id);
 }
 
 static void note_tables_used(const rv_cost_plan *plan, GString *notes)
@@ -317,7 +321,7 @@ static gboolean recost(rv_graph *graph, const rv_params *params, const rv_gpu *s
     note_tables(&t, params, source, target, output->notes);
     ok = rv_cost_plan_apply(graph, plan, "the hardware parameters", error);
     if (ok) {
-        note_fixed(model, plan, &t, target, output->notes);
+        note_fixed(model, plan, target, output->notes);
         if (t.table) note_tables_used(plan, output->notes);
         note_gpu_time(plan, output->notes);
         if (r.to_tf32)

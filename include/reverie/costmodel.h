@@ -296,7 +296,14 @@ typedef struct {
     GArray *new_ns;        /* double per task; < 0: unchanged */
     GArray *low_ns, *high_ns; /* double per task: the range of new_ns (equal to it where it is exact) */
     GArray *terms;         /* uint8 per task: the rv_cost_term that decided it */
-    double target_fixed_ns; /* the fixed cost a GPU change used on the target; < 0 if none changed */
+    /* The fixed cost a GPU change used on the target (for the trace's own
+     * fixed cost) and its range; target_fixed_ns < 0 if none changed.
+     * by_pairs: from the ratio `ratio` measured on `pairs` recordings of
+     * one job on both GPUs; else from the target's recordings. */
+    double target_fixed_ns, target_fixed_low_ns, target_fixed_high_ns;
+    gboolean target_fixed_by_pairs;
+    guint target_fixed_pairs;
+    double target_fixed_ratio;
     rv_cost_class_stats classes[RV_COST_CLASS_COUNT];
     guint unknown_tasks;   /* unknown kernels the function picked: left unchanged */
     int64_t unknown_ns;

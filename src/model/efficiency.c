@@ -707,12 +707,13 @@ gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket 
     if (view == NULL) return FALSE;
     const bucket_total *total = usable(view, bucket);
     /* else the next decade down or up with the most kernels: efficiency moves smoothly with size */
-    for (int step = -1; total == NULL && step <= 1; step += 2) {
-        rv_cost_bucket near = bucket;
-        near.decade = (int8_t)(bucket.decade + step);
-        const bucket_total *found = near.decade >= 0 ? usable(view, near) : NULL;
-        if (found && (total == NULL || found->kernels > total->kernels)) total = found;
-    }
+    if (total == NULL)
+        for (int step = -1; step <= 1; step += 2) {
+            rv_cost_bucket near = bucket;
+            near.decade = (int8_t)(bucket.decade + step);
+            const bucket_total *found = near.decade >= 0 ? usable(view, near) : NULL;
+            if (found && (total == NULL || found->kernels > total->kernels)) total = found;
+        }
     if (total == NULL) return FALSE;
     *efficiency = total->roofline_ns / total->variable_ns;
     *low = MIN(total->low, *efficiency);

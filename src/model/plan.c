@@ -102,7 +102,7 @@ static double efficiency_cap(const rv_cost_model *model, const rv_gpu *target, r
     return MATRIX_EFFICIENCY_DEFAULT;
 }
 
-static void find_fixed_rule(fixed_cache *c, const rv_cost_change *change)
+static void find_fixed_rule(fixed_cache *c, const rv_cost_change *change, rv_cost_plan *plan, double model_fixed)
 {
     guint pairs = 0;
     c->looked = TRUE;
@@ -114,6 +114,14 @@ static void find_fixed_rule(fixed_cache *c, const rv_cost_change *change)
         c->rule = FIXED_BY_RECORDINGS;
     else
         c->rule = FIXED_OWN;
+    if (c->rule == FIXED_OWN) return;
+    double scale = c->rule == FIXED_BY_PAIRS ? model_fixed : 1;
+    plan->target_fixed_ns = c->value * scale;
+    plan->target_fixed_low_ns = c->low * scale;
+    plan->target_fixed_high_ns = c->high * scale;
+    plan->target_fixed_by_pairs = c->rule == FIXED_BY_PAIRS;
+    plan->target_fixed_pairs = pairs;
+    plan->target_fixed_ratio = c->rule == FIXED_BY_PAIRS ? c->value : 0;
 }
 
 /* The fixed cost on the target, into e (costmodel.h, ANOTHER GPU): the
@@ -123,22 +131,20 @@ static void find_fixed_rule(fixed_cache *c, const rv_cost_change *change)
 static void target_fixed(planning *p, const rv_cost_change *change, double source_fixed, estimate *e)
 {
     fixed_cache *c = &p->fixed;
-    if (!c->looked || c->source != change->source_efficiency || c->target != change->target_efficiency)
-        find_fixed_rule(c, change);
     double model_fixed = (double)p->model->fixed_ns;
+    if (!c->looked || c->source != change->source_efficiency || c->target != change->target_efficiency)
+        find_fixed_rule(c, change, p->plan, model_fixed);
     switch (c->rule) {
     case FIXED_BY_PAIRS:
         e->fixed = source_fixed * c->value;
         e->fixed_low = source_fixed * c->low;
         e->fixed_high = source_fixed * c->high;
-        p->plan->target_fixed_ns = model_fixed * c->value;
         break;
     case FIXED_BY_RECORDINGS:
         /* a kernel shorter than the source's fixed cost keeps that share of it */
         e->fixed = c->value * (model_fixed > 0 ? source_fixed / model_fixed : 1);
         e->fixed_low = c->low * (model_fixed > 0 ? source_fixed / model_fixed : 1);
         e->fixed_high = c->high * (model_fixed > 0 ? source_fixed / model_fixed : 1);
-        p->plan->target_fixed_ns = c->value;
         break;
     default:
         e->fixed = source_fixed;
