@@ -3,11 +3,16 @@
 # include/reverie/efficiency.h) from the recordings the project ships in
 # traces/ (their provenance: traces/PROVENANCE.md).  Run from the source
 # root:  data/calibrate.sh build/reverie data/efficiency.json
-# Every recording of a GPU the catalogue knows goes in, once per job (one
-# rank of the DLRM job, one side of each precision pair would be the same
-# kernels at another dtype, so both sides go in as two recordings of one
-# GPU); traces whose deviceProperties name no catalogue GPU are added with
-# the GPU their provenance names.
+# Every recording of a GPU the catalogue knows goes in: one rank of the
+# 8-rank DLRM job (the others run the same kernels), both sides of each
+# pair (the two sides of a GPU pair are the pairs that the fixed-cost
+# ratio reads; the A10G's fp32 and bf16 sides are two dtypes of one
+# GPU).  A trace whose deviceProperties name no catalogue GPU goes in with
+# the GPU its provenance names (the MI250 trace).  Traces without GPU
+# kernels (hta_cpu_only, hta_rank_non_gpu, hta_cupti_profiler_a100) and the
+# tiny event-sync and Triton examples (a handful of kernels) are left out;
+# so are the synthetic traces and the DataLoader pair, whose GPU the trace
+# does not name.
 set -eu
 reverie=$1
 out=$2
