@@ -31,9 +31,9 @@
 
 /* The layout constants the tests forge against (see store.c). */
 enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 95,
-       COLLECTIVE_SIZE = 40, RANK_SIZE = 32 };
+       COLLECTIVE_SIZE = 40, RANK_SIZE = 32, LAUNCH_SIZE = 20 };
 enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS,
-       SEC_MEMORY };
+       SEC_MEMORY, SEC_LAUNCHES };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
 
@@ -250,6 +250,9 @@ static rv_graph *hand_built_graph(void)
     rv_memory_record inside = { 5000, 4 << 20, 1000, 12, 4000, 0, 0, 0 };
     g_array_append_val(graph->memory, outside);
     g_array_append_val(graph->memory, inside);
+    /* the kernel ran 264 blocks of 128 threads, 32 registers each, 4 KiB of shared memory */
+    g_array_set_size(graph->launches, (guint)ids[2] + 1);
+    g_array_index(graph->launches, rv_launch, ids[2]) = (rv_launch){ 264, 128, 32, 4096 };
     return graph;
 }
 
@@ -360,6 +363,10 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
                       x->device == y->device && x->step == y->step && x->rank_index == y->rank_index,
                       "memory record %u differs", m);
     }
+    ck_assert_uint_eq(a->launches->len, b->launches->len);
+    ck_assert_msg(a->launches->len == 0 ||
+                      memcmp(a->launches->data, b->launches->data, a->launches->len * sizeof(rv_launch)) == 0,
+                  "launches differ");
 }
 
 /* Replays of both graphs agree task by task and step by step. */
@@ -518,7 +525,7 @@ START_TEST(saving_is_deterministic)
     /* The header is the documented, stable one. */
     ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
     ck_assert_uint_eq(le32(first + 8), 5);
-    ck_assert_uint_eq(le32(first + 12), 9);
+    ck_assert_uint_eq(le32(first + 12), 10);
     ck_assert_uint_eq(le32(first + 20), 0);
     g_free(first);
     g_free(second);
@@ -725,6 +732,11 @@ static const forgery forgeries[] = {
     { SEC_MEMORY, 4 + 32, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
     { SEC_MEMORY, 4 + 0, (uint64_t)-2, 8, "record 0 holds an impossible byte count" },
     { SEC_MEMORY, 4 + 24, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
+    { SEC_LAUNCHES, 0, 2, 4, "section 'launches': 2 records of 20 bytes" },
+    { SEC_LAUNCHES, 4 + 0, 5, 4, "record 0 names task 5 (after task -1, of 5 tasks)" },
+    { SEC_LAUNCHES, 4 + 0, (uint32_t)-1, 4, "record 0 names task -1" },
+    { SEC_LAUNCHES, 4 + 4, 0, 4, "record 0: task 2's launch has 0 blocks of 128 threads" },
+    { SEC_LAUNCHES, 4 + 8, 0, 4, "record 0: task 2's launch has 264 blocks of 0 threads" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, (uint32_t)-1, 4, "task 1 runs on resource -1" },
     { SEC_TASKS, 4 + TASK_SIZE + 44, 10000, 4, "task 1: name is string 10000" },
@@ -844,11 +856,11 @@ START_TEST(extra_bytes)
     expect_load_error(longer, length + 3, "3 bytes of unknown data follow the last section", "trailing bytes");
     uint32_t count = le32(longer + 12);
     guint8 *last_entry = longer + HEADER_SIZE + ENTRY_SIZE * (count - 1);
-    ck_assert_uint_eq(le32(last_entry), SEC_MEMORY);
+    ck_assert_uint_eq(le32(last_entry), SEC_LAUNCHES);
     put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
     fix_checksums(longer, length + 3);
-    expect_load_error(longer, length + 3, "section 'memory': 2 records of 52 bytes need 104 bytes but the section has 107",
-                      "memory too long");
+    expect_load_error(longer, length + 3, "section 'launches': 1 records of 20 bytes need 20 bytes but the section has 23",
+                      "launches too long");
     g_free(longer);
     g_free(bytes);
 }

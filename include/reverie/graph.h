@@ -298,6 +298,23 @@ typedef struct {
     double factor;     /* the _SCALE kinds: new size / recorded size */
 } rv_memory_effect;
 
+/* How a kernel was launched (trace.h's launch fields), for the cost
+ * model's wave and occupancy terms (costmodel.h).  blocks is the grid in
+ * blocks, whatever unit the trace wrote it in; 0 where the trace does not
+ * say (copies, sets, CPU tasks, old or ROCm traces without the figure). */
+typedef struct {
+    uint32_t blocks;
+    uint32_t threads;        /* per block */
+    uint32_t registers;      /* per thread; 0: not recorded (ROCm) */
+    uint32_t shared_bytes;   /* shared memory (LDS) per block, as recorded */
+} rv_launch;
+
+/* A range on a task's duration that a plugin estimated (range.h): the
+ * duration times low and times high bound what the estimate allows. */
+typedef struct {
+    float low, high;
+} rv_duration_range;
+
 typedef struct {
     char *source;
     rv_strings *strings;
@@ -331,6 +348,14 @@ typedef struct {
     /* Appended in ABI 7 (memory.h): rv_memory_effect, what the plugins
      * applied so far did to tensors; empty in a built graph. */
     GArray *memory_effects;
+    /* Appended in ABI 8 (costmodel.h): rv_launch per task id, as recorded;
+     * shorter than tasks when the last tasks have none (tasks plugins add
+     * never do).  Use rv_task_launch(). */
+    GArray *launches;
+    /* Appended in ABI 8 (range.h): rv_duration_range per task id, set by
+     * plugins that estimate durations; empty in a built graph, and a task
+     * past its end has none (its duration is exact). */
+    GArray *duration_ranges;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered
@@ -363,6 +388,13 @@ static inline rv_collective_info *rv_task_collective(const rv_graph *graph, cons
 static inline int32_t rv_task_rank_index(const rv_graph *graph, const rv_task *task)
 {
     return g_array_index(graph->resources, rv_resource, task->resource).rank_index;
+}
+/* How a task was launched, or NULL when the trace does not say. */
+static inline const rv_launch *rv_task_launch(const rv_graph *graph, int32_t task)
+{
+    if (task < 0 || graph->launches == NULL || (guint)task >= graph->launches->len) return NULL;
+    const rv_launch *launch = &g_array_index(graph->launches, rv_launch, task);
+    return launch->blocks > 0 ? launch : NULL;
 }
 /* Add a collective; returns the value for rv_task.collective (1 + its index). */
 int32_t rv_graph_add_collective(rv_graph *graph, const rv_collective_info *info);

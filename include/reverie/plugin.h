@@ -35,7 +35,8 @@ G_BEGIN_DECLS
                                      6: graph->memory (recorded [memory] peaks, memory.h);
                                      7: graph->memory_effects (what plugins did to tensors, memory.h);
                                      8: timing estimates with their evidence (rv_estimate in rv_timing
-                                        and rv_resource) */
+                                        and rv_resource), graph->launches and graph->duration_ranges
+                                        (costmodel.h, range.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

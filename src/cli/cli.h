@@ -34,6 +34,7 @@ int rv_cmd_sweep(int argc, char **argv);
 int rv_cmd_comm_fraction(int argc, char **argv);
 int rv_cmd_kernels(int argc, char **argv);
 int rv_cmd_memory(int argc, char **argv);
+int rv_cmd_calibrate(int argc, char **argv);
 
 /* Load a trace or a saved graph ("-": standard input), told apart by
  * content, within the limits of the input options, and check that it is
@@ -62,6 +63,18 @@ typedef struct {
 } rv_cli_replay;
 gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error);
 void rv_cli_replay_clear(rv_cli_replay *replay);
+
+/* The range of a prediction (range.h, ranges.c): replays with every
+ * estimated task at the low end ([0]) and at the high end ([1]) of its
+ * range; present FALSE (and nothing replayed) when no task has a range. */
+typedef struct {
+    gboolean present;
+    rv_cli_replay low, high;
+    int64_t gpu_ns[2];         /* GPU kernel time of the whole graph at each end */
+    int64_t steady_gpu_ns[2];  /* of its steady step (rv_cli_steady over the steps) */
+} rv_cli_range;
+gboolean rv_cli_range_replay(const rv_graph *graph, const rv_policy *policy, rv_cli_range *out, GError **error);
+void rv_cli_range_clear(rv_cli_range *range);
 /* Per rank and step: recorded, simulated, error, and the time waited in
  * collectives and for whom; then the job's steps (the slowest rank). */
 void rv_cli_print_rank_table(const rv_graph *graph, const rv_cli_replay *replay);

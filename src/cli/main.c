@@ -20,6 +20,8 @@ static const rv_command commands[] = {
       rv_cmd_comm_fraction },
     { "kernels", "how the kernel cost model sees a trace: classes, dtypes, efficiencies, operator-model errors",
       rv_cmd_kernels },
+    { "calibrate", "measure per-GPU kernel efficiencies from recordings of a GPU, for hardware:gpu= (-o TABLE)",
+      rv_cmd_calibrate },
     { "memory", "a step's GPU memory at its peak: estimated from shapes, recorded, and whether it fits (--gpu)",
       rv_cmd_memory },
     { "sweep", "many what-ifs in one run: --vary NAME.PARAM=LIST, CSV or JSON Lines", rv_cmd_sweep },

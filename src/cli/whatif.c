@@ -60,9 +60,29 @@ static void print_host_share(const rv_cli_replay *predicted)
                           "hardware:host_scale= asks what a faster host gives" : "");
 }
 
+/* The total of a replay's steps. */
+static int64_t steps_total(const GArray *steps)
+{
+    int64_t total = 0;
+    for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
+    return total;
+}
+
+static void print_range(const rv_cli_range *range)
+{
+    if (!range->present) return;
+    char low[32], high[32], gpu_low[32], gpu_high[32];
+    rv_cli_format_ms(low, sizeof low, steps_total(range->low.steps));
+    rv_cli_format_ms(high, sizeof high, steps_total(range->high.steps));
+    rv_cli_format_ms(gpu_low, sizeof gpu_low, range->gpu_ns[0]);
+    rv_cli_format_ms(gpu_high, sizeof gpu_high, range->gpu_ns[1]);
+    printf("  predicted range (each estimate at its low, then its high end): total %s to %s, GPU kernels %s to %s\n",
+           g_strstrip(low), g_strstrip(high), g_strstrip(gpu_low), g_strstrip(gpu_high));
+}
+
 static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
                         const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
-                        const rv_cli_peak *peak)
+                        const rv_cli_peak *peak, const rv_cli_range *range)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     char recorded[32], base[32], pred[32], *escaped = NULL;
@@ -76,6 +96,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     }
     if (rv_cli_is_job(graph)) {
         rv_cli_print_rank_whatif(graph, base_replay, predicted_replay);
+        print_range(range);
         print_peak(peak);
         g_free(escaped);
         return;
@@ -101,14 +122,38 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     rv_cli_format_ms(pred, sizeof pred, predicted_gpu_ns);
     printf("  %-20s %14s %14s %14s %8.3fx\n", "GPU kernels", "", base, pred,
            predicted_gpu_ns ? (double)baseline_gpu_ns / predicted_gpu_ns : 0.0);
+    print_range(range);
     print_peak(peak);
     print_host_share(predicted_replay);
     g_free(escaped);
 }
 
+static void json_range(json_t *root, json_t *steps, const rv_cli_range *range)
+{
+    if (!range->present) {
+        json_object_set_new(root, "predicted_low_us", json_null());
+        json_object_set_new(root, "predicted_high_us", json_null());
+        json_object_set_new(root, "predicted_gpu_low_us", json_null());
+        json_object_set_new(root, "predicted_gpu_high_us", json_null());
+        return;
+    }
+    for (guint s = 0; s < json_array_size(steps) && s < range->low.steps->len && s < range->high.steps->len; s++) {
+        json_t *step = json_array_get(steps, s);
+        json_object_set_new(step, "predicted_low_us",
+                            json_real(g_array_index(range->low.steps, rv_step_time, s).simulated_ns / 1e3));
+        json_object_set_new(step, "predicted_high_us",
+                            json_real(g_array_index(range->high.steps, rv_step_time, s).simulated_ns / 1e3));
+    }
+    json_object_set_new(root, "predicted_low_us", json_real(steps_total(range->low.steps) / 1e3));
+    json_object_set_new(root, "predicted_high_us", json_real(steps_total(range->high.steps) / 1e3));
+    json_object_set_new(root, "predicted_gpu_low_us", json_real(range->gpu_ns[0] / 1e3));
+    json_object_set_new(root, "predicted_gpu_high_us", json_real(range->gpu_ns[1] / 1e3));
+}
+
 static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
                        const rv_cli_replay *predicted_replay, const rv_diff *diff,
-                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const rv_cli_peak *peak)
+                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const rv_cli_peak *peak,
+                       const rv_cli_range *range)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
@@ -148,6 +193,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_repl
     json_object_set_new(root, "predicted_gpu_us", json_real(predicted_gpu_ns / 1e3));
     json_object_set_new(root, "predicted_critical_path_us", json_real(predicted_replay->path_ns / 1e3));
     json_object_set_new(root, "predicted_host_path_us", json_real(predicted_replay->host_path_ns / 1e3));
+    json_range(root, steps, range);
     json_peak(root, peak);
     if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
     if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, base_replay, predicted_replay));
@@ -162,6 +208,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     rv_graph *graph = NULL;
     rv_graph *kept = NULL;  /* the baseline graph, for --timeline, --plot and --diff */
     rv_cli_replay base = { 0 }, after = { 0 };
+    rv_cli_range range = { 0 };
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
     rv_cli_peak peak = { 0 };
@@ -172,7 +219,8 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
     if (baseline != NULL) rv_cli_peak_before(&peak, graph);
     if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error) &&
-        rv_cli_replay_job(graph, policy.policy.priority ? &policy.policy : NULL, &after, &error))
+        rv_cli_replay_job(graph, policy.policy.priority ? &policy.policy : NULL, &after, &error) &&
+        rv_cli_range_replay(graph, policy.policy.priority ? &policy.policy : NULL, &range, &error))
         predicted = after.steps;
     int status = RV_EXIT_OK;
     if (predicted != NULL)
@@ -180,9 +228,9 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     if (predicted != NULL && status == RV_EXIT_OK) {
         int64_t predicted_gpu_ns = rv_cli_gpu_kernel_ns(graph);
         rv_cli_peak_after(&peak, graph);
-        if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns, &peak);
+        if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns, &peak, &range);
         else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
-        else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns, &peak);
+        else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns, &peak, &range);
         if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);
@@ -191,6 +239,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     rv_cli_policy_clear(&policy);
     rv_cli_replay_clear(&base);
     rv_cli_replay_clear(&after);
+    rv_cli_range_clear(&range);
     rv_diff_free(diff);
     rv_graph_free(kept);
     rv_graph_free(graph);

@@ -395,6 +395,7 @@ static void run_passes(builder *b)
     add_cpu_tasks(b);
     sort_resources(b);
     add_launch_edges(b);
+    rv_build_launches(b);
     stream_index streams;
     stream_index_init(&streams, b);
     GArray *sync_pairs = rv_sync_pairs(b, &streams);

@@ -74,6 +74,8 @@ gboolean *rv_build_foreground_threads(builder *b);
  * (origins.c). */
 int64_t rv_build_process_start(const builder *b, int64_t pid);
 void rv_build_order_edges(builder *b);
+/* How each kernel was launched, in blocks (launches.c), after launch edges. */
+void rv_build_launches(builder *b);
 /* Per device and step, what the [memory] events recorded (memory_records.c). */
 void rv_build_memory(builder *b);
 

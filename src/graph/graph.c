@@ -90,6 +90,8 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->ranks = g_array_new(FALSE, FALSE, sizeof(rv_rank));
     graph->memory = g_array_new(FALSE, FALSE, sizeof(rv_memory_record));
     graph->memory_effects = g_array_new(FALSE, FALSE, sizeof(rv_memory_effect));
+    graph->launches = g_array_new(FALSE, TRUE, sizeof(rv_launch));
+    graph->duration_ranges = g_array_new(FALSE, FALSE, sizeof(rv_duration_range));
     return graph;
 }
 
@@ -109,6 +111,8 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->ranks);
     g_array_unref(graph->memory);
     g_array_unref(graph->memory_effects);
+    g_array_unref(graph->launches);
+    g_array_unref(graph->duration_ranges);
     g_free(graph);
 }
 
@@ -156,6 +160,8 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     target->contention = source->contention;
     assign_array(target->memory, source->memory);
     assign_array(target->memory_effects, source->memory_effects);
+    assign_array(target->launches, source->launches);
+    assign_array(target->duration_ranges, source->duration_ranges);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

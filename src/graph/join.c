@@ -130,6 +130,10 @@ static void append_tasks(rv_graph *joint, const rv_graph *graph, string_map *m, 
         if (task.collective > 0) task.collective += at->collective;
         g_array_append_val(joint->tasks, task);
     }
+    if (graph->launches->len > 0) { /* zeros (no launch) up to this rank's first task */
+        g_array_set_size(joint->launches, (guint)at->task);
+        g_array_append_vals(joint->launches, graph->launches->data, graph->launches->len);
+    }
     for (guint e = 0; e < graph->edges->len; e++) {
         rv_edge edge = g_array_index(graph->edges, rv_edge, e);
         edge.from += at->task;

@@ -17,7 +17,7 @@
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
  * version 3 adds the ranks of a job and its collectives, job.h; version 4
  * the recorded memory peaks, memory.h; version 5 each timing estimate with
- * its evidence, rv_estimate)
+ * its evidence, rv_estimate, and how kernels were launched, rv_launch)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -27,8 +27,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 4
- *   12   4  u32 section count N, 1 to 64 (version 4 writes 9)
+ *    8   4  u32 format version: 5
+ *   12   4  u32 section count N, 1 to 64 (version 5 writes 10)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -90,12 +90,15 @@
  *                i64 peak_allocated, i64 peak_reserved,
  *                i64 allocated_before, i64 events, i64 peak_above_start, i32 device,
  *                i32 step (step or -1), i32 rank_index (a rank)
+ *  10 launches   u32 count, then count x 20 bytes (rv_launch of the tasks
+ *                that have one, in task order): i32 task, u32 blocks,
+ *                u32 threads, u32 registers, u32 shared_bytes
  *
  * Invariants that a reader checks, rejecting the file otherwise:
  *   - the magic matches and the version is 5 (a newer version asks the user
  *     to update reverie, the older versions 1 to 4 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the nine ids appears exactly once and no other id appears;
+ *   - each of the ten ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
@@ -116,6 +119,8 @@
  *   - every memory record's step a step or -1, its rank index a rank (or 0
  *     in a graph without ranks), its device in [0, 4096), its figures in
  *     [-1, 2^53] and its event count not negative;
+ *   - launch records name tasks in increasing order, each with blocks and
+ *     threads above 0;
  *   - durations and host overheads are not negative and add up, over all
  *     tasks, to less than 2^61 ns; recorded task starts and step begin and end
  *     times lie in [-2^60, 2^62) ns.  Any real recording is far inside
@@ -148,6 +153,7 @@
 #define RVG_COLLECTIVE_SIZE 40u
 #define RVG_RANK_SIZE 32u
 #define RVG_MEMORY_SIZE 52u
+#define RVG_LAUNCH_SIZE 20u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
  * the epoch is the year 2116), and the durations and host overheads of all
@@ -174,11 +180,13 @@ enum {
     SECTION_COLLECTIVES,
     SECTION_RANKS,
     SECTION_MEMORY,
-    SECTION_COUNT = SECTION_MEMORY
+    SECTION_LAUNCHES,
+    SECTION_COUNT = SECTION_LAUNCHES
 };
 
 static const char *const section_names[SECTION_COUNT + 1] = {
     "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks", "memory",
+    "launches",
 };
 
 /* The counters of the metadata section, in file order. */
@@ -218,11 +226,14 @@ G_STATIC_ASSERT(sizeof(rv_timing) == 216);
 G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
 G_STATIC_ASSERT(sizeof(rv_rank) == 32);
 G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
+G_STATIC_ASSERT(sizeof(rv_launch) == 16);
 /* graph->index (at 560), a cache, is not saved; nor graph->contention (at
  * 584): only plugins turn it on, and a saved graph is an imported one.
  * graph->memory (at 608) is the memory section.  graph->memory_effects (at
- * 616) is not saved either: plugins make them. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 624);
+ * 616) is not saved either: plugins make them.  graph->launches (at 624)
+ * is the launches section; graph->duration_ranges (at 632) is not saved:
+ * plugins make them. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 640);
 #endif
 
 typedef struct {
@@ -460,6 +471,22 @@ static gboolean check_memory(const rv_graph *graph, GString *why)
     return TRUE;
 }
 
+static gboolean check_launches(const rv_graph *graph, GString *why)
+{
+    if (graph->launches->len > graph->tasks->len) {
+        g_string_printf(why, "%u launch records for %u tasks", graph->launches->len, graph->tasks->len);
+        return FALSE;
+    }
+    for (guint i = 0; i < graph->launches->len; i++) {
+        const rv_launch *launch = &g_array_index(graph->launches, rv_launch, i);
+        if ((launch->blocks == 0) != (launch->threads == 0)) {
+            g_string_printf(why, "task %u's launch has %u blocks of %u threads", i, launch->blocks, launch->threads);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* NULL if the graph is consistent, else the section at fault with *why. */
 static const char *check_graph(const rv_graph *graph, GString *why)
 {
@@ -471,6 +498,7 @@ static const char *check_graph(const rv_graph *graph, GString *why)
     if (!check_collectives(graph, string_count, why)) return section_names[SECTION_COLLECTIVES];
     if (!check_ranks(graph, string_count, why)) return section_names[SECTION_RANKS];
     if (!check_memory(graph, why)) return section_names[SECTION_MEMORY];
+    if (!check_launches(graph, why)) return section_names[SECTION_LAUNCHES];
     return NULL;
 }
 
@@ -671,11 +699,27 @@ static void write_memory(GString *out, const rv_graph *graph)
     }
 }
 
+static void write_launches(GString *out, const rv_graph *graph)
+{
+    guint count = 0;
+    for (guint i = 0; i < graph->launches->len; i++) count += g_array_index(graph->launches, rv_launch, i).blocks > 0;
+    put_u32(out, count);
+    for (guint i = 0; i < graph->launches->len; i++) {
+        const rv_launch *launch = &g_array_index(graph->launches, rv_launch, i);
+        if (launch->blocks == 0) continue;
+        put_i32(out, (int32_t)i);
+        put_u32(out, launch->blocks);
+        put_u32(out, launch->threads);
+        put_u32(out, launch->registers);
+        put_u32(out, launch->shared_bytes);
+    }
+}
+
 typedef void (*section_writer)(GString *out, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
     NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
-    write_collectives, write_ranks, write_memory,
+    write_collectives, write_ranks, write_memory, write_launches,
 };
 
 /* The whole file in memory: header, table, then the sections by id. */
@@ -834,7 +878,8 @@ static gboolean read_header(reader *r, uint32_t *section_count)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
     if (version == 4)
-        return fail(r, NULL, "format version 4 predates the timing estimates' evidence (this reverie reads version %u); "
+        return fail(r, NULL, "format version 4 predates the timing estimates' evidence and the kernels' launch "
+                    "figures (this reverie reads version %u); "
                     "re-import the trace", RVG_VERSION);
     if (version == 3)
         return fail(r, NULL, "format version 3 predates the recorded memory peaks (this reverie reads version %u); "
@@ -1109,6 +1154,36 @@ static gboolean read_memory(reader *r, rv_graph *graph)
     return TRUE;
 }
 
+/* Sparse records in task order into the dense per-task array. */
+static gboolean read_launches(reader *r, rv_graph *graph)
+{
+    cursor c;
+    GArray *records = g_array_new(FALSE, FALSE, 1);
+    gboolean ok = read_record_count(r, SECTION_LAUNCHES, RVG_LAUNCH_SIZE, &c, records);
+    guint count = records->len;
+    g_array_unref(records);
+    int32_t previous = -1;
+    for (guint i = 0; ok && i < count; i++) {
+        int32_t task = get_i32(&c);
+        rv_launch launch; /* one field at a time: an initializer list has no order */
+        launch.blocks = get_u32(&c);
+        launch.threads = get_u32(&c);
+        launch.registers = get_u32(&c);
+        launch.shared_bytes = get_u32(&c);
+        if (task <= previous || task >= rv_graph_task_count(graph))
+            ok = fail(r, section_names[SECTION_LAUNCHES], "record %u names task %d (after task %d, of %d tasks)", i,
+                      task, previous, rv_graph_task_count(graph));
+        else if (launch.blocks == 0 || launch.threads == 0)
+            ok = fail(r, section_names[SECTION_LAUNCHES], "record %u: task %d's launch has %u blocks of %u threads", i,
+                      task, launch.blocks, launch.threads);
+        if (!ok) break;
+        g_array_set_size(graph->launches, (guint)task + 1);
+        g_array_index(graph->launches, rv_launch, task) = launch;
+        previous = task;
+    }
+    return ok;
+}
+
 /* A u8 that stands for a gboolean; anything but 0 or 1 is corruption. */
 static gboolean get_flag(cursor *c, const char *what, gboolean *value, GString *why)
 {
@@ -1225,7 +1300,7 @@ static gboolean read_graph_sections(reader *r, rv_graph *graph)
 {
     if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
         !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph) || !read_collectives(r, graph) ||
-        !read_ranks(r, graph) || !read_memory(r, graph))
+        !read_ranks(r, graph) || !read_memory(r, graph) || !read_launches(r, graph))
         return FALSE;
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);

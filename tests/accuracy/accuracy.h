@@ -37,6 +37,7 @@ typedef struct {
     char *pair, *baseline, *variant, *opt, *judge; /* judge: "step" or "gpu" */
     double limit;                                   /* on |error| */
     double recorded_us, predicted_us, error, no_change_error;
+    double low_us, high_us;     /* the predicted range; high < 0 when the what-if gives none */
     char *failure;
 } pair_row;
 

@@ -82,6 +82,11 @@ static void measure_prediction(accuracy_report *report, const char *dir, const c
             row.predicted_us = gpu ? number_at(root, "gpu_kernel", "predicted_us") : number_at(root, NULL, "predicted_steady_us");
             row.error = gpu ? number_at(root, "gpu_kernel", "error") : number_at(root, NULL, "error");
             row.no_change_error = gpu ? number_at(root, "gpu_kernel", "no_change_error") : number_at(root, NULL, "no_change_error");
+            json_t *range = gpu ? json_object_get(root, "gpu_kernel") : root;
+            const char *low_key = gpu ? "predicted_low_us" : "predicted_steady_low_us";
+            const char *high_key = gpu ? "predicted_high_us" : "predicted_steady_high_us";
+            row.high_us = json_is_number(json_object_get(range, high_key)) ? number_at(range, NULL, high_key) : -1;
+            row.low_us = json_is_number(json_object_get(range, low_key)) ? number_at(range, NULL, low_key) : -1;
             json_decref(root);
         }
     }

@@ -136,18 +136,27 @@ static void pair_table(GString *out, const accuracy_report *report, guint *failu
         "folder names the what-if that predicts the second recording from the first. The commands are "
         "`reverie validate BASELINE VARIANT --opt ...`. *step* judges the steady step (the median of the "
         "steps after the first); *gpu* judges the GPU kernel time, for pairs recorded on different hosts, "
-        "whose step the host decides. *no change* is the error of predicting the baseline unchanged.\n\n"
-        "| pair | baseline -> variant | what-if | judged | recorded | predicted | error | no change | limit | verdict |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n");
+        "whose step the host decides. *range* is the prediction with every estimate at its low and at its "
+        "high end, where the what-if gives one, and whether the recorded value lies inside. *no change* is the "
+        "error of predicting the baseline unchanged.\n\n"
+        "| pair | baseline -> variant | what-if | judged | recorded | predicted | range | error | no change | limit | verdict |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (guint i = 0; i < report->pairs->len; i++) {
         const pair_row *row = &g_array_index(report->pairs, pair_row, i);
         g_string_append_printf(out, "| %s | %s -> %s | %s | %s |", row->pair, row->baseline ? row->baseline : "",
                                row->variant ? row->variant : "", row->opt ? row->opt : "", row->judge ? row->judge : "");
-        if (row->failure)
-            g_string_append(out, " | | | | |");
-        else
-            g_string_append_printf(out, " %.3f ms | %.3f ms | %+.2f%% | %+.2f%% | %.0f%% |", row->recorded_us / 1e3,
-                                   row->predicted_us / 1e3, 100 * row->error, 100 * row->no_change_error, 100 * row->limit);
+        if (row->failure) {
+            g_string_append(out, " | | | | | |");
+        } else {
+            g_string_append_printf(out, " %.3f ms | %.3f ms |", row->recorded_us / 1e3, row->predicted_us / 1e3);
+            if (row->high_us >= 0)
+                g_string_append_printf(out, " %.3f-%.3f ms (%s) |", row->low_us / 1e3, row->high_us / 1e3,
+                                       row->recorded_us >= row->low_us && row->recorded_us <= row->high_us ? "holds it" : "misses it");
+            else
+                g_string_append(out, " - |");
+            g_string_append_printf(out, " %+.2f%% | %+.2f%% | %.0f%% |", 100 * row->error, 100 * row->no_change_error,
+                                   100 * row->limit);
+        }
         cell_verdict(out, pair_verdict(row), failures);
     }
 }
