@@ -1,5 +1,5 @@
 /*
- * join.c - the graphs of several ranks' traces become one graph of the job
+ * job.c - the graphs of several ranks' traces become one graph of the job
  * (job.h: which ranks, side by side, matched collectives, clocks,
  * rendezvous, the job's origin).
  */
