@@ -13,6 +13,7 @@
 #include "reverie/memory.h"
 #include "reverie/sim.h"
 #include "reverie/plugin.h"
+#include "reverie/report.h"
 
 typedef struct {
     const char *name;
@@ -51,29 +52,19 @@ rv_graph *rv_cli_load(const char *path, GError **error);
 rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error);
 /* Does the graph hold several ranks? */
 gboolean rv_cli_is_job(const rv_graph *graph);
-/* One replay as the commands report it: the steps (a job's: its slowest
- * rank's), and for a job each rank's steps and waits (job.h). */
-typedef struct {
-    GArray *steps;       /* rv_step_time */
-    GPtrArray *by_rank;  /* jobs only: per rank index, a GArray of rv_step_time */
-    GArray *waits;       /* jobs only: rv_rank_wait per rank index */
-} rv_cli_replay;
-gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error);
-void rv_cli_replay_clear(rv_cli_replay *replay);
+/* rv_replay_run (report.h), with the command line's note when the replay
+ * had to drop the launch-queue rule. */
+gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_replay *out, GError **error);
 /* Per rank and step: recorded, simulated, error, and the time waited in
  * collectives and for whom; then the job's steps (the slowest rank). */
-void rv_cli_print_rank_table(const rv_graph *graph, const rv_cli_replay *replay);
+void rv_cli_print_rank_table(const rv_graph *graph, const rv_replay *replay);
 /* The same for a what-if: recorded, baseline, predicted, speedup, and the
  * predicted waits. */
-void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
+void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted);
 /* The "ranks" array of --json (a json_t *): each rank's steps, with
  * baseline_us and predicted_us when a prediction is given, its waits (in
  * the prediction, if any) and clock offset. */
-void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
-/* The recorded GPU time the rules leave unexplained in step `step` as the
- * reports list steps (explain.h; a job's k-th step: all its ranks' k-th;
- * a graph without steps: all of it). */
-int64_t rv_cli_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step);
+void *rv_cli_json_ranks(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted);
 /* info: the ranks, their clock offsets, and the collectives matched by each rule. */
 void rv_cli_print_job_summary(const rv_graph *graph);
 void *rv_cli_json_job_summary(const rv_graph *graph);
@@ -91,8 +82,10 @@ int64_t rv_cli_gpu_kernel_ns(const rv_graph *graph);
 GArray *rv_cli_gpu_kernel_ns_by_step(const rv_graph *graph);
 int64_t rv_cli_steady(const GArray *values);
 
-/* One stderr note when a replay had to drop the launch-queue rule (sim.h). */
+/* One stderr note when a replay had to drop the launch-queue rule (sim.h),
+ * once per run. */
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim);
+void rv_cli_note_launch_queue(const rv_graph *graph, gboolean launch_queue_ignored);
 
 /* Parse options, with the input limits (--max-bytes, --max-events,
  * --read-timeout) added; on failure prints one line and returns FALSE with

@@ -340,14 +340,19 @@ void rv_cli_print_notes(const rv_graph *graph)
     g_ptr_array_unref(notes);
 }
 
-void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)
+void rv_cli_note_launch_queue(const rv_graph *graph, gboolean launch_queue_ignored)
 {
     /* once per run: a sweep replays thousands of variants of one graph */
     static gint noted = 0;
-    if (sim->launch_queue_ignored && g_atomic_int_compare_and_exchange(&noted, 0, 1))
+    if (launch_queue_ignored && g_atomic_int_compare_and_exchange(&noted, 0, 1))
         fprintf(stderr, "reverie: note: %s: the launch-queue rule would have deadlocked this graph (its queue "
                         "order contradicts its edges, e.g. after a plugin's rewrite): replayed without it\n",
                 graph->source);
+}
+
+void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)
+{
+    rv_cli_note_launch_queue(graph, sim->launch_queue_ignored);
 }
 
 void rv_cli_csv_row(const char *const *fields, int count)

@@ -68,7 +68,7 @@ void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps)
         char *fields[4] = {
             number("%.3f", step->recorded_ns / 1e3), number("%.3f", step->simulated_ns / 1e3),
             number("%.6f", rv_relative_error(step->recorded_ns, step->simulated_ns)),
-            number("%.3f", rv_cli_step_unexplained(graph, x, i) / 1e3),
+            number("%.3f", rv_step_unexplained(graph, x, i) / 1e3),
         };
         const char *row[] = { step->name, fields[0], fields[1], fields[2], fields[3] };
         rv_cli_csv_row(row, G_N_ELEMENTS(row));

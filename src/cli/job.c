@@ -2,7 +2,7 @@
  * job.c - the commands' inputs when they are several ranks of one job
  * (job.h): a list of traces or saved graphs, or a folder of them, joined
  * into one graph; and the per-rank tables and JSON that simulate and
- * whatif print for such a graph.
+ * whatif print for such a graph (a replay's per-rank figures: report.h).
  */
 #include "cli.h"
 #include "reverie/explain.h"
@@ -148,29 +148,11 @@ static void print_rank_row(const rv_graph *graph, guint r, const rv_step_time *s
            recorded, simulated, 100.0 * rv_relative_error(step->recorded_ns, step->simulated_ns), extra);
 }
 
-gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error)
+gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_replay *out, GError **error)
 {
-    memset(out, 0, sizeof *out);
-    rv_sim_result sim = { 0 };
-    if (!rv_simulate(graph, policy, &sim, error)) return FALSE;
-    rv_cli_note_replay(graph, &sim);
-    if (rv_cli_is_job(graph)) {
-        out->by_rank = rv_step_times_by_rank(graph, &sim);
-        out->steps = rv_job_step_times(out->by_rank);
-        out->waits = rv_rank_waits(graph, &sim);
-    } else {
-        out->steps = rv_step_times(graph, &sim);
-    }
-    rv_sim_result_clear(&sim);
+    if (!rv_replay_run(graph, policy, out, error)) return FALSE;
+    rv_cli_note_launch_queue(graph, out->launch_queue_ignored);
     return TRUE;
-}
-
-void rv_cli_replay_clear(rv_cli_replay *replay)
-{
-    if (replay->steps) g_array_unref(replay->steps);
-    if (replay->by_rank) g_ptr_array_unref(replay->by_rank);
-    rv_rank_waits_free(replay->waits);
-    memset(replay, 0, sizeof *replay);
 }
 
 static char *wait_text(const rv_graph *graph, const rv_rank_wait *wait)
@@ -182,7 +164,7 @@ static char *wait_text(const rv_graph *graph, const rv_rank_wait *wait)
     return text;
 }
 
-void rv_cli_print_rank_table(const rv_graph *graph, const rv_cli_replay *replay)
+void rv_cli_print_rank_table(const rv_graph *graph, const rv_replay *replay)
 {
     printf("  %-5s %-20s %14s %14s %9s  %s\n", "rank", "step", "recorded", "simulated", "error",
            "waited in collectives (mostly for)");
@@ -222,7 +204,7 @@ static void print_whatif_row(const char *rank, const rv_step_time *base, const r
            predicted->simulated_ns ? (double)base->simulated_ns / predicted->simulated_ns : 0.0, extra);
 }
 
-void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted)
+void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted)
 {
     printf("  %-5s %-20s %14s %14s %14s %9s  %s\n", "rank", "step", "recorded", "baseline", "predicted", "speedup",
            "predicted wait in collectives (mostly for)");
@@ -270,33 +252,15 @@ static json_t *json_rank(const rv_graph *graph, guint r, const GArray *steps, co
                      "clock_offset_us", rank->clock_offset_ns / 1e3, "clock_offset_samples", rank->offset_samples);
 }
 
-void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted)
+void *rv_cli_json_ranks(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted)
 {
-    const rv_cli_replay *last = predicted ? predicted : baseline;
+    const rv_replay *last = predicted ? predicted : baseline;
     json_t *ranks = json_array();
     for (guint r = 0; r < baseline->by_rank->len; r++)
         json_array_append_new(ranks, json_rank(graph, r, g_ptr_array_index(baseline->by_rank, r),
                                                predicted ? g_ptr_array_index(predicted->by_rank, r) : NULL,
                                                &g_array_index(last->waits, rv_rank_wait, r)));
     return ranks;
-}
-
-int64_t rv_cli_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
-{
-    if (graph->steps->len == 0) return x->total_ns;
-    if (!rv_cli_is_job(graph)) return step < graph->steps->len ? x->by_step[step] : 0;
-    /* the job's k-th step: every rank's k-th */
-    guint ranks = graph->ranks->len;
-    guint *seen = g_new0(guint, ranks + 1);
-    int64_t total = 0;
-    for (guint s = 0; s < graph->steps->len; s++) {
-        const rv_step *entry = &g_array_index(graph->steps, rv_step, s);
-        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, entry->begin_marker));
-        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
-        if (seen[slot]++ == step) total += x->by_step[s];
-    }
-    g_free(seen);
-    return total;
 }
 
 /* ---- what the join found, for info -------------------------------------- */

@@ -152,18 +152,8 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
 GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
                             GError **error)
 {
-    rv_sim_result sim = { 0 };
-    if (!rv_simulate_reusing(graph, structure, policy, &sim, error)) return NULL;
-    rv_cli_note_replay(graph, &sim);
-    GArray *steps;
-    if (graph->ranks->len > 1) {
-        /* a job's step is its slowest rank's (job.h) */
-        GPtrArray *by_rank = rv_step_times_by_rank(graph, &sim);
-        steps = rv_job_step_times(by_rank);
-        g_ptr_array_unref(by_rank);
-    } else {
-        steps = rv_step_times(graph, &sim);
-    }
-    rv_sim_result_clear(&sim);
+    gboolean launch_queue_ignored = FALSE;
+    GArray *steps = rv_replay_steps(graph, structure, policy, &launch_queue_ignored, error);
+    if (steps) rv_cli_note_launch_queue(graph, launch_queue_ignored);
     return steps;
 }

@@ -6,7 +6,6 @@
 #include "cli.h"
 #include "runs.h"
 #include "reverie/explain.h"
-#include "reverie/job.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include <jansson.h>
@@ -31,12 +30,6 @@ static replay_summary summarize(const GArray *steps)
     return summary;
 }
 
-/* A step's unexplained time; a graph without steps has it all in one. */
-static int64_t step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
-{
-    return rv_cli_step_unexplained(graph, x, step);
-}
-
 static void print_table(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
                         const rv_explanation *x)
 {
@@ -48,7 +41,7 @@ static void print_table(const rv_graph *graph, const GArray *steps, const replay
         const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
         rv_cli_format_ms(recorded, sizeof recorded, step->recorded_ns);
         rv_cli_format_ms(simulated, sizeof simulated, step->simulated_ns);
-        rv_cli_format_ms(unexplained, sizeof unexplained, step_unexplained(graph, x, i));
+        rv_cli_format_ms(unexplained, sizeof unexplained, rv_step_unexplained(graph, x, i));
         printf("  %-20s %14s %14s %8.2f%% %14s\n", rv_cli_shown(step->name), recorded, simulated,
                100.0 * rv_relative_error(step->recorded_ns, step->simulated_ns), unexplained);
     }
@@ -127,7 +120,7 @@ static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
 }
 
 static void print_json(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
-                       const rv_explanation *x, gboolean detail, const rv_cli_replay *job)
+                       const rv_explanation *x, gboolean detail, const rv_replay *job)
 {
     json_t *root = json_object(), *list = json_array();
     json_object_set_new(root, "source", json_string(graph->source));
@@ -138,7 +131,7 @@ static void print_json(const rv_graph *graph, const GArray *steps, const replay_
         json_object_set_new(item, "recorded_us", json_real(step->recorded_ns / 1e3));
         json_object_set_new(item, "simulated_us", json_real(step->simulated_ns / 1e3));
         json_object_set_new(item, "error", json_real(rv_relative_error(step->recorded_ns, step->simulated_ns)));
-        json_object_set_new(item, "unexplained_us", json_real(step_unexplained(graph, x, i) / 1e3));
+        json_object_set_new(item, "unexplained_us", json_real(rv_step_unexplained(graph, x, i) / 1e3));
         json_array_append_new(list, item);
     }
     json_object_set_new(root, "steps", list);
@@ -167,18 +160,7 @@ static int64_t recorded_origin(const rv_graph *graph)
     return origin == G_MAXINT64 ? 0 : origin;
 }
 
-/* A job's steps are the slowest rank's (job.h); a trace's are its own. */
-static GArray *steps_of(const rv_graph *graph, const rv_sim_result *sim, rv_cli_replay *job)
-{
-    memset(job, 0, sizeof *job);
-    if (!rv_cli_is_job(graph)) return rv_step_times(graph, sim);
-    job->by_rank = rv_step_times_by_rank(graph, sim);
-    job->steps = rv_job_step_times(job->by_rank);
-    job->waits = rv_rank_waits(graph, sim);
-    return g_array_ref(job->steps);
-}
-
-static void print_job_table(const rv_graph *graph, const rv_cli_replay *job)
+static void print_job_table(const rv_graph *graph, const rv_replay *job)
 {
     printf("%s: %u ranks, %d tasks, %u edges\n", rv_cli_shown(graph->source), graph->ranks->len,
            rv_graph_live_task_count(graph), graph->edges->len);
@@ -188,11 +170,12 @@ static void print_job_table(const rv_graph *graph, const rv_cli_replay *job)
 static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_cli_extras *extras)
 {
     GError *error = NULL;
-    rv_sim_result sim = { 0 };
-    if (!rv_simulate(graph, NULL, &sim, &error)) return rv_cli_fail(error);
-    rv_cli_note_replay(graph, &sim);
-    rv_cli_replay job;
-    GArray *steps = steps_of(graph, &sim, &job);
+    rv_replay job;
+    if (!rv_cli_replay_job(graph, NULL, &job, &error)) {
+        rv_replay_clear(&job);
+        return rv_cli_fail(error);
+    }
+    const GArray *steps = job.steps;
     replay_summary summary = summarize(steps);
     rv_explanation *x = rv_explain(graph, explain_top > 0 ? (guint)explain_top : 0);
     if (as_json) {
@@ -207,9 +190,7 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_c
         if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
     }
     rv_explanation_free(x);
-    g_array_unref(steps);
-    rv_cli_replay_clear(&job);
-    rv_sim_result_clear(&sim);
+    rv_replay_clear(&job);
     return rv_cli_simulate_extras(graph, extras);
 }
 

@@ -48,8 +48,8 @@ static void print_notes(const GString *notes)
     g_strfreev(lines);
 }
 
-static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
-                        const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
+static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_replay *base_replay,
+                        const rv_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
                         const rv_cli_peak *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
@@ -93,8 +93,8 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     g_free(escaped);
 }
 
-static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
-                       const rv_cli_replay *predicted_replay, const rv_diff *diff,
+static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_replay *base_replay,
+                       const rv_replay *predicted_replay, const rv_diff *diff,
                        int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const rv_cli_peak *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
@@ -146,7 +146,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     rv_graph *graph = NULL;
     rv_graph *kept = NULL;  /* the baseline graph, for --timeline, --plot and --diff */
-    rv_cli_replay base = { 0 }, after = { 0 };
+    rv_replay base = { 0 }, after = { 0 };
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
     rv_cli_peak peak = { 0 };
@@ -174,8 +174,8 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     }
     rv_cli_peak_clear(&peak);
     rv_cli_policy_clear(&policy);
-    rv_cli_replay_clear(&base);
-    rv_cli_replay_clear(&after);
+    rv_replay_clear(&base);
+    rv_replay_clear(&after);
     rv_diff_free(diff);
     rv_graph_free(kept);
     rv_graph_free(graph);
