@@ -36,20 +36,19 @@ int rv_cmd_comm_fraction(int argc, char **argv);
 int rv_cmd_kernels(int argc, char **argv);
 int rv_cmd_memory(int argc, char **argv);
 
-/* Load a trace or a saved graph ("-": standard input), told apart by
- * content, within the limits of the input options, and check that it is
- * safe to simulate (validate.h).  Progress goes to stderr only when it is a
- * terminal. */
+/* Load a trace or a saved graph ("-": standard input) as load.h does,
+ * within the limits of the input options.  Progress goes to stderr only
+ * when it is a terminal. */
 rv_graph *rv_cli_load(const char *path, GError **error);
+
+/* The inputs of simulate, whatif, info, import and validate: one trace or
+ * graph as rv_cli_load does; several, or a folder of them, as the ranks of
+ * one job (load.h's rv_load_job).  With notes, what the timing model
+ * assumed about each input goes to stderr once the inputs loaded. */
+rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error);
 
 /* ---- several ranks of one job (job.c) ---- */
 
-/* The inputs of simulate, whatif, info, import and validate: one trace or
- * graph as rv_cli_load does (its notes printed); several, or a folder of
- * them (.json, .json.gz, .rvg in natural order), as the ranks of one job,
- * joined (job.h).  With notes, what the timing model assumed about each
- * input goes to stderr (rv_cli_print_notes) once the inputs loaded. */
-rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error);
 /* Does the graph hold several ranks? */
 gboolean rv_cli_is_job(const rv_graph *graph);
 /* rv_replay_run (report.h), with the command line's note when the replay

@@ -1,8 +1,6 @@
 /*
- * job.c - the commands' inputs when they are several ranks of one job
- * (job.h): a list of traces or saved graphs, or a folder of them, joined
- * into one graph; and the per-rank tables and JSON that simulate and
- * whatif print for such a graph (a replay's per-rank figures: report.h).
+ * job.c - the per-rank tables and JSON that simulate and whatif print for
+ * a job of several ranks (job.h; a replay's per-rank figures: report.h).
  */
 #include "cli.h"
 #include "reverie/explain.h"
@@ -10,102 +8,6 @@
 #include "reverie/report.h"
 #include <jansson.h>
 #include <string.h>
-
-/* ---- loading ------------------------------------------------------------ */
-
-static gboolean is_rank_file(const char *name)
-{
-    return g_str_has_suffix(name, ".json") || g_str_has_suffix(name, ".json.gz") || g_str_has_suffix(name, ".rvg");
-}
-
-static gint by_file_name(gconstpointer left, gconstpointer right)
-{
-    char *a = g_utf8_collate_key_for_filename(*(char *const *)left, -1);
-    char *b = g_utf8_collate_key_for_filename(*(char *const *)right, -1);
-    gint order = strcmp(a, b);
-    g_free(a);
-    g_free(b);
-    return order;
-}
-
-/* The traces and graphs in a folder, in natural order (rank2 before rank10). */
-static GPtrArray *folder_inputs(const char *folder, GError **error)
-{
-    GDir *dir = g_dir_open(folder, 0, error);
-    if (dir == NULL) return NULL;
-    GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
-    const char *name;
-    while ((name = g_dir_read_name(dir)) != NULL) {
-        char *path = g_build_filename(folder, name, NULL);
-        if (is_rank_file(name) && g_file_test(path, G_FILE_TEST_IS_REGULAR)) g_ptr_array_add(paths, path);
-        else g_free(path);
-    }
-    g_dir_close(dir);
-    g_ptr_array_sort(paths, by_file_name);
-    if (paths->len == 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: a folder with no .json, .json.gz or .rvg file in it", folder);
-        g_ptr_array_unref(paths);
-        return NULL;
-    }
-    return paths;
-}
-
-/* What the timing model assumed about each rank, printed once the ranks
- * are known to be one job (bad input gets its one line and nothing else). */
-static void note_ranks(GPtrArray *graphs)
-{
-    for (guint i = 0; i < graphs->len; i++) rv_cli_print_notes(g_ptr_array_index(graphs, i));
-}
-
-/* Each path loaded as one rank; a saved graph that holds a job already cannot be a rank of another. */
-static GPtrArray *load_ranks(GPtrArray *paths, GError **error)
-{
-    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
-    for (guint i = 0; i < paths->len; i++) {
-        rv_graph *graph = rv_cli_load(g_ptr_array_index(paths, i), error);
-        if (graph != NULL && graph->ranks->len > 1) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s holds a job of %u ranks already: give it alone",
-                        graph->source, graph->ranks->len);
-            rv_graph_free(graph);
-            graph = NULL;
-        }
-        if (graph == NULL) {
-            g_ptr_array_unref(graphs);
-            return NULL;
-        }
-        g_ptr_array_add(graphs, graph);
-    }
-    return graphs;
-}
-
-/* How reports name the job: the folder, or the first file and how many more. */
-static char *job_name(char **paths, int count, gboolean folder)
-{
-    if (folder) return g_strdup(paths[0]);
-    return g_strdup_printf("%s and %d more", paths[0], count - 1);
-}
-
-rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error)
-{
-    gboolean folder = count == 1 && g_file_test(paths[0], G_FILE_TEST_IS_DIR);
-    if (count == 1 && !folder) {
-        rv_graph *graph = rv_cli_load(paths[0], error);
-        if (graph && notes) rv_cli_print_notes(graph);
-        return graph;
-    }
-    GPtrArray *list = folder ? folder_inputs(paths[0], error) : g_ptr_array_new_with_free_func(g_free);
-    if (list == NULL) return NULL;
-    for (int i = 0; !folder && i < count; i++) g_ptr_array_add(list, g_strdup(paths[i]));
-    GPtrArray *graphs = load_ranks(list, error);
-    g_ptr_array_unref(list);
-    if (graphs == NULL) return NULL;
-    char *name = job_name(paths, count, folder);
-    rv_graph *joint = rv_job_join(graphs, name, error);
-    if (joint != NULL && notes) note_ranks(graphs);
-    g_free(name);
-    g_ptr_array_unref(graphs);
-    return joint;
-}
 
 /* ---- per-rank reports ------------------------------------------------------ */
 
