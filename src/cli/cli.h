@@ -12,6 +12,7 @@
 #include "reverie/graph.h"
 #include "reverie/memory.h"
 #include "reverie/sim.h"
+#include "reverie/optimize.h"
 #include "reverie/plugin.h"
 #include "reverie/report.h"
 
@@ -115,39 +116,10 @@ const char *rv_cli_short_name(const char *name);
 
 /* ---- optimizations (opts.c), shared by whatif and sweep ---- */
 
-/* One --opt: a plugin and the parameters parsed against its table. */
-typedef struct {
-    const rv_loaded_plugin *loaded;  /* owned by the plugin table */
-    const rv_plugin *plugin;         /* its descriptor */
-    rv_params *params;
-    char *spec;       /* NAME[:k=v,...] as given */
-    GString *notes;   /* what apply() reported; NULL before */
-    uint64_t changed_tasks;  /* tasks it inserted, removed or retimed, when counted (0: the baseline) */
-} rv_cli_opt;
-
-/* Loaded plugins by name, each loaded once (free with g_hash_table_destroy).
- * Lookups of names already loaded may come from several threads. */
-GHashTable *rv_cli_plugins_new(void);
-const rv_loaded_plugin *rv_cli_plugin(GHashTable *plugins, const char *name, GError **error);
-/* The NAME of "NAME[:k=v,...]" (g_free). */
-char *rv_cli_spec_name(const char *spec);
-/* Parse "NAME[:k=v,...]", loading NAME into `plugins` if it is new. */
-rv_cli_opt *rv_cli_opt_parse(GHashTable *plugins, const char *spec, GError **error);
-void rv_cli_opt_free(gpointer opt);
-/* Parse every spec, in order, before any work starts: a GPtrArray of
- * rv_cli_opt (g_ptr_array_unref before destroying `plugins`), or NULL with
- * the error of the first bad spec. */
-GPtrArray *rv_cli_opts_prepare(GHashTable *plugins, char **specs, GError **error);
-/* Apply the opts in order; the last policy any of them returns is kept in
- * *last_policy (release it with rv_cli_policy_clear, before the plugins are
- * unloaded: its data may live in one).  A failure is prefixed with the
- * plugin's name.  With count_changes, each opt's changed_tasks is counted
- * and an opt that changed nothing gets a note on stderr, so that no
- * prediction silently repeats the baseline; a sweep's thousands of
- * variants skip that. */
+/* rv_opts_apply (optimize.h), with a note on stderr for each opt that
+ * changed nothing, so that no prediction silently repeats the baseline. */
 gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                            GError **error);
-void rv_cli_policy_clear(rv_plugin_output *policy);
 /* Replay and measure the steps (report.h's rv_step_time; g_array_unref; a
  * job's are its slowest rank's, report.h's rv_job_step_times);
  * `structure` (sim.h) may be NULL.  A replay that had to drop the

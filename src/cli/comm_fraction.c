@@ -144,12 +144,12 @@ static void free_scenarios(GArray *rows)
 /* The graph of one scenario: the --opt list, then the hardware scaling. */
 static gboolean run_scenario(const rv_graph *graph, GHashTable *plugins, char **specs, scenario *row, GError **error)
 {
-    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, error);
+    GPtrArray *opts = rv_opts_prepare(plugins, specs, error);
     if (opts == NULL) return FALSE;
     if (row->flops > 0) {
         char *spec = g_strdup_printf("hardware:flops_scale=%.17g,memory_scale=%.17g,bandwidth_scale=%.17g", row->flops,
                                      row->flops, row->links);
-        rv_cli_opt *opt = rv_cli_opt_parse(plugins, spec, error);
+        rv_opt *opt = rv_opt_parse(plugins, spec, error);
         g_free(spec);
         if (opt == NULL) {
             g_ptr_array_unref(opts);
@@ -161,7 +161,7 @@ static gboolean run_scenario(const rv_graph *graph, GHashTable *plugins, char **
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     gboolean ok = rv_cli_apply_opts(copy, opts, FALSE, &policy, error) &&
                   measure(copy, policy.policy.priority ? &policy.policy : NULL, row, error);
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     rv_graph_free(copy);
     g_ptr_array_unref(opts);
     return ok;
@@ -212,7 +212,7 @@ static int run(const char *path, char **specs, char **scales, gboolean as_json)
 {
     GError *error = NULL;
     GArray *rows = plan_scenarios(scales, &error);
-    GHashTable *plugins = rv_cli_plugins_new();
+    GHashTable *plugins = rv_plugin_table_new();
     rv_graph *graph = error ? NULL : rv_cli_load(path, &error);
     if (graph) rv_cli_print_notes(graph);
     for (guint i = 0; graph && !error && i < rows->len; i++)

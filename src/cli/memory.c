@@ -232,7 +232,7 @@ static gboolean optimize(rv_graph *graph, GPtrArray *opts, char **specs, memory_
     if (opts->len == 0) return TRUE;
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     gboolean ok = rv_cli_apply_opts(graph, opts, FALSE, &policy, error);
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     if (ok) v->optimized = g_strjoinv(", ", specs);
     return ok;
 }
@@ -242,8 +242,8 @@ static int report(const char *path, const char *gpu_name, char **specs, gboolean
     GError *error = NULL;
     rv_gpu_catalogue *catalogue = NULL;
     memory_view v = { 0 };
-    GHashTable *plugins = rv_cli_plugins_new();
-    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
+    GHashTable *plugins = rv_plugin_table_new();
+    GPtrArray *opts = rv_opts_prepare(plugins, specs, &error);
     gboolean ok = opts != NULL;
     if (ok && gpu_name != NULL) {
         catalogue = rv_gpu_catalogue_load_default(&error);

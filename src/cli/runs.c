@@ -20,10 +20,10 @@ static gboolean predict(rv_cli_runs *runs, GPtrArray *opts, GError **error)
                   rv_simulate(runs->predicted, policy.policy.priority ? &policy.policy : NULL, &runs->predicted_sim, error);
     if (ok) rv_cli_note_replay(runs->predicted, &runs->predicted_sim);
     for (guint i = 0; i < opts->len; i++) {
-        const rv_cli_opt *opt = g_ptr_array_index(opts, i);
+        const rv_opt *opt = g_ptr_array_index(opts, i);
         if (opt->notes) g_string_append(runs->notes, opt->notes->str);
     }
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     return ok;
 }
 
@@ -42,8 +42,8 @@ gboolean rv_cli_runs_load(const char *path, char **specs, rv_cli_runs *runs, GEr
     memset(runs, 0, sizeof *runs);
     runs->notes = g_string_new(NULL);
     /* The --opt specs are checked before the (slow) load, as whatif does. */
-    GHashTable *plugins = rv_cli_plugins_new();
-    GPtrArray *opts = specs && specs[0] ? rv_cli_opts_prepare(plugins, specs, error) : NULL;
+    GHashTable *plugins = rv_plugin_table_new();
+    GPtrArray *opts = specs && specs[0] ? rv_opts_prepare(plugins, specs, error) : NULL;
     gboolean ok = (opts != NULL || !(specs && specs[0])) && load_and_replay(path, opts, runs, error);
     if (opts) g_ptr_array_unref(opts);
     g_hash_table_destroy(plugins); /* after the policy: its code lives in the plugin */

@@ -227,9 +227,9 @@ static variant_result *evaluate(sweep_run *run, uint64_t v)
     variant_result *result = g_new0(variant_result, 1);
     GError *error = NULL;
     GPtrArray *specs = sweep_plan_specs(run->plan, v);
-    GPtrArray *opts = g_ptr_array_new_with_free_func(rv_cli_opt_free);
+    GPtrArray *opts = g_ptr_array_new_with_free_func(rv_opt_free);
     for (guint i = 0; i < specs->len && error == NULL; i++) {
-        rv_cli_opt *opt = rv_cli_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
+        rv_opt *opt = rv_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
         if (opt) g_ptr_array_add(opts, opt);
     }
     rv_graph *graph = g_async_queue_pop(run->scratch);
@@ -238,7 +238,7 @@ static variant_result *evaluate(sweep_run *run, uint64_t v)
     GArray *steps = NULL;
     if (error == NULL && rv_cli_apply_opts(graph, opts, FALSE, &policy, &error))
         steps = rv_cli_replay_steps(graph, run->structure, policy.policy.priority ? &policy.policy : NULL, &error);
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     result->peak_bytes = steps != NULL ? variant_peak(run, graph) : -1;
     g_async_queue_push(run->scratch, graph);
     if (steps != NULL) {
@@ -549,7 +549,7 @@ static int check_options(const sweep_options *o, int argc, guint *shard, guint *
 static int sweep_with(const sweep_options *o, char **inputs, int input_count, guint shard, guint shards)
 {
     GError *error = NULL;
-    GHashTable *plugins = rv_cli_plugins_new();
+    GHashTable *plugins = rv_plugin_table_new();
     sweep_plan *plan = sweep_plan_new(o->opts, o->varies, o->variants, plugins, &error);
     int status;
     if (plan == NULL) {

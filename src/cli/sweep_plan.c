@@ -193,7 +193,7 @@ static sweep_axis *parse_axis(const char *text, GHashTable *plugins, GError **er
     axis->param = g_strdup(dot + 1);
     axis->values = strings_array();
     g_free(key);
-    const rv_loaded_plugin *loaded = rv_cli_plugin(plugins, axis->plugin, error);
+    const rv_loaded_plugin *loaded = rv_plugin_table_get(plugins, axis->plugin, error);
     const rv_plugin *plugin = loaded ? rv_plugin_descriptor_of(loaded) : NULL;
     const rv_param_spec *spec = plugin ? rv_plugin_param(plugin, axis->param) : NULL;
     gboolean ok = spec != NULL;
@@ -243,9 +243,9 @@ static GPtrArray *parse_line(const char *line, GError **error)
 static gboolean check_specs(GPtrArray *specs, GHashTable *plugins, GError **error)
 {
     for (guint i = 0; i < specs->len; i++) {
-        rv_cli_opt *opt = rv_cli_opt_parse(plugins, g_ptr_array_index(specs, i), error);
+        rv_opt *opt = rv_opt_parse(plugins, g_ptr_array_index(specs, i), error);
         if (opt == NULL) return FALSE;
-        rv_cli_opt_free(opt);
+        rv_opt_free(opt);
     }
     return TRUE;
 }
@@ -311,7 +311,7 @@ static guint specs_naming(GPtrArray *specs, const char *name, guint *found)
 {
     guint count = 0;
     for (guint i = 0; i < specs->len; i++) {
-        char *spec_name = rv_cli_spec_name(g_ptr_array_index(specs, i));
+        char *spec_name = rv_opt_spec_name(g_ptr_array_index(specs, i));
         if (strcmp(spec_name, name) == 0) { count++; *found = i; }
         g_free(spec_name);
     }

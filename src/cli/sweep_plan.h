@@ -45,7 +45,7 @@ typedef struct {
 /* Most variants one sweep may name (per input). */
 #define SWEEP_MAX_VARIANTS ((uint64_t)100000000)
 
-/* `plugins` is rv_cli_plugins_new()'s table: every plugin the plan names is
+/* `plugins` is rv_plugin_table_new()'s table: every plugin the plan names is
  * loaded into it, so variants can be parsed from several threads later. */
 sweep_plan *sweep_plan_new(char **opts, char **varies, const char *variants_file, GHashTable *plugins,
                            GError **error);

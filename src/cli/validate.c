@@ -141,7 +141,7 @@ static gboolean predict(comparison *c, GError **error)
     if (rv_cli_apply_opts(c->baseline.graph, c->opts, TRUE, &policy, error))
         c->predicted = replay(c->baseline.graph, policy.policy.priority ? &policy.policy : NULL, &c->predicted_shares,
                               error);
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     if (c->predicted == NULL) return FALSE;
     c->predicted_ns = steady_step(c->predicted, TRUE);
     c->predicted_gpu_ns = steady_gpu(c->baseline.graph);
@@ -175,7 +175,7 @@ static void print_table(const comparison *c)
     printf("baseline  %s (%u steps)\nvariant   %s (%u steps)\n", c->baseline.graph->source, c->baseline.steps->len,
            c->variant.graph->source, c->variant.steps->len);
     for (guint i = 0; i < c->opts->len; i++) {
-        const rv_cli_opt *opt = g_ptr_array_index(c->opts, i);
+        const rv_opt *opt = g_ptr_array_index(c->opts, i);
         printf("  optimization %u: %s\n", i + 1, opt->spec);
         if (opt->notes && opt->notes->len) printf("%s", opt->notes->str);
     }
@@ -229,7 +229,7 @@ static void print_json(const comparison *c, gboolean as_csv)
 {
     json_t *opts = json_array();
     for (guint i = 0; i < c->opts->len; i++) {
-        const rv_cli_opt *opt = g_ptr_array_index(c->opts, i);
+        const rv_opt *opt = g_ptr_array_index(c->opts, i);
         json_array_append_new(opts, json_pack("{s:s,s:s}", "spec", opt->spec, "notes", opt->notes ? opt->notes->str : ""));
     }
     json_t *root = json_pack("{s:o,s:o,s:o,s:f,s:f,s:f,s:f,s:f}", "baseline", json_side(&c->baseline), "variant",
@@ -256,8 +256,8 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
     GError *error = NULL;
     comparison c;
     memset(&c, 0, sizeof c);
-    c.plugins = rv_cli_plugins_new();
-    c.opts = rv_cli_opts_prepare(c.plugins, specs, &error);
+    c.plugins = rv_plugin_table_new();
+    c.opts = rv_opts_prepare(c.plugins, specs, &error);
     gboolean ok = c.opts != NULL && load_side(baseline_path, &c.baseline, &error) &&
                   load_side(variant_path, &c.variant, &error);
     if (ok) ok = predict(&c, &error);

@@ -58,7 +58,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_replay 
     if (rv_cli_is_job(graph)) printf(" (%u ranks)", graph->ranks->len);
     printf("\n");
     for (guint i = 0; i < opts->len; i++) {
-        rv_cli_opt *opt = g_ptr_array_index(opts, i);
+        rv_opt *opt = g_ptr_array_index(opts, i);
         printf("  optimization %u: %s\n", i + 1, rv_escape_if_needed(opt->spec, &escaped));
         print_notes(opt->notes);
     }
@@ -102,7 +102,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_replay *
     json_object_set_new(root, "source", rv_cli_json_text(graph->source));
     uint64_t changed = 0;
     for (guint i = 0; i < opts->len; i++) {
-        rv_cli_opt *opt = g_ptr_array_index(opts, i);
+        rv_opt *opt = g_ptr_array_index(opts, i);
         json_t *params = json_object();
         GPtrArray *described = rv_params_describe(opt->params);
         for (guint k = 0; k < described->len; k++) {
@@ -142,7 +142,7 @@ static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_replay *
 static int run_whatif(char **paths, int count, char **specs, gboolean as_json, const rv_cli_extras *extras)
 {
     GError *error = NULL;
-    GHashTable *plugins = rv_cli_plugins_new();
+    GHashTable *plugins = rv_plugin_table_new();
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     rv_graph *graph = NULL;
     rv_graph *kept = NULL;  /* the baseline graph, for --timeline, --plot and --diff */
@@ -150,7 +150,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
     rv_cli_peak peak = { 0 };
-    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
+    GPtrArray *opts = rv_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load_job(paths, count, TRUE, &error);
     int64_t baseline_gpu_ns = graph ? rv_cli_gpu_kernel_ns(graph) : 0;
     if (graph != NULL && rv_cli_replay_job(graph, NULL, &base, &error)) baseline = base.steps;
@@ -173,7 +173,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
         status = rv_cli_fail(error);
     }
     rv_cli_peak_clear(&peak);
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     rv_replay_clear(&base);
     rv_replay_clear(&after);
     rv_diff_free(diff);
