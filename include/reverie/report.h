@@ -112,6 +112,17 @@ void rv_replay_clear(rv_replay *replay);
 GArray *rv_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
                         gboolean *launch_queue_ignored, GError **error);
 
+/* ---- GPU kernel time: gpu_time.c ---------------------------------------------- */
+
+/* The summed duration of live GPU kernels (kernel and comm tasks on GPU
+ * streams; copies and sets are not kernels), in all and per step (a
+ * kernel belongs to its launch's step; one entry when the graph has no
+ * steps, a GArray of int64), and the steady value of a per-step list
+ * (int64): the median of the entries after the first, or the one entry. */
+int64_t rv_gpu_kernel_ns(const rv_graph *graph);
+GArray *rv_gpu_kernel_ns_by_step(const rv_graph *graph);
+int64_t rv_steady_ns(const GArray *values);
+
 /* |simulated - recorded| / recorded, or 0 when recorded is 0. */
 double rv_relative_error(int64_t recorded_ns, int64_t simulated_ns);
 

@@ -73,15 +73,6 @@ void *rv_cli_json_job_summary(const rv_graph *graph);
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
 void rv_cli_print_notes(const rv_graph *graph);
 
-/* gpu_time.c: the summed duration of live GPU kernels (kernel and comm
- * tasks on GPU streams; copies and sets are not kernels), in all and per
- * step (one entry when the graph has no steps), and the steady value of a
- * per-step list (int64): the median of the entries after the first, or the
- * one entry. */
-int64_t rv_cli_gpu_kernel_ns(const rv_graph *graph);
-GArray *rv_cli_gpu_kernel_ns_by_step(const rv_graph *graph);
-int64_t rv_cli_steady(const GArray *values);
-
 /* One stderr note when a replay had to drop the launch-queue rule (sim.h),
  * once per run. */
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim);
@@ -136,25 +127,6 @@ const char *rv_cli_shown(const char *text);
 /* A json_t string of text, escaped (escape.h) if it is not valid UTF-8,
  * which jansson would refuse.  Never NULL. */
 void *rv_cli_json_text(const char *text);
-
-/* ---- the peak memory next to the time (peak.c), shared by whatif and sweep ---- */
-
-/* The model of memory.h on the graph before and after the optimizations
- * (so what they insert, remove or offload moves it), and the recorded
- * peak where the trace has one. */
-typedef struct {
-    gboolean estimated;
-    rv_memory_estimate baseline, predicted;
-    char *missing;          /* why there is no estimate */
-    gboolean recorded;
-    int64_t recorded_bytes;
-} rv_cli_peak;
-/* Estimate the baseline (and read the recorded peak); `estimated` FALSE
- * with `missing` saying why where the trace's shapes give nothing. */
-void rv_cli_peak_before(rv_cli_peak *peak, const rv_graph *graph);
-/* Estimate the optimized graph, after rv_cli_peak_before on its baseline. */
-void rv_cli_peak_after(rv_cli_peak *peak, const rv_graph *graph);
-void rv_cli_peak_clear(rv_cli_peak *peak);
 
 /* ---- output files (output.c) ---- */
 

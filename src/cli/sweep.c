@@ -198,7 +198,7 @@ typedef struct {
     GHashTable *plugins;        /* every plugin of the plan, loaded: read-only here */
     const rv_graph *graph;      /* the input; only read */
     const rv_sim_structure *structure; /* its replay structure, for variants that keep it */
-    rv_cli_peak peak;           /* the input's peak memory (estimated FALSE: none for any variant) */
+    rv_memory_peak peak;           /* the input's peak memory (estimated FALSE: none for any variant) */
     gboolean keep_steps;
     GAsyncQueue *scratch;       /* rv_graph*, one per worker */
     GArray *selected;           /* uint64: the plan's variants this shard runs */
@@ -214,11 +214,11 @@ static int64_t variant_peak(const sweep_run *run, const rv_graph *graph)
 {
     if (!run->peak.estimated) return -1;
     if (rv_memory_estimate_unchanged(run->graph, graph, run->peak.baseline.element_bytes)) return run->peak.baseline.peak;
-    rv_cli_peak peak = run->peak;
+    rv_memory_peak peak = run->peak;
     peak.missing = NULL;
-    rv_cli_peak_after(&peak, graph);
+    rv_memory_peak_after(&peak, graph);
     int64_t bytes = peak.estimated ? peak.predicted.peak : -1;
-    rv_cli_peak_clear(&peak);
+    rv_memory_peak_clear(&peak);
     return bytes;
 }
 
@@ -363,7 +363,7 @@ static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *
 {
     sweep_run run = { .plan = s->plan, .plugins = s->plugins, .graph = graph, .keep_steps = s->out->with_steps,
                       .scratch = s->scratch, .selected = selected, .structure = rv_sim_structure_new(graph) };
-    if (!s->no_peak) rv_cli_peak_before(&run.peak, graph);
+    if (!s->no_peak) rv_memory_peak_before(&run.peak, graph);
     int64_t baseline_peak = run.peak.estimated ? run.peak.baseline.peak : -1;
     run.window = (guint)MIN((uint64_t)s->jobs * WINDOW_PER_JOB, MAX(selected->len, 1));
     run.slots = g_new0(variant_result *, run.window);
@@ -390,7 +390,7 @@ static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *
     }
     g_thread_pool_free(pool, FALSE, TRUE);
     rv_sim_structure_free((rv_sim_structure *)run.structure);
-    rv_cli_peak_clear(&run.peak);
+    rv_memory_peak_clear(&run.peak);
     g_free(run.slots);
     g_mutex_clear(&run.lock);
     g_cond_clear(&run.ready);

@@ -61,7 +61,7 @@ static int64_t steady_step(const GArray *steps, gboolean simulated)
         int64_t value = simulated ? step->simulated_ns : step->recorded_ns;
         g_array_append_val(values, value);
     }
-    int64_t steady = rv_cli_steady(values);
+    int64_t steady = rv_steady_ns(values);
     g_array_unref(values);
     return steady;
 }
@@ -85,8 +85,8 @@ static shares steady_shares(const rv_graph *graph, const rv_sim_result *sim, gbo
 
 static int64_t steady_gpu(const rv_graph *graph)
 {
-    GArray *per_step = rv_cli_gpu_kernel_ns_by_step(graph);
-    int64_t steady = rv_cli_steady(per_step);
+    GArray *per_step = rv_gpu_kernel_ns_by_step(graph);
+    int64_t steady = rv_steady_ns(per_step);
     g_array_unref(per_step);
     return steady;
 }

@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include <string.h>
 
-static void print_peak(const rv_cli_peak *peak)
+static void print_peak(const rv_memory_peak *peak)
 {
     if (peak->estimated)
         printf("  %-20s %14s %10.1f MiB %10.1f MiB %8.3fx\n", "peak memory", "", peak->baseline.peak / 1048576.0,
@@ -25,7 +25,7 @@ static void print_peak(const rv_cli_peak *peak)
                peak->recorded_bytes / 1048576.0);
 }
 
-static void json_peak(json_t *root, const rv_cli_peak *peak)
+static void json_peak(json_t *root, const rv_memory_peak *peak)
 {
     json_object_set_new(root, "baseline_peak_bytes", peak->estimated ? json_integer(peak->baseline.peak) : json_null());
     json_object_set_new(root, "predicted_peak_bytes", peak->estimated ? json_integer(peak->predicted.peak) : json_null());
@@ -50,7 +50,7 @@ static void print_notes(const GString *notes)
 
 static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_replay *base_replay,
                         const rv_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
-                        const rv_cli_peak *peak)
+                        const rv_memory_peak *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     char recorded[32], base[32], pred[32], *escaped = NULL;
@@ -95,7 +95,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_replay 
 
 static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_replay *base_replay,
                        const rv_replay *predicted_replay, const rv_diff *diff,
-                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const rv_cli_peak *peak)
+                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const rv_memory_peak *peak)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     json_t *root = json_object(), *list = json_array(), *steps = json_array();
@@ -149,13 +149,13 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     rv_replay base = { 0 }, after = { 0 };
     GArray *baseline = NULL, *predicted = NULL;
     rv_diff *diff = NULL;
-    rv_cli_peak peak = { 0 };
+    rv_memory_peak peak = { 0 };
     GPtrArray *opts = rv_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load_job(paths, count, TRUE, &error);
-    int64_t baseline_gpu_ns = graph ? rv_cli_gpu_kernel_ns(graph) : 0;
+    int64_t baseline_gpu_ns = graph ? rv_gpu_kernel_ns(graph) : 0;
     if (graph != NULL && rv_cli_replay_job(graph, NULL, &base, &error)) baseline = base.steps;
     if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
-    if (baseline != NULL) rv_cli_peak_before(&peak, graph);
+    if (baseline != NULL) rv_memory_peak_before(&peak, graph);
     if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error) &&
         rv_cli_replay_job(graph, policy.policy.priority ? &policy.policy : NULL, &after, &error))
         predicted = after.steps;
@@ -163,8 +163,8 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     if (predicted != NULL)
         status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
     if (predicted != NULL && status == RV_EXIT_OK) {
-        int64_t predicted_gpu_ns = rv_cli_gpu_kernel_ns(graph);
-        rv_cli_peak_after(&peak, graph);
+        int64_t predicted_gpu_ns = rv_gpu_kernel_ns(graph);
+        rv_memory_peak_after(&peak, graph);
         if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns, &peak);
         else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
         else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns, &peak);
@@ -172,7 +172,7 @@ static int run_whatif(char **paths, int count, char **specs, gboolean as_json, c
     } else if (predicted == NULL) {
         status = rv_cli_fail(error);
     }
-    rv_cli_peak_clear(&peak);
+    rv_memory_peak_clear(&peak);
     rv_opts_policy_clear(&policy);
     rv_replay_clear(&base);
     rv_replay_clear(&after);
