@@ -67,7 +67,7 @@ static void print_split_row(const char *label, int64_t total, const int64_t *spl
     printf("\n");
 }
 
-static void print_run(const rv_cli_run *run, const rv_breakdown *breakdown)
+static void print_run(const rv_run *run, const rv_breakdown *breakdown)
 {
     const rv_graph *graph = run->graph;
     printf("%s:\n", run->label);
@@ -148,7 +148,7 @@ static void csv_part(const char *run, const char *step, const char *section, con
     rv_cli_csv_row(row, G_N_ELEMENTS(row));
 }
 
-static void print_csv(const rv_cli_run *run, const rv_breakdown *breakdown)
+static void print_csv(const rv_run *run, const rv_breakdown *breakdown)
 {
     for (guint s = 0; s < breakdown->steps->len; s++) {
         const rv_step_breakdown *step = &g_array_index(breakdown->steps, rv_step_breakdown, s);
@@ -171,11 +171,11 @@ static void print_csv(const rv_cli_run *run, const rv_breakdown *breakdown)
     }
 }
 
-static int report(const rv_cli_runs *runs, const void *data)
+static int report(const rv_runs *runs, const void *data)
 {
     const breakdown_options *options = data;
-    rv_cli_run list[3];
-    guint count = rv_cli_runs_list(runs, TRUE, list);
+    rv_run list[3];
+    guint count = rv_runs_list(runs, TRUE, list);
     rv_breakdown *breakdowns[3];
     json_t *array = json_array();
     if (options->as_csv) {
@@ -186,7 +186,7 @@ static int report(const rv_cli_runs *runs, const void *data)
         if (runs->notes->len) printf("%s", runs->notes->str);
     }
     for (guint i = 0; i < count; i++) {
-        breakdowns[i] = rv_cli_breakdown_of(&list[i]);
+        breakdowns[i] = rv_run_breakdown(&list[i]);
         if (options->as_json) {
             json_t *steps = json_array();
             for (guint s = 0; s < breakdowns[i]->steps->len; s++)
@@ -202,7 +202,7 @@ static int report(const rv_cli_runs *runs, const void *data)
     else json_decref(array);
     int status = RV_EXIT_OK;
     GError *error = NULL;
-    if (options->plot && !rv_cli_plot(options->plot, runs->baseline, list, breakdowns, count, &error))
+    if (options->plot && !rv_runs_plot(options->plot, runs->baseline, list, breakdowns, count, &error))
         status = rv_cli_fail(error);
     for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
     return status;

@@ -83,7 +83,7 @@ static void print_longest(const rv_graph *graph, const rv_critical_path *path, i
     g_ptr_array_free(all, TRUE);
 }
 
-static void print_run(const rv_cli_run *run, const rv_critical_path *path, int top)
+static void print_run(const rv_run *run, const rv_critical_path *path, int top)
 {
     printf("%s run:\n  %-20s %14s %8s %8s %8s %8s\n", run->label, "step", "path", "GPU", "CPU", "waits", "links");
     rv_path_totals all;
@@ -159,7 +159,7 @@ static json_t *json_totals(const rv_graph *graph, const rv_path_totals *totals)
                      json_named(phase_name, totals->by_phase_ns, RV_PHASE_COUNT), "by_layer_us", layers);
 }
 
-static json_t *json_run(const rv_cli_run *run, const rv_critical_path *path)
+static json_t *json_run(const rv_run *run, const rv_critical_path *path)
 {
     json_t *steps = json_array(), *tasks = json_array();
     rv_path_totals all;
@@ -179,7 +179,7 @@ static json_t *json_run(const rv_cli_run *run, const rv_critical_path *path)
     return root;
 }
 
-static void print_csv(const rv_cli_run *run, const rv_critical_path *path)
+static void print_csv(const rv_run *run, const rv_critical_path *path)
 {
     for (guint s = 0; s < path->steps->len; s++) {
         GArray *links = g_array_index(path->steps, rv_step_path, s).links;
@@ -211,11 +211,11 @@ static const char *const csv_header[] = {
     "on_path_us", "host_overhead_us", "wait_us", "wait_kind", "via", "edge",
 };
 
-static int report(const rv_cli_runs *runs, const void *data)
+static int report(const rv_runs *runs, const void *data)
 {
     const path_options *options = data;
-    rv_cli_run list[3];
-    guint count = rv_cli_runs_list(runs, FALSE, list);
+    rv_run list[3];
+    guint count = rv_runs_list(runs, FALSE, list);
     rv_critical_path *paths[3] = { NULL, NULL, NULL };
     for (guint i = 0; i < count; i++) paths[i] = rv_critical_path_find(list[i].graph, list[i].sim);
     json_t *root = NULL;
@@ -239,7 +239,7 @@ static int report(const rv_cli_runs *runs, const void *data)
     }
     GError *error = NULL;
     int status = RV_EXIT_OK;
-    if (options->timeline && !rv_cli_write_timeline(options->timeline, list, count, &error))
+    if (options->timeline && !rv_runs_write_timeline(options->timeline, list, count, &error))
         status = rv_cli_fail(error);
     for (guint i = 0; i < count; i++) rv_critical_path_free(paths[i]);
     return status;
