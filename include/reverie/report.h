@@ -71,6 +71,14 @@ static inline int64_t rv_busy_from(const rv_graph *graph, const rv_sim_result *s
     return sim->start_ns[task] - g_array_index(graph->tasks, rv_task, task).host_overhead_ns;
 }
 
+/* Over a list of steps: the mean and largest per-step error (relative,
+ * rv_relative_error) and the totals. */
+typedef struct {
+    double mean_error, max_error;
+    int64_t recorded_total_ns, simulated_total_ns;
+} rv_steps_summary;
+rv_steps_summary rv_steps_summarize(const GArray *steps);
+
 /* ---- several ranks (job.h): ranks.c --------------------------------------- */
 
 /* How long one rank waited in its collectives for another. */

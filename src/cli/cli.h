@@ -61,10 +61,6 @@ void rv_cli_print_rank_table(const rv_graph *graph, const rv_replay *replay);
 /* The same for a what-if: recorded, baseline, predicted, speedup, and the
  * predicted waits. */
 void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted);
-/* The "ranks" array of --json (a json_t *): each rank's steps, with
- * baseline_us and predicted_us when a prediction is given, its waits (in
- * the prediction, if any) and clock offset. */
-void *rv_cli_json_ranks(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted);
 /* info: the ranks, their clock offsets, and the collectives matched by each rule. */
 void rv_cli_print_job_summary(const rv_graph *graph);
 void *rv_cli_json_job_summary(const rv_graph *graph);
@@ -124,9 +120,6 @@ GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *struc
 #define RV_CLI_SHOWN_SLOTS 8
 const char *rv_cli_shown(const char *text);
 
-/* A json_t string of text, escaped (escape.h) if it is not valid UTF-8,
- * which jansson would refuse.  Never NULL. */
-void *rv_cli_json_text(const char *text);
 
 /* ---- output files (output.c) ---- */
 

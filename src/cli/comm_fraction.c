@@ -18,6 +18,7 @@
  *                  (the paper's "overlapped communication as % of compute").
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/breakdown.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
@@ -195,7 +196,7 @@ static void print_json(const rv_graph *graph, const GArray *rows)
         const scenario *r = &g_array_index(rows, scenario, i);
         int64_t overlapped = r->comm_ns - r->exposed_ns;
         json_array_append_new(list, json_pack("{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "scenario",
-                                              rv_cli_json_text(r->label), "compute_scale", r->flops > 0 ? r->flops : 1.0,
+                                              rv_json_text(r->label), "compute_scale", r->flops > 0 ? r->flops : 1.0,
                                               "link_scale", r->links > 0 ? r->links : 1.0, "step_us", r->step_ns / 1e3,
                                               "compute_us", r->compute_ns / 1e3, "comm_us", r->comm_ns / 1e3,
                                               "exposed_comm_us", r->exposed_ns / 1e3, "overlapped_comm_us",
@@ -203,7 +204,7 @@ static void print_json(const rv_graph *graph, const GArray *rows)
                                               percent(r->exposed_ns, r->step_ns) / 100));
     }
     json_t *root = json_object();
-    json_object_set_new(root, "source", rv_cli_json_text(graph->source));
+    json_object_set_new(root, "source", rv_json_text(graph->source));
     json_object_set_new(root, "scenarios", list);
     rv_cli_print_json(root);
 }

@@ -8,6 +8,7 @@
  * here until rv_cli_load uses them.
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/escape.h"
 #include "reverie/explain.h"
 #include "reverie/input.h"
@@ -236,12 +237,12 @@ int rv_cli_usage(const char *command, const char *message)
 
 void rv_cli_print_json(void *root)
 {
-    rv_cli_print_json_digits(root, 12);
+    rv_cli_print_json_digits(root, RV_DOCUMENT_DIGITS);
 }
 
 void rv_cli_print_json_digits(void *root, int digits)
 {
-    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(digits)) : NULL;
+    char *text = root ? rv_document_text(root, digits) : NULL;
     printf("%s\n", text ? text : "null");
     free(text);
     json_decref(root);
@@ -256,17 +257,6 @@ const char *rv_cli_shown(const char *text)
     g_free(ring[slot]);
     ring[slot] = rv_escape_text(text);
     return ring[slot];
-}
-
-void *rv_cli_json_text(const char *text)
-{
-    json_t *value = json_string(text ? text : "");
-    if (value != NULL) return value;
-    /* Not UTF-8 (a forged saved graph): jansson refuses it, so escape it. */
-    char *escaped = rv_escape_text(text);
-    value = json_string(escaped);
-    g_free(escaped);
-    return value;
 }
 
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)

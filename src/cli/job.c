@@ -3,6 +3,7 @@
  * a job of several ranks (job.h; a replay's per-rank figures: report.h).
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/explain.h"
 #include "reverie/job.h"
 #include "reverie/report.h"
@@ -125,46 +126,6 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
                          &g_array_index(predicted->steps, rv_step_time, s), "(the slowest rank)");
 }
 
-/* One rank's entry of --json: its steps (baseline and predicted when a
- * prediction is given), its waits and whom for. */
-static json_t *json_rank(const rv_graph *graph, guint r, const GArray *steps, const GArray *predicted,
-                         const rv_rank_wait *wait)
-{
-    json_t *list = json_array(), *whom = json_array();
-    for (guint s = 0; s < steps->len; s++) {
-        const rv_step_time *step = &g_array_index(steps, rv_step_time, s);
-        json_t *item = json_pack("{s:o,s:f,s:f}", "name", rv_cli_json_text(step->name), "recorded_us",
-                                 step->recorded_ns / 1e3, "simulated_us", step->simulated_ns / 1e3);
-        if (predicted && s < predicted->len) {
-            const rv_step_time *after = &g_array_index(predicted, rv_step_time, s);
-            json_object_set_new(item, "baseline_us", json_real(step->simulated_ns / 1e3));
-            json_object_set_new(item, "predicted_us", json_real(after->simulated_ns / 1e3));
-            json_object_set_new(item, "simulated_us", json_real(after->simulated_ns / 1e3));
-        }
-        json_array_append_new(list, item);
-    }
-    for (guint other = 0; other < rv_graph_rank_count(graph); other++)
-        if (wait->waited_for_ns[other] > 0)
-            json_array_append_new(whom, json_pack("{s:I,s:f}", "rank", (json_int_t)rank_number(graph, other), "us",
-                                                  wait->waited_for_ns[other] / 1e3));
-    const rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
-    return json_pack("{s:I,s:o,s:o,s:f,s:I,s:o,s:f,s:i}", "rank", (json_int_t)rank->rank, "source",
-                     rv_cli_json_text(rv_strings_get(graph->strings, rank->source)), "steps", list, "wait_us",
-                     wait->wait_ns / 1e3, "collectives", (json_int_t)wait->collectives, "waited_for", whom,
-                     "clock_offset_us", rank->clock_offset_ns / 1e3, "clock_offset_samples", rank->offset_samples);
-}
-
-void *rv_cli_json_ranks(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted)
-{
-    const rv_replay *last = predicted ? predicted : baseline;
-    json_t *ranks = json_array();
-    for (guint r = 0; r < baseline->by_rank->len; r++)
-        json_array_append_new(ranks, json_rank(graph, r, g_ptr_array_index(baseline->by_rank, r),
-                                               predicted ? g_ptr_array_index(predicted->by_rank, r) : NULL,
-                                               &g_array_index(last->waits, rv_rank_wait, r)));
-    return ranks;
-}
-
 /* ---- what the join found, for info -------------------------------------- */
 
 void rv_cli_print_job_summary(const rv_graph *graph)
@@ -216,7 +177,7 @@ void *rv_cli_json_job_summary(const rv_graph *graph)
     for (guint r = 0; r < graph->ranks->len; r++) {
         const rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
         json_array_append_new(ranks, json_pack("{s:I,s:o,s:f,s:i}", "rank", (json_int_t)rank->rank, "source",
-                                               rv_cli_json_text(rv_strings_get(graph->strings, rank->source)),
+                                               rv_json_text(rv_strings_get(graph->strings, rank->source)),
                                                "clock_offset_us", rank->clock_offset_ns / 1e3, "clock_offset_samples",
                                                rank->offset_samples));
     }

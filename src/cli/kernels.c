@@ -21,6 +21,7 @@
  * does not keep.
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/costmodel.h"
 #include <jansson.h>
 #include <math.h>
@@ -273,12 +274,12 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling)
     for (guint i = 0; i < names->len; i++) {
         gpointer name = g_ptr_array_index(names, i);
         json_array_append_new(unknown, json_pack("{s:o,s:f}", "name",
-                                                 rv_cli_json_text(rv_strings_get(v->graph->strings, GPOINTER_TO_INT(name))),
+                                                 rv_json_text(rv_strings_get(v->graph->strings, GPOINTER_TO_INT(name))),
                                                  "time_us", *(int64_t *)g_hash_table_lookup(v->unknown, name) / 1e3));
     }
     g_ptr_array_free(names, TRUE);
     json_t *root = json_object();
-    json_object_set_new(root, "source", rv_cli_json_text(v->graph->source));
+    json_object_set_new(root, "source", rv_json_text(v->graph->source));
     json_object_set_new(root, "gpu", json_string(v->gpu->id));
     json_object_set_new(root, "fixed_us", json_real(rv_cost_model_fixed_ns(v->model) / 1e3));
     json_object_set_new(root, "usual_dtype", json_string(rv_dtype_name(rv_cost_model_usual_dtype(v->model))));

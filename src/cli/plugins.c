@@ -8,6 +8,7 @@
  * are escaped before they reach the terminal.
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/escape.h"
 #include "reverie/plugin.h"
 #include <jansson.h>
@@ -32,26 +33,6 @@ static void print_plugin(const rv_plugin *plugin, gboolean detailed)
         print_text("%-6s ", spec->unit ? spec->unit : "");
         print_text("%s\n", spec->help ? spec->help : "");
     }
-}
-
-static json_t *plugin_json(const rv_plugin *plugin)
-{
-    json_t *params = json_array();
-    for (const rv_param_spec *spec = plugin->params; spec->name; spec++) {
-        json_t *item = json_object();
-        json_object_set_new(item, "name", rv_cli_json_text(spec->name));
-        json_object_set_new(item, "type", json_string(rv_param_type_name(spec->type)));
-        if (spec->default_value) json_object_set_new(item, "default", rv_cli_json_text(spec->default_value));
-        if (spec->unit) json_object_set_new(item, "unit", rv_cli_json_text(spec->unit));
-        if (spec->help) json_object_set_new(item, "help", rv_cli_json_text(spec->help));
-        if (spec->choices) json_object_set_new(item, "choices", rv_cli_json_text(spec->choices));
-        json_array_append_new(params, item);
-    }
-    json_t *object = json_object();
-    json_object_set_new(object, "name", rv_cli_json_text(plugin->name));
-    if (plugin->summary) json_object_set_new(object, "summary", rv_cli_json_text(plugin->summary));
-    json_object_set_new(object, "params", params);
-    return object;
 }
 
 /* One row per parameter (a plugin without parameters gets one row with an
@@ -120,7 +101,7 @@ int rv_cmd_plugins(int argc, char **argv)
     }
     for (guint i = 0; i < plugins->len; i++) {
         const rv_plugin *plugin = rv_plugin_descriptor_of(g_ptr_array_index(plugins, i));
-        if (as_json) json_array_append_new(list, plugin_json(plugin));
+        if (as_json) json_array_append_new(list, rv_plugin_document(plugin));
         else if (as_csv) print_plugin_csv(plugin);
         else print_plugin(plugin, TRUE);
     }

@@ -5,32 +5,13 @@
  */
 #include "cli.h"
 #include "runs.h"
+#include "reverie/documents.h"
 #include "reverie/explain.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
-#include <jansson.h>
 #include <string.h>
 
-typedef struct {
-    double mean_error, max_error;
-    int64_t recorded_total, simulated_total;
-} replay_summary;
-
-static replay_summary summarize(const GArray *steps)
-{
-    replay_summary summary = { 0 };
-    for (guint i = 0; i < steps->len; i++) {
-        const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
-        double error = rv_relative_error(step->recorded_ns, step->simulated_ns);
-        summary.mean_error += error / steps->len;
-        summary.max_error = MAX(summary.max_error, error);
-        summary.recorded_total += step->recorded_ns;
-        summary.simulated_total += step->simulated_ns;
-    }
-    return summary;
-}
-
-static void print_table(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
+static void print_table(const rv_graph *graph, const GArray *steps, const rv_steps_summary *summary,
                         const rv_explanation *x)
 {
     char recorded[32], simulated[32], unexplained[32];
@@ -45,8 +26,8 @@ static void print_table(const rv_graph *graph, const GArray *steps, const replay
         printf("  %-20s %14s %14s %8.2f%% %14s\n", rv_cli_shown(step->name), recorded, simulated,
                100.0 * rv_relative_error(step->recorded_ns, step->simulated_ns), unexplained);
     }
-    rv_cli_format_ms(recorded, sizeof recorded, summary->recorded_total);
-    rv_cli_format_ms(simulated, sizeof simulated, summary->simulated_total);
+    rv_cli_format_ms(recorded, sizeof recorded, summary->recorded_total_ns);
+    rv_cli_format_ms(simulated, sizeof simulated, summary->simulated_total_ns);
     printf("  %-20s %14s %14s\n", "total", recorded, simulated);
     printf("  per-step error: mean %.2f%%, max %.2f%%\n", 100 * summary->mean_error, 100 * summary->max_error);
 }
@@ -95,59 +76,6 @@ static void print_explanation(const rv_graph *graph, const rv_explanation *x, in
     }
 }
 
-static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
-{
-    json_t *resources = json_object(), *top = json_array();
-    for (guint r = 0; r < graph->resources->len; r++)
-        if (x->by_resource[r])
-            json_object_set_new(resources, resource_label(graph, (int32_t)r), json_real(x->by_resource[r] / 1e3));
-    for (guint i = 0; i < x->top->len; i++) {
-        const rv_unexplained_task *item = &g_array_index(x->top, rv_unexplained_task, i);
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, item->task);
-        json_t *entry = json_pack("{s:s,s:s,s:s,s:f,s:f}", "name", task_name(graph, item->task), "resource",
-                                  resource_label(graph, task->resource), "step", step_label(graph, task->step),
-                                  "recorded_start_us", task->recorded_start_ns / 1e3, "unexplained_us",
-                                  item->unexplained_ns / 1e3);
-        if (item->binding >= 0) json_object_set_new(entry, "after", json_string(task_name(graph, item->binding)));
-        json_array_append_new(top, entry);
-    }
-    return json_pack("{s:f,s:I,s:I,s:I,s:f,s:I,s:f,s:f,s:o,s:o}", "total_us", x->total_ns / 1e3, "late_tasks",
-                     (json_int_t)x->late_tasks, "gpu_tasks", (json_int_t)x->gpu_tasks, "early_tasks",
-                     (json_int_t)x->early_tasks, "early_us", x->early_ns / 1e3, "suspect_host_gaps",
-                     (json_int_t)x->suspect_host_gaps, "suspect_host_us", x->suspect_host_ns / 1e3,
-                     "suspect_by_chance", x->suspect_by_chance,
-                     "by_resource_us", resources, "largest", top);
-}
-
-static void print_json(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
-                       const rv_explanation *x, gboolean detail, const rv_replay *job)
-{
-    json_t *root = json_object(), *list = json_array();
-    json_object_set_new(root, "source", json_string(graph->source));
-    for (guint i = 0; i < steps->len; i++) {
-        const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
-        json_t *item = json_object();
-        json_object_set_new(item, "name", json_string(step->name));
-        json_object_set_new(item, "recorded_us", json_real(step->recorded_ns / 1e3));
-        json_object_set_new(item, "simulated_us", json_real(step->simulated_ns / 1e3));
-        json_object_set_new(item, "error", json_real(rv_relative_error(step->recorded_ns, step->simulated_ns)));
-        json_object_set_new(item, "unexplained_us", json_real(rv_step_unexplained(graph, x, i) / 1e3));
-        json_array_append_new(list, item);
-    }
-    json_object_set_new(root, "steps", list);
-    json_object_set_new(root, "recorded_us", json_real(summary->recorded_total / 1e3));
-    json_object_set_new(root, "simulated_us", json_real(summary->simulated_total / 1e3));
-    json_object_set_new(root, "mean_error", json_real(summary->mean_error));
-    json_object_set_new(root, "max_error", json_real(summary->max_error));
-    json_object_set_new(root, "unexplained_us", json_real(x->total_ns / 1e3));
-    if (detail) json_object_set_new(root, "unexplained", json_explanation(graph, x));
-    json_object_set_new(root, "whole_trace", json_boolean(graph->whole_trace_step));
-    json_object_set_new(root, "tasks", json_integer(rv_graph_live_task_count(graph)));
-    json_object_set_new(root, "edges", json_integer(graph->edges->len));
-    if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, job, NULL));
-    rv_cli_print_json(root);
-}
-
 /* The trace's time zero, for readable "recorded at" columns. */
 static int64_t recorded_origin(const rv_graph *graph)
 {
@@ -176,10 +104,10 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_c
         return rv_cli_fail(error);
     }
     const GArray *steps = job.steps;
-    replay_summary summary = summarize(steps);
+    rv_steps_summary summary = rv_steps_summarize(steps);
     rv_explanation *x = rv_explain(graph, explain_top > 0 ? (guint)explain_top : 0);
     if (as_json) {
-        print_json(graph, steps, &summary, x, explain_top > 0, &job);
+        rv_cli_print_json(rv_simulate_document(graph, &job, x, explain_top > 0));
     } else if (extras->csv) {
         rv_cli_print_simulate_csv(graph, steps);
     } else if (rv_cli_is_job(graph)) {
