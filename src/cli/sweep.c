@@ -19,7 +19,7 @@
  * curve when the sweep ends (plot.h).
  */
 #include "cli.h"
-#include "sweep_plan.h"
+#include "reverie/sweep_plan.h"
 #include "reverie/plot.h"
 #include "reverie/report.h"
 #include <jansson.h>
@@ -69,7 +69,7 @@ typedef struct sweep_output sweep_output;
 struct sweep_output {
     void (*begin)(sweep_output *out, guint steps);
     void (*row)(sweep_output *out, const sweep_row *row);
-    const sweep_plan *plan;
+    const rv_sweep_plan *plan;
     gboolean with_source;       /* several inputs */
     gboolean with_steps;
 };
@@ -110,7 +110,7 @@ static void csv_begin(sweep_output *out, guint steps)
     if (out->plan->line_texts->len > 1 || *(const char *)g_ptr_array_index(out->plan->line_texts, 0))
         csv_field("opts", FALSE);
     for (guint a = 0; a < out->plan->axes->len; a++) {
-        const sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
+        const rv_sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
         char *name = g_strdup_printf("%s.%s", axis->plugin, axis->param);
         csv_field(name, FALSE);
         g_free(name);
@@ -125,8 +125,8 @@ static void csv_row(sweep_output *out, const sweep_row *row)
     printf("%" G_GUINT64_FORMAT ",", row->variant);
     if (out->with_source) csv_field(row->source, FALSE);
     if (out->plan->line_texts->len > 1 || *(const char *)g_ptr_array_index(out->plan->line_texts, 0))
-        csv_field(g_ptr_array_index(out->plan->line_texts, sweep_plan_line(out->plan, row->local)), FALSE);
-    for (guint a = 0; a < out->plan->axes->len; a++) csv_field(sweep_plan_value(out->plan, row->local, a), FALSE);
+        csv_field(g_ptr_array_index(out->plan->line_texts, rv_sweep_plan_line(out->plan, row->local)), FALSE);
+    for (guint a = 0; a < out->plan->axes->len; a++) csv_field(rv_sweep_plan_value(out->plan, row->local, a), FALSE);
     const variant_result *result = row->result;
     guint steps = row->baseline ? row->baseline->len : 0;
     if (result->error == NULL) {
@@ -162,12 +162,12 @@ static void jsonl_row(sweep_output *out, const sweep_row *row)
 {
     json_t *params = json_object(), *opts = json_array();
     for (guint a = 0; a < out->plan->axes->len; a++) {
-        const sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
+        const rv_sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
         char *name = g_strdup_printf("%s.%s", axis->plugin, axis->param);
-        json_object_set_new(params, name, json_string(sweep_plan_value(out->plan, row->local, a)));
+        json_object_set_new(params, name, json_string(rv_sweep_plan_value(out->plan, row->local, a)));
         g_free(name);
     }
-    GPtrArray *specs = sweep_plan_specs(out->plan, row->local);
+    GPtrArray *specs = rv_sweep_plan_specs(out->plan, row->local);
     for (guint i = 0; i < specs->len; i++) json_array_append_new(opts, json_string(g_ptr_array_index(specs, i)));
     g_ptr_array_unref(specs);
     json_t *line = json_pack("{s:I,s:s,s:o,s:o}", "variant", (json_int_t)row->variant, "source", row->source, "opts", opts,
@@ -194,7 +194,7 @@ static void jsonl_row(sweep_output *out, const sweep_row *row)
 /* ---- running the variants of one input ------------------------------- */
 
 typedef struct {
-    const sweep_plan *plan;
+    const rv_sweep_plan *plan;
     GHashTable *plugins;        /* every plugin of the plan, loaded: read-only here */
     const rv_graph *graph;      /* the input; only read */
     const rv_sim_structure *structure; /* its replay structure, for variants that keep it */
@@ -226,7 +226,7 @@ static variant_result *evaluate(sweep_run *run, uint64_t v)
 {
     variant_result *result = g_new0(variant_result, 1);
     GError *error = NULL;
-    GPtrArray *specs = sweep_plan_specs(run->plan, v);
+    GPtrArray *specs = rv_sweep_plan_specs(run->plan, v);
     GPtrArray *opts = g_ptr_array_new_with_free_func(rv_opt_free);
     for (guint i = 0; i < specs->len && error == NULL; i++) {
         rv_opt *opt = rv_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
@@ -280,7 +280,7 @@ typedef struct {
     sweep_output *out;
     gboolean begun;
     GHashTable *plugins;
-    const sweep_plan *plan;
+    const rv_sweep_plan *plan;
     GAsyncQueue *scratch;
     /* progress and outcome */
     gboolean progress;
@@ -317,7 +317,7 @@ static void emit(sweep *s, uint64_t variant, uint64_t local, const char *source,
     sweep_row row = { variant, local, source, baseline, baseline_peak, result };
     s->out->row(s->out, &row);
     if (s->points) {
-        rv_plot_point point = { sweep_plan_value(s->plan, local, 0), result->predicted_ns / 1e6, result->error == NULL };
+        rv_plot_point point = { rv_sweep_plan_value(s->plan, local, 0), result->predicted_ns / 1e6, result->error == NULL };
         g_array_append_val(s->points, point);
         if (baseline) s->baseline_ns = total_ns(baseline);
     }
@@ -439,7 +439,7 @@ static void finish(sweep *s)
 /* The curve of a one-axis sweep of one input (check_options saw to that). */
 static gboolean draw_plot(const sweep *s)
 {
-    const sweep_axis *axis = g_ptr_array_index(s->plan->axes, 0);
+    const rv_sweep_axis *axis = g_ptr_array_index(s->plan->axes, 0);
     char *x_label = g_strdup_printf("%s.%s", axis->plugin, axis->param);
     char *title = g_strdup_printf("sweep of %s: %s", x_label, rv_cli_shown(s->inputs[0]));
     GError *error = NULL;
@@ -550,7 +550,7 @@ static int sweep_with(const sweep_options *o, char **inputs, int input_count, gu
 {
     GError *error = NULL;
     GHashTable *plugins = rv_plugin_table_new();
-    sweep_plan *plan = sweep_plan_new(o->opts, o->varies, o->variants, plugins, &error);
+    rv_sweep_plan *plan = rv_sweep_plan_new(o->opts, o->varies, o->variants, plugins, &error);
     int status;
     if (plan == NULL) {
         status = rv_cli_fail(error);
@@ -565,7 +565,7 @@ static int sweep_with(const sweep_options *o, char **inputs, int input_count, gu
         g_free(s.first_failure);
         if (s.points) g_array_unref(s.points);
     }
-    sweep_plan_free(plan);
+    rv_sweep_plan_free(plan);
     g_hash_table_destroy(plugins);
     return status;
 }
