@@ -3,6 +3,7 @@
  * Each subcommand lives in its own file (git style).
  */
 #include "cli.h"
+#include "version.h"
 #include <signal.h>
 #include <string.h>
 
@@ -57,8 +58,10 @@ int main(int argc, char **argv)
         print_usage(stdout);
         return RV_EXIT_OK;
     }
-    if (strcmp(name, "--version") == 0) {
-        printf("reverie %s\n", REVERIE_VERSION);
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        /* the project's version, and the commit when built from a git checkout */
+        if (strcmp(REVERIE_BUILD, REVERIE_VERSION) == 0) printf("reverie %s\n", REVERIE_VERSION);
+        else printf("reverie %s (git %s)\n", REVERIE_VERSION, REVERIE_BUILD);
         return RV_EXIT_OK;
     }
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)

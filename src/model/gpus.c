@@ -9,6 +9,7 @@
  * naming the file and the entry.
  */
 #include "reverie/gpus.h"
+#include "reverie/paths.h"
 #include "reverie/error.h"
 #include <jansson.h>
 #include <math.h>
@@ -312,28 +313,11 @@ rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error)
     return NULL;
 }
 
-/* data/gpus.json of the meson build folder the running program is in, or
- * NULL (an installed program never reads the folder it was built in). */
-static char *build_tree_catalogue(void)
-{
-    char *program = g_file_read_link("/proc/self/exe", NULL);
-    if (program == NULL) return NULL;
-    char *folder = g_path_get_dirname(program);
-    char *marker = g_build_filename(folder, "meson-private", NULL);
-    char *file = g_build_filename(folder, "data", "gpus.json", NULL);
-    gboolean found = g_file_test(marker, G_FILE_TEST_IS_DIR) && g_file_test(file, G_FILE_TEST_IS_REGULAR);
-    g_free(program);
-    g_free(folder);
-    g_free(marker);
-    if (found) return file;
-    g_free(file);
-    return NULL;
-}
-
 rv_gpu_catalogue *rv_gpu_catalogue_load_default(GError **error)
 {
     const char *env = g_getenv("REVERIE_GPU_CATALOGUE");
-    char *path = env && *env ? g_strdup(env) : build_tree_catalogue();
+    char *path = env && *env ? g_strdup(env) : rv_build_tree_path("data/gpus.json");
+    if (path == NULL) path = rv_beside_library_path("gpus.json");  /* a wheel keeps its data there (paths.h) */
     if (path == NULL) path = g_build_filename(REVERIE_DATA_DIR, "gpus.json", NULL);
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load(path, error);
     g_free(path);

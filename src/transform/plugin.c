@@ -5,14 +5,15 @@
  * A plugin is named or given as a file:
  *   - a name (letters, digits, '-' and '_') is looked up as NAME.so in the
  *     plugin folders, in order: each folder of REVERIE_PLUGIN_PATH, the
- *     optimizations/ folder of the build tree when the running program is
- *     in one, then the install folder;
+ *     optimizations/ folder of the build tree when the running library is
+ *     in one, else reverie/ beside the library (an install or a wheel,
+ *     paths.h), then the install folder;
  *   - anything with a '/' (./my.so, /opt/x/my.so) is that file, never a
  *     search: a bare "my.so" is refused rather than handed to dlopen(),
  *     which would look it up through LD_LIBRARY_PATH.
- * The build tree is found at run time from /proc/self/exe (a meson build
- * folder holds meson-private/), never compiled in, so an installed binary
- * does not search the folder it was built in.
+ * The build tree is found at run time from the library's own path (a
+ * meson build folder holds meson-private/), never compiled in, so an
+ * installed library does not search the folder it was built in.
  *
  * Loading a shared object runs its constructors.  Listing the folders
  * (rv_plugin_discover) reads each file's ELF symbol table first and loads
@@ -21,6 +22,7 @@
 #include "reverie/plugin.h"
 #include "reverie/checked.h"
 #include "reverie/error.h"
+#include "reverie/paths.h"
 #include "reverie/units.h"
 #include "reverie/validate.h"
 #include "elf.h"
@@ -60,24 +62,6 @@ const char *rv_param_type_name(rv_param_type type)
     return type <= RV_PARAM_STRING ? type_names[type] : "?";
 }
 
-/* The optimizations/ folder beside the running program, when that program
- * runs from a meson build folder; NULL otherwise. */
-static char *build_tree_plugin_dir(void)
-{
-    char *program = g_file_read_link("/proc/self/exe", NULL);
-    if (program == NULL) return NULL;
-    char *folder = g_path_get_dirname(program);
-    char *marker = g_build_filename(folder, "meson-private", NULL);
-    char *plugins = g_build_filename(folder, "optimizations", NULL);
-    gboolean in_build_tree = g_file_test(marker, G_FILE_TEST_IS_DIR) && g_file_test(plugins, G_FILE_TEST_IS_DIR);
-    g_free(program);
-    g_free(folder);
-    g_free(marker);
-    if (in_build_tree) return plugins;
-    g_free(plugins);
-    return NULL;
-}
-
 GPtrArray *rv_plugin_search_path(void)
 {
     GPtrArray *folders = g_ptr_array_new_with_free_func(g_free);
@@ -88,9 +72,11 @@ GPtrArray *rv_plugin_search_path(void)
             if (**part) g_ptr_array_add(folders, g_strdup(*part));
         g_strfreev(parts);
     }
-    char *build_tree = build_tree_plugin_dir();
-    if (build_tree != NULL) g_ptr_array_add(folders, build_tree);
-    g_ptr_array_add(folders, g_strdup(REVERIE_PLUGIN_DIR));
+    /* the build tree, or an install's or a wheel's folder, beside the library (paths.h) */
+    char *beside = rv_build_tree_path("optimizations");
+    if (beside == NULL) beside = rv_beside_library_path(NULL);
+    if (beside != NULL) g_ptr_array_add(folders, beside);
+    if (beside == NULL || strcmp(beside, REVERIE_PLUGIN_DIR) != 0) g_ptr_array_add(folders, g_strdup(REVERIE_PLUGIN_DIR));
     return folders;
 }
 
