@@ -259,6 +259,13 @@ static int report(const char *path, const char *gpu_name, char **specs, gboolean
     }
     v.graph = graph;
     v.estimated = rv_memory_estimate_graph(graph, &v.estimate, &v.estimate_error);
+    if (v.estimated && v.estimate.peak <= 0) {
+        /* shaped calls, but none in a phase the model reads: 0 MiB (and
+         * "-100%" against the recording) would be a wrong answer */
+        v.estimated = FALSE;
+        g_set_error(&v.estimate_error, RV_ERROR, RV_ERROR_INPUT, "%s: the shaped calls give no tensor in a forward, "
+                    "backward or optimizer phase", graph->source);
+    }
     v.recorded = rv_memory_recorded_peak(graph, &v.allocated, &v.reserved, &v.device, &v.rank_index);
     int status = RV_EXIT_OK;
     if (!v.estimated && graph->memory->len == 0) {
