@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 #include "version.h"
+#include "reverie/escape.h"
+#include "reverie/suggest.h"
 #include <signal.h>
 #include <string.h>
 
@@ -64,8 +66,15 @@ int main(int argc, char **argv)
         else printf("reverie %s (git %s)\n", REVERIE_VERSION, REVERIE_BUILD);
         return RV_EXIT_OK;
     }
-    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    const char *names[G_N_ELEMENTS(commands)];
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
         if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", name);
+        names[i] = commands[i].name;
+    }
+    char *shown = rv_escape_text(name);
+    const char *near = rv_suggest(name, names, G_N_ELEMENTS(names));
+    if (near) fprintf(stderr, "reverie: unknown command '%s': did you mean '%s'? (see reverie --help)\n", shown, near);
+    else fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", shown);
+    g_free(shown);
     return RV_EXIT_USAGE;
 }

@@ -199,10 +199,10 @@ static rv_sweep_axis *parse_axis(const char *text, GHashTable *plugins, GError *
     const rv_param_spec *spec = plugin ? rv_plugin_param(plugin, axis->param) : NULL;
     gboolean ok = spec != NULL;
     if (plugin != NULL && spec == NULL) {
-        char *names = rv_plugin_param_names(plugin);
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "--vary %s: plugin %s has no parameter '%s' (parameters: %s)", text,
-                    axis->plugin, axis->param, names);
-        g_free(names);
+        char *what = rv_plugin_unknown_param(plugin, axis->param);
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "--vary %s: plugin %s has no parameter %s", text, axis->plugin,
+                    what);
+        g_free(what);
     }
     if (ok && !expand_values(spec, equals + 1, axis->values, error)) {
         g_prefix_error(error, "--vary %s: ", text);
