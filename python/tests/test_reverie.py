@@ -291,3 +291,23 @@ def test_plugins_are_the_command_lines():
 
 def test_version():
     assert reverie.__version__ in subprocess.run([BIN, "--version"], capture_output=True, text=True).stdout
+
+
+# ---- the worked example of docs/python.md ----------------------------------------------
+
+def test_the_python_page_examples_run_as_shown(tmp_path, monkeypatch):
+    """docs/python.md's ```python blocks, run with doctest from a folder
+    that holds the traces and a build/ for the timeline."""
+    import doctest
+    import re
+    os.symlink(os.path.join(SOURCE, "traces"), tmp_path / "traces")
+    (tmp_path / "build").mkdir()
+    monkeypatch.chdir(tmp_path)
+    page = os.path.join(SOURCE, "docs", "python.md")
+    blocks = re.findall(r"^```python\n(.*?)^```", open(page, encoding="utf-8").read(), re.M | re.S)
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, "docs/python.md", page, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    failed, attempted = runner.summarize(verbose=False)
+    assert attempted > 10 and failed == 0, f"{failed} of {attempted} examples of docs/python.md disagree (see above)"
+    assert (tmp_path / "build" / "amp-timeline.json").stat().st_size > 0
