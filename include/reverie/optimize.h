@@ -54,6 +54,12 @@ GPtrArray *rv_opts_prepare(GHashTable *plugins, char *const *specs, GError **err
  */
 gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                        GError **error);
+/* After rv_opts_apply with count_changes: one line (char*, g_free) per
+ * optimization that changed no task, "SPEC changed no task: its prediction
+ * is the baseline", so that no front end lets a prediction silently
+ * repeat the baseline.  g_ptr_array_unref. */
+GPtrArray *rv_opts_unchanged(const GPtrArray *opts);
+
 /* Release a policy that rv_opts_apply kept (its notes are the opts'). */
 void rv_opts_policy_clear(rv_plugin_output *policy);
 

@@ -218,12 +218,12 @@ class Result:
     def breakdown(self):
         """Where each step's time went, for the recording, the replay and
         (a what-if) the prediction: `reverie breakdown [--opt ...] --json`."""
-        return json.loads(self.graph._core.breakdown(self.opts))
+        return json.loads(self.graph._core.report("breakdown", self.opts))
 
     def critical_path(self):
         """The chain of tasks that decides each step's end:
         `reverie critical-path [--opt ...] --json`."""
-        return json.loads(self.graph._core.critical_path(self.opts))
+        return json.loads(self.graph._core.report("critical-path", self.opts))
 
     def timeline(self, path):
         """Write the replay (and a what-if's prediction beside it) as Chrome

@@ -216,12 +216,7 @@ static PyObject *graph_simulate(GraphObject *self, PyObject *args, PyObject *kwa
  * nothing, a replay that dropped the launch-queue rule. */
 static GPtrArray *whatif_notes(GPtrArray *opts, const rv_whatif *whatif)
 {
-    GPtrArray *notes = g_ptr_array_new_with_free_func(g_free);
-    for (guint i = 0; i < opts->len; i++) {
-        const rv_opt *opt = g_ptr_array_index(opts, i);
-        if (opt->counted && opt->changed_tasks == 0)
-            g_ptr_array_add(notes, g_strdup_printf("%s changed no task: its prediction is the baseline", opt->spec));
-    }
+    GPtrArray *notes = rv_opts_unchanged(opts);
     if (whatif->baseline.launch_queue_ignored || whatif->predicted.launch_queue_ignored)
         g_ptr_array_add(notes, g_strdup("the launch-queue rule would have deadlocked this graph (its queue order "
                                         "contradicts its edges, e.g. after a plugin's rewrite): replayed without it"));
@@ -300,23 +295,25 @@ static PyObject *with_runs(GraphObject *self, PyObject *specs, runs_report_fn re
     return result;
 }
 
-static PyObject *breakdown_text(const rv_runs *runs, void *data, GError **error)
-{
-    char *text;
-    Py_BEGIN_ALLOW_THREADS
-    json_t *document = rv_breakdown_document(runs);
-    text = rv_document_text(document, RV_DOCUMENT_DIGITS);
-    json_decref(document);
-    Py_END_ALLOW_THREADS
-    return text_result(text);
-}
+/* A report on the runs (documents.h), and the digits --json prints it with. */
+typedef struct {
+    const char *name;
+    json_t *(*build)(const rv_runs *runs);
+    int digits;
+} runs_report;
 
-static PyObject *critical_path_text(const rv_runs *runs, void *data, GError **error)
+static const runs_report runs_reports[] = {
+    { "breakdown", rv_breakdown_document, RV_DOCUMENT_DIGITS },
+    { "critical-path", rv_critical_path_document, RV_DOCUMENT_TIMESTAMP_DIGITS },
+};
+
+static PyObject *report_text(const rv_runs *runs, void *data, GError **error)
 {
+    const runs_report *kind = data;
     char *text;
     Py_BEGIN_ALLOW_THREADS
-    json_t *document = rv_critical_path_document(runs);
-    text = rv_document_text(document, RV_DOCUMENT_TIMESTAMP_DIGITS);
+    json_t *document = kind->build(runs);
+    text = rv_document_text(document, kind->digits);
     json_decref(document);
     Py_END_ALLOW_THREADS
     return text_result(text);
@@ -337,20 +334,17 @@ static PyObject *write_timeline(const rv_runs *runs, void *data, GError **error)
     Py_RETURN_NONE;
 }
 
-/* Graph.breakdown(specs): breakdown [--opt ...] --json. */
-static PyObject *graph_breakdown(GraphObject *self, PyObject *args)
+/* Graph.report(name, specs): `reverie NAME [--opt ...] --json` for the
+ * reports on the runs (breakdown, critical-path). */
+static PyObject *graph_report(GraphObject *self, PyObject *args)
 {
+    const char *name;
     PyObject *specs;
-    if (!PyArg_ParseTuple(args, "O", &specs)) return NULL;
-    return with_runs(self, specs, breakdown_text, NULL);
-}
-
-/* Graph.critical_path(specs): critical-path [--opt ...] --json. */
-static PyObject *graph_critical_path(GraphObject *self, PyObject *args)
-{
-    PyObject *specs;
-    if (!PyArg_ParseTuple(args, "O", &specs)) return NULL;
-    return with_runs(self, specs, critical_path_text, NULL);
+    if (!PyArg_ParseTuple(args, "sO", &name, &specs)) return NULL;
+    for (gsize i = 0; i < G_N_ELEMENTS(runs_reports); i++)
+        if (strcmp(runs_reports[i].name, name) == 0) return with_runs(self, specs, report_text, (void *)&runs_reports[i]);
+    PyErr_Format(PyExc_ValueError, "no report named '%s' (breakdown, critical-path)", name);
+    return NULL;
 }
 
 /* Graph.timeline(specs, path): the replay, and with specs the prediction
@@ -432,18 +426,16 @@ static void sweep_variant(gpointer item, gpointer data)
     uint64_t v = (uint64_t)GPOINTER_TO_SIZE(item) - 1;
     GError *error = NULL;
     GPtrArray *specs = rv_sweep_plan_specs(run->plan, v);
-    GPtrArray *opts = g_ptr_array_new_with_free_func(rv_opt_free);
-    for (guint i = 0; i < specs->len && error == NULL; i++) {
-        rv_opt *opt = rv_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
-        if (opt) g_ptr_array_add(opts, opt);
-    }
-    json_t *document = error == NULL ? run_whatif(run->graph, opts, NULL, &error) : NULL;
+    g_ptr_array_add(specs, NULL);  /* rv_opts_prepare's list ends so; the plan's plugins are loaded */
+    GPtrArray *opts = rv_opts_prepare(run->plugins, (char *const *)specs->pdata, &error);
+    g_ptr_array_set_size(specs, specs->len - 1);
+    json_t *document = opts ? run_whatif(run->graph, opts, NULL, &error) : NULL;
     json_t *row = sweep_row(run, v, specs, document, error);
     run->rows[v] = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(row);
     json_decref(document);
     g_clear_error(&error);
-    g_ptr_array_unref(opts);
+    if (opts) g_ptr_array_unref(opts);
     g_ptr_array_unref(specs);
 }
 
@@ -520,8 +512,7 @@ static PyMethodDef graph_methods[] = {
     { "simulate", (PyCFunction)(void (*)(void))graph_simulate, METH_VARARGS | METH_KEYWORDS,
       "simulate(explain=0) -> (json_text, launch_queue_ignored)" },
     { "whatif", (PyCFunction)graph_whatif, METH_VARARGS, "whatif(specs) -> (json_text, notes)" },
-    { "breakdown", (PyCFunction)graph_breakdown, METH_VARARGS, "breakdown(specs) -> json_text" },
-    { "critical_path", (PyCFunction)graph_critical_path, METH_VARARGS, "critical_path(specs) -> json_text" },
+    { "report", (PyCFunction)graph_report, METH_VARARGS, "report('breakdown'|'critical-path', specs) -> json_text" },
     { "timeline", (PyCFunction)graph_timeline, METH_VARARGS, "timeline(specs, path)" },
     { "sweep", (PyCFunction)graph_sweep, METH_VARARGS, "sweep(opts, varies, jobs, steps) -> [json_line]" },
     { "save", (PyCFunction)graph_save, METH_VARARGS, "save(path)" },

@@ -107,6 +107,8 @@ const char *rv_cli_short_name(const char *name);
  * changed nothing, so that no prediction silently repeats the baseline. */
 gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                            GError **error);
+/* That note, for opts applied elsewhere (optimize.h's rv_opts_unchanged). */
+void rv_cli_note_unchanged(const GPtrArray *opts);
 /* Replay and measure the steps (report.h's rv_step_time; g_array_unref; a
  * job's are its slowest rank's, report.h's rv_job_step_times);
  * `structure` (sim.h) may be NULL.  A replay that had to drop the

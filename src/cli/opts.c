@@ -4,6 +4,7 @@
  * launch-queue rule.
  */
 #include "cli.h"
+#include "reverie/escape.h"
 #include "reverie/report.h"
 #include <stdio.h>
 
@@ -11,12 +12,19 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
                            GError **error)
 {
     gboolean ok = rv_opts_apply(graph, opts, count_changes, last_policy, error);
-    for (guint i = 0; i < opts->len; i++) {
-        const rv_opt *opt = g_ptr_array_index(opts, i);
-        if (opt->counted && opt->changed_tasks == 0)
-            fprintf(stderr, "reverie: note: %s changed no task: its prediction is the baseline\n", opt->spec);
-    }
+    rv_cli_note_unchanged(opts);
     return ok;
+}
+
+void rv_cli_note_unchanged(const GPtrArray *opts)
+{
+    GPtrArray *lines = rv_opts_unchanged(opts);
+    for (guint i = 0; i < lines->len; i++) {
+        char *shown = rv_escape_text(g_ptr_array_index(lines, i));
+        fprintf(stderr, "reverie: note: %s\n", shown);
+        g_free(shown);
+    }
+    g_ptr_array_unref(lines);
 }
 
 GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,

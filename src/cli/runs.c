@@ -10,11 +10,7 @@ static void note_runs(const rv_runs *runs, GPtrArray *opts)
 {
     rv_cli_note_replay(runs->baseline, &runs->baseline_sim);
     if (runs->predicted) rv_cli_note_replay(runs->predicted, &runs->predicted_sim);
-    for (guint i = 0; opts && i < opts->len; i++) {
-        const rv_opt *opt = g_ptr_array_index(opts, i);
-        if (opt->counted && opt->changed_tasks == 0)
-            fprintf(stderr, "reverie: note: %s changed no task: its prediction is the baseline\n", opt->spec);
-    }
+    if (opts) rv_cli_note_unchanged(opts);
 }
 
 int rv_cli_report_runs(const char *command, int argc, char **argv, char **specs, gboolean as_json, gboolean as_csv,

@@ -107,11 +107,7 @@ static void report(const rv_graph *graph, GPtrArray *opts, const rv_whatif *what
  * nothing, a replay that dropped the launch-queue rule. */
 static void note_whatif(const rv_graph *graph, GPtrArray *opts, const rv_whatif *whatif)
 {
-    for (guint i = 0; i < opts->len; i++) {
-        const rv_opt *opt = g_ptr_array_index(opts, i);
-        if (opt->counted && opt->changed_tasks == 0)
-            fprintf(stderr, "reverie: note: %s changed no task: its prediction is the baseline\n", opt->spec);
-    }
+    rv_cli_note_unchanged(opts);
     rv_cli_note_launch_queue(graph, whatif->baseline.launch_queue_ignored || whatif->predicted.launch_queue_ignored);
 }
 

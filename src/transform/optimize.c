@@ -71,6 +71,17 @@ void rv_opt_free(gpointer data)
     g_free(opt);
 }
 
+GPtrArray *rv_opts_unchanged(const GPtrArray *opts)
+{
+    GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < opts->len; i++) {
+        const rv_opt *opt = g_ptr_array_index(opts, i);
+        if (opt->counted && opt->changed_tasks == 0)
+            g_ptr_array_add(lines, g_strdup_printf("%s changed no task: its prediction is the baseline", opt->spec));
+    }
+    return lines;
+}
+
 void rv_opts_policy_clear(rv_plugin_output *policy)
 {
     if (policy->free_policy_data) policy->free_policy_data(policy->policy.user_data);
