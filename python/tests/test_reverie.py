@@ -311,3 +311,29 @@ def test_the_python_page_examples_run_as_shown(tmp_path, monkeypatch):
     failed, attempted = runner.summarize(verbose=False)
     assert attempted > 10 and failed == 0, f"{failed} of {attempted} examples of docs/python.md disagree (see above)"
     assert (tmp_path / "build" / "amp-timeline.json").stat().st_size > 0
+
+
+def test_long_calls_release_the_gil():
+    """While a trace loads in one thread, another keeps running Python: the
+    longest pause of its loop is a small part of the load (holding the GIL,
+    the load would pause it for all of its duration)."""
+    import time
+    done = threading.Event()
+    loaded = []
+
+    def load():
+        loaded.append(reverie.load(RESNET))
+        done.set()
+
+    thread = threading.Thread(target=load)
+    started = last = time.monotonic()
+    longest = 0.0
+    thread.start()
+    while not done.is_set():
+        now = time.monotonic()
+        longest = max(longest, now - last)
+        last = now
+    thread.join()
+    took = time.monotonic() - started
+    assert loaded and loaded[0].tasks > 0
+    assert longest < 0.5 * took, f"the other thread paused {longest:.3f} s of the load's {took:.3f} s"
