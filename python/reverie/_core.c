@@ -377,6 +377,9 @@ static PyObject *graph_save(GraphObject *self, PyObject *args)
 
 /* ---- sweeps --------------------------------------------------------------------- */
 
+/* Rows one call returns, all held in memory at once. */
+#define MAX_SWEEP_ROWS ((uint64_t)1000000)
+
 typedef struct {
     const rv_graph *graph;
     const rv_sweep_plan *plan;
@@ -463,6 +466,14 @@ static PyObject *graph_sweep(GraphObject *self, PyObject *args)
     if (plan == NULL) {
         g_hash_table_destroy(plugins);
         return raise_error(error);
+    }
+    if (plan->count > MAX_SWEEP_ROWS) {
+        PyErr_Format(UsageError, "%llu variants: more than a sweep returns at once (%llu); `reverie sweep` writes its "
+                     "rows as they come (--shard splits it)", (unsigned long long)plan->count,
+                     (unsigned long long)MAX_SWEEP_ROWS);
+        rv_sweep_plan_free(plan);
+        g_hash_table_destroy(plugins);
+        return NULL;
     }
     sweep_run run = { self->graph, plan, plugins, with_steps, g_new0(char *, plan->count) };
     Py_BEGIN_ALLOW_THREADS

@@ -206,6 +206,11 @@ def test_sweep_of_a_data_parallel_job_with_steps():
     assert rows[0]["predicted_us"] >= rows[2]["predicted_us"], "a faster network is never slower"
 
 
+def test_a_sweep_too_large_to_hold_is_refused(resnet):
+    with pytest.raises(reverie.UsageError, match="reverie sweep"):
+        resnet.sweep(vary={"scale.factor": "0.5..1/1001", "network.bandwidth_factor": "0.1..10/1000"})
+
+
 def test_a_failed_variant_is_a_row_with_its_error(resnet):
     rows = resnet.sweep(vary={"scale.factor": [0.5, -1]})
     assert rows[0]["error"] is None
