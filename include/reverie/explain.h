@@ -90,6 +90,11 @@ GPtrArray *rv_timing_notes(const rv_graph *graph);
 rv_explanation *rv_explain(const rv_graph *graph, guint top);
 void rv_explanation_free(rv_explanation *explanation);
 
+/* The recorded GPU time the rules leave unexplained in step `step` as the
+ * reports list steps (a job's k-th step: all its ranks' k-th; a graph
+ * without steps: all of it). */
+int64_t rv_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step);
+
 G_END_DECLS
 
 #endif

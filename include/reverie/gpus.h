@@ -15,9 +15,9 @@
  * says which one a caller gets.
  *
  * The file is found, in order: the path in REVERIE_GPU_CATALOGUE; the
- * build tree's data/gpus.json when the running program is in a meson build
- * folder (found at run time, as plugin.c finds plugins); the installed
- * copy.  A file that is not such a catalogue is one RV_ERROR_INPUT line
+ * build tree's data/gpus.json when the running library is in a meson build
+ * folder, else reverie/gpus.json beside the library (a wheel; paths.h);
+ * the installed copy.  A file that is not such a catalogue is one RV_ERROR_INPUT line
  * naming the file and the entry.
  *
  * Names: a trace names its GPU in deviceProperties ("NVIDIA H100 80GB

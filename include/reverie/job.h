@@ -44,7 +44,6 @@
 
 #include <glib.h>
 #include "reverie/graph.h"
-#include "reverie/sim.h"
 
 G_BEGIN_DECLS
 
@@ -98,25 +97,6 @@ static inline guint rv_graph_rank_count(const rv_graph *graph)
 {
     return MAX(graph->ranks->len, 1);
 }
-
-/* ---- what a replay says about each rank ------------------------------- */
-
-/* How long one rank waited in its collectives for another. */
-typedef struct {
-    int32_t rank_index;       /* the rank that waited */
-    int64_t wait_ns;          /* its arrivals to its transfers' starts, in all */
-    uint32_t collectives;     /* matched collectives it took part in */
-    int64_t *waited_for_ns;   /* per rank index: the part of wait_ns spent for that rank, the last to arrive */
-} rv_rank_wait;
-
-/*
- * Per rank index, the time its transfers started after its arrivals in a
- * replay (sim), and whom it waited for: the last participant to arrive at
- * each collective.  An array of rv_rank_wait, one per rank; free with
- * rv_rank_waits_free.
- */
-GArray *rv_rank_waits(const rv_graph *graph, const rv_sim_result *sim);
-void rv_rank_waits_free(GArray *waits);
 
 G_END_DECLS
 

@@ -170,6 +170,25 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
  * network...) thereby skips the model: O(tasks + edges), no hashing. */
 gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *variant, int element_bytes);
 
+/* ---- the peak a what-if reports: peak.c ---------------------------------------- */
+
+/* The model's peak on a graph before and after optimizations (so what
+ * they insert, remove or offload moves it), and the recorded peak where
+ * the trace has one. */
+typedef struct {
+    gboolean estimated;
+    rv_memory_estimate baseline, predicted;
+    char *missing;          /* why there is no estimate */
+    gboolean recorded;
+    int64_t recorded_bytes;
+} rv_memory_peak;
+/* Estimate the baseline (and read the recorded peak); `estimated` FALSE
+ * with `missing` saying why where the trace's shapes give nothing. */
+void rv_memory_peak_before(rv_memory_peak *peak, const rv_graph *graph);
+/* Estimate the optimized graph, after rv_memory_peak_before on its baseline. */
+void rv_memory_peak_after(rv_memory_peak *peak, const rv_graph *graph);
+void rv_memory_peak_clear(rv_memory_peak *peak);
+
 /* The output elements of an operator call from its name and Input Dims
  * (0 when the shapes do not say): for tests and the workspace term. */
 int64_t rv_memory_output_elements(const char *op, const char *input_dims);

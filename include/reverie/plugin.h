@@ -96,7 +96,10 @@ typedef struct {
 typedef struct rv_loaded_plugin rv_loaded_plugin;
 
 /* Load by name (letters, digits, '-', '_': searched in the plugin folders)
- * or by file path (anything with a '/', such as ./my.so). */
+ * or by file path (anything with a '/', such as ./my.so).  A name found in
+ * REVERIE_PLUGIN_PATH that is also a built-in plugin's is refused
+ * (RV_ERROR_USAGE): a user's plugin replaces a built-in one only when
+ * given by path. */
 rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error);
 void rv_plugin_unload(rv_loaded_plugin *plugin);
 const rv_plugin *rv_plugin_descriptor_of(const rv_loaded_plugin *plugin);
@@ -105,6 +108,9 @@ const rv_plugin *rv_plugin_descriptor_of(const rv_loaded_plugin *plugin);
 const rv_param_spec *rv_plugin_param(const rv_plugin *plugin, const char *name);
 /* Its parameter names, "world, bucket_cap, ..." ("none" if it has none), for messages (g_free). */
 char *rv_plugin_param_names(const rv_plugin *plugin);
+/* For a message about a parameter it does not have: "'wrold': did you mean
+ * 'world'? (parameters: world, bucket_cap, ...)" (g_free). */
+char *rv_plugin_unknown_param(const rv_plugin *plugin, const char *given);
 
 /* Parse "k=v,k=v" against the plugin's table (defaults filled in). */
 rv_params *rv_params_parse(const rv_plugin *plugin, const char *text, GError **error);
@@ -125,8 +131,10 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
 
 /* Every plugin found on the search path, sorted by name (loaded).  A file
  * is loaded - which runs its code - only when its ELF symbol table defines
- * rv_plugin_descriptor.  If skipped is not NULL, one line (char*) per .so
- * file left out, saying why, is added to it. */
+ * rv_plugin_descriptor.  A file of REVERIE_PLUGIN_PATH named like a
+ * built-in plugin is left out (rv_plugin_load refuses it by name too).  If
+ * skipped is not NULL, one line (char*) per .so file left out, saying why,
+ * is added to it. */
 GPtrArray *rv_plugin_discover(GPtrArray *skipped);
 /* The folders searched, in order. */
 GPtrArray *rv_plugin_search_path(void);

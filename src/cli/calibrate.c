@@ -12,6 +12,7 @@
  * written atomically (output.c) and never over an input.
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/efficiency.h"
 #include <jansson.h>
 #include <string.h>
@@ -99,7 +100,7 @@ static json_t *json_report(const GArray *report, const rv_efficiency_table *tabl
     json_t *recordings = json_array();
     for (guint i = 0; i < report->len; i++) {
         const added *a = &g_array_index(report, added, i);
-        json_t *entry = json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:b}", "recording", rv_cli_json_text(a->label),
+        json_t *entry = json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:b}", "recording", rv_json_text(a->label),
                                   "gpu", a->gpu, "kernels", (json_int_t)a->summary.kernels, "samples",
                                   (json_int_t)a->summary.samples, "rejected", (json_int_t)a->summary.rejected,
                                   "buckets", (json_int_t)a->summary.buckets,
@@ -108,7 +109,7 @@ static json_t *json_report(const GArray *report, const rv_efficiency_table *tabl
         json_object_set_new(entry, "gap_us", a->summary.gap_ns >= 0 ? json_real(a->summary.gap_ns / 1e3) : json_null());
         json_array_append_new(recordings, entry);
     }
-    return json_pack("{s:o,s:I,s:o}", "output", rv_cli_json_text(output), "recordings_in_table",
+    return json_pack("{s:o,s:I,s:o}", "output", rv_json_text(output), "recordings_in_table",
                      (json_int_t)rv_efficiency_table_count(table), "added", recordings);
 }
 

@@ -28,6 +28,7 @@
  * link), so that a user sees why a model is projected faster or slower.
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/costmodel.h"
 #include "reverie/efficiency.h"
 #include <jansson.h>
@@ -331,7 +332,7 @@ static json_t *json_target(const rv_cost_plan *plan, const rv_gpu *target, const
     }
     json_t *excluded = json_array();
     for (guint i = 0; views->excluded && i < views->excluded->len; i++)
-        json_array_append_new(excluded, rv_cli_json_text(g_ptr_array_index(views->excluded, i)));
+        json_array_append_new(excluded, rv_json_text(g_ptr_array_index(views->excluded, i)));
     return json_pack("{s:s,s:I,s:I,s:o,s:o}", "gpu", target->id, "source_recordings",
                      (json_int_t)rv_gpu_efficiency_recordings(views->source), "target_recordings",
                      (json_int_t)rv_gpu_efficiency_recordings(views->target), "left_out", excluded, "classes", classes);
@@ -365,12 +366,12 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling, json_
     for (guint i = 0; i < names->len; i++) {
         gpointer name = g_ptr_array_index(names, i);
         json_array_append_new(unknown, json_pack("{s:o,s:f}", "name",
-                                                 rv_cli_json_text(rv_strings_get(v->graph->strings, GPOINTER_TO_INT(name))),
+                                                 rv_json_text(rv_strings_get(v->graph->strings, GPOINTER_TO_INT(name))),
                                                  "time_us", *(int64_t *)g_hash_table_lookup(v->unknown, name) / 1e3));
     }
     g_ptr_array_free(names, TRUE);
     json_t *root = json_object();
-    json_object_set_new(root, "source", rv_cli_json_text(v->graph->source));
+    json_object_set_new(root, "source", rv_json_text(v->graph->source));
     json_object_set_new(root, "gpu", json_string(v->gpu->id));
     json_object_set_new(root, "fixed_us", json_real(rv_cost_model_fixed_ns(v->model) / 1e3));
     json_object_set_new(root, "usual_dtype", json_string(rv_dtype_name(rv_cost_model_usual_dtype(v->model))));

@@ -3,6 +3,9 @@
  * Each subcommand lives in its own file (git style).
  */
 #include "cli.h"
+#include "version.h"
+#include "reverie/escape.h"
+#include "reverie/suggest.h"
 #include <signal.h>
 #include <string.h>
 
@@ -59,12 +62,21 @@ int main(int argc, char **argv)
         print_usage(stdout);
         return RV_EXIT_OK;
     }
-    if (strcmp(name, "--version") == 0) {
-        printf("reverie %s\n", REVERIE_VERSION);
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        /* the project's version, and the commit when built from a git checkout */
+        if (strcmp(REVERIE_BUILD, REVERIE_VERSION) == 0) printf("reverie %s\n", REVERIE_VERSION);
+        else printf("reverie %s (git %s)\n", REVERIE_VERSION, REVERIE_BUILD);
         return RV_EXIT_OK;
     }
-    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    const char *names[G_N_ELEMENTS(commands)];
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
         if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", name);
+        names[i] = commands[i].name;
+    }
+    char *shown = rv_escape_text(name);
+    const char *near = rv_suggest(name, names, G_N_ELEMENTS(names));
+    if (near) fprintf(stderr, "reverie: unknown command '%s': did you mean '%s'? (see reverie --help)\n", shown, near);
+    else fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", shown);
+    g_free(shown);
     return RV_EXIT_USAGE;
 }

@@ -25,6 +25,7 @@
  * and the report says whether the recorded variant lies inside.
  */
 #include "cli.h"
+#include "reverie/whatif.h"
 #include "reverie/breakdown.h"
 #include "reverie/report.h"
 #include <jansson.h>
@@ -51,7 +52,7 @@ typedef struct {
     int64_t predicted_ns; /* steady step */
     int64_t predicted_gpu_ns;
     shares predicted_shares;
-    rv_cli_range range;   /* the prediction at both ends of its range, if it has one */
+    rv_prediction_range range;   /* the prediction at both ends of its range, if it has one */
     int64_t range_steady_ns[2];
     GHashTable *plugins;  /* loaded by the opts */
     GPtrArray *opts;
@@ -68,7 +69,7 @@ static int64_t steady_step(const GArray *steps, gboolean simulated)
         int64_t value = simulated ? step->simulated_ns : step->recorded_ns;
         g_array_append_val(values, value);
     }
-    int64_t steady = rv_cli_steady(values);
+    int64_t steady = rv_steady_ns(values);
     g_array_unref(values);
     return steady;
 }
@@ -92,8 +93,8 @@ static shares steady_shares(const rv_graph *graph, const rv_sim_result *sim, gbo
 
 static int64_t steady_gpu(const rv_graph *graph)
 {
-    GArray *per_step = rv_cli_gpu_kernel_ns_by_step(graph);
-    int64_t steady = rv_cli_steady(per_step);
+    GArray *per_step = rv_gpu_kernel_ns_by_step(graph);
+    int64_t steady = rv_steady_ns(per_step);
     g_array_unref(per_step);
     return steady;
 }
@@ -154,7 +155,7 @@ static gboolean predict(comparison *c, GError **error)
     if (c->predicted == NULL) return FALSE;
     c->predicted_ns = steady_step(c->predicted, TRUE);
     c->predicted_gpu_ns = steady_gpu(c->baseline.graph);
-    if (!rv_cli_range_replay(c->baseline.graph, policy_of(c), &c->range, error)) return FALSE;
+    if (!rv_prediction_range_run(c->baseline.graph, policy_of(c), &c->range, error)) return FALSE;
     for (int end = 0; c->range.present && end < 2; end++)
         c->range_steady_ns[end] = steady_step(end ? c->range.high.steps : c->range.low.steps, TRUE);
     return TRUE;
@@ -207,7 +208,7 @@ static void print_table(const comparison *c)
     printf("baseline  %s (%u steps)\nvariant   %s (%u steps)\n", c->baseline.graph->source, c->baseline.steps->len,
            c->variant.graph->source, c->variant.steps->len);
     for (guint i = 0; i < c->opts->len; i++) {
-        const rv_cli_opt *opt = g_ptr_array_index(c->opts, i);
+        const rv_opt *opt = g_ptr_array_index(c->opts, i);
         printf("  optimization %u: %s\n", i + 1, opt->spec);
         if (opt->notes && opt->notes->len) printf("%s", opt->notes->str);
     }
@@ -276,7 +277,7 @@ static void print_json(const comparison *c, gboolean as_csv)
 {
     json_t *opts = json_array();
     for (guint i = 0; i < c->opts->len; i++) {
-        const rv_cli_opt *opt = g_ptr_array_index(c->opts, i);
+        const rv_opt *opt = g_ptr_array_index(c->opts, i);
         json_array_append_new(opts, json_pack("{s:s,s:s}", "spec", opt->spec, "notes", opt->notes ? opt->notes->str : ""));
     }
     json_t *root = json_pack("{s:o,s:o,s:o,s:f,s:f,s:f,s:f,s:f}", "baseline", json_side(&c->baseline), "variant",
@@ -304,8 +305,8 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
     GError *error = NULL;
     comparison c;
     memset(&c, 0, sizeof c);
-    c.plugins = rv_cli_plugins_new();
-    c.opts = rv_cli_opts_prepare(c.plugins, specs, &error);
+    c.plugins = rv_plugin_table_new();
+    c.opts = rv_opts_prepare(c.plugins, specs, &error);
     gboolean ok = c.opts != NULL && load_side(baseline_path, &c.baseline, &error) &&
                   load_side(variant_path, &c.variant, &error);
     if (ok) ok = predict(&c, &error);
@@ -317,8 +318,8 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
         status = rv_cli_fail(error);
     }
     if (c.predicted) g_array_unref(c.predicted);
-    rv_cli_range_clear(&c.range);
-    rv_cli_policy_clear(&c.policy);
+    rv_prediction_range_clear(&c.range);
+    rv_opts_policy_clear(&c.policy);
     clear_side(&c.baseline);
     clear_side(&c.variant);
     if (c.opts) g_ptr_array_unref(c.opts);

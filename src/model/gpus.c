@@ -9,6 +9,7 @@
  * naming the file and the entry.
  */
 #include "reverie/gpus.h"
+#include "reverie/paths.h"
 #include "reverie/error.h"
 #include <jansson.h>
 #include <math.h>
@@ -344,28 +345,14 @@ rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error)
     return NULL;
 }
 
-/* data/NAME of the meson build folder the running program is in, or NULL
- * (an installed program never reads the folder it was built in). */
-static char *build_tree_data_file(const char *name)
-{
-    char *program = g_file_read_link("/proc/self/exe", NULL);
-    if (program == NULL) return NULL;
-    char *folder = g_path_get_dirname(program);
-    char *marker = g_build_filename(folder, "meson-private", NULL);
-    char *file = g_build_filename(folder, "data", name, NULL);
-    gboolean found = g_file_test(marker, G_FILE_TEST_IS_DIR) && g_file_test(file, G_FILE_TEST_IS_REGULAR);
-    g_free(program);
-    g_free(folder);
-    g_free(marker);
-    if (found) return file;
-    g_free(file);
-    return NULL;
-}
-
 char *rv_data_file_path(const char *env, const char *name)
 {
     const char *given = env ? g_getenv(env) : NULL;
-    char *path = given && *given ? g_strdup(given) : build_tree_data_file(name);
+    if (given && *given) return g_strdup(given);
+    char *relative = g_build_filename("data", name, NULL);
+    char *path = rv_build_tree_path(relative);
+    g_free(relative);
+    if (path == NULL) path = rv_beside_library_path(name);  /* a wheel keeps its data there (paths.h) */
     return path ? path : g_build_filename(REVERIE_DATA_DIR, name, NULL);
 }
 

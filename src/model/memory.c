@@ -523,7 +523,11 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
         }
         op_call call = { 0 };
         call.task = id;
-        call.phase = task->phase;
+        /* Without ProfilerStep the whole trace is the step, and what no
+         * backward or optimizer scope claims is its forward (the builder
+         * tags it "other", since no step encloses it): an inference trace
+         * recorded without a schedule is all forward. */
+        call.phase = task->phase == RV_PHASE_OTHER && ctx->graph->whole_trace_step ? RV_PHASE_FORWARD : task->phase;
         measure_call_once(ctx, task, element_bytes_of(ctx, id), &call);
         apply_effects(ctx->effects, &call);
         g_array_append_val(calls, call);

@@ -7,6 +7,7 @@
  * earliest start the rules allow.
  */
 #include "reverie/explain.h"
+#include "reverie/job.h"
 #include <math.h>
 
 typedef struct {
@@ -244,4 +245,22 @@ GPtrArray *rv_timing_notes(const rv_graph *graph)
                        "work out"
                      : "that device's work is missing from the graph"));
     return notes;
+}
+
+int64_t rv_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
+{
+    if (graph->steps->len == 0) return x->total_ns;
+    if (rv_graph_rank_count(graph) <= 1) return step < graph->steps->len ? x->by_step[step] : 0;
+    /* the job's k-th step: every rank's k-th */
+    guint ranks = graph->ranks->len;
+    guint *seen = g_new0(guint, ranks + 1);
+    int64_t total = 0;
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *entry = &g_array_index(graph->steps, rv_step, s);
+        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, entry->begin_marker));
+        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
+        if (seen[slot]++ == step) total += x->by_step[s];
+    }
+    g_free(seen);
+    return total;
 }

@@ -349,8 +349,9 @@ static void write_header(writer *out, const rv_graph *graph)
     for (guint i = 0; i < graph->device_names->len; i++)
         json_array_append_new(devices, json_pack("{s:i,s:s}", "id", (int)i, "name",
                                                  (const char *)g_ptr_array_index(graph->device_names, i)));
-    json_t *head = json_pack("{s:i,s:s,s:s,s:o}", "schemaVersion", 1, "displayTimeUnit", "ns", "traceName",
-                             graph->source, "deviceProperties", devices);
+    /* first, so that reverie refuses the file as input at its first key */
+    json_t *head = json_pack("{s:s,s:i,s:s,s:s,s:o}", "reverie_timeline", REVERIE_VERSION, "schemaVersion", 1,
+                             "displayTimeUnit", "ns", "traceName", graph->source, "deviceProperties", devices);
     if (graph->rank >= 0)
         json_object_set_new(head, "distributedInfo",
                             json_pack("{s:I,s:I,s:s}", "rank", (json_int_t)graph->rank, "world_size",
