@@ -220,8 +220,19 @@ static gboolean blueconnect_apply(rv_graph *graph, const rv_params *params, rv_p
     return ok;
 }
 
+/* The composition law (compose.h): data-parallel all-reduces become reduce-scatters and all-gathers over two
+ * levels of links. */
+static const rv_plugin_effects blueconnect_effects = {
+    .reads = RV_ASPECT_DATA_COMM | RV_ASPECT_CLUSTER,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_DATA_COMM,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 60),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "blueconnect",
     "BlueConnect: data-parallel all-reduces as reduce-scatters and all-gathers over intra- and inter-node links",
-    blueconnect_params, blueconnect_apply,
+    blueconnect_params, blueconnect_apply, &blueconnect_effects,
 };

@@ -376,7 +376,18 @@ static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     return steps > 0;
 }
 
+/* The composition law (compose.h): one data-parallel all-reduce per bucket after the backward work that produces
+ * it, waited for where the optimizer begins; or the recorded ones re-priced. */
+static const rv_plugin_effects ddp_effects = {
+    .reads = RV_ASPECT_BACKWARD | RV_ASPECT_STEPS | RV_ASPECT_TENSOR_COMM | RV_ASPECT_CLUSTER | RV_ASPECT_WEIGHTS | RV_ASPECT_DATA_COMM,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = 0,
+    .reprices = RV_ASPECT_DATA_COMM,
+    .rewrites = RV_ASPECT_DATA_COMM | RV_ASPECT_CLUSTER,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 30),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "ddp", "data-parallel training: bucketed gradient all-reduces from a single-GPU trace",
-    ddp_params, ddp_apply,
+    ddp_params, ddp_apply, &ddp_effects,
 };

@@ -386,8 +386,18 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
     return ok;
 }
 
+/* The composition law (compose.h): producer kernels and their collectives fused into one kernel. */
+static const rv_plugin_effects fused_collective_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .reads_time = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 80),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "fused-collective",
     "a producer kernel and its collective as one kernel that sends each output slice when ready (Punniyamurthy et al.)",
-    fused_params, fused_apply,
+    fused_params, fused_apply, &fused_collective_effects,
 };

@@ -161,8 +161,19 @@ static gboolean model_scale_apply(rv_graph *graph, const rv_params *params, rv_p
     return ok;
 }
 
+/* The composition law (compose.h): every GPU task and collective re-priced by its operator model at the
+ * efficiency its recorded time shows; the model's parameters grow. */
+static const rv_plugin_effects model_scale_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .rewrites = RV_ASPECT_WEIGHTS,
+    .order = RV_ORDER(RV_STAGE_MODEL, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "model-scale",
     "the model at another size (hidden=, seq=, batch=, layers=, heads= factors): Tale of Two Cs' operator models on the kernel cost model",
-    model_scale_params, model_scale_apply,
+    model_scale_params, model_scale_apply, &model_scale_effects,
 };

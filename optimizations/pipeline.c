@@ -715,8 +715,18 @@ static gboolean pipeline_apply(rv_graph *graph, const rv_params *params, rv_plug
     return done > 0;
 }
 
+/* The composition law (compose.h): the step rebuilt as stages of micro-batches with transfers between them. */
+static const rv_plugin_effects pipeline_effects = {
+    .reads = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS,
+    .reads_time = RV_ASPECT_TASKS,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS | RV_ASPECT_MEMORY | RV_ASPECT_SCHEDULE,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 20),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "pipeline",
     "pipeline parallelism: layers in D stages balanced by time, M micro-batches, GPipe or 1F1B schedule",
-    pipeline_params, pipeline_apply,
+    pipeline_params, pipeline_apply, &pipeline_effects,
 };

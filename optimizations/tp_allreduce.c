@@ -576,8 +576,19 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     return ok;
 }
 
+/* The composition law (compose.h): block GEMMs and optimizer work divided, tensor-parallel all-reduces inserted
+ * on the compute stream, data-parallel payloads sharded. */
+static const rv_plugin_effects tp_allreduce_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_DATA_COMM | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_DATA_COMM,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_TENSOR_COMM | RV_ASPECT_WEIGHTS,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "tp-allreduce",
     "tensor parallelism (Megatron): block GEMMs / degree, four all-reduces per Transformer block",
-    tp_params, tp_apply,
+    tp_params, tp_apply, &tp_allreduce_effects,
 };

@@ -122,8 +122,18 @@ static gboolean world_size_apply(rv_graph *graph, const rv_params *params, rv_pl
     return TRUE;
 }
 
+/* The composition law (compose.h): collectives re-priced for their new group sizes. */
+static const rv_plugin_effects world_size_effects = {
+    .reads = RV_ASPECT_COMM | RV_ASPECT_CLUSTER,
+    .reads_time = RV_ASPECT_COMM,
+    .scales = 0,
+    .reprices = RV_ASPECT_COMM,
+    .rewrites = RV_ASPECT_CLUSTER,
+    .order = RV_ORDER(RV_STAGE_CLUSTER, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "world-size",
     "another GPU count: every collective re-costed for its new group size (ring, tree, hierarchical)",
-    world_size_params, world_size_apply,
+    world_size_params, world_size_apply, &world_size_effects,
 };

@@ -440,8 +440,19 @@ static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     return ok;
 }
 
+/* The composition law (compose.h): data-parallel all-reduces become reduce-scatters and gathers; optimizer work
+ * divided; model states sharded. */
+static const rv_plugin_effects zero_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_STEPS | RV_ASPECT_CLUSTER | RV_ASPECT_WEIGHTS | RV_ASPECT_DATA_COMM | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_DATA_COMM | RV_ASPECT_OPTIMIZER,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_OPTIMIZER,
+    .rewrites = RV_ASPECT_DATA_COMM | RV_ASPECT_WEIGHTS | RV_ASPECT_MEMORY,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 40),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "zero",
     "ZeRO stage 1-3: optimizer state, gradients and parameters sharded over the data-parallel group",
-    zero_params, zero_apply,
+    zero_params, zero_apply, &zero_effects,
 };

@@ -300,6 +300,10 @@ typedef struct {
     /* Appended in ABI 7 (memory.h): rv_memory_effect, what the plugins
      * applied so far did to tensors; empty in a built graph. */
     GArray *memory_effects;
+    /* Appended in ABI 8 (compose.h): rv_applied_plugin, the plugins
+     * applied so far in order, so that the composition law can refuse an
+     * order; empty in a built graph. */
+    GArray *applied;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered

@@ -22,18 +22,21 @@
 #include <glib.h>
 #include <gmodule.h>
 #include <stdint.h>
+#include "reverie/compose.h"
 #include "reverie/graph.h"
 #include "reverie/sim.h"
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 7u  /* 2: rv_priority_fn became a rank (sim.h);
+#define RV_PLUGIN_ABI_VERSION 8u  /* 2: rv_priority_fn became a rank (sim.h);
                                      3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
                                      4: several ranks in one graph (rv_resource.rank_index,
                                         rv_task.collective, graph->collectives and graph->ranks);
                                      5: rv_graph.contention (contention.h);
                                      6: graph->memory (recorded [memory] peaks, memory.h);
-                                     7: graph->memory_effects (what plugins did to tensors, memory.h) */
+                                     7: graph->memory_effects (what plugins did to tensors, memory.h);
+                                     8: rv_plugin.effects and graph->applied (the composition law,
+                                        compose.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {
@@ -86,6 +89,10 @@ typedef struct {
      * broken. */
     gboolean (*apply)(rv_graph *graph, const rv_params *params, rv_plugin_output *output,
                       GError **error);
+    /* Appended in ABI 8: what apply() reads and rewrites (compose.h), so
+     * that reverie can refuse an order of two plugins that do not commute;
+     * NULL: not declared (neither checked nor checked against). */
+    const rv_plugin_effects *effects;
 } rv_plugin;
 
 /* ---- host side ------------------------------------------------------ */
@@ -111,6 +118,9 @@ GPtrArray *rv_params_describe(const rv_params *params);
 
 /*
  * Run the plugin's apply() and check the graph it leaves (validate.h).
+ * Before apply(), the composition law (compose.h) may refuse the plugin
+ * after one applied earlier (RV_ERROR_PLUGIN, one line); after it, the
+ * plugin joins graph->applied.
  * FALSE with the error prefixed by the plugin's name when apply() fails -
  * also when it fails without setting an error, or sets one and claims
  * success - and with RV_ERROR_PLUGIN when the graph is broken afterwards.

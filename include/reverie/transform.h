@@ -70,6 +70,24 @@ typedef struct {
  */
 int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError **error);
 
+/*
+ * Replace GPU tasks by one new GPU task (a fusion: fused-adam's optimizer
+ * kernel).  The new task spec->task goes right after the last of them on
+ * its own stream and, if they had launch calls, a new launch call (the
+ * trace's median launch) right after the last of those on its thread;
+ * spec->after and spec->launch_after are not read.  Then they are removed
+ * with their launch calls (rv_transform_remove_many, in `mode`), so that
+ * removal's reconnection hands the new task every dependency they had on
+ * other work: what any of them waited for - an optimizer's wait for its
+ * gradients' all-reduces, a forward's wait for a parameter gather - it
+ * waits for, and what waited for any of them waits for it.  No cycle can
+ * come of it: every new dependency joins tasks that the old ones already
+ * joined.  Returns the new task's id, or -1 with error set (nothing
+ * removed); *removed (may be NULL) gets the number of tasks removed.
+ */
+int32_t rv_transform_replace(rv_graph *graph, const GArray *gpu_tasks, const rv_insert_spec *spec, rv_remove_mode mode,
+                             int *removed, GError **error);
+
 /* An extra dependency: `to` may not start before `from` ends. */
 void rv_transform_add_edge(rv_graph *graph, int32_t from, int32_t to);
 

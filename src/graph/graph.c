@@ -3,6 +3,7 @@
  * the acyclicity check (igraph).
  */
 #include "reverie/graph.h"
+#include "reverie/compose.h"
 #include "reverie/escape.h"
 #include "reverie/error.h"
 #include "index.h"
@@ -82,6 +83,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->ranks = g_array_new(FALSE, FALSE, sizeof(rv_rank));
     graph->memory = g_array_new(FALSE, FALSE, sizeof(rv_memory_record));
     graph->memory_effects = g_array_new(FALSE, FALSE, sizeof(rv_memory_effect));
+    graph->applied = g_array_new(FALSE, FALSE, sizeof(rv_applied_plugin));
     return graph;
 }
 
@@ -101,6 +103,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->ranks);
     g_array_unref(graph->memory);
     g_array_unref(graph->memory_effects);
+    g_array_unref(graph->applied);
     g_free(graph);
 }
 
@@ -148,6 +151,7 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     target->contention = source->contention;
     assign_array(target->memory, source->memory);
     assign_array(target->memory_effects, source->memory_effects);
+    assign_array(target->applied, source->applied);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

@@ -213,8 +213,9 @@ G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
 /* graph->index (at 392), a cache, is not saved; nor graph->contention (at
  * 416): only plugins turn it on, and a saved graph is an imported one.
  * graph->memory (at 440) is the memory section.  graph->memory_effects (at
- * 448) is not saved either: plugins make them. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 456);
+ * 448) is not saved either: plugins make them; nor graph->applied (at 456),
+ * the plugins applied so far. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 464);
 #endif
 
 typedef struct {

@@ -510,9 +510,9 @@ static GArray *victims_of(rv_graph *graph, const GArray *tasks)
     return victims;
 }
 
-int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode)
+/* Remove the tasks `victims_of` chose. */
+static int remove_victims(rv_graph *graph, const GArray *victims, rv_remove_mode mode)
 {
-    GArray *victims = victims_of(graph, tasks);
     removal rm = { graph, rv_graph_index_sync(graph), g_array_new(FALSE, FALSE, sizeof(cell)),
                    g_array_new(FALSE, FALSE, sizeof(int32_t)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
                    g_array_new(FALSE, FALSE, sizeof(cell)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
@@ -525,6 +525,13 @@ int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mod
     g_array_unref(rm.own);
     g_array_unref(rm.lists);
     g_array_unref(rm.upstream);
+    return count;
+}
+
+int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode)
+{
+    GArray *victims = victims_of(graph, tasks);
+    int count = remove_victims(graph, victims, mode);
     g_array_unref(victims);
     return count;
 }
@@ -606,6 +613,54 @@ int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError 
         int32_t launch = insert_launch(graph, spec->launch_after, &task);
         rv_graph_add_edge(graph, launch, id, RV_EDGE_LAUNCH, FALSE);
     }
+    return id;
+}
+
+/* ---- replacement ---------------------------------------------------- */
+
+/* The last of `tasks` in `resource`'s order: the latest recorded one there,
+ * then on through the tasks marked in `victim` right after it. */
+static int32_t last_on_resource(const rv_graph *graph, const GArray *tasks, int32_t resource, const rv_task_marks *victim)
+{
+    int32_t last = -1;
+    for (guint i = 0; i < tasks->len; i++) {
+        int32_t id = g_array_index(tasks, int32_t, i);
+        if (g_array_index(graph->tasks, rv_task, id).resource != resource || removed(graph, id)) continue;
+        if (last < 0 || rv_task_compare_recorded(&id, &last, (gpointer)graph) > 0) last = id;
+    }
+    for (int32_t next = last >= 0 ? rv_graph_resource_next(graph, last) : -1; next >= 0 && rv_task_marks_has(victim, next);
+         next = rv_graph_resource_next(graph, next))
+        last = next;
+    return last;
+}
+
+int32_t rv_transform_replace(rv_graph *graph, const GArray *gpu_tasks, const rv_insert_spec *spec, rv_remove_mode mode,
+                             int *removed_count, GError **error)
+{
+    if (removed_count) *removed_count = 0;
+    GArray *victims = victims_of(graph, gpu_tasks); /* the tasks and their launch calls */
+    rv_task_marks *victim = &rv_graph_index_sync(graph)->marks[MARK_VICTIM]; /* victims_of marked them */
+    int32_t last = last_on_resource(graph, victims, spec->task.resource, victim), last_call = -1;
+    for (guint i = 0; i < victims->len; i++) {
+        int32_t id = g_array_index(victims, int32_t, i);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
+        if (resource->kind == RV_RES_CPU_THREAD && (last_call < 0 || rv_task_compare_recorded(&id, &last_call, graph) > 0))
+            last_call = id;
+    }
+    if (last_call >= 0) last_call = last_on_resource(graph, victims, rv_graph_task(graph, last_call)->resource, victim);
+    if (last < 0) {
+        g_array_unref(victims);
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "replace: none of the tasks replaced runs on the new task's resource");
+        return -1;
+    }
+    rv_insert_spec placed = *spec;
+    placed.after = last;
+    placed.launch_after = last_call;
+    int32_t id = rv_transform_insert(graph, &placed, error);
+    int count = id >= 0 ? remove_victims(graph, victims, mode) : 0;
+    g_array_unref(victims);
+    if (removed_count) *removed_count = count;
     return id;
 }
 
