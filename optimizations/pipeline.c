@@ -717,11 +717,11 @@ static gboolean pipeline_apply(rv_graph *graph, const rv_params *params, rv_plug
 
 /* The composition law (compose.h): the step rebuilt as stages of micro-batches with transfers between them. */
 static const rv_plugin_effects pipeline_effects = {
-    .reads = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS,
+    .reads = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS | RV_ASPECT_CLUSTER,
     .reads_time = RV_ASPECT_TASKS,
     .scales = 0,
     .reprices = 0,
-    .rewrites = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS | RV_ASPECT_MEMORY | RV_ASPECT_SCHEDULE,
+    .rewrites = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS | RV_ASPECT_MEMORY | RV_ASPECT_SCHEDULE | RV_ASPECT_CLUSTER,
     .order = RV_ORDER(RV_STAGE_PARALLEL, 20),
 };
 

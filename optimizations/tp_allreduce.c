@@ -530,8 +530,9 @@ static guint collectives_of(const rv_graph *graph, rv_parallelism parallelism, g
  * group, same link (this plugin's), smaller message. */
 static gboolean shard_data_parallel(rv_graph *graph, const tp_state *state, GString *notes, GError **error)
 {
-    rv_recost_plan plan = { rv_graph_world_size(graph), 1 << 24, state->link, state->link, -1,
-                            1u << RV_PARALLEL_DATA, (int)state->degree };
+    int data, tensor;
+    rv_graph_parallel_sizes(graph, &data, &tensor); /* the same groups: data-parallel ones keep their size */
+    rv_recost_plan plan = { data, 1 << 24, state->link, state->link, -1, 1u << RV_PARALLEL_DATA, (int)state->degree, 0 };
     rv_recost_summary summary;
     if (!rv_graph_recost_collectives(graph, &plan, "the tp-allreduce parameters", &summary, error)) return FALSE;
     if (summary.collectives == 0) return TRUE;
@@ -566,7 +567,9 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
     token_memo_init(&state.tokens, graph);
     state.ranges_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
+    int64_t world = rv_graph_world_size(graph);
     gboolean ok = transform_steps(graph, params, &state, by_phase, error);
+    if (ok) graph->world_size = MIN(world * state.degree, 1 << 24); /* each recorded rank is now `degree` GPUs */
     if (ok) write_notes(&state, output->notes);
     if (ok) ok = shard_data_parallel(graph, &state, output->notes, error);
     g_hash_table_destroy(state.ranges_of);
@@ -579,11 +582,11 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
 /* The composition law (compose.h): block GEMMs and optimizer work divided, tensor-parallel all-reduces inserted
  * on the compute stream, data-parallel payloads sharded. */
 static const rv_plugin_effects tp_allreduce_effects = {
-    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_DATA_COMM | RV_ASPECT_DEVICE,
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_DATA_COMM | RV_ASPECT_DEVICE | RV_ASPECT_CLUSTER,
     .reads_time = RV_ASPECT_DATA_COMM,
     .scales = RV_ASPECT_MEMORY,
     .reprices = RV_ASPECT_DATA_COMM,
-    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_TENSOR_COMM | RV_ASPECT_WEIGHTS,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_TENSOR_COMM | RV_ASPECT_WEIGHTS | RV_ASPECT_CLUSTER,
     .order = RV_ORDER(RV_STAGE_PARALLEL, 10),
 };
 

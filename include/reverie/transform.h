@@ -98,6 +98,18 @@ void rv_transform_invalidate(rv_graph *graph);
 int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
 
 /*
+ * A stream of its own for communication on the GPU that runs `like` (a GPU
+ * task), for the collectives a plugin inserts: NCCL runs its kernels on a
+ * stream of its own, so they overlap compute on the same GPU, and the
+ * contention rule (contention.h) and every report see them as that GPU's
+ * communication.  The stream is named "gpu D NAME" (D: like's device), has
+ * the timing of like's stream (launch latency, idle gap, launch queue) and
+ * its rank; the same name on the same device and rank gives the same
+ * stream.  -1 when `like` does not run on a GPU stream.
+ */
+int32_t rv_transform_add_comm_stream(rv_graph *graph, int32_t like, const char *name);
+
+/*
  * Tasks grouped by step, for plugins that act once per step.  Keys are
  * GINT_TO_POINTER(step + 2), so that step -1 (outside every step) is a valid
  * key; values are GArrays of int32 task ids, freed with the table.

@@ -679,6 +679,26 @@ int32_t rv_transform_add_channel(rv_graph *graph, const char *name)
     return rv_graph_add_resource(graph, RV_RES_CHANNEL, -1, -1, name);
 }
 
+int32_t rv_transform_add_comm_stream(rv_graph *graph, int32_t like, const char *name)
+{
+    if (like < 0 || like >= rv_graph_task_count(graph)) return -1;
+    rv_resource model = g_array_index(graph->resources, rv_resource, rv_graph_task(graph, like)->resource);
+    if (model.kind != RV_RES_GPU_STREAM) return -1;
+    char *full = g_strdup_printf("gpu %" G_GINT64_FORMAT " %s", model.process, name);
+    int32_t id = (int32_t)rv_strings_intern(graph->strings, full);
+    g_free(full);
+    for (guint r = 0; r < graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        if (resource->kind == RV_RES_GPU_STREAM && resource->name == id && resource->process == model.process &&
+            resource->rank_index == model.rank_index)
+            return (int32_t)r;
+    }
+    model.name = id;
+    model.thread = -1; /* no stream of the trace */
+    g_array_append_val(graph->resources, model);
+    return (int32_t)graph->resources->len - 1;
+}
+
 static gint compare_step_keys(gconstpointer a, gconstpointer b)
 {
     int x = GPOINTER_TO_INT(a), y = GPOINTER_TO_INT(b);
