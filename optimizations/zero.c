@@ -46,6 +46,7 @@
 #include "reverie/error.h"
 #include "reverie/gpus.h"
 #include "reverie/layers.h"
+#include "reverie/memory.h"
 #include "reverie/recost.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
@@ -436,6 +437,11 @@ static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
                                    "time, which in a rank alone holds its wait for the others (an upper bound)\n",
                                    r.solved_payloads);
         describe_memory(graph, &plan, first, output->notes);
+        /* the memory model shards the states it counts (memory.h) */
+        int shards = plan.stage == 1   ? RV_SHARD_OPTIMIZER_STATE
+                     : plan.stage == 2 ? RV_SHARD_OPTIMIZER_STATE | RV_SHARD_GRADIENTS
+                                       : RV_SHARD_OPTIMIZER_STATE | RV_SHARD_GRADIENTS | RV_SHARD_WEIGHTS;
+        rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_SHARD, 1.0 / plan.world, shards);
     }
     g_free(r.step_bytes);
     g_free(r.step_gather_ns);

@@ -26,7 +26,7 @@ static const char *const aspect_names[RV_ASPECT_COUNT] = {
 };
 
 static const char *const stage_names[] = {
-    "?", "the model", "its precision", "how its work is issued", "the device", "the parallel split", "the cluster",
+    "?", "the model", "the precision", "how the work is issued", "the device", "the parallel split", "the cluster",
     "a last adjustment",
 };
 
