@@ -54,7 +54,7 @@
 static const rv_param_spec fused_params[] = {
     { "patterns", RV_PARAM_CHOICE, "all", NULL, "which fused operators to build (none: the baseline)",
       "all|embedding|gemv|gemm|none" },
-    { "slice_bytes", RV_PARAM_BYTES, "0", "bytes",
+    { "slice_bytes", RV_PARAM_BYTES, "0B", "bytes",
       "output sent per slice (0: one workgroup's output: 1 KiB for embeddings and GEMV, a 128x128 fp16 GEMM tile "
       "of 32 KiB; 32 KiB across nodes)", NULL },
     { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs in one node (a larger group crosses nodes)", NULL },

@@ -69,7 +69,7 @@ static const rv_param_spec pipeline_params[] = {
     { "schedule", RV_PARAM_CHOICE, "gpipe", NULL, "micro-batch order on each stage", "gpipe|1f1b" },
     { "transfers", RV_PARAM_CHOICE, "modelled", NULL, "activation and gradient transfers: costed by comm.h, or free",
       "modelled|free" },
-    { "activation_bytes", RV_PARAM_BYTES, "0", "bytes",
+    { "activation_bytes", RV_PARAM_BYTES, "0B", "bytes",
       "activation bytes per micro-batch at every stage boundary; 0: from the Input Dims", NULL },
     { "bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "stage-to-stage bandwidth per direction (NVLink V100)", NULL },
     { "latency", RV_PARAM_DURATION, "2us", "ns", "stage-to-stage per-message latency", NULL },
