@@ -14,9 +14,10 @@
  * rank), any other its defaults.  Each trace is loaded once and copied
  * into one reused graph per composition (rv_graph_assign).
  *
- * REVERIE_PAIRS_VERBOSE=1 prints every refusal and disagreement;
- * REVERIE_PAIRS_TABLE=1 prints the refused orders as the Markdown rows of
- * docs/optimizations.md.
+ * REVERIE_PAIRS_VERBOSE=1 prints every refusal in one order;
+ * REVERIE_PAIRS_TABLE=1 prints the orders the law refuses as the Markdown
+ * table of docs/optimizations.md; REVERIE_PAIRS_SLOW=1 names the pairs
+ * that take over 0.1 s.
  */
 #include "plugin_harness.h"
 #include "reverie/job.h"
@@ -89,6 +90,20 @@ static void loaded_free(gpointer data)
     g_free(entry);
 }
 
+static gint compare_names(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0(*(char *const *)a, *(char *const *)b);
+}
+
+/* Plugins in the canonical order (compose.h), names within a place. */
+static gint compare_order(gconstpointer a, gconstpointer b)
+{
+    const loaded *x = *(loaded *const *)a, *y = *(loaded *const *)b;
+    const rv_plugin_effects *ex = rv_plugin_descriptor_of(x->plugin)->effects, *ey = rv_plugin_descriptor_of(y->plugin)->effects;
+    int ox = ex ? ex->order : 10000, oy = ey ? ey->order : 10000;
+    return ox != oy ? (ox < oy ? -1 : 1) : strcmp(x->name, y->name);
+}
+
 static G_GNUC_NORETURN void give_up(const char *what, const char *why)
 {
     g_printerr("test_plugin_pairs: %s: %s\n", what, why);
@@ -109,7 +124,7 @@ static GPtrArray *load_plugins(void)
     while ((file = g_dir_read_name(dir)) != NULL)
         if (g_str_has_suffix(file, ".so")) g_ptr_array_add(names, g_strndup(file, strlen(file) - 3));
     g_dir_close(dir);
-    g_ptr_array_sort(names, (GCompareFunc)g_strcmp0);
+    g_ptr_array_sort(names, compare_names);
     GPtrArray *list = g_ptr_array_new_with_free_func(loaded_free);
     for (guint i = 0; i < names->len; i++) {
         const char *name = g_ptr_array_index(names, i);
@@ -135,6 +150,7 @@ static GPtrArray *load_plugins(void)
     }
     g_ptr_array_unref(names);
     if (list->len < G_N_ELEMENTS(known)) give_up(dir_name, "holds fewer plugins than this test knows");
+    g_ptr_array_sort(list, compare_order);
     return list;
 }
 
@@ -174,29 +190,56 @@ static gboolean apply_checked(rv_graph *graph, const loaded *entry, const char *
     return FALSE;
 }
 
-static void run_pair(rv_graph *graph, const rv_graph *base, const loaded *first, const loaded *second,
-                     const char *trace, outcome *out)
+/* Replay a composed graph with the last priority a plugin set: its step total. */
+static int64_t replayed_total(const rv_graph *graph, const rv_plugin_output *policy, const char *pair)
 {
-    char *pair = g_strdup_printf("%s: %s then %s", trace, first->name, second->name);
-    rv_graph_assign(graph, base);
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
-    memset(out, 0, sizeof *out);
-    out->worked = apply_checked(graph, first, pair, &policy, &out->why);
-    if (!out->worked) out->refused_by = 0;
-    else if (!(out->worked = apply_checked(graph, second, pair, &policy, &out->why))) out->refused_by = 1;
-    if (out->worked) {
-        GError *error = NULL;
-        ck_assert_msg(rv_graph_validate(graph, &error), "%s: invalid graph: %s", pair, error ? error->message : "");
-        rv_sim_result sim = { 0 };
-        ck_assert_msg(rv_simulate(graph, policy.policy.priority ? &policy.policy : NULL, &sim, &error),
-                      "%s: the replay failed: %s", pair, error ? error->message : "");
-        GArray *steps = rv_step_times(graph, &sim);
-        for (guint s = 0; s < steps->len; s++) out->total_ns += g_array_index(steps, rv_step_time, s).simulated_ns;
-        g_array_unref(steps);
-        rv_sim_result_clear(&sim);
+    GError *error = NULL;
+    ck_assert_msg(rv_graph_validate(graph, &error), "%s: invalid graph: %s", pair, error ? error->message : "");
+    rv_sim_result sim = { 0 };
+    ck_assert_msg(rv_simulate(graph, policy->policy.priority ? &policy->policy : NULL, &sim, &error),
+                  "%s: the replay failed: %s", pair, error ? error->message : "");
+    GArray *steps = rv_step_times(graph, &sim);
+    int64_t total = 0;
+    for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
+    g_array_unref(steps);
+    rv_sim_result_clear(&sim);
+    return total;
+}
+
+/* Every pair that starts with `first`: first applied once, to a copy of
+ * base, then each second plugin to a copy of that (into `work`). */
+static void run_pairs_from(rv_graph *work, const rv_graph *base, guint a, const char *trace, outcome *row)
+{
+    const loaded *first = g_ptr_array_index(plugins, a);
+    char *alone = g_strdup_printf("%s: %s", trace, first->name);
+    rv_graph *after_first = rv_graph_copy(base);
+    rv_plugin_output first_policy = { { NULL, NULL }, NULL, NULL };
+    char *why = NULL;
+    gboolean first_worked = apply_checked(after_first, first, alone, &first_policy, &why);
+    for (guint b = 0; b < plugins->len; b++) {
+        const loaded *second = g_ptr_array_index(plugins, b);
+        outcome *out = &row[b];
+        memset(out, 0, sizeof *out);
+        if (!first_worked) {
+            out->why = g_strdup(why);
+            continue;
+        }
+        char *pair = g_strdup_printf("%s: %s then %s", trace, first->name, second->name);
+        int64_t began = g_get_monotonic_time();
+        rv_graph_assign(work, after_first);
+        rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+        out->refused_by = 1;
+        out->worked = apply_checked(work, second, pair, &policy, &out->why);
+        if (out->worked) out->total_ns = replayed_total(work, policy.policy.priority ? &policy : &first_policy, pair);
+        if (policy.free_policy_data) policy.free_policy_data(policy.policy.user_data);
+        if (g_getenv("REVERIE_PAIRS_SLOW") && g_get_monotonic_time() - began > 100000)
+            g_printerr("SLOW %s: %.2f s\n", pair, (double)(g_get_monotonic_time() - began) / 1e6);
+        g_free(pair);
     }
-    if (policy.free_policy_data) policy.free_policy_data(policy.policy.user_data);
-    g_free(pair);
+    if (first_policy.free_policy_data) first_policy.free_policy_data(first_policy.policy.user_data);
+    rv_graph_free(after_first);
+    g_free(why);
+    g_free(alone);
 }
 
 typedef struct {
@@ -223,30 +266,51 @@ static void judge(const char *trace, const loaded *a, const loaded *b, const out
     const outcome *refused = ab->worked ? ba : ab;
     const loaded *first = ab->worked ? b : a, *then = ab->worked ? a : b;
     count->one_refused++;
-    if (verbose || g_getenv("REVERIE_PAIRS_TABLE"))
+    if (verbose)
         g_printerr("REFUSED %s: %s then %s: %s\n", trace, first->name, then->name, refused->why);
 }
 
 static void every_pair(const rv_graph *base, const char *trace)
 {
     guint n = plugins->len;
+    int64_t began = g_get_monotonic_time();
     outcome *results = g_new0(outcome, (gsize)n * n);
-    rv_graph *graph = rv_graph_copy(base);
-    for (guint a = 0; a < n; a++)
-        for (guint b = 0; b < n; b++)
-            run_pair(graph, base, g_ptr_array_index(plugins, a), g_ptr_array_index(plugins, b), trace, &results[a * n + b]);
-    rv_graph_free(graph);
+    rv_graph *work = rv_graph_copy(base);
+    for (guint a = 0; a < n; a++) run_pairs_from(work, base, a, trace, &results[a * n]);
+    rv_graph_free(work);
     tally count = { 0, 0, 0, 0 };
     for (guint a = 0; a < n; a++)
         for (guint b = a + 1; b < n; b++)
             judge(trace, g_ptr_array_index(plugins, a), g_ptr_array_index(plugins, b), &results[a * n + b],
                   &results[b * n + a], &count);
-    g_printerr("%-48s %3u pairs agree, %3u refused in one order, %3u in both, %3u disagree\n", trace, count.agreed,
-               count.one_refused, count.both_refused, count.disagreed);
+    g_printerr("%-48s %3u pairs agree, %3u refused in one order, %3u in both, %3u disagree (%.1f s)\n", trace,
+               count.agreed, count.one_refused, count.both_refused, count.disagreed,
+               (double)(g_get_monotonic_time() - began) / 1e6);
     for (guint i = 0; i < n * n; i++) g_free(results[i].why);
     g_free(results);
     ck_assert_msg(count.agreed > 0, "%s: no pair worked", trace);
     ck_assert_msg(count.disagreed == 0, "%s: %u pairs give different answers in the two orders", trace, count.disagreed);
+}
+
+/* REVERIE_PAIRS_TABLE: the orders the law refuses, one Markdown row per
+ * plugin (docs/optimizations.md holds this table). */
+static void print_law_table(void)
+{
+    g_print("| plugin | refused after (give it before these) |\n|---|---|\n");
+    for (guint n = 0; n < plugins->len; n++) {
+        const loaded *next = g_ptr_array_index(plugins, n);
+        const rv_plugin_effects *mine = rv_plugin_descriptor_of(next->plugin)->effects;
+        GString *after = g_string_new(NULL);
+        for (guint p = 0; p < plugins->len && mine; p++) {
+            const loaded *earlier = g_ptr_array_index(plugins, p);
+            const rv_plugin_effects *theirs = rv_plugin_descriptor_of(earlier->plugin)->effects;
+            if (p == n || theirs == NULL || rv_effects_conflict(theirs, mine) == 0) continue;
+            if (mine->order < theirs->order || (mine->order == theirs->order && strcmp(next->name, earlier->name) < 0))
+                g_string_append_printf(after, "%s`%s`", after->len ? ", " : "", earlier->name);
+        }
+        g_print("| `%s` | %s |\n", next->name, after->len ? after->str : "none");
+        g_string_free(after, TRUE);
+    }
 }
 
 static const char *const single_traces[] = {
@@ -284,6 +348,7 @@ int main(void)
     };
     require_project_traces(traces);
     plugins = load_plugins();
+    if (g_getenv("REVERIE_PAIRS_TABLE")) print_law_table();
     Suite *suite = suite_create("plugin pairs");
     TCase *tcase = tcase_create("pairs");
     tcase_set_timeout(tcase, 600);

@@ -80,9 +80,12 @@ int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError 
  * removal's reconnection hands the new task every dependency they had on
  * other work: what any of them waited for - an optimizer's wait for its
  * gradients' all-reduces, a forward's wait for a parameter gather - it
- * waits for, and what waited for any of them waits for it.  No cycle can
- * come of it: every new dependency joins tasks that the old ones already
- * joined.  Returns the new task's id, or -1 with error set (nothing
+ * waits for.  What waited for any of them (a synchronize, another
+ * stream) then waits for it, with the same kind of edge, except a waiter
+ * that leads back to the new task: a round trip through the host inside
+ * the replaced work, which one task cannot keep (found by a walk over the
+ * tasks recorded up to the new task's latest predecessor).  No cycle can
+ * come of it.  Returns the new task's id, or -1 with error set (nothing
  * removed); *removed (may be NULL) gets the number of tasks removed.
  */
 int32_t rv_transform_replace(rv_graph *graph, const GArray *gpu_tasks, const rv_insert_spec *spec, rv_remove_mode mode,
