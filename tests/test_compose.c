@@ -247,6 +247,21 @@ static int64_t at_peak(const rv_memory_estimate *e, rv_memory_category category)
     return e->bytes[e->peak_phase][category];
 }
 
+/* The estimate of a shipped trace before and after one plugin, and what
+ * one category held at each peak; the figures go to the log. */
+static void estimate_around(const char *trace, const char *plugin, const char *text, rv_memory_category category,
+                            rv_memory_estimate *before, rv_memory_estimate *after)
+{
+    rv_graph *graph = load_trace(trace);
+    estimate_ok(graph, before);
+    apply_ok(graph, plugin, text);
+    estimate_ok(graph, after);
+    g_printerr("%s:%s: peak %.1f -> %.1f MiB, %s %.1f -> %.1f MiB\n", plugin, text, before->peak / 1048576.0,
+               after->peak / 1048576.0, rv_memory_category_name(category), at_peak(before, category) / 1048576.0,
+               at_peak(after, category) / 1048576.0);
+    rv_graph_free(graph);
+}
+
 /* ZeRO-3 over 16 ranks: the peak falls by at least 15/16 of the weights and
  * optimizer state the data-parallel peak held, less the one layer it
  * gathers whole. */
@@ -274,17 +289,11 @@ END_TEST
 /* Checkpointing drops the recomputed activations from the peak. */
 START_TEST(checkpoint_lowers_the_peak)
 {
-    rv_graph *graph = load_trace(RESNET);
     rv_memory_estimate before, after;
-    estimate_ok(graph, &before);
-    apply_ok(graph, "checkpoint", "segments=4");
-    estimate_ok(graph, &after);
-    g_printerr("checkpoint: peak %.1f -> %.1f MiB, %.1f MiB recomputed\n", before.peak / 1048576.0,
-               after.peak / 1048576.0, after.recomputed / 1048576.0);
+    estimate_around(RESNET, "checkpoint", "segments=4", RV_MEM_ACTIVATIONS, &before, &after);
     ck_assert_int_gt(after.recomputed, 0);
     ck_assert_int_lt(after.peak, before.peak);
     ck_assert_int_lt(at_peak(&after, RV_MEM_ACTIVATIONS), at_peak(&before, RV_MEM_ACTIVATIONS));
-    rv_graph_free(graph);
 }
 END_TEST
 
@@ -292,35 +301,23 @@ END_TEST
  * 1/8 of the linear layers', and the peak by at least that. */
 START_TEST(tensor_parallelism_lowers_the_peak)
 {
-    rv_graph *graph = load_trace(TIMESFORMER);
     rv_memory_estimate before, after;
-    estimate_ok(graph, &before);
-    apply_ok(graph, "tp-allreduce", "degree=8");
-    estimate_ok(graph, &after);
+    estimate_around(TIMESFORMER, "tp-allreduce", "degree=8", RV_MEM_WEIGHTS, &before, &after);
     int64_t weights_before = at_peak(&before, RV_MEM_WEIGHTS), weights_after = at_peak(&after, RV_MEM_WEIGHTS);
-    g_printerr("tp-allreduce:degree=8: peak %.1f -> %.1f MiB, weights %.1f -> %.1f MiB\n", before.peak / 1048576.0,
-               after.peak / 1048576.0, weights_before / 1048576.0, weights_after / 1048576.0);
     ck_assert_int_lt(weights_after, weights_before / 4);
     ck_assert_int_ge(weights_after, weights_before / 8);
     ck_assert_int_le(after.peak, before.peak - (weights_before - weights_after));
-    rv_graph_free(graph);
 }
 END_TEST
 
 /* Twice the batch: the kept activations double, and the peak grows by them. */
 START_TEST(batch_size_raises_the_peak)
 {
-    rv_graph *graph = load_trace(RESNET);
     rv_memory_estimate before, after;
-    estimate_ok(graph, &before);
-    apply_ok(graph, "batch-size", "factor=2");
-    estimate_ok(graph, &after);
+    estimate_around(RESNET, "batch-size", "factor=2", RV_MEM_ACTIVATIONS, &before, &after);
     int64_t kept_before = at_peak(&before, RV_MEM_ACTIVATIONS), kept_after = at_peak(&after, RV_MEM_ACTIVATIONS);
-    g_printerr("batch-size:factor=2: peak %.1f -> %.1f MiB, activations %.1f -> %.1f MiB\n", before.peak / 1048576.0,
-               after.peak / 1048576.0, kept_before / 1048576.0, kept_after / 1048576.0);
     ck_assert(fabs((double)kept_after - 2.0 * (double)kept_before) <= 0.01 * (double)kept_after);
     ck_assert_int_ge(after.peak, before.peak + kept_before - before.peak / 100);
-    rv_graph_free(graph);
 }
 END_TEST
 
