@@ -396,6 +396,39 @@ START_TEST(memory_plugins_on_a_rocm_training_trace)
 }
 END_TEST
 
+/* A ROCm backward pass with a hipFree that waits for one backward kernel
+ * and comes before the launch of a multi_tensor_apply kernel on another
+ * stream, which the next backward kernel waits for: the kernel depends on
+ * the pipelined work through the host, so it cannot feed the pipeline's
+ * start (that closed a cycle: tails -> hipFree -> launch -> kernel ->
+ * start). */
+START_TEST(pipeline_around_a_round_trip_through_the_host)
+{
+    tiny t = tiny_new();
+    int32_t other = rv_graph_add_resource(t.graph, RV_RES_GPU_STREAM, 0, 9, "gpu 0 stream 9");
+    int32_t begin = tiny_task(&t, t.cpu, RV_TASK_MARKER, "ProfilerStep#0", 0, RV_PHASE_OTHER);
+    rv_graph_task(t.graph, begin)->flags |= RV_TASK_FLAG_STEP_BEGIN;
+    tiny_launch(&t, "fwd_a", US(5), US(100), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "fwd_b", US(5), US(100), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    int32_t b1 = tiny_launch(&t, "bwd_a", US(5), US(100), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    int32_t free_call = tiny_task(&t, t.cpu, RV_TASK_CPU, "hipFree", US(3), RV_PHASE_OTHER);
+    rv_graph_add_edge(t.graph, b1, free_call, RV_EDGE_SYNC, FALSE);
+    int32_t call = tiny_task(&t, t.cpu, RV_TASK_CPU, "hipLaunchKernel", US(5), RV_PHASE_OTHER);
+    int32_t apply = tiny_task(&t, other, RV_TASK_KERNEL, "multi_tensor_apply_kernel", US(20), RV_PHASE_OTHER);
+    rv_graph_add_edge(t.graph, call, apply, RV_EDGE_LAUNCH, FALSE);
+    int32_t b2 = tiny_launch(&t, "bwd_b", US(5), US(100), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    rv_graph_add_edge(t.graph, apply, b2, RV_EDGE_CROSS_STREAM, FALSE);
+    int32_t end = tiny_task(&t, t.cpu, RV_TASK_MARKER, "ProfilerStep#0", 0, RV_PHASE_OTHER);
+    rv_graph_task(t.graph, end)->flags |= RV_TASK_FLAG_STEP_END;
+    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
+    tiny_close_step(&t);
+    tiny_record(t.graph);
+    apply_ok(t.graph, "pipeline", "stages=2,microbatches=2");
+    ck_assert_int_gt(step_total(t.graph), 0);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
 int main(void)
 {
     static const char *const traces[] = { RESNET, MI300X, TIMESFORMER, "small_ddp.json.gz", NULL };
@@ -421,6 +454,7 @@ int main(void)
     tcase_add_test(plugins, sizes_need_a_unit);
     tcase_add_test(plugins, model_scale_on_a_cnn_says_so);
     tcase_add_test(plugins, memory_plugins_on_a_rocm_training_trace);
+    tcase_add_test(plugins, pipeline_around_a_round_trip_through_the_host);
     tcase_set_timeout(plugins, 300);
     suite_add_tcase(suite, plugins);
     SRunner *runner = srunner_create(suite);
