@@ -1,6 +1,7 @@
 /*
  * plugins.c - `reverie plugins [NAME] [--json]`: the optimizations reverie
- * can find, with their parameters (name, type, default, unit, help).
+ * can find, with their parameters (name, type, default, unit, help) and
+ * what each declares it reads and rewrites (the composition law, compose.h).
  *
  * Listing loads plugins, which runs their code; the loader only loads .so
  * files whose symbol table defines rv_plugin_descriptor (plugin.c), and a
@@ -20,6 +21,33 @@ static void print_text(const char *format_width, const char *text)
     g_free(shown);
 }
 
+/* The ways a plugin may touch aspects, as compose.h names them. */
+static const char *const ways[] = { "reads", "reads_time", "scales", "reprices", "rewrites" };
+
+static uint32_t way_mask(const rv_plugin_effects *effects, int way)
+{
+    const uint32_t masks[] = { effects->reads, effects->reads_time, effects->scales, effects->reprices, effects->rewrites };
+    return masks[way];
+}
+
+/* One line: its place in the canonical order and what it touches how. */
+static void print_effects(const rv_plugin_effects *effects)
+{
+    if (effects == NULL) {
+        printf("    composes: not declared (reverie cannot check its order against others)\n");
+        return;
+    }
+    printf("    composes: stage %d, %s (order %u)", effects->order / 100, rv_stage_name(effects->order / 100),
+           effects->order);
+    for (int way = 0; way < (int)G_N_ELEMENTS(ways); way++) {
+        if (way_mask(effects, way) == 0) continue;
+        char *aspects = rv_aspects_describe(way_mask(effects, way));
+        printf("; %s %s", ways[way], aspects);
+        g_free(aspects);
+    }
+    printf("\n");
+}
+
 static void print_plugin(const rv_plugin *plugin, gboolean detailed)
 {
     print_text("%-14s ", plugin->name);
@@ -32,6 +60,22 @@ static void print_plugin(const rv_plugin *plugin, gboolean detailed)
         print_text("%-6s ", spec->unit ? spec->unit : "");
         print_text("%s\n", spec->help ? spec->help : "");
     }
+    print_effects(plugin->effects);
+}
+
+static json_t *effects_json(const rv_plugin_effects *effects)
+{
+    if (effects == NULL) return json_null();
+    json_t *object = json_object();
+    json_object_set_new(object, "order", json_integer(effects->order));
+    json_object_set_new(object, "stage", json_string(rv_stage_name(effects->order / 100)));
+    for (int way = 0; way < (int)G_N_ELEMENTS(ways); way++) {
+        json_t *aspects = json_array();
+        for (int bit = 0; bit < RV_ASPECT_COUNT; bit++)
+            if (way_mask(effects, way) & (1u << bit)) json_array_append_new(aspects, json_string(rv_aspect_name(1u << bit)));
+        json_object_set_new(object, ways[way], aspects);
+    }
+    return object;
 }
 
 static json_t *plugin_json(const rv_plugin *plugin)
@@ -51,6 +95,7 @@ static json_t *plugin_json(const rv_plugin *plugin)
     json_object_set_new(object, "name", rv_cli_json_text(plugin->name));
     if (plugin->summary) json_object_set_new(object, "summary", rv_cli_json_text(plugin->summary));
     json_object_set_new(object, "params", params);
+    json_object_set_new(object, "effects", effects_json(plugin->effects));
     return object;
 }
 
@@ -106,7 +151,10 @@ int rv_cmd_plugins(int argc, char **argv)
         "Plugins are found by name in REVERIE_PLUGIN_PATH, the build tree (when reverie\n"
         "runs from one) and the install folder. Listing them loads them, which runs their\n"
         "code: only .so files whose symbol table defines rv_plugin_descriptor are loaded,\n"
-        "and the others are named on stderr as skipped. NAME loads that plugin alone.\n\n"
+        "and the others are named on stderr as skipped. NAME loads that plugin alone.\n"
+        "Each plugin's last line says what it declares it reads and rewrites, and its place\n"
+        "in the order reverie accepts when two plugins do not commute (docs/optimizations.md,\n"
+        "Composing optimizations).\n\n"
         "Examples:\n  reverie plugins\n  reverie plugins ddp --json\n  reverie plugins --csv > plugins.csv\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse_without_input(context, &argc, &argv, &status)) goto out;
