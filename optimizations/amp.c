@@ -429,8 +429,19 @@ static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     return ok;
 }
 
+/* The composition law (compose.h): kernels re-priced in half precision; cast and GradScaler kernels inserted
+ * with launches. */
+static const rv_plugin_effects amp_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_DEVICE | RV_ASPECT_WEIGHTS,
+    .reads_time = RV_ASPECT_GPU_WORK,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_GPU_WORK,
+    .rewrites = RV_ASPECT_GPU_WORK | RV_ASPECT_HOST | RV_ASPECT_DEVICE,
+    .order = RV_ORDER(RV_STAGE_PRECISION, 20),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "amp",
     "automatic mixed precision: fp32 kernels re-costed in fp16/bf16 on the trace's GPU (cost model), with autocast's casts and GradScaler",
-    amp_params, amp_apply,
+    amp_params, amp_apply, &amp_effects,
 };

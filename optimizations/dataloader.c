@@ -301,8 +301,19 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
     return ok;
 }
 
+/* The composition law (compose.h): data-loading calls moved to worker channels or shrunk; page faults on the
+ * batch copies' calls; host work slowed. */
+static const rv_plugin_effects dataloader_effects = {
+    .reads = RV_ASPECT_HOST | RV_ASPECT_FORWARD,
+    .reads_time = RV_ASPECT_HOST,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_HOST,
+    .order = RV_ORDER(RV_STAGE_EXECUTION, 30),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "dataloader",
     "faster data loading: N worker processes (workers=N), or each step's loading shrunk to `remaining`",
-    dataloader_params, dataloader_apply,
+    dataloader_params, dataloader_apply, &dataloader_effects,
 };

@@ -354,8 +354,19 @@ static gboolean hardware_apply(rv_graph *graph, const rv_params *params, rv_plug
     return ok;
 }
 
+/* The composition law (compose.h): every GPU task and collective re-priced for the target GPU; host calls
+ * scaled. */
+static const rv_plugin_effects hardware_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM | RV_ASPECT_HOST | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM | RV_ASPECT_HOST,
+    .scales = RV_ASPECT_HOST,
+    .reprices = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .rewrites = RV_ASPECT_DEVICE,
+    .order = RV_ORDER(RV_STAGE_DEVICE, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "hardware",
     "another GPU (gpu=NAME from the catalogue) or a faster one (flops_scale, memory_scale, bandwidth_scale): every GPU task re-costed by the kernel cost model",
-    hardware_params, hardware_apply,
+    hardware_params, hardware_apply, &hardware_effects,
 };

@@ -356,6 +356,10 @@ typedef struct {
      * plugins that estimate durations; empty in a built graph, and a task
      * past its end has none (its duration is exact). */
     GArray *duration_ranges;
+    /* Appended in ABI 8 (compose.h): rv_applied_plugin, the plugins
+     * applied so far in order, so that the composition law can refuse an
+     * order; empty in a built graph. */
+    GArray *applied;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered

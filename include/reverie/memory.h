@@ -77,8 +77,15 @@
  *    batchnorm-restructure's ReLUs, fused-adam's optimizer kernels, whose
  *    Adam state the fused kernel keeps), so its tensors are still made and
  *    kept: it is still read.  A call removed without this is gone with
- *    its tensors (metaflow's remove).
- * Scales of one kind multiply; a later RECOMPUTED replaces an earlier one.
+ *    its tensors (metaflow's remove);
+ *  - SHARD (every call only): the model states are split over data-parallel
+ *    ranks, each holding `factor` of those `segment` names (RV_SHARD_*
+ *    bits: ZeRO's stages); sharded weights are gathered a layer at a time
+ *    while it runs, so the largest layer's whole weights count as
+ *    workspace, and sharded gradients are whole for the layer whose
+ *    backward makes them until they are reduce-scattered.
+ * Scales of one kind multiply (SHARD factors too, per state); a later
+ * RECOMPUTED replaces an earlier one.
  * Inserted calls are not read (they copy a recorded call's shapes), so
  * the effects are the only way an optimization moves the estimate, besides
  * vdnn's copies above.
@@ -109,6 +116,9 @@ typedef enum {
 /* "weights", "gradients", "optimizer_state", "activations", "workspace". */
 const char *rv_memory_category_name(rv_memory_category category);
 
+/* SHARD's `segment`: which model states are sharded. */
+enum { RV_SHARD_OPTIMIZER_STATE = 1, RV_SHARD_GRADIENTS = 2, RV_SHARD_WEIGHTS = 4 };
+
 typedef enum {
     RV_MEM_EFFECT_KEPT_SCALE,
     RV_MEM_EFFECT_RECOMPUTED,
@@ -116,6 +126,7 @@ typedef enum {
     RV_MEM_EFFECT_PARAM_SCALE,
     RV_MEM_EFFECT_STAGE,
     RV_MEM_EFFECT_MOVED,
+    RV_MEM_EFFECT_SHARD,
     RV_MEM_EFFECT_KIND_COUNT
 } rv_memory_effect_kind;
 
@@ -151,6 +162,8 @@ typedef struct {
     gboolean training;                    /* the step has a backward phase */
     int64_t offloaded;                    /* activation bytes offloaded by inserted copies (vdnn) in that step */
     int64_t recomputed;                   /* activation bytes dropped after forward and rebuilt (checkpoint) */
+    int64_t model_states;                 /* weights, gradients and optimizer state of the whole model, unsharded */
+    int64_t gathered;                     /* sharded weights gathered for one layer at a time (SHARD): its largest */
     guint shaped_ops, unshaped_ops;       /* operator calls with and without Input Dims */
     int element_bytes;                    /* of the trace's usual dtype */
     int optimizer_factor;                 /* state bytes per parameter byte; -1 if no optimizer was named */

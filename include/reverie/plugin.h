@@ -22,6 +22,7 @@
 #include <glib.h>
 #include <gmodule.h>
 #include <stdint.h>
+#include "reverie/compose.h"
 #include "reverie/graph.h"
 #include "reverie/sim.h"
 
@@ -36,7 +37,8 @@ G_BEGIN_DECLS
                                      7: graph->memory_effects (what plugins did to tensors, memory.h);
                                      8: timing estimates with their evidence (rv_estimate in rv_timing
                                         and rv_resource), graph->launches and graph->duration_ranges
-                                        (costmodel.h, range.h) */
+                                        (costmodel.h, range.h), rv_plugin.effects and graph->applied
+                                        (the composition law, compose.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {
@@ -89,6 +91,10 @@ typedef struct {
      * broken. */
     gboolean (*apply)(rv_graph *graph, const rv_params *params, rv_plugin_output *output,
                       GError **error);
+    /* Appended in ABI 8: what apply() reads and rewrites (compose.h), so
+     * that reverie can refuse an order of two plugins that do not commute;
+     * NULL: not declared (neither checked nor checked against). */
+    const rv_plugin_effects *effects;
 } rv_plugin;
 
 /* ---- host side ------------------------------------------------------ */
@@ -120,6 +126,9 @@ GPtrArray *rv_params_describe(const rv_params *params);
 
 /*
  * Run the plugin's apply() and check the graph it leaves (validate.h).
+ * Before apply(), the composition law (compose.h) may refuse the plugin
+ * after one applied earlier (RV_ERROR_PLUGIN, one line); after it, the
+ * plugin joins graph->applied.
  * FALSE with the error prefixed by the plugin's name when apply() fails -
  * also when it fails without setting an error, or sets one and claims
  * success - and with RV_ERROR_PLUGIN when the graph is broken afterwards.

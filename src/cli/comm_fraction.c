@@ -142,11 +142,15 @@ static void free_scenarios(GArray *rows)
     g_array_unref(rows);
 }
 
-/* The graph of one scenario: the --opt list, then the hardware scaling. */
+/* The graph of one scenario: the --opt list, then the hardware scaling of
+ * what they made (the composition law's check starts afresh there: the
+ * scaling is this command's question about the result, not another
+ * what-if in the chain). */
 static gboolean run_scenario(const rv_graph *graph, GHashTable *plugins, char **specs, scenario *row, GError **error)
 {
     GPtrArray *opts = rv_opts_prepare(plugins, specs, error);
     if (opts == NULL) return FALSE;
+    GPtrArray *scaling = g_ptr_array_new_with_free_func(rv_opt_free);
     if (row->flops > 0) {
         char *spec = g_strdup_printf("hardware:flops_scale=%.17g,memory_scale=%.17g,bandwidth_scale=%.17g", row->flops,
                                      row->flops, row->links);
@@ -154,17 +158,21 @@ static gboolean run_scenario(const rv_graph *graph, GHashTable *plugins, char **
         g_free(spec);
         if (opt == NULL) {
             g_ptr_array_unref(opts);
+            g_ptr_array_unref(scaling);
             return FALSE;
         }
-        g_ptr_array_add(opts, opt);
+        g_ptr_array_add(scaling, opt);
     }
     rv_graph *copy = rv_graph_copy(graph);
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
-    gboolean ok = rv_cli_apply_opts(copy, opts, FALSE, &policy, error) &&
-                  measure(copy, policy.policy.priority ? &policy.policy : NULL, row, error);
+    gboolean ok = rv_cli_apply_opts(copy, opts, FALSE, &policy, error);
+    if (ok) rv_compose_rebase(copy);
+    ok = ok && rv_cli_apply_opts(copy, scaling, FALSE, &policy, error) &&
+         measure(copy, policy.policy.priority ? &policy.policy : NULL, row, error);
     rv_opts_policy_clear(&policy);
     rv_graph_free(copy);
     g_ptr_array_unref(opts);
+    g_ptr_array_unref(scaling);
     return ok;
 }
 

@@ -1,6 +1,7 @@
 /*
  * plugins.c - `reverie plugins [NAME] [--json]`: the optimizations reverie
- * can find, with their parameters (name, type, default, unit, help).
+ * can find, with their parameters (name, type, default, unit, help) and
+ * what each declares it reads and rewrites (the composition law, compose.h).
  *
  * Listing loads plugins, which runs their code; the loader only loads .so
  * files whose symbol table defines rv_plugin_descriptor (plugin.c), and a
@@ -21,6 +22,33 @@ static void print_text(const char *format_width, const char *text)
     g_free(shown);
 }
 
+/* The ways a plugin may touch aspects, as compose.h names them. */
+static const char *const ways[] = { "reads", "reads_time", "scales", "reprices", "rewrites" };
+
+static uint32_t way_mask(const rv_plugin_effects *effects, int way)
+{
+    const uint32_t masks[] = { effects->reads, effects->reads_time, effects->scales, effects->reprices, effects->rewrites };
+    return masks[way];
+}
+
+/* One line: its place in the canonical order and what it touches how. */
+static void print_effects(const rv_plugin_effects *effects)
+{
+    if (effects == NULL) {
+        printf("    composes: not declared (reverie cannot check its order against others)\n");
+        return;
+    }
+    printf("    composes: stage %d, %s (order %u)", effects->order / 100, rv_stage_name(effects->order / 100),
+           effects->order);
+    for (int way = 0; way < (int)G_N_ELEMENTS(ways); way++) {
+        if (way_mask(effects, way) == 0) continue;
+        char *aspects = rv_aspects_describe(way_mask(effects, way));
+        printf("; %s %s", ways[way], aspects);
+        g_free(aspects);
+    }
+    printf("\n");
+}
+
 static void print_plugin(const rv_plugin *plugin, gboolean detailed)
 {
     print_text("%-14s ", plugin->name);
@@ -33,6 +61,7 @@ static void print_plugin(const rv_plugin *plugin, gboolean detailed)
         print_text("%-6s ", spec->unit ? spec->unit : "");
         print_text("%s\n", spec->help ? spec->help : "");
     }
+    print_effects(plugin->effects);
 }
 
 /* One row per parameter (a plugin without parameters gets one row with an
@@ -159,7 +188,10 @@ int rv_cmd_plugins(int argc, char **argv)
         "Plugins are found by name in REVERIE_PLUGIN_PATH, the build tree (when reverie\n"
         "runs from one) and the install folder. Listing them loads them, which runs their\n"
         "code: only .so files whose symbol table defines rv_plugin_descriptor are loaded,\n"
-        "and the others are named on stderr as skipped. NAME loads that plugin alone.\n\n"
+        "and the others are named on stderr as skipped. NAME loads that plugin alone.\n"
+        "Each plugin's last line says what it declares it reads and rewrites, and its place\n"
+        "in the order reverie accepts when two plugins do not commute (docs/optimizations.md,\n"
+        "Composing optimizations).\n\n"
         "Examples:\n  reverie plugins\n  reverie plugins ddp --json\n  reverie plugins --csv > plugins.csv\n"
         "  reverie plugins --markdown > plugin-reference.md\n");
     int status = RV_EXIT_OK;

@@ -3,6 +3,7 @@
  * the acyclicity check (igraph).
  */
 #include "reverie/graph.h"
+#include "reverie/compose.h"
 #include "reverie/escape.h"
 #include "reverie/error.h"
 #include "index.h"
@@ -92,6 +93,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->memory_effects = g_array_new(FALSE, FALSE, sizeof(rv_memory_effect));
     graph->launches = g_array_new(FALSE, TRUE, sizeof(rv_launch));
     graph->duration_ranges = g_array_new(FALSE, FALSE, sizeof(rv_duration_range));
+    graph->applied = g_array_new(FALSE, FALSE, sizeof(rv_applied_plugin));
     return graph;
 }
 
@@ -113,6 +115,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->memory_effects);
     g_array_unref(graph->launches);
     g_array_unref(graph->duration_ranges);
+    g_array_unref(graph->applied);
     g_free(graph);
 }
 
@@ -162,6 +165,7 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->memory_effects, source->memory_effects);
     assign_array(target->launches, source->launches);
     assign_array(target->duration_ranges, source->duration_ranges);
+    assign_array(target->applied, source->applied);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

@@ -435,6 +435,25 @@ json_t *rv_critical_path_document(const rv_runs *runs)
 
 /* ---- plugins ---------------------------------------------------------------------- */
 
+/* What a plugin declares for the composition law (compose.h): its place in
+ * the order and the aspects it touches, per way. */
+static json_t *effects_document(const rv_plugin_effects *effects)
+{
+    static const char *const ways[] = { "reads", "reads_time", "scales", "reprices", "rewrites" };
+    if (effects == NULL) return json_null();
+    const uint32_t masks[] = { effects->reads, effects->reads_time, effects->scales, effects->reprices, effects->rewrites };
+    json_t *object = json_object();
+    json_object_set_new(object, "order", json_integer(effects->order));
+    json_object_set_new(object, "stage", json_string(rv_stage_name(effects->order / 100)));
+    for (gsize way = 0; way < G_N_ELEMENTS(ways); way++) {
+        json_t *aspects = json_array();
+        for (int bit = 0; bit < RV_ASPECT_COUNT; bit++)
+            if (masks[way] & (1u << bit)) json_array_append_new(aspects, json_string(rv_aspect_name(1u << bit)));
+        json_object_set_new(object, ways[way], aspects);
+    }
+    return object;
+}
+
 json_t *rv_plugin_document(const rv_plugin *plugin)
 {
     json_t *params = json_array();
@@ -452,5 +471,6 @@ json_t *rv_plugin_document(const rv_plugin *plugin)
     json_object_set_new(object, "name", rv_json_text(plugin->name));
     if (plugin->summary) json_object_set_new(object, "summary", rv_json_text(plugin->summary));
     json_object_set_new(object, "params", params);
+    json_object_set_new(object, "effects", effects_document(plugin->effects));
     return object;
 }

@@ -232,8 +232,9 @@ G_STATIC_ASSERT(sizeof(rv_launch) == 16);
  * graph->memory (at 608) is the memory section.  graph->memory_effects (at
  * 616) is not saved either: plugins make them.  graph->launches (at 624)
  * is the launches section; graph->duration_ranges (at 632) is not saved:
- * plugins make them. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 640);
+ * plugins make them; nor graph->applied (at 640), the plugins applied so
+ * far. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 648);
 #endif
 
 typedef struct {

@@ -345,6 +345,11 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
 {
     const rv_plugin *descriptor = plugin->descriptor;
     GError *failure = NULL;
+    if (!rv_compose_check(graph, descriptor->name, descriptor->effects, &failure)) {
+        g_prefix_error(&failure, "%s: ", descriptor->name);
+        g_propagate_error(error, failure);
+        return FALSE;
+    }
     /* Kept to tell whether apply() touched the edges: only then can it
      * have closed a cycle in the graph it was given (taken as valid). */
     guint edge_count = graph->edges->len;
@@ -373,6 +378,7 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
         g_error_free(failure);
         return FALSE;
     }
+    rv_compose_record(graph, descriptor->name, descriptor->effects);
     return TRUE;
 }
 
