@@ -533,6 +533,50 @@ END_TEST
 
 /* ---- suite ---------------------------------------------------------- */
 
+/* ---- unprofiled ----------------------------------------------------------- */
+
+/* Each call's host overhead loses exactly its bounded profiler share (the
+ * operators before it x the trace's bound, at most the overhead), the steps
+ * shrink or stay, and the reports then see no profiler time left. */
+START_TEST(unprofiled_real)
+{
+    rv_graph *graph = load_trace("kineto_legacy_resnet50_v100.2steps.json.gz");
+    ck_assert_int_eq(graph->timing.profiler_op_cost.source, RV_SOURCE_BOUND);
+    int32_t n = rv_graph_task_count(graph);
+    int64_t *expected = g_new(int64_t, n);
+    for (int32_t id = 0; id < n; id++)
+        expected[id] = rv_graph_task(graph, id)->host_overhead_ns - rv_task_profiler_overhead_ns(graph, id);
+    int64_t share = rv_graph_profiler_overhead_ns(graph), before = step_total(graph);
+    ck_assert_int_gt(share, 0);
+    rv_graph *same = rv_graph_copy(graph);
+    apply_ok(same, "unprofiled", "op_cost=0us");
+    ck_assert_int_eq(step_total(same), before);
+    rv_graph_free(same);
+    apply_ok(graph, "unprofiled", "");
+    for (int32_t id = 0; id < n; id++)
+        ck_assert_msg(rv_graph_task(graph, id)->host_overhead_ns == expected[id], "task %d", id);
+    ck_assert_int_eq(rv_graph_profiler_overhead_ns(graph), 0);
+    int64_t after = step_total(graph);
+    g_printerr("unprofiled: %.3f ms of host time out, steps %.3f -> %.3f ms\n", share / 1e6, before / 1e6, after / 1e6);
+    ck_assert_int_le(after, before);
+    ck_assert_int_ge(after, before - share);
+    g_free(expected);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(unprofiled_refusals)
+{
+    rv_graph *graph = load_trace("hta_resnet50_v100.json.gz");
+    assert_apply_fails(graph, "unprofiled", "op_cost=fast", RV_ERROR_USAGE, "op_cost must be auto or a duration");
+    assert_apply_fails(graph, "unprofiled", "op_cost=-1us", RV_ERROR_USAGE, "op_cost must be auto or a duration");
+    graph->timing.profiler_op_cost.source = RV_SOURCE_NONE; /* as in a trace with too few sibling gaps */
+    assert_apply_fails(graph, "unprofiled", "", RV_ERROR_PLUGIN, "give op_cost=DURATION");
+    apply_ok(graph, "unprofiled", "op_cost=1us");
+    rv_graph_free(graph);
+}
+END_TEST
+
 static Suite *plugins_suite(void)
 {
     Suite *suite = suite_create("plugins");
@@ -570,6 +614,11 @@ static Suite *plugins_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, ddp_hand_built);
     tcase_add_test(tc, ddp_real);
+    suite_add_tcase(suite, tc);
+    tc = tcase_create("unprofiled");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, unprofiled_real);
+    tcase_add_test(tc, unprofiled_refusals);
     suite_add_tcase(suite, tc);
     return suite;
 }

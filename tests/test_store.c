@@ -33,7 +33,7 @@
 enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 95,
        COLLECTIVE_SIZE = 40, RANK_SIZE = 32, LAUNCH_SIZE = 20 };
 enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS,
-       SEC_MEMORY, SEC_LAUNCHES };
+       SEC_MEMORY, SEC_LAUNCHES, SEC_HOST_OPERATORS };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
 
@@ -238,7 +238,8 @@ static rv_graph *hand_built_graph(void)
                                  .offset_contradicted = 1, .launch_latency = { 1500, 200, 30, RV_SOURCE_MEASURED },
                                  .idle_gap = { 900, 100, 40, RV_SOURCE_TRACE_WIDE },
                                  .queue_depth = { 1024, 0, 50, RV_SOURCE_PRIOR }, .sync_return = { 5000, 0, 3, RV_SOURCE_PRIOR },
-                                 .queue_unblocked_in_flight = 700, .clock_status = RV_CLOCK_CORRECTED };
+                                 .queue_unblocked_in_flight = 700, .clock_status = RV_CLOCK_CORRECTED,
+                                 .profiler_op_cost = { 1200, 800, 45, RV_SOURCE_BOUND }, .profiled_operators = 7 };
     /* the kernel is rank 1's part of an all-reduce among 8 */
     rv_collective_info all_reduce = { 1 << 20, 17, rv_strings_intern(graph->strings, "0"), 8, -1, -1, 1, 0,
                                       RV_PARALLEL_DATA, RV_MATCH_NONE, 0 };
@@ -253,6 +254,9 @@ static rv_graph *hand_built_graph(void)
     /* the kernel ran 264 blocks of 128 threads, 32 registers each, 4 KiB of shared memory */
     g_array_set_size(graph->launches, (guint)ids[2] + 1);
     g_array_index(graph->launches, rv_launch, ids[2]) = (rv_launch){ 264, 128, 32, 4096 };
+    /* the profiler recorded 7 operators before the launch call (task 1) */
+    g_array_set_size(graph->host_operators, 2);
+    g_array_index(graph->host_operators, uint32_t, 1) = 7;
     return graph;
 }
 
@@ -320,6 +324,8 @@ static void assert_timing_equal(const rv_timing *a, const rv_timing *b)
     assert_estimate_equal(&a->idle_gap, &b->idle_gap);
     assert_estimate_equal(&a->queue_depth, &b->queue_depth);
     assert_estimate_equal(&a->sync_return, &b->sync_return);
+    assert_estimate_equal(&a->profiler_op_cost, &b->profiler_op_cost);
+    ck_assert(a->profiled_operators == b->profiled_operators);
     ck_assert(a->offset_low_ns == b->offset_low_ns && a->offset_high_ns == b->offset_high_ns &&
               a->offset_launch_pairs == b->offset_launch_pairs && a->offset_sync_pairs == b->offset_sync_pairs &&
               a->offset_contradicted == b->offset_contradicted &&
@@ -367,6 +373,10 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
     ck_assert_msg(a->launches->len == 0 ||
                       memcmp(a->launches->data, b->launches->data, a->launches->len * sizeof(rv_launch)) == 0,
                   "launches differ");
+    ck_assert_uint_eq(a->host_operators->len, b->host_operators->len);
+    ck_assert_msg(a->host_operators->len == 0 ||
+                      memcmp(a->host_operators->data, b->host_operators->data, a->host_operators->len * 4) == 0,
+                  "host operators differ");
 }
 
 /* Replays of both graphs agree task by task and step by step. */
@@ -524,8 +534,8 @@ START_TEST(saving_is_deterministic)
     ck_assert(first_length == second_length && memcmp(first, second, first_length) == 0);
     /* The header is the documented, stable one. */
     ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
-    ck_assert_uint_eq(le32(first + 8), 5);
-    ck_assert_uint_eq(le32(first + 12), 10);
+    ck_assert_uint_eq(le32(first + 8), 6);
+    ck_assert_uint_eq(le32(first + 12), 11);
     ck_assert_uint_eq(le32(first + 20), 0);
     g_free(first);
     g_free(second);
@@ -615,11 +625,14 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 6, 4);
+    put_le(bytes + 8, 7, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 6 is newer than this reverie supports (5); re-import the trace",
-                      "version 6");
+                      "test.rvg: format version 7 is newer than this reverie supports (6); re-import the trace",
+                      "version 7");
+    put_le(bytes + 8, 5, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: format version 5 predates the profiler's per-operator cost", "version 5");
     put_le(bytes + 8, 4, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 4 predates the timing estimates' evidence", "version 4");
@@ -737,6 +750,9 @@ static const forgery forgeries[] = {
     { SEC_LAUNCHES, 4 + 0, (uint32_t)-1, 4, "record 0 names task -1" },
     { SEC_LAUNCHES, 4 + 4, 0, 4, "record 0: task 2's launch has 0 blocks of 128 threads" },
     { SEC_LAUNCHES, 4 + 8, 0, 4, "record 0: task 2's launch has 264 blocks of 0 threads" },
+    { SEC_HOST_OPERATORS, 0, 2, 4, "section 'host operators': 2 records of 8 bytes" },
+    { SEC_HOST_OPERATORS, 4 + 0, 5, 4, "record 0 names task 5 (after task -1, of 5 tasks)" },
+    { SEC_HOST_OPERATORS, 4 + 4, 0, 4, "record 0: task 1 has 0 operators" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, (uint32_t)-1, 4, "task 1 runs on resource -1" },
     { SEC_TASKS, 4 + TASK_SIZE + 44, 10000, 4, "task 1: name is string 10000" },
@@ -791,20 +807,31 @@ END_TEST
 
 /* The metadata section ends with the timing estimates: ..., the
  * sync_return estimate (whose last byte is its source), u64
- * queue_unblocked_in_flight, u8 clock_status. */
+ * queue_unblocked_in_flight, u8 clock_status, the profiler_op_cost
+ * estimate (i64 value, i64 spread, u64 samples, u8 source), u64
+ * profiled_operators. */
 START_TEST(forged_timing_estimates)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
     gsize end = section_end(bytes, SEC_METADATA);
     guint8 *copy = g_memdup2(bytes, length);
-    put_le(copy + end - 1, RV_CLOCK_STATUS_COUNT, 1);
+    gsize profiler = end - 8 - 25; /* the profiler_op_cost estimate */
+    put_le(copy + profiler - 1, RV_CLOCK_STATUS_COUNT, 1);
     fix_checksums(copy, length);
     expect_load_error(copy, length, "clock status 4 is unknown", "clock status");
     memcpy(copy, bytes, length);
-    put_le(copy + end - 10, RV_SOURCE_COUNT, 1);
+    put_le(copy + profiler - 10, RV_SOURCE_COUNT, 1);
     fix_checksums(copy, length);
     expect_load_error(copy, length, "a timing estimate has source 5 (there are 5)", "estimate source");
+    memcpy(copy, bytes, length);
+    put_le(copy + end - 9, RV_SOURCE_COUNT, 1);
+    fix_checksums(copy, length);
+    expect_load_error(copy, length, "a timing estimate has source 5 (there are 5)", "profiler estimate source");
+    memcpy(copy, bytes, length);
+    put_le(copy + profiler, (uint64_t)-5, 8);
+    fix_checksums(copy, length);
+    expect_load_error(copy, length, "the profiler's per-operator cost is -5 ns", "negative profiler cost");
     g_free(copy);
     g_free(bytes);
 }
@@ -856,11 +883,12 @@ START_TEST(extra_bytes)
     expect_load_error(longer, length + 3, "3 bytes of unknown data follow the last section", "trailing bytes");
     uint32_t count = le32(longer + 12);
     guint8 *last_entry = longer + HEADER_SIZE + ENTRY_SIZE * (count - 1);
-    ck_assert_uint_eq(le32(last_entry), SEC_LAUNCHES);
+    ck_assert_uint_eq(le32(last_entry), SEC_HOST_OPERATORS);
     put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
     fix_checksums(longer, length + 3);
-    expect_load_error(longer, length + 3, "section 'launches': 1 records of 20 bytes need 20 bytes but the section has 23",
-                      "launches too long");
+    expect_load_error(longer, length + 3,
+                      "section 'host operators': 1 records of 8 bytes need 8 bytes but the section has 11",
+                      "host operators too long");
     g_free(longer);
     g_free(bytes);
 }

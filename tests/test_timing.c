@@ -333,6 +333,62 @@ START_TEST(test_no_launch_correlation_is_noted)
 }
 END_TEST
 
+/* ---- the profiler's own cost ------------------------------------------
+
+   One operator calls 40 children of 2 us one after another; 1.5 us
+   between them, except 30 us twice (Python, a lock: not the profiler's)
+   and once 10 us around a runtime call (not a gap between siblings).  The
+   10th percentile of the 38 gaps is 1.5 us.  The call in the middle has
+   the outer operator and the first 20 children before it, the last call
+   the other 20; the bound on each call's share is its operators x 1.5 us.
+   With 10 children there are too few gaps for a bound. */
+static rv_graph *siblings_graph(int children)
+{
+    tt_trace *trace = tt_new(BASE_US);
+    tt_runtime(trace, MAIN, "cudaGetDeviceCount", 0, 1, -1); /* the thread's first call: overheads count after it */
+    double t = 6;
+    for (int k = 0; k < children; k++) {
+        tt_cpu_op(trace, MAIN, "aten::child", t, 2);
+        t += 2;
+        double gap = k % 10 == 9 ? 30 : 1.5;
+        if (k == 19) {
+            tt_runtime(trace, MAIN, "cudaGetDevice", t + 4, 2, -1);
+            gap = 10;
+        }
+        t += gap;
+    }
+    tt_cpu_op(trace, MAIN, "aten::outer", 5, t - 4);
+    tt_runtime(trace, MAIN, "cudaDeviceSynchronize", t + 5, 2, -1);
+    rv_graph *graph = tt_build(trace);
+    tt_free(trace);
+    return graph;
+}
+
+START_TEST(test_profiler_cost_bound)
+{
+    rv_graph *graph = siblings_graph(40);
+    const rv_estimate *cost = &graph->timing.profiler_op_cost;
+    ck_assert_int_eq(cost->source, RV_SOURCE_BOUND);
+    ck_assert_uint_eq(cost->samples, 38);
+    ck_assert_int_eq(cost->value, 1500);
+    ck_assert_uint_eq(graph->timing.profiled_operators, 41);
+    int32_t middle = call_named(graph, "cudaGetDevice"), last = call_named(graph, "cudaDeviceSynchronize");
+    ck_assert_uint_eq(rv_task_host_operators(graph, middle), 21);
+    ck_assert_uint_eq(rv_task_host_operators(graph, last), 20);
+    ck_assert_int_eq(rv_task_profiler_overhead_ns(graph, middle), 21 * 1500);
+    /* never more than the host overhead itself */
+    ck_assert_int_le(rv_task_profiler_overhead_ns(graph, last), rv_graph_task(graph, last)->host_overhead_ns);
+    ck_assert_int_eq(rv_graph_profiler_overhead_ns(graph),
+                     rv_task_profiler_overhead_ns(graph, middle) + rv_task_profiler_overhead_ns(graph, last));
+    rv_graph_free(graph);
+    graph = siblings_graph(10);
+    ck_assert_int_eq(graph->timing.profiler_op_cost.source, RV_SOURCE_NONE);
+    ck_assert_uint_eq(graph->timing.profiler_op_cost.samples, 9);
+    ck_assert_int_eq(rv_graph_profiler_overhead_ns(graph), 0);
+    rv_graph_free(graph);
+}
+END_TEST
+
 static Suite *timing_suite(void)
 {
     Suite *suite = suite_create("timing");
@@ -352,6 +408,7 @@ static Suite *timing_suite(void)
     tcase_add_test(rules, test_host_overhead_excludes_waits);
     tcase_add_test(rules, test_unexplained_reported_not_replayed);
     tcase_add_test(rules, test_no_launch_correlation_is_noted);
+    tcase_add_test(rules, test_profiler_cost_bound);
     suite_add_tcase(suite, rules);
     return suite;
 }

@@ -218,6 +218,13 @@ typedef struct {
     rv_estimate sync_return;     /* a blocking call's return after the GPU work it waited for ended */
     uint64_t queue_unblocked_in_flight; /* most launches seen in flight on one stream without a call blocking */
     uint8_t clock_status;        /* rv_clock_status */
+    /* What the profiler's own callbacks cost the host per operator it
+     * recorded (profiler.c): an upper bound from the gaps between sibling
+     * operators, source RV_SOURCE_BOUND, or RV_SOURCE_NONE without enough
+     * of them.  graph->host_operators says how many operators each call's
+     * host overhead holds. */
+    rv_estimate profiler_op_cost;
+    uint64_t profiled_operators;  /* operators counted into host overheads, in all */
 } rv_timing;
 
 /* Which parallelism a collective serves, so that composed what-ifs re-cost
@@ -360,6 +367,11 @@ typedef struct {
      * applied so far in order, so that the composition law can refuse an
      * order; empty in a built graph. */
     GArray *applied;
+    /* Appended in ABI 8 (profiler.c): uint32_t per task id, how many
+     * operators the profiler recorded in that CPU task's host overhead
+     * (between the previous call on its thread and it); shorter than tasks
+     * when the last tasks have none.  Use rv_task_profiler_overhead_ns(). */
+    GArray *host_operators;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered
@@ -400,6 +412,20 @@ static inline const rv_launch *rv_task_launch(const rv_graph *graph, int32_t tas
     const rv_launch *launch = &g_array_index(graph->launches, rv_launch, task);
     return launch->blocks > 0 ? launch : NULL;
 }
+/* Operators the profiler recorded in a CPU task's host overhead (0 when
+ * the graph does not say). */
+static inline uint32_t rv_task_host_operators(const rv_graph *graph, int32_t task)
+{
+    if (task < 0 || graph->host_operators == NULL || (guint)task >= graph->host_operators->len) return 0;
+    return g_array_index(graph->host_operators, uint32_t, task);
+}
+/* The part of a task's host overhead that the profiler's own callbacks
+ * may have taken: its operators times the trace's per-operator bound
+ * (rv_timing.profiler_op_cost), at most the overhead itself.  An upper
+ * bound; 0 when the trace gives no bound. */
+int64_t rv_task_profiler_overhead_ns(const rv_graph *graph, int32_t task);
+/* The same over every task not removed. */
+int64_t rv_graph_profiler_overhead_ns(const rv_graph *graph);
 /* Add a collective; returns the value for rv_task.collective (1 + its index). */
 int32_t rv_graph_add_collective(rv_graph *graph, const rv_collective_info *info);
 

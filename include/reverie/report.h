@@ -107,6 +107,7 @@ typedef struct {
     gboolean launch_queue_ignored;  /* the replay dropped the launch-queue rule (sim.h) */
     int64_t path_ns;                /* the steps' critical paths, in all */
     int64_t host_path_ns;           /* the part of them that is recorded host time (critical_path.h) */
+    int64_t profiler_path_ns;       /* of that, at most this much the profiler's own (critical_path.h) */
 } rv_replay;
 
 /* Replay the graph (policy may be NULL) and read its steps; FALSE with the

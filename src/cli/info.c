@@ -196,6 +196,22 @@ static void print_queue(const rv_timing *t)
                " long launch calls do not agree on a depth)", t->queue_depth.value, t->queue_depth.samples);
 }
 
+/* The profiler's own share of the host time: a bound, with what it rests on. */
+static void print_profiler_cost(const rv_graph *graph)
+{
+    const rv_timing *t = &graph->timing;
+    if (t->profiler_op_cost.source != RV_SOURCE_BOUND) {
+        printf("        profiler overhead not bounded (%" G_GUINT64_FORMAT " gaps between sibling operators, too few)\n",
+               t->profiler_op_cost.samples);
+        return;
+    }
+    printf("        profiler overhead at most %.3f us per operator (10th percentile of %" G_GUINT64_FORMAT
+           " gaps between sibling operators, IQR %.3f us): %" G_GUINT64_FORMAT " operators, at most %.3f ms of the "
+           "host time (whatif --opt unprofiled takes it out)\n",
+           t->profiler_op_cost.value / 1e3, t->profiler_op_cost.samples, t->profiler_op_cost.spread / 1e3,
+           t->profiled_operators, rv_graph_profiler_overhead_ns(graph) / 1e6);
+}
+
 static void print_timing(const rv_graph *graph)
 {
     const rv_timing *t = &graph->timing;
@@ -219,6 +235,7 @@ static void print_timing(const rv_graph *graph)
     printf("        suspect host time %.3f ms in %" G_GUINT64_FORMAT " gaps ending just after a GPU task (%.0f expected "
            "by chance)\n", x->suspect_host_ns / 1e6, x->suspect_host_gaps, x->suspect_by_chance);
     rv_explanation_free(x);
+    print_profiler_cost(graph);
 }
 
 static void print_text(const rv_graph *graph, const graph_counts *counts)
@@ -264,12 +281,13 @@ static json_t *json_timing(const rv_graph *graph)
 {
     const rv_timing *t = &graph->timing;
     rv_explanation *x = rv_explain(graph, 0);
-    json_t *estimates = json_pack("{s:o,s:o,s:o,s:o,s:o}", "clock_offset", json_estimate(&t->clock_offset, 1e3, "us"),
+    json_t *estimates = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "clock_offset", json_estimate(&t->clock_offset, 1e3, "us"),
                                   "launch_latency", json_estimate(&t->launch_latency, 1e3, "us"), "idle_gap",
                                   json_estimate(&t->idle_gap, 1e3, "us"), "queue_depth",
                                   json_estimate(&t->queue_depth, 0, "launches (0: unbounded)"), "sync_return",
-                                  json_estimate(&t->sync_return, 1e3, "us"));
-    json_t *timing = json_pack("{s:f,s:s,s:o,s:o,s:I,s:I,s:I,s:f,s:f,s:I,s:b,s:I,s:f,s:f,s:o}",
+                                  json_estimate(&t->sync_return, 1e3, "us"), "profiler_op_cost",
+                                  json_estimate(&t->profiler_op_cost, 1e3, "us per operator (an upper bound)"));
+    json_t *timing = json_pack("{s:f,s:s,s:o,s:o,s:I,s:I,s:I,s:f,s:f,s:I,s:b,s:I,s:f,s:f,s:I,s:f,s:o}",
                                "clock_offset_us", t->clock_offset.value / 1e3,
                                "clock_status", rv_clock_status_name(t->clock_status),
                                "offset_low_us", t->offset_low_ns == G_MININT64 ? json_null() : json_real(t->offset_low_ns / 1e3),
@@ -282,6 +300,8 @@ static json_t *json_timing(const rv_graph *graph)
                                "queue_measured", t->queue_depth.source == RV_SOURCE_MEASURED,
                                "queue_unblocked_in_flight", (json_int_t)t->queue_unblocked_in_flight,
                                "unexplained_us", x->total_ns / 1e3, "unexplained_cpu_us", x->cpu_total_ns / 1e3,
+                               "profiled_operators", (json_int_t)t->profiled_operators,
+                               "profiler_overhead_bound_us", rv_graph_profiler_overhead_ns(graph) / 1e3,
                                "estimates", estimates);
     rv_explanation_free(x);
     return timing;

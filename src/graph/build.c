@@ -418,6 +418,7 @@ static void run_passes(builder *b)
     rv_build_thread_origins(b);
     rv_build_order_edges(b);
     rv_build_timing(b);
+    rv_build_profiler_cost(b);
     rv_build_memory(b);
 }
 

@@ -61,6 +61,11 @@ typedef struct {
     int32_t inner, outer;
 } comm_scope;
 
+/* Scope events (operators, annotations, Python functions) per resource
+ * (GPtrArray of const rv_event *), sorted by start, the longer first when
+ * two start together; CPU threads only, others empty.  Free with
+ * g_ptr_array_free(per_thread, TRUE). */
+GPtrArray *builder_scopes_by_thread(builder *b);
 void rv_build_tags(builder *b);
 /* The collective of every NCCL/RCCL kernel (collectives.c), after tags. */
 void rv_build_collectives(builder *b);
@@ -76,6 +81,9 @@ int64_t rv_build_process_start(const builder *b, int64_t pid);
 void rv_build_order_edges(builder *b);
 /* How each kernel was launched, in blocks (launches.c), after launch edges. */
 void rv_build_launches(builder *b);
+/* The profiler's per-operator cost bound and each call's operators
+ * (profiler.c), after the tasks are sorted. */
+void rv_build_profiler_cost(builder *b);
 /* Per device and step, what the [memory] events recorded (memory_records.c). */
 void rv_build_memory(builder *b);
 

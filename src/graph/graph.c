@@ -94,6 +94,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->launches = g_array_new(FALSE, TRUE, sizeof(rv_launch));
     graph->duration_ranges = g_array_new(FALSE, FALSE, sizeof(rv_duration_range));
     graph->applied = g_array_new(FALSE, FALSE, sizeof(rv_applied_plugin));
+    graph->host_operators = g_array_new(FALSE, TRUE, sizeof(uint32_t));
     return graph;
 }
 
@@ -116,6 +117,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->launches);
     g_array_unref(graph->duration_ranges);
     g_array_unref(graph->applied);
+    g_array_unref(graph->host_operators);
     g_free(graph);
 }
 
@@ -166,8 +168,29 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->launches, source->launches);
     assign_array(target->duration_ranges, source->duration_ranges);
     assign_array(target->applied, source->applied);
+    assign_array(target->host_operators, source->host_operators);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
+}
+
+int64_t rv_task_profiler_overhead_ns(const rv_graph *graph, int32_t task)
+{
+    const rv_estimate *cost = &graph->timing.profiler_op_cost;
+    if (cost->source != RV_SOURCE_BOUND || cost->value <= 0) return 0;
+    uint32_t operators = rv_task_host_operators(graph, task);
+    if (operators == 0) return 0;
+    int64_t overhead = g_array_index(graph->tasks, rv_task, task).host_overhead_ns;
+    /* in double: a forged count times a forged cost must not wrap */
+    return (int64_t)MIN((double)overhead, (double)operators * (double)cost->value);
+}
+
+int64_t rv_graph_profiler_overhead_ns(const rv_graph *graph)
+{
+    int64_t total = 0;
+    for (guint t = 0; t < graph->host_operators->len && t < graph->tasks->len; t++)
+        if (!(g_array_index(graph->tasks, rv_task, t).flags & RV_TASK_FLAG_REMOVED))
+            total += rv_task_profiler_overhead_ns(graph, (int32_t)t);
+    return total;
 }
 
 rv_graph *rv_graph_copy(const rv_graph *graph)

@@ -134,6 +134,10 @@ static void append_tasks(rv_graph *joint, const rv_graph *graph, string_map *m, 
         g_array_set_size(joint->launches, (guint)at->task);
         g_array_append_vals(joint->launches, graph->launches->data, graph->launches->len);
     }
+    if (graph->host_operators->len > 0) { /* likewise: zeros, no operators */
+        g_array_set_size(joint->host_operators, (guint)at->task);
+        g_array_append_vals(joint->host_operators, graph->host_operators->data, graph->host_operators->len);
+    }
     for (guint e = 0; e < graph->edges->len; e++) {
         rv_edge edge = g_array_index(graph->edges, rv_edge, e);
         edge.from += at->task;

@@ -79,8 +79,7 @@ static gint compare_scopes(gconstpointer left, gconstpointer right)
     return (int)a->file_index - (int)c->file_index;
 }
 
-/* Scope events (operators, annotations, modules) grouped by CPU resource. */
-static GPtrArray *scopes_by_thread(builder *b)
+GPtrArray *builder_scopes_by_thread(builder *b)
 {
     GPtrArray *per_thread = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
     for (guint r = 0; r < b->graph->resources->len; r++) g_ptr_array_add(per_thread, g_ptr_array_new());
@@ -269,7 +268,7 @@ static void tag_gpu_tasks(builder *b)
 
 void rv_build_tags(builder *b)
 {
-    GPtrArray *per_thread = scopes_by_thread(b);
+    GPtrArray *per_thread = builder_scopes_by_thread(b);
     GArray *forward = b->graph->steps->len == 0 ? forward_windows(b) : NULL;
     for (guint r = 0; r < b->graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);

@@ -279,6 +279,7 @@ json_t *rv_whatif_document(const rv_graph *graph, GPtrArray *opts, const rv_what
     json_object_set_new(root, "predicted_gpu_us", json_real(whatif->predicted_gpu_ns / 1e3));
     json_object_set_new(root, "predicted_critical_path_us", json_real(whatif->predicted.path_ns / 1e3));
     json_object_set_new(root, "predicted_host_path_us", json_real(whatif->predicted.host_path_ns / 1e3));
+    json_object_set_new(root, "predicted_profiler_path_us", json_real(whatif->predicted.profiler_path_ns / 1e3));
     json_range(root, steps, &whatif->range);
     json_peak(root, &whatif->peak);
     if (is_job(graph)) json_object_set_new(root, "ranks", ranks_document(graph, &whatif->baseline, &whatif->predicted));

@@ -78,7 +78,7 @@ gboolean rv_replay_run(const rv_graph *graph, const rv_policy *policy, rv_replay
         out->steps = rv_step_times(graph, &sim);
     }
     rv_critical_path *path = rv_critical_path_find(graph, &sim);
-    rv_critical_path_host_share(path, graph, &out->path_ns, &out->host_path_ns);
+    rv_critical_path_host_share(path, graph, &out->path_ns, &out->host_path_ns, &out->profiler_path_ns);
     rv_critical_path_free(path);
     rv_sim_result_clear(&sim);
     return TRUE;

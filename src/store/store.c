@@ -13,11 +13,12 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 5 (version 1 held per-task gaps and lags derived
+ * FILE FORMAT, VERSION 6 (version 1 held per-task gaps and lags derived
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
  * version 3 adds the ranks of a job and its collectives, job.h; version 4
  * the recorded memory peaks, memory.h; version 5 each timing estimate with
- * its evidence, rv_estimate, and how kernels were launched, rv_launch)
+ * its evidence, rv_estimate, and how kernels were launched, rv_launch;
+ * version 6 the profiler's per-operator cost and each call's operators)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -27,8 +28,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 5
- *   12   4  u32 section count N, 1 to 64 (version 5 writes 10)
+ *    8   4  u32 format version: 6
+ *   12   4  u32 section count N, 1 to 64 (version 6 writes 11)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -78,7 +79,8 @@
  *                u64 offset_launch_pairs, u64 offset_sync_pairs,
  *                u64 offset_contradicted, est launch_latency, est idle_gap,
  *                est queue_depth, est sync_return,
- *                u64 queue_unblocked_in_flight, u8 clock_status
+ *                u64 queue_unblocked_in_flight, u8 clock_status,
+ *                est profiler_op_cost, u64 profiled_operators
  *   7 collectives u32 count, then count x 40 bytes:
  *                i64 bytes, i64 seq, i32 group (string), i32 group_size,
  *                i32 peer, i32 rendezvous (task or -1), i32 participants,
@@ -93,12 +95,15 @@
  *  10 launches   u32 count, then count x 20 bytes (rv_launch of the tasks
  *                that have one, in task order): i32 task, u32 blocks,
  *                u32 threads, u32 registers, u32 shared_bytes
+ *  11 host operators  u32 count, then count x 8 bytes (the CPU tasks whose
+ *                host overhead holds recorded operators, in task order):
+ *                i32 task, u32 operators
  *
  * Invariants that a reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 5 (a newer version asks the user
- *     to update reverie, the older versions 1 to 4 to re-import the trace);
+ *   - the magic matches and the version is 6 (a newer version asks the user
+ *     to update reverie, the older versions 1 to 5 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the ten ids appears exactly once and no other id appears;
+ *   - each of the eleven ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
@@ -120,7 +125,8 @@
  *     in a graph without ranks), its device in [0, 4096), its figures in
  *     [-1, 2^53] and its event count not negative;
  *   - launch records name tasks in increasing order, each with blocks and
- *     threads above 0;
+ *     threads above 0; host-operator records likewise, each count above 0;
+ *   - the profiler's per-operator cost lies in [0, 1 s];
  *   - durations and host overheads are not negative and add up, over all
  *     tasks, to less than 2^61 ns; recorded task starts and step begin and end
  *     times lie in [-2^60, 2^62) ns.  Any real recording is far inside
@@ -142,7 +148,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#define RVG_VERSION 5u
+#define RVG_VERSION 6u
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
@@ -154,6 +160,7 @@
 #define RVG_RANK_SIZE 32u
 #define RVG_MEMORY_SIZE 52u
 #define RVG_LAUNCH_SIZE 20u
+#define RVG_HOST_OPERATORS_SIZE 8u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
  * the epoch is the year 2116), and the durations and host overheads of all
@@ -181,12 +188,13 @@ enum {
     SECTION_RANKS,
     SECTION_MEMORY,
     SECTION_LAUNCHES,
-    SECTION_COUNT = SECTION_LAUNCHES
+    SECTION_HOST_OPERATORS,
+    SECTION_COUNT = SECTION_HOST_OPERATORS
 };
 
 static const char *const section_names[SECTION_COUNT + 1] = {
     "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks", "memory",
-    "launches",
+    "launches", "host operators",
 };
 
 /* The counters of the metadata section, in file order. */
@@ -222,19 +230,19 @@ G_STATIC_ASSERT(sizeof(rv_task) == 72);
 G_STATIC_ASSERT(sizeof(rv_edge) == 12);
 G_STATIC_ASSERT(sizeof(rv_step) == 32);
 G_STATIC_ASSERT(sizeof(rv_estimate) == 32);
-G_STATIC_ASSERT(sizeof(rv_timing) == 216);
+G_STATIC_ASSERT(sizeof(rv_timing) == 256);
 G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
 G_STATIC_ASSERT(sizeof(rv_rank) == 32);
 G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
 G_STATIC_ASSERT(sizeof(rv_launch) == 16);
-/* graph->index (at 560), a cache, is not saved; nor graph->contention (at
- * 584): only plugins turn it on, and a saved graph is an imported one.
- * graph->memory (at 608) is the memory section.  graph->memory_effects (at
- * 616) is not saved either: plugins make them.  graph->launches (at 624)
- * is the launches section; graph->duration_ranges (at 632) is not saved:
- * plugins make them; nor graph->applied (at 640), the plugins applied so
- * far. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 648);
+/* graph->index (at 600), a cache, is not saved; nor graph->contention (at
+ * 624): only plugins turn it on, and a saved graph is an imported one.
+ * graph->memory (at 648) is the memory section.  graph->memory_effects (at
+ * 656) is not saved either: plugins make them.  graph->launches (at 664)
+ * is the launches section; graph->duration_ranges (at 672) is not saved:
+ * plugins make them; nor graph->applied (at 680), the plugins applied so
+ * far.  graph->host_operators (at 688) is the host operators section. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 696);
 #endif
 
 typedef struct {
@@ -488,6 +496,15 @@ static gboolean check_launches(const rv_graph *graph, GString *why)
     return TRUE;
 }
 
+static gboolean check_host_operators(const rv_graph *graph, GString *why)
+{
+    if (graph->host_operators->len > graph->tasks->len) {
+        g_string_printf(why, "%u host-operator counts for %u tasks", graph->host_operators->len, graph->tasks->len);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* NULL if the graph is consistent, else the section at fault with *why. */
 static const char *check_graph(const rv_graph *graph, GString *why)
 {
@@ -500,6 +517,7 @@ static const char *check_graph(const rv_graph *graph, GString *why)
     if (!check_ranks(graph, string_count, why)) return section_names[SECTION_RANKS];
     if (!check_memory(graph, why)) return section_names[SECTION_MEMORY];
     if (!check_launches(graph, why)) return section_names[SECTION_LAUNCHES];
+    if (!check_host_operators(graph, why)) return section_names[SECTION_HOST_OPERATORS];
     return NULL;
 }
 
@@ -633,6 +651,8 @@ static void write_timing(GString *out, const rv_timing *timing)
     put_estimate(out, &timing->sync_return);
     put_u64(out, timing->queue_unblocked_in_flight);
     put_u8(out, timing->clock_status);
+    put_estimate(out, &timing->profiler_op_cost);
+    put_u64(out, timing->profiled_operators);
 }
 
 static void write_metadata(GString *out, const rv_graph *graph)
@@ -716,11 +736,24 @@ static void write_launches(GString *out, const rv_graph *graph)
     }
 }
 
+static void write_host_operators(GString *out, const rv_graph *graph)
+{
+    guint count = 0;
+    for (guint i = 0; i < graph->host_operators->len; i++) count += g_array_index(graph->host_operators, uint32_t, i) > 0;
+    put_u32(out, count);
+    for (guint i = 0; i < graph->host_operators->len; i++) {
+        uint32_t operators = g_array_index(graph->host_operators, uint32_t, i);
+        if (operators == 0) continue;
+        put_i32(out, (int32_t)i);
+        put_u32(out, operators);
+    }
+}
+
 typedef void (*section_writer)(GString *out, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
     NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
-    write_collectives, write_ranks, write_memory, write_launches,
+    write_collectives, write_ranks, write_memory, write_launches, write_host_operators,
 };
 
 /* The whole file in memory: header, table, then the sections by id. */
@@ -878,6 +911,9 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version > RVG_VERSION)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
+    if (version == 5)
+        return fail(r, NULL, "format version 5 predates the profiler's per-operator cost (this reverie reads version %u); "
+                    "re-import the trace", RVG_VERSION);
     if (version == 4)
         return fail(r, NULL, "format version 4 predates the timing estimates' evidence and the kernels' launch "
                     "figures (this reverie reads version %u); "
@@ -1185,6 +1221,31 @@ static gboolean read_launches(reader *r, rv_graph *graph)
     return ok;
 }
 
+/* Sparse counts in task order into the dense per-task array. */
+static gboolean read_host_operators(reader *r, rv_graph *graph)
+{
+    cursor c;
+    GArray *records = g_array_new(FALSE, FALSE, 1);
+    gboolean ok = read_record_count(r, SECTION_HOST_OPERATORS, RVG_HOST_OPERATORS_SIZE, &c, records);
+    guint count = records->len;
+    g_array_unref(records);
+    int32_t previous = -1;
+    for (guint i = 0; ok && i < count; i++) {
+        int32_t task = get_i32(&c);
+        uint32_t operators = get_u32(&c);
+        if (task <= previous || task >= rv_graph_task_count(graph))
+            ok = fail(r, section_names[SECTION_HOST_OPERATORS], "record %u names task %d (after task %d, of %d tasks)",
+                      i, task, previous, rv_graph_task_count(graph));
+        else if (operators == 0)
+            ok = fail(r, section_names[SECTION_HOST_OPERATORS], "record %u: task %d has 0 operators", i, task);
+        if (!ok) break;
+        g_array_set_size(graph->host_operators, (guint)task + 1);
+        g_array_index(graph->host_operators, uint32_t, task) = operators;
+        previous = task;
+    }
+    return ok;
+}
+
 /* A u8 that stands for a gboolean; anything but 0 or 1 is corruption. */
 static gboolean get_flag(cursor *c, const char *what, gboolean *value, GString *why)
 {
@@ -1252,13 +1313,20 @@ static gboolean get_timing(cursor *c, rv_timing *timing, GString *why)
     get_estimate(c, &timing->sync_return);
     timing->queue_unblocked_in_flight = get_u64(c);
     timing->clock_status = get_u8(c);
+    get_estimate(c, &timing->profiler_op_cost);
+    timing->profiled_operators = get_u64(c);
     const rv_estimate *estimates[] = { &timing->clock_offset, &timing->launch_latency, &timing->idle_gap,
-                                       &timing->queue_depth, &timing->sync_return };
+                                       &timing->queue_depth, &timing->sync_return, &timing->profiler_op_cost };
     for (gsize i = 0; i < G_N_ELEMENTS(estimates); i++)
         if (estimates[i]->source >= RV_SOURCE_COUNT) {
             g_string_printf(why, "a timing estimate has source %u (there are %d)", estimates[i]->source, RV_SOURCE_COUNT);
             return FALSE;
         }
+    if (timing->profiler_op_cost.value < 0 || timing->profiler_op_cost.value > RVG_STREAM_DELAY_MAX_NS) {
+        g_string_printf(why, "the profiler's per-operator cost is %" G_GINT64_FORMAT " ns (must lie in [0, 1 s])",
+                        timing->profiler_op_cost.value);
+        return FALSE;
+    }
     if (timing->clock_status >= RV_CLOCK_STATUS_COUNT) {
         g_string_printf(why, "clock status %u is unknown (there are %d)", timing->clock_status, RV_CLOCK_STATUS_COUNT);
         return FALSE;
@@ -1301,7 +1369,8 @@ static gboolean read_graph_sections(reader *r, rv_graph *graph)
 {
     if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
         !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph) || !read_collectives(r, graph) ||
-        !read_ranks(r, graph) || !read_memory(r, graph) || !read_launches(r, graph))
+        !read_ranks(r, graph) || !read_memory(r, graph) || !read_launches(r, graph) ||
+        !read_host_operators(r, graph))
         return FALSE;
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);
