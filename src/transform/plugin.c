@@ -275,6 +275,12 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
         g_set_error(&failure, RV_ERROR, RV_ERROR_PLUGIN, "failed without saying why (apply() returned FALSE "
                     "and set no error) - %s", plugin->path);
     if (!ok) {
+        /* Whatever domain the plugin used (a GLib file error, its own), its
+         * failure is a plugin error: exit status 3, as documented. */
+        if (failure->domain != RV_ERROR) {
+            failure->domain = RV_ERROR;
+            failure->code = RV_ERROR_PLUGIN;
+        }
         g_prefix_error(&failure, "%s: ", descriptor->name);
         g_propagate_error(error, failure);
         return FALSE;
