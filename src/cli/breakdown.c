@@ -177,6 +177,13 @@ static int report(const rv_cli_runs *runs, const void *data)
     rv_cli_run list[3];
     guint count = rv_cli_runs_list(runs, TRUE, list);
     rv_breakdown *breakdowns[3];
+    for (guint i = 0; i < count; i++) breakdowns[i] = rv_cli_breakdown_of(&list[i]);
+    /* the plot first: the report reaches stdout only once it is safe */
+    GError *error = NULL;
+    if (options->plot && !rv_cli_plot(options->plot, runs->baseline, list, breakdowns, count, &error)) {
+        for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
+        return rv_cli_fail(error);
+    }
     json_t *array = json_array();
     if (options->as_csv) {
         const char *header[] = { "run", "step", "section", "name", "part", "us", "share_of_step" };
@@ -186,7 +193,6 @@ static int report(const rv_cli_runs *runs, const void *data)
         if (runs->notes->len) printf("%s", runs->notes->str);
     }
     for (guint i = 0; i < count; i++) {
-        breakdowns[i] = rv_cli_breakdown_of(&list[i]);
         if (options->as_json) {
             json_t *steps = json_array();
             for (guint s = 0; s < breakdowns[i]->steps->len; s++)
@@ -200,12 +206,8 @@ static int report(const rv_cli_runs *runs, const void *data)
     }
     if (options->as_json) rv_cli_print_json(json_pack("{s:s,s:o}", "source", runs->baseline->source, "runs", array));
     else json_decref(array);
-    int status = RV_EXIT_OK;
-    GError *error = NULL;
-    if (options->plot && !rv_cli_plot(options->plot, runs->baseline, list, breakdowns, count, &error))
-        status = rv_cli_fail(error);
     for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
-    return status;
+    return RV_EXIT_OK;
 }
 
 int rv_cmd_breakdown(int argc, char **argv)
@@ -221,7 +223,7 @@ int rv_cmd_breakdown(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - where each step's time went");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "For the recording, the baseline replay and (with --opt) the prediction, each step split\n"
         "into CPU only, GPU only, CPU+GPU overlap and idle (Daydream's breakdown; CPU busy\n"
@@ -234,6 +236,8 @@ int rv_cmd_breakdown(int argc, char **argv)
         "  reverie breakdown trace.json.gz --csv > breakdown.csv\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
+    GError *error = NULL;
+    if (!rv_cli_check_output(options.plot, &error)) { status = rv_cli_fail(error); goto out; }
     status = rv_cli_report_runs("breakdown", argc, argv, specs, options.as_json, options.as_csv, report, &options);
 out:
     g_strfreev(specs);

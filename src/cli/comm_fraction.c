@@ -241,7 +241,7 @@ int rv_cmd_comm_fraction(int argc, char **argv)
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH [--opt ...] [--scale F:B]... - communication's share of "
                                                    "the step, today and on faster hardware");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Tale of Two Cs' report: per scenario the step, compute (GPU kernels that are not\n"
         "collectives), communication, exposed communication (no compute runs: on the\n"

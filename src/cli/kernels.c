@@ -334,7 +334,7 @@ int rv_cmd_kernels(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - the kernel cost model's view of a trace");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Per class (gemm, conv, attention, elementwise, reduction, norm, copy, host_copy, comm,\n"
         "other, unknown): kernels, time, how many have shapes, the main dtype, how many run on\n"

@@ -298,7 +298,7 @@ int rv_cmd_memory(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - a step's GPU memory at its peak");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "The estimate from shapes (record_shapes=True): weights, gradients, optimizer state,\n"
         "activations kept for backward and the largest operator's workspace, per phase at its\n"

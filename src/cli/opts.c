@@ -6,6 +6,7 @@
  * is why loading (once, up front) and parsing (per list) are apart.
  */
 #include "cli.h"
+#include "isolate.h"
 #include "reverie/report.h"
 #include <stdio.h>
 #include <string.h>
@@ -123,8 +124,12 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
         GArray *before = count_changes ? snapshot(graph) : NULL;
         guint edges_before = graph->edges->len;
         rv_contention contention_before = graph->contention;
-        /* rv_plugin_apply also checks the graph the plugin left */
-        if (!rv_plugin_apply(opt->loaded, graph, opt->params, &output, error)) {
+        /* rv_plugin_apply also checks the graph the plugin left; isolated,
+         * the parent hears which plugin runs (isolate.h) */
+        rv_cli_isolation_applying(opt->plugin->name);
+        gboolean applied = rv_plugin_apply(opt->loaded, graph, opt->params, &output, error);
+        rv_cli_isolation_applied();
+        if (!applied) {
             if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
             g_string_free(output.notes, TRUE);
             if (before) g_array_unref(before);
@@ -136,8 +141,7 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
                                 contention_before.compute_slowdown != graph->contention.compute_slowdown;
             opt->changed_tasks = changed_since(graph, before, edges_before, output.policy.priority != NULL || new_rule);
             g_array_unref(before);
-            if (opt->changed_tasks == 0)
-                fprintf(stderr, "reverie: note: %s changed no task: its prediction is the baseline\n", opt->spec);
+            if (opt->changed_tasks == 0) rv_cli_note("%s changed no task: its prediction is the baseline", opt->spec);
         }
         opt->notes = output.notes;
         if (output.policy.priority != NULL) {
@@ -166,4 +170,26 @@ GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *struc
     }
     rv_sim_result_clear(&sim);
     return steps;
+}
+
+gboolean rv_cli_load_optimized(const char *path, char **specs, rv_cli_optimized *out, GError **error)
+{
+    memset(out, 0, sizeof *out);
+    out->plugins = rv_cli_plugins_new();
+    /* the specs are checked before the (slow) load */
+    GPtrArray *opts = rv_cli_opts_prepare(out->plugins, specs, error);
+    if (opts == NULL) return FALSE;
+    out->graph = rv_cli_load(path, error);
+    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    gboolean ok = out->graph != NULL && rv_cli_apply_opts(out->graph, opts, opts->len > 0, &policy, error);
+    rv_cli_policy_clear(&policy);
+    g_ptr_array_unref(opts);
+    return ok;
+}
+
+void rv_cli_optimized_clear(rv_cli_optimized *optimized)
+{
+    rv_graph_free(optimized->graph);
+    if (optimized->plugins) g_hash_table_destroy(optimized->plugins); /* after the graph: plugins made its tasks */
+    memset(optimized, 0, sizeof *optimized);
 }

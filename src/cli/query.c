@@ -354,7 +354,7 @@ int rv_cmd_query(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("GRAPH|TRACE [SELECT...] - tasks a selection picks, with totals");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context, RV_SELECTION_HELP
         "\nWithout SELECT every task is selected. Durations are the tasks' own (a blocking\n"
         "call's wait is not included). --json: {source, selection, count, total_us, mean_us,\n"

@@ -1,0 +1,58 @@
+/*
+ * isolate.h - plugins in a forked child process (isolate.c says why and
+ * how): a whole command supervised (--isolate), or one child per variant
+ * of a sweep.
+ */
+#ifndef REVERIE_CLI_ISOLATE_H
+#define REVERIE_CLI_ISOLATE_H
+
+#include <glib.h>
+
+/* The default --time-limit, in seconds: long enough for the optimizations
+ * and replays of the largest graphs the benchmarks build (a million tasks
+ * take seconds), short enough that a hung plugin does not hold a sweep for
+ * long.  0 means no limit. */
+#define RV_CLI_DEFAULT_TIME_LIMIT_S 300.0
+
+/* ---- in a child ---- */
+
+/* Is this process an isolated child? */
+gboolean rv_cli_isolated(void);
+/* Around each plugin's apply(): which plugin a death is blamed on. */
+void rv_cli_isolation_applying(const char *plugin);
+void rv_cli_isolation_applied(void);
+/* A note line for stderr, sent to the parent (which prints each text
+ * once); FALSE when not isolated (print it yourself). */
+gboolean rv_cli_isolation_note(const char *line);
+/* A sweep child's result, and a supervised command's exit status (sent
+ * once its output is flushed). */
+void rv_cli_isolation_result(const void *data, gsize length);
+void rv_cli_isolation_done(int status);
+
+/* ---- in the parent ---- */
+
+/* Fork; in the child (*in_child TRUE) return at once so the command goes
+ * on; in the parent wait for the child and return the command's exit
+ * status, or, when the child died, timed out (limit_s from its first
+ * plugin on; 0: none) or exited without finishing, print one line and
+ * return 3 (2 when no plugin had started). */
+int rv_cli_supervise(double limit_s, gboolean *in_child);
+/* Pass a signal on to the supervised child (async-signal-safe). */
+void rv_cli_isolation_forward(int signal_number);
+
+typedef struct rv_cli_child rv_cli_child;
+/* One child running fn(data) (which ends by sending a result); its time
+ * limit runs from now.  NULL with an error when fork fails. */
+rv_cli_child *rv_cli_child_start(void (*fn)(gpointer), gpointer data, GError **error);
+/* Wait up to timeout_ms (-1: until news) for any running child: read what
+ * it sent, reap it at its end, stop one past limit_s (0: none). */
+void rv_cli_children_wait(GPtrArray *children, int timeout_ms, double limit_s);
+gboolean rv_cli_child_finished(const rv_cli_child *child);
+/* What it sent back; NULL when it died without a result. */
+GBytes *rv_cli_child_result(const rv_cli_child *child);
+/* Why a finished child has no result, in words naming the plugin (g_free). */
+char *rv_cli_child_failure(const rv_cli_child *child, double limit_s);
+/* Free it; a child still running is killed. */
+void rv_cli_child_free(rv_cli_child *child);
+
+#endif
