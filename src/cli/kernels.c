@@ -287,7 +287,7 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling)
     return root;
 }
 
-static int report(const char *path, const char *source_gpu, gboolean scaling, gboolean as_json, int top)
+static int report(const char *path, const char *source_gpu, gboolean scaling, gboolean as_json, gboolean as_csv, int top)
 {
     GError *error = NULL;
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(&error);
@@ -305,6 +305,8 @@ static int report(const char *path, const char *source_gpu, gboolean scaling, gb
     if (scaling) score_scaling(&v, rows);
     if (as_json) {
         rv_cli_print_json(json_view(&v, scaling ? rows : NULL));
+    } else if (as_csv) {
+        rv_cli_print_json_as_csv(json_view(&v, scaling ? rows : NULL));
     } else {
         printf("%s: %s (%s), kernel fixed cost %.1f us, usual dtype %s, datasheet peaks\n", rv_cli_shown(graph->source),
                gpu->id, gpu->name, rv_cost_model_fixed_ns(v.model) / 1e3,
@@ -322,7 +324,7 @@ static int report(const char *path, const char *source_gpu, gboolean scaling, gb
 
 int rv_cmd_kernels(int argc, char **argv)
 {
-    gboolean as_json = FALSE, scaling = FALSE;
+    gboolean as_json = FALSE, as_csv = FALSE, scaling = FALSE;
     char *source_gpu = NULL;
     int top = 10;
     GOptionEntry entries[] = {
@@ -331,6 +333,7 @@ int rv_cmd_kernels(int argc, char **argv)
         { "scaling", 0, 0, G_OPTION_ARG_NONE, &scaling, "check the operator models on the shapes that vary in the trace", NULL },
         { "unknown", 0, 0, G_OPTION_ARG_INT, &top, "list this many unknown kernel names (default 10)", "N" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print what --json holds as CSV rows of field,value", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - the kernel cost model's view of a trace");
@@ -346,7 +349,8 @@ int rv_cmd_kernels(int argc, char **argv)
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("kernels", "give exactly one trace or graph"); goto out; }
     if (top < 0) { status = rv_cli_usage("kernels", "--unknown takes a count of 0 or more"); goto out; }
-    status = report(argv[1], source_gpu, scaling, as_json, top);
+    if (as_json && as_csv) { status = rv_cli_usage("kernels", "give --json or --csv, not both"); goto out; }
+    status = report(argv[1], source_gpu, scaling, as_json, as_csv, top);
 out:
     g_free(source_gpu);
     g_option_context_free(context);

@@ -298,13 +298,18 @@ typedef struct {
     char *group_by;
     gboolean as_json, as_csv;
     gint limit;
+    char **opts;   /* --opt: query the graph the optimizations leave */
 } query_options;
 
 static int run_query(const char *path, const rv_selection *sel, group_by by, const query_options *options)
 {
     GError *error = NULL;
-    rv_graph *graph = rv_cli_load(path, &error);
-    if (graph == NULL) return rv_cli_fail(error);
+    rv_cli_optimized optimized;
+    if (!rv_cli_load_optimized(path, options->opts, &optimized, &error)) {
+        rv_cli_optimized_clear(&optimized);
+        return rv_cli_fail(error);
+    }
+    const rv_graph *graph = optimized.graph;
     GArray *ids = rv_select(graph, sel);
     query_totals totals = sum_selection(graph, ids);
     GPtrArray *groups = by != GROUP_NONE ? collect_groups(graph, ids, by) : NULL;
@@ -320,7 +325,7 @@ static int run_query(const char *path, const rv_selection *sel, group_by by, con
     }
     if (groups) g_ptr_array_unref(groups);
     g_array_unref(ids);
-    rv_graph_free(graph);
+    rv_cli_optimized_clear(&optimized);
     return RV_EXIT_OK;
 }
 
@@ -344,13 +349,16 @@ static int check_options(const query_options *options, int argc, group_by *by)
 
 int rv_cmd_query(int argc, char **argv)
 {
-    query_options options = { NULL, FALSE, FALSE, DEFAULT_LIMIT };
+    query_options options = { NULL, FALSE, FALSE, DEFAULT_LIMIT, NULL };
     GOptionEntry entries[] = {
         { "group-by", 'g', 0, G_OPTION_ARG_STRING, &options.group_by, "sum by " GROUP_LIST, "KEY" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &options.as_json, "print JSON", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &options.as_csv,
           "print the groups or tasks as CSV (durations in us; -n 0 for all rows)", NULL },
         { "limit", 'n', 0, G_OPTION_ARG_INT, &options.limit, "list at most N tasks or groups (default 20, 0: all)", "N" },
+        { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &options.opts,
+          "query the graph after this optimization (repeatable, applied in order; its inserted tasks included)",
+          "NAME[:k=v,...]" },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("GRAPH|TRACE [SELECT...] - tasks a selection picks, with totals");
@@ -370,6 +378,7 @@ int rv_cmd_query(int argc, char **argv)
     rv_selection_free(sel);
 out:
     g_free(options.group_by);
+    g_strfreev(options.opts);
     g_option_context_free(context);
     return status;
 }
