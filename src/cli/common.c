@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 #include "isolate.h"
+#include "reverie/output.h"
 #include "reverie/escape.h"
 #include "reverie/explain.h"
 #include "reverie/input.h"
@@ -382,6 +383,8 @@ static gboolean prepare_run(int argc, char **argv, unsigned traits, int *status)
 {
     GError *error = NULL;
     rv_cli_note_inputs(argv + 1, argc - 1);
+    /* the GPU catalogue is read by the run too */
+    if (g_getenv("REVERIE_GPU_CATALOGUE")) rv_output_note_input(g_getenv("REVERIE_GPU_CATALOGUE"));
     if (isolation.isolate && isolation.no_isolate) {
         *status = rv_cli_usage(current_command->name, "give --isolate or --no-isolate, not both");
         return FALSE;

@@ -20,6 +20,7 @@
  */
 #include "cli.h"
 #include "isolate.h"
+#include "reverie/output.h"
 #include "sweep_plan.h"
 #include "reverie/plot.h"
 #include "reverie/report.h"
@@ -767,13 +768,25 @@ static int sweep_with(const sweep_options *o, char **inputs, int input_count, gu
     return status;
 }
 
+/* --variants is an input of the run: remembered while the options are
+ * parsed, before -o is checked, so that no output can replace it. */
+static char *variants_file;
+
+static gboolean take_variants(const char *option, const char *value, gpointer data, GError **error)
+{
+    g_free(variants_file);
+    variants_file = g_strdup(value);
+    rv_output_note_input(value);
+    return TRUE;
+}
+
 int rv_cmd_sweep(int argc, char **argv)
 {
     sweep_options o = { 0 };
     GOptionEntry entries[] = {
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.opts, "an optimization every variant applies first", "NAME[:k=v,...]" },
         { "vary", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o.varies, "an axis: a parameter and its values", "NAME.PARAM=LIST" },
-        { "variants", 0, 0, G_OPTION_ARG_FILENAME, &o.variants, "one variant per line: its --opt specs", "FILE" },
+        { "variants", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)take_variants, "one variant per line: its --opt specs", "FILE" },
         { "jobs", 'j', 0, G_OPTION_ARG_INT, &o.jobs, "variants run in parallel (default: one per core)", "N" },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &o.csv, "print CSV with a header line (the default)", NULL },
         { "json", 0, 0, G_OPTION_ARG_NONE, &o.json, "print JSON Lines: one JSON object per variant, per line", NULL },
@@ -792,11 +805,14 @@ int rv_cmd_sweep(int argc, char **argv)
     int status = RV_EXIT_OK;
     guint shard = 1, shards = 1;
     GError *error = NULL;
-    if (rv_cli_parse(context, &argc, &argv, &status) && (status = check_options(&o, argc, &shard, &shards)) == RV_EXIT_OK)
+    gboolean parsed = rv_cli_parse(context, &argc, &argv, &status);
+    o.variants = variants_file;
+    if (parsed && (status = check_options(&o, argc, &shard, &shards)) == RV_EXIT_OK)
         status = rv_cli_check_output(o.plot, &error) ? sweep_with(&o, argv + 1, argc - 1, shard, shards) : rv_cli_fail(error);
     g_strfreev(o.opts);
     g_strfreev(o.varies);
     g_free(o.variants);
+    variants_file = NULL;
     g_free(o.shard);
     g_free(o.plot);
     g_option_context_free(context);
