@@ -15,7 +15,8 @@
  *     and renamed over the target only when complete.  A full disk, a size
  *     limit, an error of the code filling it or a signal leave the old file
  *     as it was and no temporary behind (rv_output_remove_temporaries is
- *     for signal handlers);
+ *     for signal handlers).  REVERIE_NAMED_TEMPORARIES=1 in the environment
+ *     always uses a named temporary (".NAME.reverie-XXXXXX");
  *   - every byte is checked: a failed write, flush, sync or rename is an
  *     RV_ERROR_INPUT error naming the file and the cause;
  *   - an output has a size bound, like an input (rv_output_set_max_bytes):

@@ -247,20 +247,29 @@ static int open_named(rv_output *out)
 
 static int open_temporary(rv_output *out)
 {
-    char *folder = g_path_get_dirname(out->target);
     int fd = -1;
 #ifdef O_TMPFILE
-    /* needs /proc/self/fd to be given a name at commit */
-    if (access("/proc/self/fd", X_OK) == 0) fd = open(folder, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
-    if (fd >= 0) out->unnamed = TRUE;
-    else if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS || errno == ENOSPC ||
-             errno == EDQUOT)
-        goto done; /* the folder itself is the problem: say so */
+    /* needs /proc/self/fd to be given a name at commit; REVERIE_NAMED_TEMPORARIES
+     * chooses the named kind (the tests of both kinds, file systems whose
+     * O_TMPFILE misbehaves) */
+    if (access("/proc/self/fd", X_OK) == 0 && g_getenv("REVERIE_NAMED_TEMPORARIES") == NULL) {
+        char *folder = g_path_get_dirname(out->target);
+        fd = open(folder, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+        int failure = errno;
+        g_free(folder);
+        if (fd >= 0) {
+            out->unnamed = TRUE;
+            return fd;
+        }
+        /* the folder itself is the problem: say so; else try a named one */
+        if (failure == ENOENT || failure == ENOTDIR || failure == EACCES || failure == EROFS || failure == ENOSPC ||
+            failure == EDQUOT) {
+            errno = failure;
+            return -1;
+        }
+    }
 #endif
-    if (fd < 0) fd = open_named(out);
-done:
-    g_free(folder);
-    return fd;
+    return open_named(out);
 }
 
 /* ---- the stream --------------------------------------------------------------- */
