@@ -3,8 +3,10 @@
 #   tests/bench/sweep.sh BUILD_DIR [VARIANTS]
 # On a generated graph of about 100k tasks (112 steps of 20 layers): one
 # whatif (best of 5), a sweep of VARIANTS (default 1000) scale factors on
-# every core, and a shell loop of 100 whatifs; prints wall times, variants
-# per minute, the sweep's cost in whatifs (bound: 60) and the load average.
+# every core - each variant in a child process of its own (the default,
+# --isolate) and in threads (--no-isolate) - and a shell loop of 100
+# whatifs; prints wall times, variants per minute, the sweep's cost in
+# whatifs (bound: 60), what isolation adds per variant, and the load average.
 set -eu
 build=$1
 variants=${2:-1000}
@@ -34,6 +36,11 @@ sweep_s=$(calc "$(now) - $start")
 rows=$(($(wc -l <"$dir/sweep.csv") - 1))
 
 start=$(now)
+"$reverie" sweep "$dir/g.rvg" --vary "scale.factor=0.001..1/$variants" --no-isolate >"$dir/threads.csv"
+threads_s=$(calc "$(now) - $start")
+cmp -s "$dir/sweep.csv" "$dir/threads.csv" || echo "sweep.sh: isolated and threaded sweeps differ" >&2
+
+start=$(now)
 i=1
 while [ $i -le 100 ]; do
     "$reverie" whatif "$dir/g.rvg" --opt "scale:factor=0.$i" >/dev/null
@@ -46,4 +53,7 @@ printf 'graph: %s tasks; %s cores; load average %s\n' "$tasks" "$(nproc)" "$(cut
 printf 'one whatif: %.3f s (best of 5)\n' "$best"
 printf 'sweep of %d variants: %.2f s = %.0f variants/minute = %.1f whatifs (bound 60)\n' "$rows" "$sweep_s" \
     "$(calc "$rows / $sweep_s * 60")" "$(calc "$sweep_s / $best")"
+printf 'the same with --no-isolate (threads): %.2f s = %.0f variants/minute; isolation adds %.2f ms a variant (%+.0f%%)\n' \
+    "$threads_s" "$(calc "$rows / $threads_s * 60")" "$(calc "($sweep_s - $threads_s) / $rows * 1000")" \
+    "$(calc "($sweep_s / $threads_s - 1) * 100")"
 printf 'shell loop of 100 whatifs: %.2f s = %.0f variants/minute\n' "$loop_s" "$(calc "100 / $loop_s * 60")"
