@@ -60,14 +60,25 @@ static gboolean parse_max_events(const char *option, const char *value, gpointer
     return TRUE;
 }
 
-/* Seconds ("30", "0.5") or a duration with its unit ("30s", "500ms"). */
+/* Seconds ("30", "0.5") or a duration with its unit ("30s", "500ms"),
+ * from 0 to 10^6; `zero` says what 0 means, for the message. */
+static gboolean parse_seconds(const char *option, const char *value, const char *zero, double *seconds,
+                              GError **error)
+{
+    int64_t ns = 0;
+    *seconds = -1;
+    if (!rv_parse_number(value, seconds, NULL) && rv_parse_duration_ns(value, &ns, NULL)) *seconds = ns / 1e9;
+    if (*seconds >= 0 && *seconds <= 1e6) return TRUE;
+    char *expected = g_strdup_printf("seconds from 0 (%s) to 1000000, such as 30 or 500ms", zero);
+    bad_option_value(error, option, value, expected);
+    g_free(expected);
+    return FALSE;
+}
+
 static gboolean parse_read_timeout(const char *option, const char *value, gpointer data, GError **error)
 {
-    double seconds = -1;
-    int64_t ns = 0;
-    if (!rv_parse_number(value, &seconds, NULL) && rv_parse_duration_ns(value, &ns, NULL)) seconds = ns / 1e9;
-    if (!(seconds >= 0 && seconds <= 1e6))
-        return bad_option_value(error, option, value, "seconds from 0 (wait forever) to 1000000, such as 30 or 500ms");
+    double seconds;
+    if (!parse_seconds(option, value, "wait forever", &seconds, error)) return FALSE;
     input_limits.read_timeout_ms = seconds == 0 ? -1 : MAX(1, (int)(seconds * 1000));
     return TRUE;
 }
@@ -329,13 +340,7 @@ static struct {
 
 static gboolean parse_time_limit(const char *option, const char *value, gpointer data, GError **error)
 {
-    double seconds = -1;
-    int64_t ns = 0;
-    if (!rv_parse_number(value, &seconds, NULL) && rv_parse_duration_ns(value, &ns, NULL)) seconds = ns / 1e9;
-    if (!(seconds >= 0 && seconds <= 1e6))
-        return bad_option_value(error, option, value, "seconds from 0 (no limit) to 1000000, such as 60 or 500ms");
-    isolation.time_limit_s = seconds;
-    return TRUE;
+    return parse_seconds(option, value, "no limit", &isolation.time_limit_s, error);
 }
 
 static void add_isolation_entries(GOptionContext *context, gboolean variants)
