@@ -77,6 +77,7 @@ refused "saved graph -o itself"           "$reverie" simulate "$in/graph.rvg" -o
 refused "stdin's file as --timeline"      bash -c '"$1" simulate - --timeline "$2" --force <"$2"' _ "$reverie" "$in/trace.json"
 refused "stdin's file as import -o"       bash -c '"$1" import - -o "$2" --force <"$2"' _ "$reverie" "$in/trace.json"
 refused "stdin's file as -o"              bash -c '"$1" info - -o "$2" --force <"$2"' _ "$reverie" "$in/trace.json"
+refused "standard output appended to the input" bash -c '"$1" info "$2" >>"$2"' _ "$reverie" "$in/trace.json"
 printf 'scale:factor=0.5\n' >"$work/variants.txt"
 cp "$work/variants.txt" "$work/variants.kept"
 expect_status 1 "$reverie" sweep "$trace" --variants "$work/variants.txt" -o "$work/variants.txt" --force

@@ -49,6 +49,8 @@ typedef enum {
  * or a device cannot be destroyed by writing it.  Thread-safe. */
 void rv_output_note_input(const char *path);
 void rv_output_note_input_fd(int fd);
+/* Is what fd is open on (standard output, say) an input of the run? */
+gboolean rv_output_fd_is_input(int fd);
 /* Forget every input (for tests and long-lived embedders). */
 void rv_output_forget_inputs(void);
 

@@ -124,6 +124,12 @@ void rv_cli_note_inputs(char **paths, int count)
 
 gboolean rv_cli_output_begin(gboolean report, GError **error)
 {
+    /* `reverie info t.json >> t.json` would append the report to the trace */
+    if (rv_output_fd_is_input(STDOUT_FILENO)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "standard output is an input of this run: writing to it would "
+                    "damage the input - send the output elsewhere");
+        return FALSE;
+    }
     if (output.path == NULL) return TRUE;
     if (!report) return rv_cli_check_output(output.path, error);
     if (strcmp(output.path, "-") == 0) return TRUE; /* standard output already */

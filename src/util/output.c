@@ -116,6 +116,12 @@ static gboolean is_input(const struct stat *info)
     return found;
 }
 
+gboolean rv_output_fd_is_input(int fd)
+{
+    struct stat info;
+    return fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && is_input(&info);
+}
+
 void rv_output_set_max_bytes(uint64_t bytes) { __atomic_store_n(&max_bytes, bytes, __ATOMIC_RELAXED); }
 uint64_t rv_output_max_bytes(void) { return __atomic_load_n(&max_bytes, __ATOMIC_RELAXED); }
 
