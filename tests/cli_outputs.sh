@@ -165,7 +165,7 @@ dev_full "$reverie" simulate --help
 
 # ---- signals during a large timeline -------------------------------------------
 
-"$gentrace" --events 150000 -o "$work/big.json.gz" 2>/dev/null || fail "gentrace --events failed"
+"$gentrace" --events 100000 -o "$work/big.json.gz" 2>/dev/null || fail "gentrace --events failed"
 "$reverie" import --quiet "$work/big.json.gz" -o "$work/big.rvg" || fail "cannot import the big trace"
 mkdir -p "$work/signals"
 # The timeline being written: a descriptor of the process open on a file

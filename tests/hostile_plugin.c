@@ -20,7 +20,7 @@
  *                      terminal escapes
  *   SELF_LOOP          adds an edge from a task to itself
  *   FOREIGN_ERROR      fails with an error of GLib's file domain
- *   CRASH              dereferences NULL (SIGSEGV)
+ *   CRASH              dies of SIGSEGV
  *   HANG               never returns
  *   EXIT               calls exit(0)
  *   SOMETIMES          for sweeps: with n equal to crash, hang or exit it
@@ -31,6 +31,7 @@
 #include "reverie/transform.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <unistd.h>
 
 #ifdef HOSTILE_NOT_A_PLUGIN
@@ -57,8 +58,10 @@ static const rv_param_spec hostile_params[] = {
     { NULL }
 };
 
-/* What CRASH, HANG and EXIT do; volatile so the compiler keeps the crash. */
-static void crash(void) { *(volatile int *)NULL = 1; }
+/* What CRASH, HANG and EXIT do.  The crash is SIGSEGV, as a plugin's bad
+ * pointer would give, but raised: a null store is undefined behaviour,
+ * which the sanitizer build would report instead of crashing. */
+static void crash(void) { raise(SIGSEGV); }
 static void hang(void) { for (;;) pause(); }
 
 /* The first edge, whose reverse closes a cycle. */
