@@ -15,9 +15,16 @@
  *     graph instead: a plugin may leave a scheduling policy and data that
  *     live in its own memory, which no file format carries, so the child
  *     replays and reports as well;
- *   - a sweep: one child per variant, -j at a time; the child applies the
- *     variant's plugins to the parent's graph (its own copy-on-write copy),
- *     replays it and sends back the row's numbers ('R').
+ *   - a sweep: -j worker processes forked once the input is loaded.  The
+ *     parent sends each idle worker a variant (on a pipe of its own); the
+ *     worker copies the graph into its scratch graph, applies the
+ *     variant's plugins, replays and sends back the row's numbers ('R').
+ *     A worker that dies costs the one variant it was running (an error
+ *     row) and is replaced by a fresh fork of the parent, so no plugin can
+ *     take another variant with it.  (A fork per variant would also
+ *     start each variant from a pristine process, but costs a fork, the
+ *     copy-on-write faults and an exit per variant: several times the
+ *     variant itself on a 100k-task graph.)
  *
  * Before each plugin's apply() the child says so ('A', the plugin's name)
  * and after it ('a'), so that a death is blamed on the right plugin and
@@ -48,6 +55,8 @@ enum { MSG_APPLY = 'A', MSG_APPLIED = 'a', MSG_RESULT = 'R', MSG_DONE = 'D', MSG
 struct rv_cli_child {
     pid_t pid;
     int fd;                  /* read end of its pipe; -1 at its end */
+    int requests;            /* a worker's: write end of the pipe its requests come on; else -1 */
+    gboolean busy;           /* a worker given a request and not done with it */
     GByteArray *buffer;      /* bytes received, not yet parsed */
     gint64 limit_from_us;    /* when its time limit started; 0: not yet */
     char *applying;          /* the plugin inside apply(), or NULL */
@@ -228,7 +237,17 @@ void rv_cli_children_wait(GPtrArray *children, int timeout_ms, double limit_s)
 }
 
 gboolean rv_cli_child_finished(const rv_cli_child *child) { return child->reaped; }
-GBytes *rv_cli_child_result(const rv_cli_child *child) { return child->result; }
+gboolean rv_cli_child_busy(const rv_cli_child *child) { return child->busy; }
+
+GBytes *rv_cli_child_take_result(rv_cli_child *child)
+{
+    GBytes *result = child->result;
+    if (result == NULL) return NULL;
+    child->result = NULL;
+    child->busy = FALSE;
+    child->limit_from_us = 0; /* the limit runs per request */
+    return result;
+}
 
 void rv_cli_child_free(rv_cli_child *child)
 {
@@ -238,6 +257,7 @@ void rv_cli_child_free(rv_cli_child *child)
         while (waitpid(child->pid, NULL, 0) < 0 && errno == EINTR) {}
     }
     if (child->fd >= 0) close(child->fd);
+    if (child->requests >= 0) close(child->requests);
     g_byte_array_unref(child->buffer);
     g_free(child->applying);
     g_free(child->last_plugin);
@@ -245,49 +265,90 @@ void rv_cli_child_free(rv_cli_child *child)
     g_free(child);
 }
 
-/* The child's process, started: in the child `fn` runs and the process
- * ends with _exit (never exit(): the parent's atexit handlers are not the
- * child's to run).  NULL with errno set when fork fails. */
-static rv_cli_child *start(void (*fn)(gpointer), gpointer data, gboolean limit_from_start)
+/* A child process, started: in the child `serve(data, requests)` runs (a
+ * worker, when `requests` is wanted) and the process ends with _exit
+ * (never exit(): the parent's atexit handlers are not the child's to run);
+ * without `serve` the child returns NULL to go on with the command.  NULL
+ * in the parent with errno set when fork fails. */
+static rv_cli_child *start(void (*serve)(gpointer, int), gpointer data, gboolean worker)
 {
-    int ends[2];
+    int ends[2], requests[2] = { -1, -1 };
     fflush(NULL);
     if (pipe2(ends, O_CLOEXEC) != 0) return NULL;
+    if (worker && pipe2(requests, O_CLOEXEC) != 0) {
+        close(ends[0]);
+        close(ends[1]);
+        return NULL;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         int saved = errno;
         close(ends[0]);
         close(ends[1]);
+        if (worker) {
+            close(requests[0]);
+            close(requests[1]);
+        }
         errno = saved;
         return NULL;
     }
     if (pid == 0) {
         close(ends[0]);
+        if (worker) close(requests[1]);
         channel = ends[1];
         g_clear_pointer(&notes_printed, g_hash_table_destroy);
         rv_output_disown_temporaries();
-        if (fn != NULL) {
-            fn(data);
+        if (serve != NULL) {
+            serve(data, requests[0]);
             _exit(0);
         }
         return NULL; /* a supervised command goes on in the child */
     }
     close(ends[1]);
+    if (worker) close(requests[0]);
     rv_cli_child *child = g_new0(rv_cli_child, 1);
     child->pid = pid;
     child->fd = ends[0];
+    child->requests = worker ? requests[1] : -1;
     child->buffer = g_byte_array_new();
     child->done_status = -1;
-    if (limit_from_start) child->limit_from_us = g_get_monotonic_time();
     return child;
 }
 
-rv_cli_child *rv_cli_child_start(void (*fn)(gpointer), gpointer data, GError **error)
+rv_cli_child *rv_cli_worker_start(void (*serve)(gpointer data, int requests), gpointer data, GError **error)
 {
-    rv_cli_child *child = start(fn, data, TRUE);
+    rv_cli_child *child = start(serve, data, TRUE);
     if (child == NULL)
         g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot start an isolated process: %s", g_strerror(errno));
     return child;
+}
+
+gboolean rv_cli_child_request(rv_cli_child *child, const void *request, gsize length)
+{
+    g_clear_pointer(&child->applying, g_free);
+    g_clear_pointer(&child->last_plugin, g_free);
+    child->busy = TRUE;
+    child->limit_from_us = g_get_monotonic_time();
+    const guint8 *bytes = request;
+    for (gsize done = 0; done < length;) {
+        ssize_t n = write(child->requests, bytes + done, length - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return FALSE; /* it died: its end says how */
+        done += (gsize)n;
+    }
+    return TRUE;
+}
+
+gboolean rv_cli_read_request(int requests, void *request, gsize length)
+{
+    guint8 *bytes = request;
+    for (gsize done = 0; done < length;) {
+        ssize_t n = read(requests, bytes + done, length - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return FALSE; /* the parent closed it: no more work */
+        done += (gsize)n;
+    }
+    return TRUE;
 }
 
 /* ---- what went wrong, in words ------------------------------------------------ */

@@ -41,16 +41,25 @@ int rv_cli_supervise(double limit_s, gboolean *in_child);
 void rv_cli_isolation_forward(int signal_number);
 
 typedef struct rv_cli_child rv_cli_child;
-/* One child running fn(data) (which ends by sending a result); its time
- * limit runs from now.  NULL with an error when fork fails. */
-rv_cli_child *rv_cli_child_start(void (*fn)(gpointer), gpointer data, GError **error);
+/* A worker process: in it serve(data, requests) reads fixed-size requests
+ * with rv_cli_read_request until it returns FALSE, and answers each with
+ * rv_cli_isolation_result.  NULL with an error when fork fails. */
+rv_cli_child *rv_cli_worker_start(void (*serve)(gpointer data, int requests), gpointer data, GError **error);
+/* Give a worker a request; its time limit runs from now.  FALSE when it
+ * could not be sent (the worker died: its end says why). */
+gboolean rv_cli_child_request(rv_cli_child *child, const void *request, gsize length);
+/* In a worker: the next request, or FALSE when there is no more work. */
+gboolean rv_cli_read_request(int requests, void *request, gsize length);
 /* Wait up to timeout_ms (-1: until news) for any running child: read what
  * it sent, reap it at its end, stop one past limit_s (0: none). */
 void rv_cli_children_wait(GPtrArray *children, int timeout_ms, double limit_s);
 gboolean rv_cli_child_finished(const rv_cli_child *child);
-/* What it sent back; NULL when it died without a result. */
-GBytes *rv_cli_child_result(const rv_cli_child *child);
-/* Why a finished child has no result, in words naming the plugin (g_free). */
+/* Is a worker on a request?  Its answer, once sent (taking it makes the
+ * worker idle), or NULL. */
+gboolean rv_cli_child_busy(const rv_cli_child *child);
+GBytes *rv_cli_child_take_result(rv_cli_child *child);
+/* Why a finished child left its request unanswered, in words naming the
+ * plugin (g_free). */
 char *rv_cli_child_failure(const rv_cli_child *child, double limit_s);
 /* Free it; a child still running is killed. */
 void rv_cli_child_free(rv_cli_child *child);

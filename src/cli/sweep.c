@@ -4,11 +4,13 @@
  *
  * Each input is loaded once and its baseline replayed once; then every
  * variant (sweep_plan.h says which) is applied to a copy of the graph and
- * replayed, on a GThreadPool of -j workers.  Each worker reuses one
- * scratch graph (rv_graph_assign), so a variant costs a copy of the arrays,
- * the plugins and a replay.  Rows come out in variant order however the
- * workers finish: a window of at most WINDOW_PER_JOB x jobs variants is in
- * flight, and the row for the next variant waits for its result.
+ * replayed by -j workers: worker processes by default (isolate.h: a
+ * plugin that crashes, hangs or exits costs its variant's row only), or
+ * with --no-isolate a GThreadPool.  Each worker reuses one scratch graph
+ * (rv_graph_assign), so a variant costs a copy of the arrays, the plugins
+ * and a replay.  Rows come out in variant order however the workers
+ * finish: a window of at most WINDOW_PER_JOB x jobs variants is in flight,
+ * and the row for the next variant waits for its result.
  *
  * --shard K/N keeps the variants whose number is K-1 modulo N (numbers run
  * over all inputs), so N processes split a sweep evenly and their rows,
@@ -336,65 +338,88 @@ broken:
     return result;
 }
 
-typedef struct {
-    sweep_run *run;
-    uint64_t v;
-} variant_job;
-
-/* In the child: the variant on the parent's graph (its own copy-on-write
- * pages), and the row's numbers back to the parent. */
-static void variant_in_child(gpointer data)
+/* A worker process: variants (their numbers in the plan) come on
+ * `requests`; each is applied to the worker's scratch graph, a copy of the
+ * input (which the worker shares with the parent copy-on-write), and its
+ * row's numbers go back to the parent. */
+static void serve_variants(gpointer data, int requests)
 {
-    const variant_job *job = data;
+    sweep_run *run = data;
     stdout = stderr; /* a plugin's printf must not land among the rows */
-    variant_result *result = evaluate_on(job->run, job->v, (rv_graph *)job->run->graph);
-    GBytes *bytes = encode_result(result);
-    gsize size = 0;
-    const void *raw = g_bytes_get_data(bytes, &size);
-    rv_cli_isolation_result(raw, size);
+    rv_graph *scratch = rv_graph_new(NULL, "");
+    uint64_t v;
+    while (rv_cli_read_request(requests, &v, sizeof v)) {
+        rv_graph_assign(scratch, run->graph);
+        variant_result *result = evaluate_on(run, v, scratch);
+        GBytes *bytes = encode_result(result);
+        gsize size = 0;
+        const void *raw = g_bytes_get_data(bytes, &size);
+        rv_cli_isolation_result(raw, size);
+        g_bytes_unref(bytes);
+        result_free(result);
+    }
 }
 
-/* A child's outcome as a row: its result, or why it has none (exit 3). */
-static variant_result *child_result(const rv_cli_child *child)
+/* A worker's death as its variant's row: why, naming the plugin (exit 3). */
+static variant_result *failed_variant(const rv_cli_child *worker)
 {
-    GBytes *bytes = rv_cli_child_result(child);
-    if (bytes != NULL) return decode_result(bytes);
     variant_result *result = g_new0(variant_result, 1);
-    result->error = rv_cli_child_failure(child, rv_cli_time_limit_s());
+    result->error = rv_cli_child_failure(worker, rv_cli_time_limit_s());
     result->status = RV_EXIT_PLUGIN;
     return result;
 }
 
-typedef struct {
-    rv_cli_child *child;
-    variant_result *ready;  /* when no child could be started */
-} variant_slot;
-
-/* Start the variants from *next on, while fewer than `jobs` run and the
- * window allows. */
-static void start_children(sweep_run *run, int jobs, variant_slot *slots, guint *next, guint until,
-                           GPtrArray *running)
+static variant_result *error_variant(const GError *error)
 {
-    while (*next < run->selected->len && *next < until && running->len < (guint)jobs) {
-        variant_job job = { run, g_array_index(run->selected, uint64_t, *next) };
-        GError *error = NULL;
-        variant_slot *slot = &slots[*next % run->window];
-        slot->child = rv_cli_child_start(variant_in_child, &job, &error);
-        if (slot->child != NULL) {
-            g_ptr_array_add(running, slot->child);
-        } else {
-            slot->ready = g_new0(variant_result, 1);
-            slot->ready->error = g_strdup(error->message);
-            slot->ready->status = rv_error_exit_status(error);
-            g_error_free(error);
-        }
-        (*next)++;
-    }
+    variant_result *result = g_new0(variant_result, 1);
+    result->error = g_strdup(error->message);
+    result->status = rv_error_exit_status(error);
+    return result;
 }
 
-static gboolean slot_done(const variant_slot *slot)
+/* -j workers, each on at most one variant; a worker that died is
+ * replaced before it gets another. */
+typedef struct {
+    sweep_run *run;
+    GPtrArray *workers;       /* rv_cli_child* */
+    gint64 *running;          /* per worker: the selected index it runs, or -1 */
+    variant_result **ready;   /* selected[k]'s row in ready[k % window] */
+    guint next;               /* the next selected index to hand out */
+} worker_pool;
+
+/* Collect answers and deaths; give idle workers the next variants that fit
+ * in the window (those before `until`). */
+static void tend_workers(worker_pool *pool, guint until)
 {
-    return slot->ready != NULL || (slot->child != NULL && rv_cli_child_finished(slot->child));
+    sweep_run *run = pool->run;
+    for (guint j = 0; j < pool->workers->len; j++) {
+        rv_cli_child *worker = g_ptr_array_index(pool->workers, j);
+        GBytes *answer = worker ? rv_cli_child_take_result(worker) : NULL;
+        if (answer != NULL) {
+            pool->ready[pool->running[j] % run->window] = decode_result(answer);
+            g_bytes_unref(answer);
+            pool->running[j] = -1;
+        }
+        if (worker != NULL && rv_cli_child_finished(worker)) {
+            if (pool->running[j] >= 0) pool->ready[pool->running[j] % run->window] = failed_variant(worker);
+            pool->running[j] = -1;
+            rv_cli_child_free(worker);
+            g_ptr_array_index(pool->workers, j) = worker = NULL;
+        }
+        if (pool->running[j] >= 0 || pool->next >= run->selected->len || pool->next >= until) continue;
+        GError *error = NULL;
+        if (worker == NULL)
+            g_ptr_array_index(pool->workers, j) = worker = rv_cli_worker_start(serve_variants, run, &error);
+        uint64_t v = g_array_index(run->selected, uint64_t, pool->next);
+        if (worker == NULL) {
+            pool->ready[pool->next % run->window] = error_variant(error);
+            g_error_free(error);
+        } else {
+            rv_cli_child_request(worker, &v, sizeof v); /* a failure shows as its death */
+            pool->running[j] = pool->next;
+        }
+        pool->next++;
+    }
 }
 
 /* ---- the sweep -------------------------------------------------------- */
@@ -524,39 +549,38 @@ static void run_in_threads(sweep *s, sweep_run *run, int input, const GArray *ba
     g_cond_clear(&run->ready);
 }
 
-/* The variants in child processes, -j at a time: a plugin that crashes,
- * hangs or exits costs its own row (exit 3), never the others. */
+/* The variants in -j worker processes: a plugin that crashes, hangs or
+ * exits costs its own row (exit 3), never the others. */
 static void run_in_children(sweep *s, sweep_run *run, int input, const GArray *baseline, int64_t baseline_peak)
 {
-    const GArray *selected = run->selected;
-    variant_slot *slots = g_new0(variant_slot, run->window);
-    GPtrArray *running = g_ptr_array_new();
-    guint next = 0;
+    worker_pool pool = { run, g_ptr_array_new(), g_new(gint64, s->jobs), g_new0(variant_result *, run->window), 0 };
+    g_ptr_array_set_size(pool.workers, s->jobs);
+    for (int j = 0; j < s->jobs; j++) pool.running[j] = -1;
     double limit = rv_cli_time_limit_s();
-    for (guint k = 0; k < selected->len && !s->stopped; k++) {
-        variant_slot *slot = &slots[k % run->window];
+    GPtrArray *live = g_ptr_array_new();
+    for (guint k = 0; k < run->selected->len && !s->stopped; k++) {
         for (;;) {
-            start_children(run, s->jobs, slots, &next, k + run->window, running);
-            if (slot_done(slot)) break;
-            rv_cli_children_wait(running, 200, limit);
-            for (guint i = running->len; i-- > 0;)
-                if (rv_cli_child_finished(g_ptr_array_index(running, i))) g_ptr_array_remove_index_fast(running, i);
+            tend_workers(&pool, k + run->window);
+            if (pool.ready[k % run->window] != NULL) break;
+            g_ptr_array_set_size(live, 0);
+            for (guint j = 0; j < pool.workers->len; j++)
+                if (g_ptr_array_index(pool.workers, j)) g_ptr_array_add(live, g_ptr_array_index(pool.workers, j));
+            rv_cli_children_wait(live, 200, limit);
             show_progress(s, FALSE);
         }
-        variant_result *result = slot->ready ? slot->ready : child_result(slot->child);
-        uint64_t v = g_array_index(selected, uint64_t, k);
+        variant_result *result = pool.ready[k % run->window];
+        pool.ready[k % run->window] = NULL;
+        uint64_t v = g_array_index(run->selected, uint64_t, k);
         emit(s, (uint64_t)input * s->plan->count + v, v, s->inputs[input], baseline, baseline_peak, result);
         result_free(result);
-        rv_cli_child_free(slot->child);
-        *slot = (variant_slot){ NULL, NULL };
     }
-    /* stopped early: the children still running are killed */
-    for (guint k = 0; k < run->window; k++) {
-        rv_cli_child_free(slots[k].child);
-        result_free(slots[k].ready);
-    }
-    g_ptr_array_unref(running);
-    g_free(slots);
+    /* the workers end here (a stopped sweep's are killed mid-variant) */
+    for (guint j = 0; j < pool.workers->len; j++) rv_cli_child_free(g_ptr_array_index(pool.workers, j));
+    for (guint k = 0; k < run->window; k++) result_free(pool.ready[k]);
+    g_ptr_array_unref(live);
+    g_ptr_array_unref(pool.workers);
+    g_free(pool.running);
+    g_free(pool.ready);
 }
 
 static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *baseline, GArray *selected)

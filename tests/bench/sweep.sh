@@ -18,6 +18,12 @@ export REVERIE_PLUGIN_PATH="$build/optimizations"
 now() { date +%s.%N; }
 # calc EXPRESSION : floating-point arithmetic (awk is everywhere, bc is not)
 calc() { awk "BEGIN { print $1 }"; }
+# cpu COMMAND... : run it; print the CPU seconds (user + system) it and its
+# children took, from the shell's `times` (the machine is shared: wall
+# time says as much about the neighbours as about reverie)
+cpu() {
+    ("$@"; times) | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+}
 
 "$build/tests/gen/reverie-gentrace" -o "$dir/trace.json" --steps 112 --layers 20 --seed 7 2>/dev/null
 "$reverie" import --quiet "$dir/trace.json" -o "$dir/g.rvg"
@@ -30,13 +36,18 @@ for run in 1 2 3 4 5; do
     best=$(calc "$took < $best ? $took : $best")
 done
 
+sweep_to() { # FILE [OPTION]: the sweep's rows into FILE
+    out=$1
+    shift
+    "$reverie" sweep "$dir/g.rvg" --vary "scale.factor=0.001..1/$variants" "$@" >"$out"
+}
 start=$(now)
-"$reverie" sweep "$dir/g.rvg" --vary "scale.factor=0.001..1/$variants" >"$dir/sweep.csv"
+sweep_cpu=$(cpu sweep_to "$dir/sweep.csv")
 sweep_s=$(calc "$(now) - $start")
 rows=$(($(wc -l <"$dir/sweep.csv") - 1))
 
 start=$(now)
-"$reverie" sweep "$dir/g.rvg" --vary "scale.factor=0.001..1/$variants" --no-isolate >"$dir/threads.csv"
+threads_cpu=$(cpu sweep_to "$dir/threads.csv" --no-isolate)
 threads_s=$(calc "$(now) - $start")
 cmp -s "$dir/sweep.csv" "$dir/threads.csv" || echo "sweep.sh: isolated and threaded sweeps differ" >&2
 
@@ -53,7 +64,9 @@ printf 'graph: %s tasks; %s cores; load average %s\n' "$tasks" "$(nproc)" "$(cut
 printf 'one whatif: %.3f s (best of 5)\n' "$best"
 printf 'sweep of %d variants: %.2f s = %.0f variants/minute = %.1f whatifs (bound 60)\n' "$rows" "$sweep_s" \
     "$(calc "$rows / $sweep_s * 60")" "$(calc "$sweep_s / $best")"
-printf 'the same with --no-isolate (threads): %.2f s = %.0f variants/minute; isolation adds %.2f ms a variant (%+.0f%%)\n' \
-    "$threads_s" "$(calc "$rows / $threads_s * 60")" "$(calc "($sweep_s - $threads_s) / $rows * 1000")" \
-    "$(calc "($sweep_s / $threads_s - 1) * 100")"
+printf 'the same with --no-isolate (threads): %.2f s = %.0f variants/minute\n' "$threads_s" \
+    "$(calc "$rows / $threads_s * 60")"
+printf 'CPU (user + system): isolated %.2f s, threads %.2f s: isolation costs %.3f ms of CPU a variant (%+.1f%%)\n' \
+    "$sweep_cpu" "$threads_cpu" "$(calc "($sweep_cpu - $threads_cpu) / $rows * 1000")" \
+    "$(calc "($sweep_cpu / $threads_cpu - 1) * 100")"
 printf 'shell loop of 100 whatifs: %.2f s = %.0f variants/minute\n' "$loop_s" "$(calc "100 / $loop_s * 60")"
