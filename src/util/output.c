@@ -330,9 +330,15 @@ static void output_free(rv_output *out)
     g_free(out);
 }
 
+/* The output as messages name it. */
+static const char *shown_name(const rv_output *out)
+{
+    return strcmp(out->path, "-") == 0 ? "standard output" : out->path;
+}
+
 static gboolean open_failed(rv_output *out, int code, GError **error)
 {
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s%s", out->path, g_strerror(code),
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s%s", shown_name(out), g_strerror(code),
                 out->existed ? " (the existing file is unchanged)" : "");
     return FALSE;
 }
@@ -395,10 +401,11 @@ static gboolean write_failed(rv_output *out, int code, GError **error)
     if (out->over_limit) {
         char *limit = g_format_size_full(rv_output_max_bytes(), G_FORMAT_SIZE_IEC_UNITS);
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: it would be larger than the limit on one output, "
-                    "%s (--max-output raises it)%s", out->path, limit, unchanged);
+                    "%s (--max-output raises it)%s", shown_name(out), limit, unchanged);
         g_free(limit);
     } else {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s%s", out->path, g_strerror(code), unchanged);
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s%s", shown_name(out), g_strerror(code),
+                    unchanged);
     }
     return FALSE;
 }
@@ -509,7 +516,7 @@ gboolean rv_output_write(const char *path, rv_output_flags flags, rv_output_fill
     } else if (inner != NULL) {
         g_propagate_error(error, inner);
     } else {
-        g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot write %s: it failed without saying why", out->path);
+        g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot write %s: it failed without saying why", shown_name(out));
     }
     rv_output_abort(out);
     return FALSE;
