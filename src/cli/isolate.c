@@ -47,6 +47,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,6 +274,7 @@ void rv_cli_child_free(rv_cli_child *child)
 static rv_cli_child *start(void (*serve)(gpointer, int), gpointer data, gboolean worker)
 {
     int ends[2], requests[2] = { -1, -1 };
+    pid_t parent = getpid();
     fflush(NULL);
     if (pipe2(ends, O_CLOEXEC) != 0) return NULL;
     if (worker && pipe2(requests, O_CLOEXEC) != 0) {
@@ -293,6 +295,10 @@ static rv_cli_child *start(void (*serve)(gpointer, int), gpointer data, gboolean
         return NULL;
     }
     if (pid == 0) {
+        /* a child outlives no parent: killed by a signal the child did not
+         * get (kill PID, not the group), the run is over */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(RV_EXIT_INPUT);
         close(ends[0]);
         if (worker) close(requests[1]);
         channel = ends[1];
