@@ -26,8 +26,11 @@
  *     time before a launch);
  *   - scaler (GradScaler, default for fp16) adds per step a loss-scaling
  *     kernel before the backward pass, the unscale-and-inf-check kernels
- *     over the gradients before the optimizer with the .item() that makes
- *     the host wait for them, and the scale update after the optimizer.
+ *     over the gradients before the optimizer step that follows the
+ *     backward (an optimizer fused into the backward, TorchRec's, is not
+ *     GradScaler's), with the .item() that makes the host wait for them
+ *     (PyTorch's GradScaler.step; none before a fused optimizer, which
+ *     takes found_inf itself), and the scale update after the optimizer.
  * model=daydream: Daydream's constants, GEMM/convolution kernels /
  *   compute_speedup (3), the rest / memory_speedup (2), on any GPU and in
  *   any dtype but half precision.  Giving either speedup selects it; so
@@ -213,27 +216,70 @@ static gboolean insert_casts(rv_kernel_inserter *in, guint *casts)
     return ok;
 }
 
-/* First and last GPU task of each step's optimizer phase, and the first of its backward. */
+/* Per step: the first GPU task of its backward; the last optimizer task and
+ * the first of its run on its stream - the optimizer step at the end of
+ * the iteration, where GradScaler.step() comes, not an optimizer fused
+ * into the backward (TorchRec's embeddings); and whether that step is a
+ * fused optimizer's. */
 typedef struct {
     int32_t first_backward, first_optimizer, last_optimizer;
     double gradient_bytes;
     guint gradients;
+    gboolean fused_optimizer;
 } step_marks;
+
+static gboolean usable_gpu_task(const rv_task *task)
+{
+    return (task->flags & RV_TASK_FLAG_GPU) && !(task->flags & RV_TASK_FLAG_REMOVED) && task->kind != RV_TASK_COMM;
+}
+
+/* PyTorch's fused optimizers (torch.optim.Adam/AdamW/SGD with fused=True)
+ * take GradScaler's found_inf and scale themselves
+ * (_step_supports_amp_scaling): their step needs no host sync.  Their
+ * kernels say so by name. */
+static gboolean is_fused_optimizer_kernel(const char *name)
+{
+    return strstr(name, "FusedAdam") || strstr(name, "_fused_adam") || strstr(name, "fused_sgd") ||
+           strstr(name, "FusedSgd") || strstr(name, "FusedOptimizer");
+}
+
+/* The run of optimizer tasks that ends with `last` on its stream: walk back
+ * while the previous task on the stream is an optimizer task too. */
+static int32_t run_start(const rv_graph *graph, int32_t last)
+{
+    int32_t first = last;
+    for (int32_t before = rv_graph_resource_previous(graph, first); before >= 0;
+         before = rv_graph_resource_previous(graph, before)) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, before);
+        if (task->flags & RV_TASK_FLAG_REMOVED) continue;
+        if (task->phase != RV_PHASE_OPTIMIZER || task->step != rv_graph_task((rv_graph *)graph, last)->step) break;
+        first = before;
+    }
+    return first;
+}
 
 static step_marks *mark_steps(const rv_graph *graph)
 {
     guint slots = graph->steps->len + 1;
     step_marks *marks = g_new(step_marks, slots);
-    for (guint s = 0; s < slots; s++) marks[s] = (step_marks){ -1, -1, -1, 0, 0 };
+    for (guint s = 0; s < slots; s++) marks[s] = (step_marks){ -1, -1, -1, 0, 0, FALSE };
     for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
-        if (!(task->flags & RV_TASK_FLAG_GPU) || (task->flags & RV_TASK_FLAG_REMOVED) || task->kind == RV_TASK_COMM)
-            continue;
+        if (!usable_gpu_task(task)) continue;
         step_marks *m = &marks[task->step + 1];
         if (task->phase == RV_PHASE_BACKWARD && m->first_backward < 0) m->first_backward = t;
-        if (task->phase == RV_PHASE_OPTIMIZER) {
-            if (m->first_optimizer < 0) m->first_optimizer = t;
+        if (task->phase == RV_PHASE_OPTIMIZER &&
+            (m->last_optimizer < 0 || task->recorded_start_ns > rv_graph_task((rv_graph *)graph, m->last_optimizer)->recorded_start_ns))
             m->last_optimizer = t;
+    }
+    for (guint s = 0; s < slots; s++) {
+        step_marks *m = &marks[s];
+        if (m->last_optimizer < 0) continue;
+        m->first_optimizer = run_start(graph, m->last_optimizer);
+        for (int32_t t = m->first_optimizer; t >= 0; t = rv_graph_resource_next(graph, t)) {
+            if (is_fused_optimizer_kernel(rv_strings_get(graph->strings, rv_graph_task((rv_graph *)graph, t)->name)))
+                m->fused_optimizer = TRUE;
+            if (t == m->last_optimizer) break;
         }
     }
     GPtrArray *layers = rv_weighted_layers_by_step(graph);
@@ -271,7 +317,7 @@ static gboolean insert_found_inf_sync(rv_kernel_inserter *in, int32_t unscale, i
 }
 
 /* Per step with an optimizer: scale the loss, unscale and check the gradients, update the scale. */
-static gboolean insert_scaler(rv_kernel_inserter *in, guint *steps)
+static gboolean insert_scaler(rv_kernel_inserter *in, guint *steps, guint *synced)
 {
     step_marks *marks = mark_steps(in->graph);
     gboolean ok = TRUE;
@@ -287,7 +333,8 @@ static gboolean insert_scaler(rv_kernel_inserter *in, guint *steps)
                                     "GradScaler: _amp_foreach_non_finite_check_and_unscale_", m->gradient_bytes * 2 / chunks);
             ok = unscale != -2;
         }
-        if (ok && unscale >= 0) ok = insert_found_inf_sync(in, unscale, m->first_optimizer);
+        if (ok && unscale >= 0 && !m->fused_optimizer) ok = insert_found_inf_sync(in, unscale, m->first_optimizer);
+        if (ok && unscale >= 0) *synced += !m->fused_optimizer;
         if (ok) ok = rv_kernel_inserter_add(in, m->last_optimizer, FALSE, "GradScaler: _amp_update_scale_", 0) != -2;
         *steps += ok;
     }
@@ -306,14 +353,18 @@ static gboolean insert_autocast_work(rv_graph *graph, const rv_params *params, c
 {
     rv_kernel_inserter in;
     rv_kernel_inserter_init(&in, graph, model, error);
-    guint casts = 0, scaled_steps = 0;
+    guint casts = 0, scaled_steps = 0, synced_steps = 0;
     gboolean ok = TRUE;
     if (strcmp(rv_params_string(params, "casts"), "on") == 0) ok = insert_casts(&in, &casts);
-    if (ok && wants_scaler(params)) ok = insert_scaler(&in, &scaled_steps);
+    if (ok && wants_scaler(params)) ok = insert_scaler(&in, &scaled_steps, &synced_steps);
     if (ok && in.kernels)
         g_string_append_printf(notes, "    inserted %u kernels with their launches: %u autocast casts, GradScaler in %u steps "
                                       "(launch %.1f us + %.1f us host time each, as the trace's median launch)\n",
                                in.kernels, casts, scaled_steps, in.launch_call_ns / 1e3, in.launch_overhead_ns / 1e3);
+    if (ok && scaled_steps)
+        g_string_append_printf(notes, "    GradScaler: the host reads found_inf (.item(), a sync on the unscale kernel) before "
+                                      "the optimizer in %u of %u steps%s\n", synced_steps, scaled_steps,
+                               synced_steps < scaled_steps ? " (a fused optimizer takes found_inf itself: no sync)" : "");
     else if (ok && wants_scaler(params))
         g_string_append(notes, "    no optimizer phase and no weighted layer found: no cast or GradScaler kernel added\n");
     return ok;
@@ -378,8 +429,19 @@ static gboolean amp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     return ok;
 }
 
+/* The composition law (compose.h): kernels re-priced in half precision; cast and GradScaler kernels inserted
+ * with launches. */
+static const rv_plugin_effects amp_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_DEVICE | RV_ASPECT_WEIGHTS,
+    .reads_time = RV_ASPECT_GPU_WORK,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_GPU_WORK,
+    .rewrites = RV_ASPECT_GPU_WORK | RV_ASPECT_HOST | RV_ASPECT_DEVICE,
+    .order = RV_ORDER(RV_STAGE_PRECISION, 20),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "amp",
     "automatic mixed precision: fp32 kernels re-costed in fp16/bf16 on the trace's GPU (cost model), with autocast's casts and GradScaler",
-    amp_params, amp_apply,
+    amp_params, amp_apply, &amp_effects,
 };

@@ -123,9 +123,20 @@ static gboolean batch_size_apply(rv_graph *graph, const rv_params *params, rv_pl
     return after >= 0;
 }
 
+/* The composition law (compose.h): forward and backward GPU work re-priced on the cost model (a fixed cost and a
+ * roofline part: not a plain factor); data loading scales. */
+static const rv_plugin_effects batch_size_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .scales = RV_ASPECT_HOST | RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .rewrites = 0,
+    .order = RV_ORDER(RV_STAGE_MODEL, 20),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "batch-size",
     "another batch size: forward and backward GPU work re-costed for factor x the samples, per-step work kept; "
     "step time and samples/s",
-    batch_size_params, batch_size_apply,
+    batch_size_params, batch_size_apply, &batch_size_effects,
 };

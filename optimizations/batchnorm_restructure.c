@@ -171,9 +171,19 @@ static gboolean batchnorm_apply(rv_graph *graph, const rv_params *params, rv_plu
     return ok;
 }
 
+/* The composition law (compose.h): batch norms re-priced, ReLUs removed with their launches. */
+static const rv_plugin_effects batchnorm_restructure_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_HOST,
+    .order = RV_ORDER(RV_STAGE_MODEL, 40),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "batchnorm-restructure",
     "Restructuring Batchnorm (Daydream Algorithm 5): batch norms split and fused, reading half their bytes on the cost "
     "model; ReLUs fused into the convolutions",
-    batchnorm_params, batchnorm_apply,
+    batchnorm_params, batchnorm_apply, &batchnorm_restructure_effects,
 };

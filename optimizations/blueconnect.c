@@ -11,9 +11,12 @@
  * nodes (Algorithm 8's factorization, two levels).  An all-reduce of S
  * bytes becomes, in order:
  *   RS(p1) of S      on the intra-node link (where the all-reduce ran);
- *   RS(p2) of S/p1   on the inter-node link ("blueconnect inter");
+ *   RS(p2) of S/p1   on the inter-node link;
  *   AG(p2) of S/p1   on the inter-node link;
- *   AG(p1) of S      on the intra-node link ("blueconnect intra").
+ *   AG(p1) of S      on the intra-node link.
+ * The inserted parts run on two communication streams of the all-reduce's
+ * GPU, one per level (transform.h; the contention rule and the reports see
+ * them as that GPU's communication).
  * Whatever waited for the all-reduce waits for the last all-gather; the
  * all-reduce's stream is free after the first reduce-scatter, so the next
  * bucket's reduce-scatter overlaps this one's inter-node steps: the
@@ -202,8 +205,12 @@ static gboolean blueconnect_apply(rv_graph *graph, const rv_params *params, rv_p
     }
     /* the waiters first: the inserted parts add edges of their own */
     GPtrArray *waiters = waiters_of(graph, allreduces);
-    h.intra_channel = rv_transform_add_channel(graph, "blueconnect intra");
-    h.inter_channel = rv_transform_add_channel(graph, "blueconnect inter");
+    /* the parts are NCCL kernels on the all-reduces' GPU, a stream per level */
+    int32_t first = g_array_index(allreduces, int32_t, 0);
+    h.intra_channel = rv_transform_add_comm_stream(graph, first, "nccl stream (blueconnect intra)");
+    h.inter_channel = rv_transform_add_comm_stream(graph, first, "nccl stream (blueconnect inter)");
+    if (h.intra_channel < 0) h.intra_channel = rv_transform_add_channel(graph, "blueconnect intra");
+    if (h.inter_channel < 0) h.inter_channel = rv_transform_add_channel(graph, "blueconnect inter");
     int64_t after = 0;
     gboolean ok = TRUE;
     for (guint i = 0; i < allreduces->len && ok; i++)
@@ -220,8 +227,19 @@ static gboolean blueconnect_apply(rv_graph *graph, const rv_params *params, rv_p
     return ok;
 }
 
+/* The composition law (compose.h): data-parallel all-reduces become reduce-scatters and all-gathers over two
+ * levels of links. */
+static const rv_plugin_effects blueconnect_effects = {
+    .reads = RV_ASPECT_DATA_COMM | RV_ASPECT_CLUSTER,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_DATA_COMM,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 60),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "blueconnect",
     "BlueConnect: data-parallel all-reduces as reduce-scatters and all-gathers over intra- and inter-node links",
-    blueconnect_params, blueconnect_apply,
+    blueconnect_params, blueconnect_apply, &blueconnect_effects,
 };

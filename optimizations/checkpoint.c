@@ -191,8 +191,19 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
     return TRUE;
 }
 
+/* The composition law (compose.h): forward segments cut by time and copied, with launches, into backward; a
+ * later recomputation replaces an earlier one. */
+static const rv_plugin_effects checkpoint_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_HOST,
+    .reads_time = RV_ASPECT_FORWARD,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_BACKWARD | RV_ASPECT_HOST | RV_ASPECT_MEMORY,
+    .order = RV_ORDER(RV_STAGE_MODEL, 50),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "checkpoint",
     "activation checkpointing: forward segments recomputed before their backward (runtime up, kept activations down)",
-    checkpoint_params, checkpoint_apply,
+    checkpoint_params, checkpoint_apply, &checkpoint_effects,
 };

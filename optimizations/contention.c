@@ -59,8 +59,18 @@ static gboolean contention_apply(rv_graph *graph, const rv_params *params, rv_pl
     return TRUE;
 }
 
+/* The composition law (compose.h): the contention rule turned on. */
+static const rv_plugin_effects contention_effects = {
+    .reads = RV_ASPECT_COMM,
+    .reads_time = 0,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_CONTENTION,
+    .order = RV_ORDER(RV_STAGE_CLUSTER, 40),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "contention",
     "communication and compute on one GPU slow each other while they overlap (a rule of the replay)",
-    contention_params, contention_apply,
+    contention_params, contention_apply, &contention_effects,
 };

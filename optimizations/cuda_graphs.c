@@ -488,9 +488,20 @@ static gboolean cuda_graphs_apply(rv_graph *graph, const rv_params *params, rv_p
     return ok;
 }
 
+/* The composition law (compose.h): launch calls and their Python replaced by graph launches; the streams' gaps
+ * set to the device minimum. */
+static const rv_plugin_effects cuda_graphs_effects = {
+    .reads = RV_ASPECT_HOST | RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .reads_time = 0,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_HOST | RV_ASPECT_GPU_WORK,
+    .order = RV_ORDER(RV_STAGE_EXECUTION, 20),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "cuda-graphs",
     "CUDA Graphs: each static iteration's (or phase's) launch calls and their Python become one graph launch; "
     "kernels inside run at the device's minimum gap",
-    cuda_graphs_params, cuda_graphs_apply,
+    cuda_graphs_params, cuda_graphs_apply, &cuda_graphs_effects,
 };

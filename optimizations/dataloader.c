@@ -22,7 +22,10 @@
  *   - the workers' loading runs beside the training process on the same
  *     host, and slows its host work (CPU calls and host overheads) by
  *     interference x (loading time / the rest of the step), the average
- *     number of busy workers.
+ *     number of busy workers.  How much a busy worker slows the training
+ *     process (shared cores, caches, memory bandwidth, turbo bins) is a
+ *     property of the host that a num_workers=0 trace cannot show: 0 by
+ *     default (free cores), and the notes say what each 0.1 would do.
  * remaining=T (workers=0): the loading work of each step shrinks to T, in
  * the training process (a cache, a faster decoder).
  */
@@ -41,11 +44,14 @@ static const rv_param_spec dataloader_params[] = {
     { "remaining", RV_PARAM_DURATION, "1ms", "ns", "workers=0: data-loading CPU time left per step", NULL },
     { "prefetch", RV_PARAM_INTEGER, "2", NULL, "batches each worker loads ahead (PyTorch's prefetch_factor)", NULL },
     { "handoff", RV_PARAM_DURATION, "150us", "ns",
-      "training-process time per batch to take it from a worker (queue get, unpickling its tensors)", NULL },
+      "training-process time per batch to take it from a worker (queue get, unpickling its tensors); a prior: "
+      "a workers=0 trace cannot show it (docs/optimizations.md)", NULL },
     { "page_fault", RV_PARAM_DURATION, "250ns", "ns",
-      "first touch of each 4 KiB page of a batch in shared memory, paid by its pageable host-to-device copy", NULL },
-    { "interference", RV_PARAM_NUMBER, "0.2", "x",
-      "slowdown of the training process's host work per busy worker (a host property; see docs/optimizations.md)", NULL },
+      "first touch of each 4 KiB page of a batch in shared memory, paid by its pageable host-to-device copy "
+      "(Linux minor fault on x86, 0.1-0.5 us measured)", NULL },
+    { "interference", RV_PARAM_NUMBER, "0", "x",
+      "slowdown of the training process's host work per busy worker; 0 assumes free cores: a host property the "
+      "trace cannot show, give your host's (the notes print its effect per 0.1)", NULL },
     { NULL }
 };
 
@@ -261,8 +267,10 @@ static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_mo
     g_string_append_printf(output->notes,
                            "    %u steps: loading %s a batch moves to %" G_GINT64_FORMAT " workers (%.2f busy on "
                            "average); %s hand-off a batch stays\n"
-                           "    first touch of %.2f MiB of batches in shared memory; host work x%.3f\n",
-                           loadings->len, load, model->workers, busy, hand, bytes / 1048576.0, factor);
+                           "    first touch of %.2f MiB of batches in shared memory; host work x%.3f (interference "
+                           "%.2f; each 0.1 more slows the training process's host work by %.1f%%)\n",
+                           loadings->len, load, model->workers, busy, hand, bytes / 1048576.0, factor,
+                           model->interference, 10.0 * busy);
     g_free(load);
     g_free(hand);
     return TRUE;
@@ -294,8 +302,19 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
     return ok;
 }
 
+/* The composition law (compose.h): data-loading calls moved to worker channels or shrunk; page faults on the
+ * batch copies' calls; host work slowed. */
+static const rv_plugin_effects dataloader_effects = {
+    .reads = RV_ASPECT_HOST | RV_ASPECT_FORWARD,
+    .reads_time = RV_ASPECT_HOST,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_HOST,
+    .order = RV_ORDER(RV_STAGE_EXECUTION, 30),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "dataloader",
     "faster data loading: N worker processes (workers=N), or each step's loading shrunk to `remaining`",
-    dataloader_params, dataloader_apply,
+    dataloader_params, dataloader_apply, &dataloader_effects,
 };

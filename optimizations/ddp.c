@@ -14,9 +14,11 @@
  *
  * Each step's backward GPU work is cut into runs of kernels of weighted
  * layers (layers.h); gradient k in backward order is produced by run
- * k*runs/gradients.  One all-reduce per bucket is
- * inserted on a "net" channel after the last kernel of the run producing
- * its last gradient, in bucket order.  As in NCCL DDP, a stream waits for
+ * k*runs/gradients.  One all-reduce per bucket is inserted after the last
+ * kernel of the run producing its last gradient, in bucket order, on a
+ * communication stream of that kernel's GPU (NCCL's own stream,
+ * transform.h), so the contention rule and the reports see it as that
+ * GPU's communication.  As in NCCL DDP, a stream waits for
  * them, not the host: the step's first optimizer GPU task (else the next
  * step's first GPU task; else, with no GPU work after, the step's end)
  * waits for all of them, so a free network costs nothing.  Costs: comm.h's
@@ -120,7 +122,7 @@ static int tensor_parallel_degree(const rv_graph *graph)
 static gboolean recost_existing(rv_graph *graph, const cost_model *model, int world, GString *notes, GError **error)
 {
     rv_recost_plan plan = { world, model->cluster.gpus_per_node, model->cluster.intra, model->cluster.inter,
-                            model->collective, 1u << RV_PARALLEL_DATA, 1 };
+                            model->collective, 1u << RV_PARALLEL_DATA, 1, 0 };
     rv_recost_summary summary;
     if (!rv_graph_recost_collectives(graph, &plan, "the ddp parameters (bandwidth, latency, world)", &summary, error))
         return FALSE;
@@ -249,18 +251,21 @@ static int32_t *gradient_waiters(rv_graph *graph)
 
 
 /* One all-reduce per bucket after the run producing its last gradient, on
- * the channel after `*previous`; `waiter` (if any) waits for each. */
+ * the communication stream after `*previous`; `waiter` (if any) waits for
+ * each.  The stream (*stream) is made on the first producer's GPU. */
 static gboolean insert_step_allreduces(rv_graph *graph, const bucket_plan *plan, const GArray *run_ends,
-                                       int32_t channel, int32_t waiter, int32_t *previous, guint *inserted,
+                                       int32_t *stream, int32_t waiter, int32_t *previous, guint *inserted,
                                        const rv_collective_info *kind, GError **error)
 {
     for (guint b = 0; b < plan->bucket_bytes->len; b++) {
         guint run = rv_gradient_run(last_gradient_of(plan, b), plan->gradients, run_ends->len);
         int32_t producer = g_array_index(run_ends, int32_t, run);
+        if (*stream < 0) *stream = rv_transform_add_comm_stream(graph, producer, "nccl stream (ddp)");
+        if (*stream < 0) *stream = rv_transform_add_channel(graph, "net"); /* a producer off the GPU: not expected */
         rv_task task = *rv_graph_task(graph, producer);
         task.kind = RV_TASK_COMM;
         task.flags = 0;
-        task.resource = channel;
+        task.resource = *stream;
         task.name = rv_strings_intern(graph->strings, "ncclAllReduce (ddp bucket)");
         task.duration_ns = plan->cost_ns[b];
         task.host_overhead_ns = 0;
@@ -280,14 +285,14 @@ static gboolean insert_step_allreduces(rv_graph *graph, const bucket_plan *plan,
     return TRUE;
 }
 
-/* Every step's all-reduces, chained on one "net" channel in step order.
+/* Every step's all-reduces, chained on one communication stream in step order.
  * Returns the number of steps that got them, or -1 on error. */
 static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, const cost_model *model, int world,
                              guint *inserted, GError **error)
 {
     GPtrArray *backward = rv_backward_gpu_tasks_by_step(graph);
     int32_t *optimizer = gradient_waiters(graph);
-    int32_t channel = rv_transform_add_channel(graph, "net");
+    int32_t stream = -1;
     rv_collective_info kind = { 0, -1, rv_strings_intern(graph->strings, "ddp"), world, -1, -1, 1,
                                 (uint8_t)model->collective, RV_PARALLEL_DATA, RV_MATCH_NONE, 1 };
     int32_t previous = -1;
@@ -304,7 +309,7 @@ static int insert_allreduces(rv_graph *graph, const bucket_plan *plan, const cos
         if (waiter >= 0) rv_keep_launched_by(graph, list, rv_graph_task(graph, waiter)->recorded_start_ns);
         if (list->len == 0) continue;
         GArray *run_ends = rv_weighted_backward_runs_with(graph, list, &weighted);
-        if (!insert_step_allreduces(graph, plan, run_ends, channel, waiter, &previous, inserted, &kind, error)) steps = -1;
+        if (!insert_step_allreduces(graph, plan, run_ends, &stream, waiter, &previous, inserted, &kind, error)) steps = -1;
         else steps++;
         g_array_unref(run_ends);
     }
@@ -376,7 +381,18 @@ static gboolean ddp_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     return steps > 0;
 }
 
+/* The composition law (compose.h): one data-parallel all-reduce per bucket after the backward work that produces
+ * it, waited for where the optimizer begins; or the recorded ones re-priced. */
+static const rv_plugin_effects ddp_effects = {
+    .reads = RV_ASPECT_BACKWARD | RV_ASPECT_STEPS | RV_ASPECT_TENSOR_COMM | RV_ASPECT_CLUSTER | RV_ASPECT_WEIGHTS | RV_ASPECT_DATA_COMM,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = 0,
+    .reprices = RV_ASPECT_DATA_COMM,
+    .rewrites = RV_ASPECT_DATA_COMM | RV_ASPECT_CLUSTER,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 30),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "ddp", "data-parallel training: bucketed gradient all-reduces from a single-GPU trace",
-    ddp_params, ddp_apply,
+    ddp_params, ddp_apply, &ddp_effects,
 };

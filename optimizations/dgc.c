@@ -228,8 +228,19 @@ static gboolean dgc_apply(rv_graph *graph, const rv_params *params, rv_plugin_ou
     return ok;
 }
 
+/* The composition law (compose.h): data-parallel all-reduces become sparse all-gathers between compression
+ * kernels. */
+static const rv_plugin_effects dgc_effects = {
+    .reads = RV_ASPECT_DATA_COMM | RV_ASPECT_CLUSTER | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_DATA_COMM | RV_ASPECT_BACKWARD,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 50),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "dgc",
     "Deep Gradient Compression: data-parallel all-reduces as sparse all-gathers with top-k compression kernels",
-    dgc_params, dgc_apply,
+    dgc_params, dgc_apply, &dgc_effects,
 };

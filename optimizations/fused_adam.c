@@ -7,11 +7,14 @@
  *
  * For each step: every GPU task of the optimizer phase (kernels, memsets,
  * copies; not collectives) is removed together with the call that launched
- * it and the host overhead before that call (the per-parameter Python loop), then
- * one launch call and one kernel are inserted where the removed region
- * began: the launch after the last surviving CPU task before the first
- * removed launch on that thread, the kernel after the last surviving GPU
- * task before the first removed kernel on its stream.  The fused kernel
+ * it and the host overhead before that call (the per-parameter Python loop),
+ * and replaced by one kernel (rv_transform_replace) where the removed
+ * region ended: after the last removed kernel on its stream, launched by
+ * one call after the last removed launch on its thread (multi_tensor_apply
+ * launches once the per-parameter lists are built).  The kernel inherits
+ * what the removed tasks waited for (the step's gradient all-reduces,
+ * whichever plugin inserted them, before or after this one) and what
+ * waited for them.  The fused kernel
  * lasts as long as the removed GPU tasks together (duration=sum, Daydream's
  * estimate: the same bytes move, only the launches and the gaps go), or
  * (duration=bytes) as long as one streaming pass over the optimizer state
@@ -123,15 +126,6 @@ static int64_t streaming_ns(const rv_graph *graph, const rv_params *params, GStr
     return ns;
 }
 
-/* The last task before `task` in its resource's order that is not in `doomed`. */
-static int32_t previous_survivor(const rv_graph *graph, int32_t task, GHashTable *doomed)
-{
-    int32_t previous = rv_graph_resource_previous(graph, task);
-    while (previous >= 0 && g_hash_table_contains(doomed, GINT_TO_POINTER(previous + 1)))
-        previous = rv_graph_resource_previous(graph, previous);
-    return previous;
-}
-
 static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     /* optimizer-phase GPU work, by step (step -1 = outside every step) */
@@ -163,29 +157,18 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
     for (GList *k = keys; k != NULL && ok; k = k->next) {
         GArray *victims = g_hash_table_lookup(by_step, k->data);
         g_array_sort_with_data(victims, rv_task_compare_recorded, graph);
-        GHashTable *doomed = g_hash_table_new(g_direct_hash, g_direct_equal);
         int64_t sum = 0;
-        int32_t first = g_array_index(victims, int32_t, 0), first_launch = -1;
+        int32_t first = g_array_index(victims, int32_t, 0);
         for (guint i = 0; i < victims->len; i++) {
             int32_t id = g_array_index(victims, int32_t, i);
             sum += rv_graph_task(graph, id)->duration_ns;
-            g_hash_table_add(doomed, GINT_TO_POINTER(id + 1));
             int32_t launch = rv_graph_launch_of(graph, id);
-            if (launch >= 0) {
-                const rv_task *call = rv_graph_task(graph, launch);
-                cpu_before += call->duration_ns + call->host_overhead_ns;
-                g_hash_table_add(doomed, GINT_TO_POINTER(launch + 1));
-                if (first_launch < 0 ||
-                    call->recorded_start_ns < rv_graph_task(graph, first_launch)->recorded_start_ns)
-                    first_launch = launch;
-            }
+            if (launch >= 0)
+                cpu_before += rv_graph_task(graph, launch)->duration_ns + rv_graph_task(graph, launch)->host_overhead_ns;
         }
-        int32_t after = previous_survivor(graph, first, doomed);
-        int32_t launch_after = first_launch >= 0 ? previous_survivor(graph, first_launch, doomed) : -1;
         rv_task fused = *rv_graph_task(graph, first);
         /* their work moves into the fused kernel: the memory model still reads them */
         rv_memory_effect_add_for_tasks(graph, victims, RV_MEM_EFFECT_MOVED, 1.0, 0);
-        removed_total += rv_transform_remove_many(graph, victims, RV_REMOVE_DROP_OVERHEAD);
         gpu_removed += victims->len;
         fused.kind = RV_TASK_KERNEL;
         fused.name = rv_strings_intern(graph->strings, "fused optimizer kernel (multi_tensor_apply)");
@@ -194,13 +177,15 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         fused.correlation = -1;
         fused.bytes = 0;
         fused.flags = RV_TASK_FLAG_GPU;
-        rv_insert_spec spec = { fused, after, launch_after };
-        int32_t kernel = rv_transform_insert(graph, &spec, error);
+        rv_insert_spec spec = { fused, -1, -1 };
+        int removed = 0;
+        int32_t kernel = rv_transform_replace(graph, victims, &spec, RV_REMOVE_DROP_OVERHEAD, &removed, error);
+        removed_total += removed;
         if (kernel < 0) ok = FALSE;
-        else if (launch_after >= 0) cpu_after += rv_graph_task(graph, rv_graph_launch_of(graph, kernel))->duration_ns;
+        else if (rv_graph_launch_of(graph, kernel) >= 0)
+            cpu_after += rv_graph_task(graph, rv_graph_launch_of(graph, kernel))->duration_ns;
         fused_total += fused.duration_ns;
         steps++;
-        g_hash_table_destroy(doomed);
     }
     g_list_free(keys);
     g_hash_table_destroy(by_step);
@@ -215,7 +200,18 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
     return TRUE;
 }
 
+/* The composition law (compose.h): each step's optimizer GPU work replaced by one kernel (what it waited for
+ * carried over by the transform API), its launches removed. */
+static const rv_plugin_effects fused_adam_effects = {
+    .reads = RV_ASPECT_OPTIMIZER | RV_ASPECT_DEVICE | RV_ASPECT_WEIGHTS,
+    .reads_time = RV_ASPECT_OPTIMIZER,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_OPTIMIZER | RV_ASPECT_HOST,
+    .order = RV_ORDER(RV_STAGE_EXECUTION, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "fused-adam", "fused optimizer: each step's weight-update kernels become one kernel and one launch",
-    fused_params, fused_apply,
+    fused_params, fused_apply, &fused_adam_effects,
 };

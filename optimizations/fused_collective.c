@@ -54,7 +54,7 @@
 static const rv_param_spec fused_params[] = {
     { "patterns", RV_PARAM_CHOICE, "all", NULL, "which fused operators to build (none: the baseline)",
       "all|embedding|gemv|gemm|none" },
-    { "slice_bytes", RV_PARAM_BYTES, "0", "bytes",
+    { "slice_bytes", RV_PARAM_BYTES, "0B", "bytes",
       "output sent per slice (0: one workgroup's output: 1 KiB for embeddings and GEMV, a 128x128 fp16 GEMM tile "
       "of 32 KiB; 32 KiB across nodes)", NULL },
     { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs in one node (a larger group crosses nodes)", NULL },
@@ -386,8 +386,18 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
     return ok;
 }
 
+/* The composition law (compose.h): producer kernels and their collectives fused into one kernel. */
+static const rv_plugin_effects fused_collective_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .reads_time = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 80),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "fused-collective",
     "a producer kernel and its collective as one kernel that sends each output slice when ready (Punniyamurthy et al.)",
-    fused_params, fused_apply,
+    fused_params, fused_apply, &fused_collective_effects,
 };

@@ -264,9 +264,20 @@ static gboolean gist_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     return ok;
 }
 
+/* The composition law (compose.h): encode and decode kernels with launches, lasting a share of the ReLU they
+ * follow. */
+static const rv_plugin_effects gist_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .reads_time = RV_ASPECT_FORWARD,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_HOST,
+    .order = RV_ORDER(RV_STAGE_MODEL, 60),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "gist",
     "Gist: ReLU outputs kept for backward stored encoded (Binarize before pooling, SSDC before convolutions); "
     "encode/decode kernels costed from the ReLU kernels",
-    gist_params, gist_apply,
+    gist_params, gist_apply, &gist_effects,
 };

@@ -83,9 +83,20 @@ static gboolean grad_accumulation_apply(rv_graph *graph, const rv_params *params
     return ok;
 }
 
+/* The composition law (compose.h): every forward and backward task (host time included) K times as long: a plain
+ * factor. */
+static const rv_plugin_effects grad_accumulation_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_HOST,
+    .reads_time = 0,
+    .scales = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_HOST,
+    .reprices = 0,
+    .rewrites = 0,
+    .order = RV_ORDER(RV_STAGE_MODEL, 70),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "grad-accumulation",
     "gradient accumulation: forward and backward (and data loading) K times per optimizer step, optimizer and "
     "collectives once; step time and samples/s",
-    grad_accumulation_params, grad_accumulation_apply,
+    grad_accumulation_params, grad_accumulation_apply, &grad_accumulation_effects,
 };

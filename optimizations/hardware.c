@@ -6,9 +6,15 @@
  *   reverie whatif legacy.json.gz --opt hardware:gpu=A100-80GB,source_gpu=V100
  *
  * Every GPU task is re-costed by the kernel cost model (costmodel.h) for
- * the target: kernels by their roofline on the source and the target,
- * keeping the efficiency the trace shows; host copies by the PCIe
- * bandwidths; collectives by the intra-node links (times bandwidth_scale).
+ * the target: kernels by the terms of its ANOTHER GPU rule - the target's
+ * fixed per-kernel cost, rooflines with wave quantization, and the ratio of
+ * the two GPUs' efficiencies for the kernel's class and size from the
+ * efficiency tables (efficiency.h: efficiency=, by default the shipped
+ * data/efficiency.json; recordings of this same job are left out) - each
+ * with a range; host copies by the PCIe bandwidths; collectives by the
+ * intra-node links (times bandwidth_scale).  Where the target's recordings
+ * measured the idle gap between back-to-back kernels, every stream takes
+ * it (ROCm's recorded kernels abut, CUDA's leave about a microsecond).
  * Transfers other plugins put on channels (ddp's network) divide by
  * bandwidth_scale.  fp32 convolutions recorded on a GPU without TF32 run
  * on TF32 Tensor Cores on a target with them, as PyTorch does by default
@@ -27,11 +33,13 @@
  * which no catalogue figure predicts.
  */
 #include "reverie/costmodel.h"
+#include "reverie/efficiency.h"
 #include "reverie/error.h"
 #include "reverie/plugin.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include "reverie/validate.h"
+#include <math.h>
 #include <string.h>
 
 static const rv_param_spec hardware_params[] = {
@@ -51,6 +59,9 @@ static const rv_param_spec hardware_params[] = {
       "(PyTorch's default), all = matmuls too, none", "conv|all|none" },
     { "launch_latency", RV_PARAM_DURATION, "0us", "us",
       "set every stream's launch latency (launch call's end to kernel start); unless given, the trace's own", NULL },
+    { "efficiency", RV_PARAM_STRING, "", NULL,
+      "per-GPU efficiency tables (reverie calibrate): '' = the shipped data/efficiency.json, a file, or none = "
+      "keep each kernel's own efficiency and the source's fixed cost", NULL },
     { NULL }
 };
 
@@ -59,31 +70,23 @@ typedef struct {
     double flops_scale, memory_scale, link_scale;
     const char *tf32;
     guint to_tf32;
+    const rv_gpu_efficiency *source_efficiency, *target_efficiency;
 } retarget;
-
-/* PyTorch runs fp32 convolutions on TF32 Tensor Cores by default where
- * the GPU has them (torch.backends.cudnn.allow_tf32), matmuls not
- * (torch.backends.cuda.matmul.allow_tf32): a trace from a GPU without TF32
- * cannot show that, so the move to one with it applies the defaults. */
-static gboolean gains_tf32(const retarget *r, const rv_kernel_cost *cost)
-{
-    if (cost->dtype != RV_DTYPE_FP32 || !rv_cost_class_is_matmul(cost->cls) || strcmp(r->tf32, "none") == 0) return FALSE;
-    if (r->source->matrix_flops[RV_DTYPE_TF32] > 0 || r->target->matrix_flops[RV_DTYPE_TF32] <= 0) return FALSE;
-    return cost->cls == RV_COST_CONV || strcmp(r->tf32, "all") == 0;
-}
 
 static gboolean retarget_task(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
                               gpointer data)
 {
     retarget *r = data;
     change->gpu = r->target;
-    if (gains_tf32(r, cost)) {
+    if (rv_cost_gains_tf32(r->source, r->target, cost, r->tf32)) {
         change->dtype = RV_DTYPE_TF32;
         r->to_tf32++;
     }
     change->flops_scale = r->flops_scale;
     change->memory_scale = r->memory_scale;
     change->link_scale = r->link_scale;
+    change->source_efficiency = r->source_efficiency;
+    change->target_efficiency = r->target_efficiency;
     return TRUE;
 }
 
@@ -210,15 +213,127 @@ static void set_launch_latency(rv_graph *graph, const rv_params *params, GString
 
 static void note_gpu_time(const rv_cost_plan *plan, GString *notes)
 {
-    int64_t before = 0, after = 0;
+    int64_t before = 0, after = 0, low = 0, high = 0;
     for (int c = 0; c < RV_COST_CLASS_COUNT; c++) {
         before += plan->classes[c].recorded_ns;
         after += plan->classes[c].predicted_ns;
+        low += plan->classes[c].predicted_low_ns;
+        high += plan->classes[c].predicted_high_ns;
     }
     char *a = rv_format_duration(before), *b = rv_format_duration(after);
-    g_string_append_printf(notes, "    GPU tasks re-costed: %s -> %s\n", a, b);
+    g_string_append_printf(notes, "    GPU tasks re-costed: %s -> %s", a, b);
+    if (low < after || high > after) {
+        char *l = rv_format_duration(low), *h = rv_format_duration(high);
+        g_string_append_printf(notes, " (range %s to %s)", l, h);
+        g_free(l);
+        g_free(h);
+    }
+    g_string_append_c(notes, '\n');
     g_free(a);
     g_free(b);
+}
+
+static void note_view(GString *notes, const char *gpu, const rv_gpu_efficiency *view)
+{
+    guint count = rv_gpu_efficiency_recordings(view);
+    char *labels = rv_gpu_efficiency_labels(view);
+    g_string_append_printf(notes, "      %s: %u recording%s%s%s%s\n", gpu, count, count == 1 ? "" : "s",
+                           count ? " (" : " (none: each kernel keeps its own efficiency", count ? labels : "", ")");
+    g_free(labels);
+}
+
+static void note_tables(const rv_efficiency_views *t, const rv_params *params, const rv_gpu *source, const rv_gpu *target,
+                        GString *notes)
+{
+    if (t->table == NULL) {
+        if (source != target) g_string_append(notes, "    efficiency=none: each kernel keeps its own efficiency, "
+                                                     "the source's fixed cost stays\n");
+        return;
+    }
+    const char *given = rv_params_string(params, "efficiency");
+    g_string_append_printf(notes, "    efficiency tables (%s), without recordings of this job:\n",
+                           *given ? given : "shipped efficiency.json");
+    note_view(notes, source->id, t->source);
+    note_view(notes, target->id, t->target);
+    for (guint i = 0; i < t->excluded->len; i++)
+        g_string_append_printf(notes, "      left out, a recording of this job: %s\n",
+                               (char *)g_ptr_array_index(t->excluded, i));
+}
+
+static void note_fixed(const rv_cost_model *model, const rv_cost_plan *plan, const rv_gpu *target, GString *notes)
+{
+    if (plan->target_fixed_ns < 0) return;
+    g_string_append_printf(notes, "    fixed per-kernel cost: %.1f us in this trace -> %.1f us on %s (%.1f to %.1f us): ",
+                           rv_cost_model_fixed_ns(model) / 1e3, plan->target_fixed_ns / 1e3, target->id,
+                           plan->target_fixed_low_ns / 1e3, plan->target_fixed_high_ns / 1e3);
+    if (plan->target_fixed_by_pairs)
+        g_string_append_printf(notes, "x%.2f, the ratio of the shortest kernels in %u pair%s of recordings of one job on "
+                                      "both GPUs\n", plan->target_fixed_ratio, plan->target_fixed_pairs,
+                               plan->target_fixed_pairs == 1 ? "" : "s");
+    else
+        g_string_append_printf(notes, "the median of %s's recordings (no recording of one job on both GPUs)\n", target->id);
+}
+
+static void note_tables_used(const rv_cost_plan *plan, GString *notes)
+{
+    guint shaped = 0, by_table = 0;
+    for (int c = 0; c < RV_COST_CLASS_COUNT; c++) {
+        shaped += plan->classes[c].shaped;
+        by_table += plan->classes[c].by_table;
+    }
+    if (shaped)
+        g_string_append_printf(notes, "    %u of %u shaped kernels by both GPUs' efficiencies for their class and size; "
+                                      "the rest keep their own\n", by_table, shaped);
+}
+
+/* The target's idle gap between back-to-back kernels, where its recordings measured one. */
+static void set_idle_gap(rv_graph *graph, const rv_efficiency_views *t, const rv_gpu *target, GString *notes)
+{
+    double gap;
+    if (!rv_gpu_efficiency_gap(t->target, &gap)) return;
+    guint streams = 0;
+    for (guint r = 0; r < graph->resources->len; r++) {
+        rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        if (resource->kind != RV_RES_GPU_STREAM) continue;
+        resource->idle_gap_ns = (int64_t)llround(gap);
+        streams++;
+    }
+    g_string_append_printf(notes, "    idle gap between back-to-back kernels of %u stream%s: %.3f us (timing: %.3f us "
+                                  "in this trace), as %s's recordings measure it\n",
+                           streams, streams == 1 ? "" : "s", gap / 1e3, graph->timing.idle_gap.value / 1e3, target->id);
+}
+
+static gboolean recost(rv_graph *graph, const rv_params *params, const rv_gpu *source, const rv_gpu *target,
+                       gboolean neutral, rv_plugin_output *output, GError **error)
+{
+    rv_efficiency_views t;
+    gboolean ok = rv_efficiency_views_open(&t, rv_params_string(params, "efficiency"), graph, source, target, error);
+    if (!ok) {
+        rv_efficiency_views_clear(&t);
+        return FALSE;
+    }
+    gboolean achievable = strcmp(rv_params_string(params, "peaks"), "achievable") == 0;
+    rv_cost_model *model = rv_cost_model_new(graph, source, achievable);
+    retarget r = { source, target, rv_params_number(params, "flops_scale"), rv_params_number(params, "memory_scale"),
+                   rv_params_number(params, "bandwidth_scale"), rv_params_string(params, "tf32"), 0, t.source, t.target };
+    rv_cost_plan *plan = rv_cost_model_plan(model, retarget_task, &r);
+    note_gpus(graph, params, source, target, neutral, output->notes);
+    note_tables(&t, params, source, target, output->notes);
+    ok = rv_cost_plan_apply(graph, plan, "the hardware parameters", error);
+    if (ok) {
+        note_fixed(model, plan, target, output->notes);
+        if (t.table) note_tables_used(plan, output->notes);
+        note_gpu_time(plan, output->notes);
+        if (r.to_tf32)
+            g_string_append_printf(output->notes, "    %u fp32 kernels run on TF32 Tensor Cores there (tf32=%s, PyTorch's "
+                                                  "defaults)\n", r.to_tf32, r.tf32);
+        rv_cost_plan_describe(plan, "      ", output->notes);
+        if (t.table) set_idle_gap(graph, &t, target, output->notes);
+    }
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_efficiency_views_clear(&t);
+    return ok;
 }
 
 static gboolean hardware_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
@@ -230,25 +345,8 @@ static gboolean hardware_apply(rv_graph *graph, const rv_params *params, rv_plug
     if (catalogue == NULL) return FALSE;
     const rv_gpu *source = NULL, *target = NULL;
     rv_gpu *neutral = NULL;
-    gboolean ok = pick_gpus(graph, params, catalogue, &source, &target, &neutral, error);
-    if (ok) {
-        gboolean achievable = strcmp(rv_params_string(params, "peaks"), "achievable") == 0;
-        rv_cost_model *model = rv_cost_model_new(graph, source, achievable);
-        retarget r = { source, target, rv_params_number(params, "flops_scale"), rv_params_number(params, "memory_scale"),
-                       rv_params_number(params, "bandwidth_scale"), rv_params_string(params, "tf32"), 0 };
-        rv_cost_plan *plan = rv_cost_model_plan(model, retarget_task, &r);
-        note_gpus(graph, params, source, target, neutral != NULL, output->notes);
-        ok = rv_cost_plan_apply(graph, plan, "the hardware parameters", error);
-        if (ok) {
-            note_gpu_time(plan, output->notes);
-            if (r.to_tf32)
-                g_string_append_printf(output->notes, "    %u fp32 kernels run on TF32 Tensor Cores there (tf32=%s, PyTorch's "
-                                                      "defaults)\n", r.to_tf32, r.tf32);
-            rv_cost_plan_describe(plan, "      ", output->notes);
-        }
-        rv_cost_plan_free(plan);
-        rv_cost_model_free(model);
-    }
+    gboolean ok = pick_gpus(graph, params, catalogue, &source, &target, &neutral, error) &&
+                  recost(graph, params, source, target, neutral != NULL, output, error);
     ok = ok && scale_channel_transfers(graph, params, output->notes, error) && scale_host(graph, params, output->notes, error);
     if (ok) set_launch_latency(graph, params, output->notes);
     g_free(neutral);
@@ -256,8 +354,19 @@ static gboolean hardware_apply(rv_graph *graph, const rv_params *params, rv_plug
     return ok;
 }
 
+/* The composition law (compose.h): every GPU task and collective re-priced for the target GPU; host calls
+ * scaled. */
+static const rv_plugin_effects hardware_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM | RV_ASPECT_HOST | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM | RV_ASPECT_HOST,
+    .scales = RV_ASPECT_HOST,
+    .reprices = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .rewrites = RV_ASPECT_DEVICE,
+    .order = RV_ORDER(RV_STAGE_DEVICE, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "hardware",
     "another GPU (gpu=NAME from the catalogue) or a faster one (flops_scale, memory_scale, bandwidth_scale): every GPU task re-costed by the kernel cost model",
-    hardware_params, hardware_apply,
+    hardware_params, hardware_apply, &hardware_effects,
 };

@@ -912,9 +912,20 @@ static gboolean metaflow_apply(rv_graph *graph, const rv_params *params, rv_plug
     return ok;
 }
 
+/* The composition law (compose.h): operators its rules match fused, merged or removed with their launches, and
+ * re-priced on the cost model. */
+static const rv_plugin_effects metaflow_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_GPU_WORK,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_HOST,
+    .order = RV_ORDER(RV_STAGE_MODEL, 30),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "metaflow",
     "MetaFlow layer substitutions (Daydream Algorithm 9) from a rule file: fuse chains (conv+bn+relu), merge parallel "
     "GEMMs/convs (Q/K/V), remove or scale layers; new kernels costed on the cost model",
-    metaflow_params, metaflow_apply,
+    metaflow_params, metaflow_apply, &metaflow_effects,
 };

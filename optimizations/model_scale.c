@@ -33,6 +33,7 @@
  */
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/shapes.h"
 #include "reverie/transform.h"
@@ -97,6 +98,42 @@ static gboolean scale_task(const rv_graph *graph, int32_t task, const rv_kernel_
     return TRUE;
 }
 
+/* Kernels over attention (the Transformer layers hidden, seq and heads
+ * describe): a model without any has nothing of theirs to scale. */
+static guint attention_kernels(const rv_graph *graph, const rv_cost_model *model)
+{
+    guint count = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, id);
+        if (cost && cost->cls == RV_COST_ATTENTION) count++;
+    }
+    return count;
+}
+
+/* What the new sizes do to each forward call's tensors (memory.h), by the
+ * class of the first kernel it launched: a linear layer's weights grow
+ * with H^2 and its activations with H*SL*B; tensors over attention scores
+ * with heads*SL^2*B; a convolution's activations with B; other operators'
+ * tensors with H*SL*B and their weights (norms' affine) with H. */
+static void scale_tensors(rv_graph *graph, const rv_cost_model *model, sizes *z)
+{
+    GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+    double tokens = z->s * z->b, activations = z->h * tokens, scores = z->heads * z->s * z->s * z->b;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, id);
+        if (cost == NULL || !(task->flags & RV_TASK_FLAG_GPU) || task->phase == RV_PHASE_OPTIMIZER) continue;
+        int32_t call = rv_graph_launch_of(graph, id);
+        if (call < 0 || !g_hash_table_add(seen, GINT_TO_POINTER(call + 1))) continue;
+        double params = z->h, acts = over_scores(graph, id) ? scores : activations;
+        if (cost->cls == RV_COST_GEMM) params = z->h * z->h;
+        if (cost->cls == RV_COST_CONV) params = 1, acts = z->b;
+        if (params != 1) rv_memory_effect_add(graph, call, RV_MEM_EFFECT_PARAM_SCALE, params, 0);
+        if (acts != 1) rv_memory_effect_add(graph, call, RV_MEM_EFFECT_ACTIVATION_SCALE, acts, 0);
+    }
+    g_hash_table_destroy(seen);
+}
+
 /* Every task of the model's phases stands for `layers` copies of itself. */
 static gboolean repeat_layers(rv_graph *graph, const rv_params *params, double layers, GString *notes, GError **error)
 {
@@ -146,8 +183,17 @@ static gboolean model_scale_apply(rv_graph *graph, const rv_params *params, rv_p
     gboolean ok = gpu != NULL;
     if (ok && (z.h != 1 || z.s != 1 || z.b != 1 || z.heads != 1)) {
         rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+        if ((z.h != 1 || z.s != 1 || z.heads != 1) && attention_kernels(graph, model) == 0) {
+            g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                        "no Transformer layer in the trace (no attention kernel): hidden, seq and heads have nothing to "
+                        "scale here (a CNN?); batch= and layers= apply to any model");
+            rv_cost_model_free(model);
+            rv_gpu_catalogue_free(catalogue);
+            return FALSE;
+        }
         rv_cost_plan *plan = rv_cost_model_plan(model, scale_task, &z);
         ok = rv_cost_plan_apply(graph, plan, "the model-scale factors", error);
+        if (ok) scale_tensors(graph, model, &z);
         if (ok) {
             g_string_append_printf(output->notes, "    H x%g, SL x%g, B x%g, heads x%g on %s (%u kernels over attention scores)\n",
                                    z.h, z.s, z.b, z.heads, gpu->id, z.score_kernels);
@@ -157,12 +203,27 @@ static gboolean model_scale_apply(rv_graph *graph, const rv_params *params, rv_p
         rv_cost_model_free(model);
     }
     ok = ok && repeat_layers(graph, params, z.layers, output->notes, error);
+    if (ok && z.layers != 1) { /* each block stands for `layers` of them: so do its weights and kept tensors */
+        rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_PARAM_SCALE, z.layers, 0);
+        rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_KEPT_SCALE, z.layers, 0);
+    }
     rv_gpu_catalogue_free(catalogue);
     return ok;
 }
 
+/* The composition law (compose.h): every GPU task and collective re-priced by its operator model at the
+ * efficiency its recorded time shows; the model's parameters grow. */
+static const rv_plugin_effects model_scale_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .rewrites = RV_ASPECT_WEIGHTS,
+    .order = RV_ORDER(RV_STAGE_MODEL, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "model-scale",
     "the model at another size (hidden=, seq=, batch=, layers=, heads= factors): Tale of Two Cs' operator models on the kernel cost model",
-    model_scale_params, model_scale_apply,
+    model_scale_params, model_scale_apply, &model_scale_effects,
 };

@@ -5,8 +5,10 @@
  *   reverie whatif ddp_rank1.json.gz --opt 'network:bandwidth_factor=2'
  *   reverie whatif ddp_rank1.json.gz --opt 'network:bandwidth_factor=0.5,fixed_latency=20us,added_latency=5us'
  *
- * Communication tasks are those of kind comm (NCCL kernels) and every task
- * on a channel resource (transfers inserted by other plugins, e.g. ddp).
+ * Communication tasks are those of kind comm (NCCL kernels) and the
+ * collectives other plugins inserted (ddp's all-reduces, zero's gathers:
+ * tasks of a collective, graph.h), wherever they run; other transfers on
+ * channels (vdnn's PCIe copies, dataloader's workers) are not the network's.
  * In a job of several ranks (job.h) a collective's time is its transfer,
  * after every participant arrived; the arrivals and the meeting point are
  * not communication and are left alone.  In one rank's trace alone a
@@ -51,8 +53,7 @@ static gboolean network_apply(rv_graph *graph, const rv_params *params, rv_plugi
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         rv_task *task = rv_graph_task(graph, id);
         if (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) continue;
-        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
-        if (task->kind != RV_TASK_COMM && resource->kind != RV_RES_CHANNEL) continue;
+        if (task->kind != RV_TASK_COMM && task->collective <= 0) continue;
         int64_t d = task->duration_ns, latency = MIN(d, fixed), now;
         /* In double: a tiny factor or a long added latency must be refused, not wrap. */
         if (!rv_task_duration_from(graph, id, (double)latency + (double)(d - latency) / factor + (double)added, cause,
@@ -70,7 +71,7 @@ static gboolean network_apply(rv_graph *graph, const rv_params *params, rv_plugi
     g_free(cause);
     if (count == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
-                    "the trace has no communication tasks (no NCCL kernels, no channel tasks) to re-cost");
+                    "the trace has no communication tasks (no NCCL kernels, no collectives inserted by an earlier --opt) to re-cost");
         return FALSE;
     }
     char *b = rv_format_duration(before), *a = rv_format_duration(after);
@@ -85,7 +86,18 @@ static gboolean network_apply(rv_graph *graph, const rv_params *params, rv_plugi
     return TRUE;
 }
 
+/* The composition law (compose.h): every collective re-priced from its duration (a latency part and a bandwidth
+ * part: not a plain factor). */
+static const rv_plugin_effects network_effects = {
+    .reads = RV_ASPECT_COMM,
+    .reads_time = RV_ASPECT_COMM,
+    .scales = 0,
+    .reprices = RV_ASPECT_COMM,
+    .rewrites = 0,
+    .order = RV_ORDER(RV_STAGE_CLUSTER, 20),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "network", "re-cost every collective / transfer for a faster or slower network",
-    network_params, network_apply,
+    network_params, network_apply, &network_effects,
 };

@@ -320,8 +320,18 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     return ok;
 }
 
+/* The composition law (compose.h): data-parallel all-reduces sliced, and a priority by layer. */
+static const rv_plugin_effects p3_effects = {
+    .reads = RV_ASPECT_DATA_COMM | RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_DATA_COMM | RV_ASPECT_SCHEDULE,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 70),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "p3", "priority-based parameter propagation: sliced push/pull to a parameter server, "
     "layers near the input first",
-    p3_params, p3_apply,
+    p3_params, p3_apply, &p3_effects,
 };

@@ -69,7 +69,7 @@ static const rv_param_spec pipeline_params[] = {
     { "schedule", RV_PARAM_CHOICE, "gpipe", NULL, "micro-batch order on each stage", "gpipe|1f1b" },
     { "transfers", RV_PARAM_CHOICE, "modelled", NULL, "activation and gradient transfers: costed by comm.h, or free",
       "modelled|free" },
-    { "activation_bytes", RV_PARAM_BYTES, "0", "bytes",
+    { "activation_bytes", RV_PARAM_BYTES, "0B", "bytes",
       "activation bytes per micro-batch at every stage boundary; 0: from the Input Dims", NULL },
     { "bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "stage-to-stage bandwidth per direction (NVLink V100)", NULL },
     { "latency", RV_PARAM_DURATION, "2us", "ns", "stage-to-stage per-message latency", NULL },
@@ -493,6 +493,44 @@ static const step_ends *ends_of(const rv_graph *graph, const step_ends *ends, in
     return ends[step + 1].start >= 0 ? &ends[step + 1] : NULL;
 }
 
+/* Mark in `waits` every live task that depends on a victim of its own
+ * step (or of none): directly, or through other tasks of that step - the
+ * host's calls between two backward kernels (a hipFree that waits for one
+ * and comes before the launch of the next), a kernel of another phase on
+ * the stream (an optimizer's multi_tensor_apply in the middle of
+ * backward).  Such a task cannot feed the pipeline's start: it comes after
+ * the stages that replace the victims. */
+static void mark_waiting(const rv_graph *graph, const guint8 *victim, guint8 *waits)
+{
+    int32_t count = rv_graph_task_count(graph);
+    const rv_edge *edges = (const rv_edge *)graph->edges->data;
+    int32_t *first = g_new0(int32_t, count + 1), *to = g_new(int32_t, graph->edges->len + 1);
+    for (guint e = 0; e < graph->edges->len; e++) first[edges[e].from + 1]++;
+    for (int32_t t = 0; t < count; t++) first[t + 1] += first[t];
+    int32_t *fill = g_memdup2(first, sizeof(int32_t) * (gsize)(count + 1));
+    for (guint e = 0; e < graph->edges->len; e++) to[fill[edges[e].from]++] = edges[e].to;
+    GArray *queue = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int32_t t = 0; t < count; t++) {
+        if (!victim[t]) continue;
+        for (int32_t k = first[t]; k < first[t + 1]; k++)
+            if (!victim[to[k]] && !waits[to[k]]) { waits[to[k]] = 1; g_array_append_val(queue, to[k]); }
+    }
+    for (guint i = 0; i < queue->len; i++) {
+        int32_t u = g_array_index(queue, int32_t, i);
+        int32_t step = g_array_index(graph->tasks, rv_task, u).step;
+        for (int32_t k = first[u]; k < first[u + 1]; k++) {
+            int32_t v = to[k], next_step = g_array_index(graph->tasks, rv_task, v).step;
+            if (victim[v] || waits[v] || (next_step != step && next_step != -1)) continue;
+            waits[v] = 1;
+            g_array_append_val(queue, v);
+        }
+    }
+    g_array_unref(queue);
+    g_free(fill);
+    g_free(to);
+    g_free(first);
+}
+
 static void remove_region(rv_graph *graph, const GArray *victims, const step_ends *ends, int stages)
 {
     int32_t count = rv_graph_task_count(graph);
@@ -500,10 +538,7 @@ static void remove_region(rv_graph *graph, const GArray *victims, const step_end
     for (guint i = 0; i < victims->len; i++) victim[g_array_index(victims, int32_t, i)] = 1;
     chain_around(graph, victims, victim);
     guint edges = graph->edges->len;
-    for (guint e = 0; e < edges; e++) {
-        const rv_edge edge = g_array_index(graph->edges, rv_edge, e);
-        if (victim[edge.from] && !victim[edge.to]) waits[edge.to] = 1;
-    }
+    mark_waiting(graph, victim, waits);
     for (guint e = 0; e < edges; e++) {
         const rv_edge edge = g_array_index(graph->edges, rv_edge, e);
         if (victim[edge.from] == victim[edge.to]) continue;
@@ -715,8 +750,18 @@ static gboolean pipeline_apply(rv_graph *graph, const rv_params *params, rv_plug
     return done > 0;
 }
 
+/* The composition law (compose.h): the step rebuilt as stages of micro-batches with transfers between them. */
+static const rv_plugin_effects pipeline_effects = {
+    .reads = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS | RV_ASPECT_CLUSTER,
+    .reads_time = RV_ASPECT_TASKS,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_TASKS | RV_ASPECT_STEPS | RV_ASPECT_WEIGHTS | RV_ASPECT_MEMORY | RV_ASPECT_SCHEDULE | RV_ASPECT_CLUSTER,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 20),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "pipeline",
     "pipeline parallelism: layers in D stages balanced by time, M micro-batches, GPipe or 1F1B schedule",
-    pipeline_params, pipeline_apply,
+    pipeline_params, pipeline_apply, &pipeline_effects,
 };

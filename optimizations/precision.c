@@ -112,8 +112,19 @@ static gboolean precision_apply(rv_graph *graph, const rv_params *params, rv_plu
     return ok;
 }
 
+/* The composition law (compose.h): kernels and collectives re-priced in the new dtype, which later cost-model
+ * plugins read. */
+static const rv_plugin_effects precision_effects = {
+    .reads = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_GPU_WORK | RV_ASPECT_COMM,
+    .rewrites = RV_ASPECT_DEVICE,
+    .order = RV_ORDER(RV_STAGE_PRECISION, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "precision",
     "the model cast to another dtype (dtype=bf16|fp16|fp32): its kernels re-costed by the kernel cost model on the same GPU",
-    precision_params, precision_apply,
+    precision_params, precision_apply, &precision_effects,
 };

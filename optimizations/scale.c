@@ -55,7 +55,17 @@ static gboolean scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_
     return ok;
 }
 
+/* The composition law (compose.h): durations of any selection times a factor, and nothing else. */
+static const rv_plugin_effects scale_effects = {
+    .reads = 0,
+    .reads_time = 0,
+    .scales = RV_ASPECT_TASKS,
+    .reprices = 0,
+    .rewrites = 0,
+    .order = RV_ORDER(RV_STAGE_ADJUST, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "scale", "scale the duration of any selection of tasks (Daydream's shrink)",
-    scale_params, scale_apply,
+    scale_params, scale_apply, &scale_effects,
 };

@@ -95,7 +95,17 @@ static gboolean straggler_apply(rv_graph *graph, const rv_params *params, rv_plu
     return ok;
 }
 
+/* The composition law (compose.h): one rank's compute times a factor. */
+static const rv_plugin_effects straggler_effects = {
+    .reads = RV_ASPECT_CLUSTER,
+    .reads_time = 0,
+    .scales = RV_ASPECT_HOST | RV_ASPECT_GPU_WORK,
+    .reprices = 0,
+    .rewrites = 0,
+    .order = RV_ORDER(RV_STAGE_CLUSTER, 30),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "straggler", "one rank's compute factor times slower: the others wait for it in collectives",
-    straggler_params, straggler_apply,
+    straggler_params, straggler_apply, &straggler_effects,
 };

@@ -205,8 +205,18 @@ static gboolean t3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     return ok;
 }
 
+/* The composition law (compose.h): GEMMs fused with the reduce-scatter of their tensor-parallel all-reduce. */
+static const rv_plugin_effects t3_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_TENSOR_COMM,
+    .reads_time = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_TENSOR_COMM,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_TENSOR_COMM,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 90),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "t3",
     "tensor-parallel GEMM fused with its all-reduce's reduce-scatter by tracking and triggering (T3, Pati et al.)",
-    t3_params, t3_apply,
+    t3_params, t3_apply, &t3_effects,
 };

@@ -59,6 +59,7 @@
 #include "reverie/comm.h"
 #include "reverie/error.h"
 #include "reverie/kernels.h"
+#include "reverie/memory.h"
 #include "reverie/recost.h"
 #include "reverie/shapes.h"
 #include "reverie/stats.h"
@@ -371,17 +372,44 @@ static GArray *block_ranges(tp_state *state, const GString *letters)
     return ranges;
 }
 
+
+/* What a rank holds of a sliced block (memory.h): 1/degree of each linear
+ * GEMM's weights (and so of their gradients and optimizer state), and of
+ * the attention GEMMs' and softmaxes' tensors (each rank has 1/degree of
+ * the heads).  The
+ * linear layers' inputs and the block's norms and dropouts are replicated
+ * on every rank, and stay (Korthikanti et al. 2022 count 10 of a layer's
+ * 34 s*b*h activation bytes as replicated; this keeps all of a linear
+ * layer's inputs, an upper bound). */
+static void shard_tensors(rv_graph *graph, const GArray *gemms, const GArray *scores, int64_t degree)
+{
+    GArray *linear = g_array_new(FALSE, FALSE, sizeof(int32_t)), *attention = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    g_array_append_vals(attention, scores->data, scores->len);
+    for (guint i = 0; i < gemms->len; i++) {
+        int32_t id = g_array_index(gemms, int32_t, i);
+        const rv_task *task = rv_graph_task(graph, id);
+        const char *op = rv_strings_get(graph->strings, task->op);
+        gboolean batched = op && (strstr(op, "bmm") || strstr(op, "attention") || strstr(op, "baddbmm"));
+        g_array_append_val(batched ? attention : linear, id);
+    }
+    rv_memory_effect_add_for_tasks(graph, linear, RV_MEM_EFFECT_PARAM_SCALE, 1.0 / (double)degree, 0);
+    rv_memory_effect_add_for_tasks(graph, attention, RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / (double)degree, 0);
+    g_array_unref(linear);
+    g_array_unref(attention);
+}
+
 /* Slice the blocks' GEMMs of one phase and note where all-reduces go. */
 static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboolean forward, GArray *cuts)
 {
     GString *letters = g_string_new(NULL);
     GArray *ids = tokenize(graph, &state->tokens, kernels, letters);
     GArray *ranges = block_ranges(state, letters);
-    GArray *gemms = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    GArray *gemms = g_array_new(FALSE, FALSE, sizeof(int32_t)), *scores = g_array_new(FALSE, FALSE, sizeof(int32_t));
     for (guint r = 0; r < ranges->len; r += 2) {
         guint from = g_array_index(ranges, guint, r), to = g_array_index(ranges, guint, r + 1);
         for (guint i = from; i < to; i++)
             if (letters->str[i] == 'L' || letters->str[i] == 'A') g_array_append_val(gemms, g_array_index(ids, int32_t, i));
+            else if (letters->str[i] == 'S') g_array_append_val(scores, g_array_index(ids, int32_t, i));
         int32_t cut[2];
         block_cut_points(letters, ids, from, to, cut);
         for (int h = 0; h < 2; h++) if (cut[h] >= 0) g_array_append_val(cuts, cut[h]);
@@ -393,6 +421,8 @@ static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboo
         }
     }
     rv_transform_scale(graph, gemms, 1.0 / (double)state->degree);
+    if (forward) shard_tensors(graph, gemms, scores, state->degree);
+    g_array_unref(scores);
     state->sliced += gemms->len;
     guint blocks = ranges->len / 2;
     g_array_unref(gemms);
@@ -530,8 +560,9 @@ static guint collectives_of(const rv_graph *graph, rv_parallelism parallelism, g
  * group, same link (this plugin's), smaller message. */
 static gboolean shard_data_parallel(rv_graph *graph, const tp_state *state, GString *notes, GError **error)
 {
-    rv_recost_plan plan = { rv_graph_world_size(graph), 1 << 24, state->link, state->link, -1,
-                            1u << RV_PARALLEL_DATA, (int)state->degree };
+    int data, tensor;
+    rv_graph_parallel_sizes(graph, &data, &tensor); /* the same groups: data-parallel ones keep their size */
+    rv_recost_plan plan = { data, 1 << 24, state->link, state->link, -1, 1u << RV_PARALLEL_DATA, (int)state->degree, 0 };
     rv_recost_summary summary;
     if (!rv_graph_recost_collectives(graph, &plan, "the tp-allreduce parameters", &summary, error)) return FALSE;
     if (summary.collectives == 0) return TRUE;
@@ -566,7 +597,9 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
     token_memo_init(&state.tokens, graph);
     state.ranges_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
+    int64_t world = rv_graph_world_size(graph);
     gboolean ok = transform_steps(graph, params, &state, by_phase, error);
+    if (ok) graph->world_size = MIN(world * state.degree, 1 << 24); /* each recorded rank is now `degree` GPUs */
     if (ok) write_notes(&state, output->notes);
     if (ok) ok = shard_data_parallel(graph, &state, output->notes, error);
     g_hash_table_destroy(state.ranges_of);
@@ -576,8 +609,19 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     return ok;
 }
 
+/* The composition law (compose.h): block GEMMs and optimizer work divided, tensor-parallel all-reduces inserted
+ * on the compute stream, data-parallel payloads sharded. */
+static const rv_plugin_effects tp_allreduce_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_DATA_COMM | RV_ASPECT_DEVICE | RV_ASPECT_CLUSTER,
+    .reads_time = RV_ASPECT_DATA_COMM,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_DATA_COMM,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_OPTIMIZER | RV_ASPECT_TENSOR_COMM | RV_ASPECT_WEIGHTS | RV_ASPECT_CLUSTER,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 10),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "tp-allreduce",
     "tensor parallelism (Megatron): block GEMMs / degree, four all-reduces per Transformer block",
-    tp_params, tp_apply,
+    tp_params, tp_apply, &tp_allreduce_effects,
 };

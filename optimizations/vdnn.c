@@ -601,8 +601,19 @@ static gboolean vdnn_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     return ok;
 }
 
+/* The composition law (compose.h): offload and prefetch copies that forward layers wait for; a prefetch
+ * priority. */
+static const rv_plugin_effects vdnn_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .reads_time = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD,
+    .scales = 0,
+    .reprices = 0,
+    .rewrites = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_SCHEDULE | RV_ASPECT_MEMORY,
+    .order = RV_ORDER(RV_STAGE_EXECUTION, 40),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "vdnn",
     "vDNN memory virtualization: offload feature maps to the host in forward, prefetch them for backward",
-    vdnn_params, vdnn_apply,
+    vdnn_params, vdnn_apply, &vdnn_effects,
 };

@@ -26,8 +26,10 @@
  * all-gather likewise, on ceil(N / gpus_per_node) nodes.  On a ring an
  * all-reduce moves 2(N-1)/N S per rank and a reduce-scatter or all-gather
  * (N-1)/N S: stages 1 and 2 move what plain data parallelism moves,
- * stage 3 1.5x.  Inserted all-gathers run on a channel of their own, are
- * data-parallel collectives of N ranks, and a free network costs nothing.
+ * stage 3 1.5x.  Inserted all-gathers run on a communication stream of
+ * their own on the all-reduces' GPU (transform.h: the contention rule and
+ * the reports see them), are data-parallel collectives of N ranks, and a
+ * free network costs nothing.
  *
  * MEMORY (model states per GPU, mixed-precision Adam, the paper's
  * section 3): P parameters of 2 (fp16 weights) + 2 (fp16 gradients) + 12
@@ -44,6 +46,7 @@
 #include "reverie/error.h"
 #include "reverie/gpus.h"
 #include "reverie/layers.h"
+#include "reverie/memory.h"
 #include "reverie/recost.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
@@ -155,7 +158,7 @@ static int32_t new_collective(rewriter *r, rv_collective op, int64_t bytes)
     return rv_graph_add_collective(r->graph, &info);
 }
 
-/* An all-gather of `bytes` on the zero channel, costed like `like` (an
+/* An all-gather of `bytes` on the zero stream, costed like `like` (an
  * all-reduce's recorded time), after `after` (if any) and before `before`. */
 static gboolean insert_all_gather(rewriter *r, const rv_task *like, int64_t ns, int64_t bytes, int32_t after,
                                   int32_t before, const char *name, rv_phase phase, GError **error)
@@ -406,7 +409,10 @@ static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     }
     step_marks *marks = mark_steps(graph);
     guint slots = graph->steps->len + 1;
-    rewriter r = { graph, &plan, rv_transform_add_channel(graph, "zero all-gather"), -1, g_new0(int64_t, slots),
+    /* NCCL's all-gathers on a stream of their own on the all-reduces' GPU */
+    int32_t stream = rv_transform_add_comm_stream(graph, g_array_index(allreduces, int32_t, 0), "nccl stream (zero all-gather)");
+    rewriter r = { graph, &plan, stream >= 0 ? stream : rv_transform_add_channel(graph, "zero all-gather"), -1,
+                   g_new0(int64_t, slots),
                    g_new0(int64_t, slots), g_new(int32_t, slots), 0, 0, 0, 0, 0, 0 };
     for (guint s = 0; s < slots; s++) r.step_last[s] = -1;
     gboolean ok = shard_optimizer(graph, params, plan.world, output->notes, error) &&
@@ -431,6 +437,11 @@ static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
                                    "time, which in a rank alone holds its wait for the others (an upper bound)\n",
                                    r.solved_payloads);
         describe_memory(graph, &plan, first, output->notes);
+        /* the memory model shards the states it counts (memory.h) */
+        int shards = plan.stage == 1   ? RV_SHARD_OPTIMIZER_STATE
+                     : plan.stage == 2 ? RV_SHARD_OPTIMIZER_STATE | RV_SHARD_GRADIENTS
+                                       : RV_SHARD_OPTIMIZER_STATE | RV_SHARD_GRADIENTS | RV_SHARD_WEIGHTS;
+        rv_memory_effect_add(graph, -1, RV_MEM_EFFECT_SHARD, 1.0 / plan.world, shards);
     }
     g_free(r.step_bytes);
     g_free(r.step_gather_ns);
@@ -440,8 +451,19 @@ static gboolean zero_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     return ok;
 }
 
+/* The composition law (compose.h): data-parallel all-reduces become reduce-scatters and gathers; optimizer work
+ * divided; model states sharded. */
+static const rv_plugin_effects zero_effects = {
+    .reads = RV_ASPECT_FORWARD | RV_ASPECT_BACKWARD | RV_ASPECT_STEPS | RV_ASPECT_CLUSTER | RV_ASPECT_WEIGHTS | RV_ASPECT_DATA_COMM | RV_ASPECT_DEVICE,
+    .reads_time = RV_ASPECT_DATA_COMM | RV_ASPECT_OPTIMIZER,
+    .scales = RV_ASPECT_MEMORY,
+    .reprices = RV_ASPECT_OPTIMIZER,
+    .rewrites = RV_ASPECT_DATA_COMM | RV_ASPECT_WEIGHTS | RV_ASPECT_MEMORY,
+    .order = RV_ORDER(RV_STAGE_PARALLEL, 40),
+};
+
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
     RV_PLUGIN_ABI_VERSION, "zero",
     "ZeRO stage 1-3: optimizer state, gradients and parameters sharded over the data-parallel group",
-    zero_params, zero_apply,
+    zero_params, zero_apply, &zero_effects,
 };

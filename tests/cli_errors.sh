@@ -79,5 +79,27 @@ for command in info; do
     fi
 done
 
+# Traces that are traces but odd: each replays with exit 0 and one note
+# on stderr that says what the timing model had to assume.
+odd() { # odd NAME WANT PYTHON-EVENTS
+    local name=$1 want=$2
+    checked=$((checked + 1))
+    python3 -c "import json; base = 1700000000000000; ev = $3; json.dump({'traceEvents': ev}, open('$work/$name.json', 'w'))"
+    timeout 60 "$reverie" simulate "$work/$name.json" >"$work/out" 2>"$work/err"
+    status=$?
+    if [ "$status" -ne 0 ] || ! grep -qF -- "$want" "$work/err" || [ "$(wc -l <"$work/err")" -ne 1 ]; then
+        echo "FAIL $name: status $status, stderr:"; sed 's/^/     /' "$work/err"; failures=$((failures + 1))
+    else
+        echo "ok   $name: $(cat "$work/err")"
+    fi
+}
+launch='{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1}'
+kernel='{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7}'
+odd gpu-before-launches "the GPU clock is" \
+    "[dict($launch, ts=base + 100 * i + 50, dur=5, args={'correlation': i + 1}) for i in range(20)] + [dict($kernel, ts=base + 100 * i, dur=20, args={'correlation': i + 1, 'stream': 7, 'device': 0}) for i in range(20)]"
+odd no-correlation "20 of 20 GPU tasks have no launch call" \
+    "[dict($launch, ts=base + 100 * i, dur=5, args={}) for i in range(20)] + [dict($kernel, ts=base + 100 * i + 10, dur=20, args={'stream': 7, 'device': 0}) for i in range(20)]"
+odd one-gpu-event "1 of 1 GPU tasks have no launch call" "[dict($kernel, ts=base, dur=20, args={'stream': 7, 'device': 0})]"
+
 echo "$checked inputs checked, $failures failures"
 [ "$failures" -eq 0 ]

@@ -1,8 +1,10 @@
 #!/bin/sh
 # cli_hardware.sh - command-line tests for the hardware and precision
-# projection: `kernels`, `comm-fraction`, whatif's GPU kernel time, validate's
-# GPU kernel error and host/GPU split, and the one-line errors of the
-# catalogue and the plugins on it (metaflow's bundled and bad rule files too).
+# projection: `kernels` (and --target), `comm-fraction`, `calibrate`,
+# whatif's GPU kernel time and range, validate's GPU kernel error, range and
+# host/GPU split, that the shipped efficiency table is current, and the
+# one-line errors of the catalogue, the tables and the plugins on them
+# (metaflow's bundled and bad rule files too).
 #
 # usage: cli_hardware.sh REVERIE SOURCE_ROOT
 # Uses the traces the project ships; exits 77 (skipped) when they are missing.
@@ -111,6 +113,74 @@ printf '{"rules": [{"action": "remove", "match": "layer~relu"}, {"action": "fuse
 expect_status 1 "$reverie" whatif "$ddp" --opt "metaflow:rules=$work/rules.json"
 expect_in "$work/err" "rules.json: rule 2: \"match\" must list 2 to 8 selections, not 1"
 one_line
+
+# --- calibrate: per-GPU efficiency tables ---------------------------------------
+bert="$root/traces/pairs/gpu_h100_vs_mi300x_bert_small"
+expect_status 0 "$reverie" calibrate --help
+expect_in "$work/out" "Example"
+expect_status 0 "$reverie" calibrate "$pair/h100.json.gz" "$bert/mi300x.json.gz" -o "$work/table.json" --json
+json_check "d['recordings_in_table'] == 2 and [a['gpu'] for a in d['added']] == ['H100-SXM', 'MI300X'] and d['added'][0]['gap_us'] > 0 and d['added'][1]['samples'] > 50"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['format'] == 'reverie-efficiency' and len(d['recordings']) == 2" \
+    "$work/table.json" || fail "the table is not a reverie-efficiency file"
+expect_status 1 "$reverie" calibrate "$bert/h100.json.gz" -o "$work/table.json"
+expect_in "$work/err" "already exists; give --force"
+one_line
+expect_status 1 "$reverie" calibrate "$bert/h100.json.gz" -o "$bert/h100.json.gz" --force
+expect_in "$work/err" "is an input of this run"
+one_line
+expect_status 1 "$reverie" calibrate "$bert/h100.json.gz" --from "$work/table.json" -o "$work/table.json" --force
+expect_in "$work/err" "is an input of this run"
+expect_status 0 "$reverie" calibrate "$bert/h100.json.gz" "$bert/mi300x.json.gz" --from "$work/table.json" -o "$work/refined.json"
+expect_in "$work/out" "(replaced)"
+expect_in "$work/out" "3 recordings"
+expect_status 1 "$reverie" calibrate "$legacy" -o "$work/legacy.json"
+expect_in "$work/err" "--source-gpu=NAME"
+one_line
+[ ! -e "$work/legacy.json" ] || fail "a failed calibrate left a table behind"
+expect_status 1 "$reverie" calibrate "$bert/h100.json.gz"
+expect_in "$work/err" "-o TABLE.json"
+printf '{"format": "reverie-efficiency", "version": 1, "recordings": [{"gpu": "H100-SXM"}]}' >"$work/bad.json"
+expect_status 2 "$reverie" calibrate "$bert/h100.json.gz" --from "$work/bad.json" -o "$work/out.json"
+expect_in "$work/err" "bad.json: efficiency recording 1:"
+one_line
+
+# --- hardware with tables: the same job is never read; a table of one's own; none
+expect_status 0 "$reverie" whatif "$bert/h100.json.gz" --opt "hardware:gpu=MI300X,efficiency=$work/refined.json"
+expect_in "$work/out" "left out, a recording of this job: $bert/h100.json.gz"
+expect_in "$work/out" "left out, a recording of this job: $bert/mi300x.json.gz"
+expect_in "$work/out" "predicted range (each estimate at its low, then its high end)"
+expect_status 0 "$reverie" whatif "$bert/h100.json.gz" --opt hardware:gpu=MI300X,efficiency=none --json
+json_check "d['predicted_gpu_low_us'] < d['predicted_gpu_us'] < d['predicted_gpu_high_us']"
+expect_in "$work/out" "efficiency=none: each kernel keeps its own efficiency"
+expect_status 2 "$reverie" whatif "$bert/h100.json.gz" --opt "hardware:gpu=MI300X,efficiency=$work/missing.json"
+expect_in "$work/err" "efficiency=none projects without one"
+one_line
+expect_status 0 "$reverie" whatif "$bert/h100.json.gz" --opt hardware:gpu=H100 --json
+json_check "d['predicted_low_us'] is None and d['predicted_gpu_us'] == d['baseline_gpu_us']"
+
+# --- validate: the range and whether the recording is inside (the accuracy suite reads these)
+expect_status 0 "$reverie" validate "$bert/mi300x.json.gz" "$bert/h100.json.gz" --opt hardware:gpu=H100 --json
+json_check "abs(d['gpu_kernel']['error']) < 0.07 and d['gpu_kernel']['inside_range'] is True and d['gpu_kernel']['predicted_low_us'] < d['gpu_kernel']['variant_us'] < d['gpu_kernel']['predicted_high_us'] and d['predicted_steady_low_us'] <= d['predicted_steady_us'] <= d['predicted_steady_high_us']"
+expect_status 0 "$reverie" validate "$pair/h100.json.gz" "$pair/mi300x.json.gz" --opt hardware:gpu=MI300X
+expect_in "$work/out" "GPU kernel time"
+expect_in "$work/out" "(recorded inside)"
+
+# --- kernels --target: per class before, after, range and the deciding term
+expect_status 0 "$reverie" kernels "$bert/h100.json.gz" --target MI300X
+expect_in "$work/out" "projected to MI300X"
+expect_in "$work/out" "decided by"
+expect_status 0 "$reverie" kernels "$bert/h100.json.gz" --target MI300X --json
+json_check "d['target']['gpu'] == 'MI300X' and len(d['target']['left_out']) == 2 and all(c['low_us'] <= c['after_us'] <= c['high_us'] and c['decided_by'] in ('fixed', 'peak', 'waves', 'bandwidth', 'cache', 'class', 'link') for c in d['target']['classes'].values())"
+expect_status 1 "$reverie" kernels "$bert/h100.json.gz" --efficiency none
+expect_in "$work/err" "--efficiency goes with --target"
+expect_status 1 "$reverie" kernels "$bert/h100.json.gz" --target TPUv5
+expect_in "$work/err" "unknown GPU 'TPUv5'"
+one_line
+
+# --- the shipped table is what calibrate.sh makes of the shipped traces today
+(cd "$root" && sh data/calibrate.sh "$reverie" "$work/shipped.json") || fail "data/calibrate.sh failed"
+cmp -s "$work/shipped.json" "$root/data/efficiency.json" ||
+    fail "data/efficiency.json is stale: run data/calibrate.sh build/reverie data/efficiency.json from the source root"
 
 [ "$failures" -eq 0 ] || { echo "$failures failures" >&2; exit 1; }
 echo "cli_hardware: all checks passed"

@@ -246,18 +246,18 @@ hostile huge-world-size       2 "world_size = 1000000000"           "$R" simulat
 
 # ---- pipes, FIFOs and standard input ----------------------------------------
 
-hostile stdin-plain           0 "<stdin>: 1468 tasks"  bash -c '"$R" simulate - <"$W/in/trace.json"'
-hostile stdin-gzip-pipe       0 "<stdin>: 1468 tasks"  bash -c 'cat "$T" | "$R" simulate -'
-hostile dev-stdin-pipe        0 "1468 tasks"           bash -c 'zcat "$T" | "$R" simulate /dev/stdin'
-hostile stdin-slow-writer     0 "1468 tasks"           bash -c '(sleep 2; cat "$T") | "$R" simulate - --read-timeout 30'
+hostile stdin-plain           0 "<stdin>: 1484 tasks"  bash -c '"$R" simulate - <"$W/in/trace.json"'
+hostile stdin-gzip-pipe       0 "<stdin>: 1484 tasks"  bash -c 'cat "$T" | "$R" simulate -'
+hostile dev-stdin-pipe        0 "1484 tasks"           bash -c 'zcat "$T" | "$R" simulate /dev/stdin'
+hostile stdin-slow-writer     0 "1484 tasks"           bash -c '(sleep 2; cat "$T") | "$R" simulate - --read-timeout 30'
 hostile stdin-stalled-writer  2 "no data for 1 s"      bash -c '(sleep 5; cat "$T") | "$R" simulate - --read-timeout 1'
 hostile fifo-no-writer        2 "the FIFO has no writer" "$R" simulate "$in/fifo-no-writer" --read-timeout 1
-hostile fifo-with-writer      0 "1468 tasks"  bash -c 'mkfifo "$W/scratch/f"; (zcat "$T" >"$W/scratch/f" &); "$R" simulate "$W/scratch/f"; s=$?; rm -f "$W/scratch/f"; exit $s'
+hostile fifo-with-writer      0 "1484 tasks"  bash -c 'mkfifo "$W/scratch/f"; (zcat "$T" >"$W/scratch/f" &); "$R" simulate "$W/scratch/f"; s=$?; rm -f "$W/scratch/f"; exit $s'
 hostile no-input-given        1 "give a trace or graph" "$R" simulate
 # Nothing lost through a pipe: the same replay as from the file.
 hostile pipe-loses-nothing    0 ""  bash -c 'cmp <("$R" simulate "$T" | tail -n +2) <(zcat "$T" | "$R" simulate - | tail -n +2)'
-hostile graph-through-pipe    0 "1468 tasks"  bash -c '"$R" import --quiet "$T" -o - | "$R" simulate -'
-hostile graph-on-stdin        0 "1468 tasks"  bash -c '"$R" simulate - <"$W/in/graph.rvg"'
+hostile graph-through-pipe    0 "1484 tasks"  bash -c '"$R" import --quiet "$T" -o - | "$R" simulate -'
+hostile graph-on-stdin        0 "1484 tasks"  bash -c '"$R" simulate - <"$W/in/graph.rvg"'
 hostile graph-max-bytes       2 "--max-bytes"          "$R" simulate "$in/graph.rvg" --max-bytes 1KB
 hostile graph-pipe-max-bytes  2 "larger than the limit" bash -c 'cat "$W/in/graph.rvg" | "$R" simulate - --max-bytes 1KB'
 hostile rvg-name-gzip-inside  2 "not a reverie graph: it is a gzip file" "$R" simulate "$in/not-a-graph.rvg"

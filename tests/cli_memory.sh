@@ -126,5 +126,24 @@ printf '{"traceEvents": [{"ph": "i", "name": "[memory]", "ts": 1, "pid": 1, "tid
 expect_status 2 "$reverie" memory "$work/bad.json"
 one_line
 expect_in "$work/err" "\"Bytes\" must be an integer"
+
+# --- an inference trace recorded without ProfilerStep ------------------------------
+# The whole trace is its step and all of it forward: a positive estimate,
+# half of it in bf16, never "0.0 MiB" (nor "-100%" against a recording).
+fp32="$root/traces/pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz"
+bf16="$root/traces/pairs/weights_fp32_vs_bf16_a10g/bf16.json.gz"
+if [ -f "$fp32" ] && [ -f "$bf16" ]; then
+    expect_status 0 "$reverie" memory "$fp32" --json
+    json_check "d['estimate']['peak_bytes'] > 10 * 2**20 and d['estimate']['peak_phase'] == 'forward'"
+    cp "$work/out" "$work/fp32.json"
+    expect_status 0 "$reverie" memory "$bf16" --json
+    python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['estimate']['peak_bytes']; b=json.load(open(sys.argv[2]))['estimate']['peak_bytes']; sys.exit(0 if 0.4 < b / a < 0.6 else 1)" \
+        "$work/fp32.json" "$work/out" || fail "bf16's estimate is not about half of fp32's"
+    expect_status 0 "$reverie" memory "$fp32"
+    grep -q "peak 0.0 MiB" "$work/out" && fail "an inference trace without ProfilerStep estimated at 0.0 MiB"
+    expect_status 0 "$reverie" whatif "$fp32" --opt precision:dtype=bf16 --json
+    json_check "d['baseline_peak_bytes'] > 0 and 0.4 < d['predicted_peak_bytes'] / d['baseline_peak_bytes'] < 0.6"
+fi
+
 [ "$failures" -eq 0 ] || exit 1
 exit 0

@@ -114,6 +114,11 @@ plugins = json.load(open(sys.argv[2]))
 want = sum(max(1, len(p["params"])) for p in plugins)
 assert len(rows) == want, (len(rows), want)
 assert {r["plugin"] for r in rows} == {p["name"] for p in plugins}
+# every shipped plugin declares its effects: a place in the order and what it touches
+for p in plugins:
+    e = p["effects"]
+    assert e is not None and 100 <= e["order"] < 800 and e["stage"], p["name"]
+    assert any(e[w] for w in ("scales", "reprices", "rewrites")), p["name"]
 EOF
 
 # --- info --csv and validate --csv: the JSON's scalars, one row each --------

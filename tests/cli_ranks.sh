@@ -86,6 +86,10 @@ EOF
 expect_status 0 "$reverie" import "$job" -o "$work/job.rvg"
 expect_status 0 "$reverie" simulate "$work/job.rvg"
 cmp -s "$work/out" "$work/folder.txt" || fail "the saved job replays unlike the folder"
+# a saved job's breakdown: each rank's step over its own resources, the
+# parts adding up to the step (windows of different ranks overlap in time)
+expect_status 0 "$reverie" breakdown "$work/job.rvg" --json
+json_check "all(abs(sum(s[k + '_us'] for k in ('cpu_only', 'gpu_only', 'overlap', 'idle')) - s['time_us']) < 0.01 for r in d['runs'] for s in r['steps']) and len(d['runs'][0]['steps']) == 8"
 expect_status 1 "$reverie" import "$job"/rank0.json.gz "$job"/rank1.json.gz
 expect_one_line_error "give the output with -o GRAPH.rvg when importing several ranks"
 
@@ -115,6 +119,18 @@ expect_status 3 "$reverie" whatif "$job" --opt dataloader:workers=4
 expect_plugin_error "ranks meet only in a collective's rendezvous"
 expect_status 1 "$reverie" whatif "$job" --opt straggler:rank=9
 expect_plugin_error "rank=9: the graph holds ranks 0, 1, 2, 3, 4, 5, 6, 7"
+
+# --plot of a job: one group per step of the job, each bar as tall as the
+# job's step in --json (the slowest rank's), its breakdown that rank's own
+plot_check() {
+    python3 "$(dirname "$0")/plot_bars.py" "$@" || fail "the plot disagrees with --json: $*"
+}
+expect_status 0 "$reverie" simulate "$job" --plot "$work/job.svg"
+expect_status 0 "$reverie" simulate "$job" --json
+plot_check "$work/job.svg" "$work/out" recorded_us simulated_us
+expect_status 0 "$reverie" whatif "$job" --opt straggler:rank=3,factor=1.5 --plot "$work/job.svg" --force
+expect_status 0 "$reverie" whatif "$job" --opt straggler:rank=3,factor=1.5 --json
+plot_check "$work/job.svg" "$work/out" baseline_us predicted_us
 
 [ "$failures" -eq 0 ] || { echo "$failures failures" >&2; exit 1; }
 echo "cli_ranks: all checks passed"

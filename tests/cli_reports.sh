@@ -63,6 +63,9 @@ expect_in "$work/sim.json" '"name":"process_name"'
 expect_in "$work/sim.json" '"cat":"ac2g"'
 expect_in "$work/sim.json" 'ProfilerStep#1'
 grep -q '<svg' "$work/sim.svg" || fail "simulate --plot wrote no SVG"
+expect_status 0 "$reverie" simulate "$trace" --json
+python3 "$(dirname "$0")/plot_bars.py" "$work/sim.svg" "$work/out" recorded_us simulated_us ||
+    fail "simulate --plot's bars disagree with --json"
 expect_status 0 "$reverie" simulate "$trace" --csv
 head -1 "$work/out" | grep -qx 'step,recorded_us,simulated_us,error,unexplained_us' || fail "simulate --csv header"
 [ "$(wc -l < "$work/out")" -eq 5 ] || fail "simulate --csv: expected 4 steps"
@@ -75,6 +78,8 @@ expect_in "$work/w.json" '"args":{"name":"predicted rank'
 expect_in "$work/w.json" '"change":"changed"'
 expect_status 0 "$reverie" whatif "$trace" --opt "$opt" --diff --json
 cp "$work/out" "$work/w-diff.json"
+python3 "$(dirname "$0")/plot_bars.py" "$work/w.svg" "$work/w-diff.json" baseline_us predicted_us ||
+    fail "whatif --plot's bars disagree with --json"
 json_has "$work/w-diff.json" diff
 expect_status 0 "$reverie" whatif "$trace" --opt "$opt" --csv
 head -1 "$work/out" | grep -qx 'step,recorded_us,baseline_us,predicted_us,speedup' || fail "whatif --csv header"

@@ -134,7 +134,7 @@ static gboolean hostile_apply(rv_graph *graph, const rv_params *params, rv_plugi
 #endif
 
 G_MODULE_EXPORT const rv_plugin rv_plugin_descriptor = {
-    HOSTILE_ABI, HOSTILE_NAME, HOSTILE_SUMMARY, hostile_params, hostile_apply,
+    HOSTILE_ABI, HOSTILE_NAME, HOSTILE_SUMMARY, hostile_params, hostile_apply, NULL,
 };
 
 #endif

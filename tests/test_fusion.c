@@ -359,13 +359,17 @@ static double t3_geomean(const char *variant, int tp, double *max_speedup)
     return exp(log_sum / cases);
 }
 
+/* The Pati thesis (chapter 8): T3 gains 20% geomean (max 39%) on the
+ * sliced sub-layers, T3-MCA 30% (max 47%). */
 START_TEST(t3_sublayers_at_the_papers_models)
 {
     for (int tp = 8; tp <= 16; tp *= 2) {
         double max_t3, max_mca;
         double t3 = t3_geomean("t3", tp, &max_t3), mca = t3_geomean("mca", tp, &max_mca);
-        g_printerr("T3 sub-layers, TP %d: T3 %.3fx geomean (max %.3fx), T3-MCA %.3fx (max %.3fx); "
-                   "paper: 1.30x geomean, max 1.47x\n", tp, t3, max_t3, mca, max_mca);
+        g_printerr("T3 sub-layers, TP %d: T3 %.3fx geomean (max %.3fx), thesis 1.20x (max 1.39x); T3-MCA %.3fx "
+                   "(max %.3fx), thesis 1.30x (max 1.47x)\n", tp, t3, max_t3, mca, max_mca);
+        ck_assert_msg(fabs(t3 - 1.20) <= 0.05, "T3 %.3fx geomean at TP %d, the thesis 1.20x", t3, tp);
+        ck_assert_msg(max_t3 <= 1.39 + 0.05, "T3 max %.3fx at TP %d, the thesis 1.39x", max_t3, tp);
         ck_assert(mca >= t3); /* arbitration keeps the GEMM's speed */
     }
 }

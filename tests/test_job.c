@@ -14,6 +14,7 @@
 #include "plugin_harness.h"
 #include "reverie/comm.h"
 #include "reverie/job.h"
+#include "reverie/report.h"
 #include "reverie/store.h"
 #include "reverie/validate.h"
 #include <check.h>

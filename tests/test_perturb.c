@@ -128,7 +128,7 @@ static void check_offset(const char *name, double shift_us)
     char *shifted = perturbed_copy(name, SHIFT_ALL, shift_us);
     rv_graph *a = load_trace_file(original), *b = load_trace_file(shifted);
     g_printerr("%s shifted %+.0f us: clock offset found %+.3f ms (%s)\n", name, shift_us,
-               b->timing.clock_offset_ns / 1e6, rv_clock_status_name(b->timing.clock_status));
+               b->timing.clock_offset.value / 1e6, rv_clock_status_name(b->timing.clock_status));
     GArray *before = simulated_steps(a), *after = simulated_steps(b);
     ck_assert_uint_eq(before->len, after->len);
     for (guint s = 0; s < before->len; s++) {

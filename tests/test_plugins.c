@@ -355,8 +355,10 @@ static int64_t predicted_steady_step(const char *trace, const char *text)
 }
 
 /* The recorded pair: ResNet-50 with num_workers 0 and 4.  The default model
- * predicts the variant's steady step within 5%; the mechanics alone (no
- * host interference) are more optimistic, as the README says. */
+ * (no host interference: a workers=0 trace cannot show it) predicts the
+ * variant's steady step within 10%, on the fast side (the recorded variant's
+ * host work ran slower beside the workers); host interference slows the
+ * prediction, as it should. */
 START_TEST(dataloader_workers_pair)
 {
     const char *baseline = "pairs/dataloader_workers_v100/num_workers_0.json.gz";
@@ -366,12 +368,13 @@ START_TEST(dataloader_workers_pair)
     g_array_unref(recorded_steps);
     rv_graph_free(variant);
     int64_t predicted = predicted_steady_step(baseline, "workers=4");
-    int64_t mechanics = predicted_steady_step(baseline, "workers=4,interference=0");
+    int64_t contended = predicted_steady_step(baseline, "workers=4,interference=0.2");
     double error = (double)(predicted - recorded) / (double)recorded;
-    g_printerr("dataloader workers=4: recorded %.3f ms, predicted %.3f ms (%+.2f%%), mechanics alone %.3f ms\n",
-               recorded / 1e6, predicted / 1e6, 100 * error, mechanics / 1e6);
-    ck_assert_msg(fabs(error) <= 0.05, "predicted %.3f ms, recorded %.3f ms", predicted / 1e6, recorded / 1e6);
-    ck_assert_int_lt(mechanics, predicted);
+    g_printerr("dataloader workers=4: recorded %.3f ms, predicted %.3f ms (%+.2f%%), with interference 0.2 %.3f ms\n",
+               recorded / 1e6, predicted / 1e6, 100 * error, contended / 1e6);
+    ck_assert_msg(fabs(error) <= 0.10, "predicted %.3f ms, recorded %.3f ms", predicted / 1e6, recorded / 1e6);
+    ck_assert_int_lt(predicted, recorded);
+    ck_assert_int_gt(contended, predicted);
 }
 END_TEST
 

@@ -30,10 +30,10 @@
 #include <zlib.h>
 
 /* The layout constants the tests forge against (see store.c). */
-enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 45,
-       COLLECTIVE_SIZE = 40, RANK_SIZE = 32 };
+enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 95,
+       COLLECTIVE_SIZE = 40, RANK_SIZE = 32, LAUNCH_SIZE = 20 };
 enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS,
-       SEC_MEMORY };
+       SEC_MEMORY, SEC_LAUNCHES };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
 
@@ -233,7 +233,12 @@ static rv_graph *hand_built_graph(void)
     graph->build_stats.sync_events_used = 7;
     graph->build_stats.dropped_edges = 8;
     graph->build_stats.queue_blocked_launches = 9;
-    graph->timing = (rv_timing){ -2500, -3000, 6000, 1500, 900, 10, 2, 30, 40, 50, 1024, RV_CLOCK_CORRECTED, 1 };
+    graph->timing = (rv_timing){ .clock_offset = { -2500, 9000, 12, RV_SOURCE_MEASURED }, .offset_low_ns = -3000,
+                                 .offset_high_ns = 6000, .offset_launch_pairs = 10, .offset_sync_pairs = 2,
+                                 .offset_contradicted = 1, .launch_latency = { 1500, 200, 30, RV_SOURCE_MEASURED },
+                                 .idle_gap = { 900, 100, 40, RV_SOURCE_TRACE_WIDE },
+                                 .queue_depth = { 1024, 0, 50, RV_SOURCE_PRIOR }, .sync_return = { 5000, 0, 3, RV_SOURCE_PRIOR },
+                                 .queue_unblocked_in_flight = 700, .clock_status = RV_CLOCK_CORRECTED };
     /* the kernel is rank 1's part of an all-reduce among 8 */
     rv_collective_info all_reduce = { 1 << 20, 17, rv_strings_intern(graph->strings, "0"), 8, -1, -1, 1, 0,
                                       RV_PARALLEL_DATA, RV_MATCH_NONE, 0 };
@@ -245,6 +250,9 @@ static rv_graph *hand_built_graph(void)
     rv_memory_record inside = { 5000, 4 << 20, 1000, 12, 4000, 0, 0, 0 };
     g_array_append_val(graph->memory, outside);
     g_array_append_val(graph->memory, inside);
+    /* the kernel ran 264 blocks of 128 threads, 32 registers each, 4 KiB of shared memory */
+    g_array_set_size(graph->launches, (guint)ids[2] + 1);
+    g_array_index(graph->launches, rv_launch, ids[2]) = (rv_launch){ 264, 128, 32, 4096 };
     return graph;
 }
 
@@ -299,6 +307,25 @@ static void assert_tasks_edges_steps_equal(const rv_graph *a, const rv_graph *b)
     }
 }
 
+/* Field by field: rv_estimate has padding, which nothing writes. */
+static void assert_estimate_equal(const rv_estimate *a, const rv_estimate *b)
+{
+    ck_assert(a->value == b->value && a->spread == b->spread && a->samples == b->samples && a->source == b->source);
+}
+
+static void assert_timing_equal(const rv_timing *a, const rv_timing *b)
+{
+    assert_estimate_equal(&a->clock_offset, &b->clock_offset);
+    assert_estimate_equal(&a->launch_latency, &b->launch_latency);
+    assert_estimate_equal(&a->idle_gap, &b->idle_gap);
+    assert_estimate_equal(&a->queue_depth, &b->queue_depth);
+    assert_estimate_equal(&a->sync_return, &b->sync_return);
+    ck_assert(a->offset_low_ns == b->offset_low_ns && a->offset_high_ns == b->offset_high_ns &&
+              a->offset_launch_pairs == b->offset_launch_pairs && a->offset_sync_pairs == b->offset_sync_pairs &&
+              a->offset_contradicted == b->offset_contradicted &&
+              a->queue_unblocked_in_flight == b->queue_unblocked_in_flight && a->clock_status == b->clock_status);
+}
+
 static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
 {
     ck_assert_str_eq(a->source, b->source);
@@ -310,7 +337,7 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
     ck_assert(!a->legacy_schema == !b->legacy_schema && !a->whole_trace_step == !b->whole_trace_step);
     ck_assert(memcmp(&a->trace_stats, &b->trace_stats, sizeof a->trace_stats) == 0);
     ck_assert(memcmp(&a->build_stats, &b->build_stats, sizeof a->build_stats) == 0);
-    ck_assert(memcmp(&a->timing, &b->timing, sizeof a->timing) == 0);
+    assert_timing_equal(&a->timing, &b->timing);
     ck_assert_uint_eq(a->collectives->len, b->collectives->len);
     for (guint c = 0; c < a->collectives->len; c++) {
         const rv_collective_info *x = &g_array_index(a->collectives, rv_collective_info, c);
@@ -336,6 +363,10 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
                       x->device == y->device && x->step == y->step && x->rank_index == y->rank_index,
                       "memory record %u differs", m);
     }
+    ck_assert_uint_eq(a->launches->len, b->launches->len);
+    ck_assert_msg(a->launches->len == 0 ||
+                      memcmp(a->launches->data, b->launches->data, a->launches->len * sizeof(rv_launch)) == 0,
+                  "launches differ");
 }
 
 /* Replays of both graphs agree task by task and step by step. */
@@ -493,8 +524,8 @@ START_TEST(saving_is_deterministic)
     ck_assert(first_length == second_length && memcmp(first, second, first_length) == 0);
     /* The header is the documented, stable one. */
     ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
-    ck_assert_uint_eq(le32(first + 8), 4);
-    ck_assert_uint_eq(le32(first + 12), 9);
+    ck_assert_uint_eq(le32(first + 8), 5);
+    ck_assert_uint_eq(le32(first + 12), 10);
     ck_assert_uint_eq(le32(first + 20), 0);
     g_free(first);
     g_free(second);
@@ -584,11 +615,14 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 5, 4);
+    put_le(bytes + 8, 6, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 5 is newer than this reverie supports (4); re-import the trace",
-                      "version 5");
+                      "test.rvg: format version 6 is newer than this reverie supports (5); re-import the trace",
+                      "version 6");
+    put_le(bytes + 8, 4, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: format version 4 predates the timing estimates' evidence", "version 4");
     put_le(bytes + 8, 2, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 2 predates jobs of several ranks", "version 2");
@@ -670,7 +704,7 @@ static const forgery forgeries[] = {
     { 0, HEADER_SIZE + 8, 1, 8, "section 'strings': starts at byte 1" },
     { 0, HEADER_SIZE + 16, 1u << 30, 8, "truncated: section 'strings'" },
     /* records */
-    { SEC_RESOURCES, 0, 4, 4, "section 'resources': 4 records of 45 bytes" },
+    { SEC_RESOURCES, 0, 4, 4, "section 'resources': 4 records of 95 bytes" },
     { SEC_RESOURCES, 4 + 41, 2, 4, "resource 0 belongs to rank index 2" },
     { SEC_RESOURCES, 4 + 41, (uint32_t)-2, 4, "resource 0 belongs to rank index -2" },
     { SEC_RESOURCES, 4 + RESOURCE_SIZE + 16, (uint64_t)-1, 8, "resource 1 has impossible timing" },
@@ -698,6 +732,11 @@ static const forgery forgeries[] = {
     { SEC_MEMORY, 4 + 32, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
     { SEC_MEMORY, 4 + 0, (uint64_t)-2, 8, "record 0 holds an impossible byte count" },
     { SEC_MEMORY, 4 + 24, (uint64_t)-1, 8, "record 0 holds an impossible byte count" },
+    { SEC_LAUNCHES, 0, 2, 4, "section 'launches': 2 records of 20 bytes" },
+    { SEC_LAUNCHES, 4 + 0, 5, 4, "record 0 names task 5 (after task -1, of 5 tasks)" },
+    { SEC_LAUNCHES, 4 + 0, (uint32_t)-1, 4, "record 0 names task -1" },
+    { SEC_LAUNCHES, 4 + 4, 0, 4, "record 0: task 2's launch has 0 blocks of 128 threads" },
+    { SEC_LAUNCHES, 4 + 8, 0, 4, "record 0: task 2's launch has 264 blocks of 0 threads" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, (uint32_t)-1, 4, "task 1 runs on resource -1" },
     { SEC_TASKS, 4 + TASK_SIZE + 44, 10000, 4, "task 1: name is string 10000" },
@@ -750,21 +789,22 @@ START_TEST(forged_fields_with_valid_checksums)
 }
 END_TEST
 
-/* The metadata section ends with the timing estimates: ..., i32
- * queue_depth, u8 clock_status, u8 queue_measured. */
+/* The metadata section ends with the timing estimates: ..., the
+ * sync_return estimate (whose last byte is its source), u64
+ * queue_unblocked_in_flight, u8 clock_status. */
 START_TEST(forged_timing_estimates)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
     gsize end = section_end(bytes, SEC_METADATA);
     guint8 *copy = g_memdup2(bytes, length);
-    put_le(copy + end - 2, RV_CLOCK_STATUS_COUNT, 1);
+    put_le(copy + end - 1, RV_CLOCK_STATUS_COUNT, 1);
     fix_checksums(copy, length);
     expect_load_error(copy, length, "clock status 4 is unknown", "clock status");
     memcpy(copy, bytes, length);
-    put_le(copy + end - 1, 2, 1);
+    put_le(copy + end - 10, RV_SOURCE_COUNT, 1);
     fix_checksums(copy, length);
-    expect_load_error(copy, length, "queue_measured is 2 (must be 0 or 1)", "queue_measured");
+    expect_load_error(copy, length, "a timing estimate has source 5 (there are 5)", "estimate source");
     g_free(copy);
     g_free(bytes);
 }
@@ -816,11 +856,11 @@ START_TEST(extra_bytes)
     expect_load_error(longer, length + 3, "3 bytes of unknown data follow the last section", "trailing bytes");
     uint32_t count = le32(longer + 12);
     guint8 *last_entry = longer + HEADER_SIZE + ENTRY_SIZE * (count - 1);
-    ck_assert_uint_eq(le32(last_entry), SEC_MEMORY);
+    ck_assert_uint_eq(le32(last_entry), SEC_LAUNCHES);
     put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
     fix_checksums(longer, length + 3);
-    expect_load_error(longer, length + 3, "section 'memory': 2 records of 52 bytes need 104 bytes but the section has 107",
-                      "memory too long");
+    expect_load_error(longer, length + 3, "section 'launches': 1 records of 20 bytes need 20 bytes but the section has 23",
+                      "launches too long");
     g_free(longer);
     g_free(bytes);
 }

@@ -71,9 +71,9 @@ static rv_graph *queue_graph(int64_t kernel_us)
 START_TEST(test_queue_depth_measured_and_trimmed)
 {
     rv_graph *graph = queue_graph(100);
-    ck_assert_int_eq(graph->timing.queue_depth, QUEUE_DEPTH);
-    ck_assert(graph->timing.queue_measured);
-    ck_assert_uint_eq(graph->timing.queue_samples, QUEUE_KERNELS - QUEUE_DEPTH);
+    ck_assert_int_eq(graph->timing.queue_depth.value, QUEUE_DEPTH);
+    ck_assert_int_eq(graph->timing.queue_depth.source, RV_SOURCE_MEASURED);
+    ck_assert_uint_eq(graph->timing.queue_depth.samples, QUEUE_KERNELS - QUEUE_DEPTH);
     ck_assert_uint_eq(graph->build_stats.queue_blocked_launches, QUEUE_KERNELS - QUEUE_DEPTH);
     /* A blocked call keeps only its own 1 us after the slot freed. */
     ck_assert_int_eq(rv_graph_task(graph, call_named(graph, "launch_30"))->duration_ns, US(1));
@@ -139,8 +139,8 @@ START_TEST(test_queue_depth_assumed)
     tt_kernel(trace, 7, "k", 7, 10, 1);
     rv_graph *graph = tt_build(trace);
     tt_free(trace);
-    ck_assert_int_eq(graph->timing.queue_depth, 1024);
-    ck_assert(!graph->timing.queue_measured);
+    ck_assert_int_eq(graph->timing.queue_depth.value, 1024);
+    ck_assert_int_eq(graph->timing.queue_depth.source, RV_SOURCE_PRIOR);
     rv_graph_free(graph);
 }
 END_TEST
@@ -168,7 +168,7 @@ START_TEST(test_clock_consistent)
 {
     rv_graph *graph = shifted_graph(0);
     ck_assert_int_eq(graph->timing.clock_status, RV_CLOCK_CONSISTENT);
-    ck_assert_int_eq(graph->timing.clock_offset_ns, 0);
+    ck_assert_int_eq(graph->timing.clock_offset.value, 0);
     ck_assert_int_eq(graph->timing.offset_high_ns, US(10));
     ck_assert_int_eq(graph->timing.offset_low_ns, -US(5));
     tt_assert_replay_exact(graph);
@@ -176,31 +176,31 @@ START_TEST(test_clock_consistent)
 }
 END_TEST
 
-/* GPU clock 1 ms ahead: bounds [995, 1010] us; the smallest correction that
- * makes the trace possible is 995 us.  The corrected trace is explained, and
- * C replays at its recorded 70 us. */
+/* GPU clock 1 ms ahead: bounds [995, 1010] us, which exclude 0; the offset
+ * is their middle, 1002.5 us (each end leaves a pair's slack).  The
+ * corrected trace is explained, and C replays at its recorded 70 us. */
 START_TEST(test_clock_ahead_corrected)
 {
     rv_graph *graph = shifted_graph(1000);
     ck_assert_int_eq(graph->timing.clock_status, RV_CLOCK_CORRECTED);
-    ck_assert_int_eq(graph->timing.clock_offset_ns, US(995));
+    ck_assert_int_eq(graph->timing.clock_offset.value, 1002500);
     tt_assert_replay_exact(graph);
     GPtrArray *notes = rv_timing_notes(graph);
     ck_assert_uint_eq(notes->len, 1);
-    ck_assert_msg(strstr(g_ptr_array_index(notes, 0), "+0.995 ms"), "%s", (char *)g_ptr_array_index(notes, 0));
+    ck_assert_msg(strstr(g_ptr_array_index(notes, 0), "+1.002 ms"), "%s", (char *)g_ptr_array_index(notes, 0));
     g_ptr_array_unref(notes);
     rv_graph_free(graph);
 }
 END_TEST
 
 /* GPU clock 1 ms behind (kernels start before their launches): bounds
- * [-1005, -990] us, corrected by -990.  The launch latency comes out 0, so
- * K replays 5 us after its corrected start and C 5 us late: within 10 us. */
+ * [-1005, -990] us, corrected by their middle, -997.5.  C replays within
+ * 10 us of its recorded 70 us. */
 START_TEST(test_clock_behind_corrected)
 {
     rv_graph *graph = shifted_graph(-1000);
     ck_assert_int_eq(graph->timing.clock_status, RV_CLOCK_CORRECTED);
-    ck_assert_int_eq(graph->timing.clock_offset_ns, -US(990));
+    ck_assert_int_eq(graph->timing.clock_offset.value, -997500);
     int64_t c = replayed(graph, call_named(graph, "cudaFuncGetAttributes"), FALSE);
     ck_assert_msg(c >= US(70) && c <= US(80), "C at %.3f us", c / 1e3);
     rv_graph_free(graph);

@@ -184,8 +184,7 @@ END_TEST
 START_TEST(bytes_units)
 {
   ck_assert_int_eq(bytes_ok("512B"), 512);
-  ck_assert_int_eq(bytes_ok("1024"), 1024);          /* bare = bytes */
-  ck_assert_int_eq(bytes_ok("0"), 0);
+  ck_assert_int_eq(bytes_ok("0B"), 0);
   ck_assert_int_eq(bytes_ok("4kB"), 4000);
   ck_assert_int_eq(bytes_ok("4KB"), 4000);
   ck_assert_int_eq(bytes_ok("25MB"), 25000000);
@@ -207,7 +206,8 @@ START_TEST(bytes_errors)
   bytes_fails("25XB", RV_UNITS_ERROR_UNIT,
               "\"25XB\": unknown size unit \"XB\" (expected one of B, KB");
   bytes_fails("10Gb", RV_UNITS_ERROR_UNIT, "\"Gb\"");   /* bits are rates */
-  bytes_fails("1.5", RV_UNITS_ERROR_RANGE, "not a whole number of bytes");
+  bytes_fails("25", RV_UNITS_ERROR_UNIT, "\"25\": missing size unit (expected one of B, KB"); /* not 25 bytes */
+  bytes_fails("0", RV_UNITS_ERROR_UNIT, "missing size unit");
   bytes_fails("1.5B", RV_UNITS_ERROR_RANGE, "not a whole number of bytes");
   bytes_fails("-1MB", RV_UNITS_ERROR_RANGE, "size must not be negative");
   bytes_fails("10000PB", RV_UNITS_ERROR_RANGE, "too large");

@@ -22,6 +22,10 @@
  *
  * Exposed communication: instants when communication runs and no compute
  * kernel does anywhere - the part of the collectives the step waits for.
+ *
+ * In a graph of several ranks (job.h) each step is one rank's, and is
+ * broken down over that rank's own threads, streams and channels: another
+ * rank's CPU does not make this rank's GPU time an overlap.
  */
 #ifndef REVERIE_BREAKDOWN_H
 #define REVERIE_BREAKDOWN_H

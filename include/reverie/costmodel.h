@@ -59,6 +59,42 @@
  * are the measured maximum achievable matmul throughput where BOTH the
  * source and the target GPU have one published (gpus.h), so that a ratio
  * never mixes a measurement with a datasheet figure.
+ *
+ * ANOTHER GPU.  When a change moves a shaped kernel recorded on GPU A to a
+ * GPU B (hardware:gpu=), its time there is
+ *     t_B = fixed_B + (t_A - fixed_A) * R_B / R_A * E_A / E_B
+ * with these terms beyond the plain roofline, each for a physical reason:
+ *   - fixed_A is the trace's own fixed cost (above); fixed_B is what the
+ *     shortest kernels take in recordings of B (efficiency.h, the median
+ *     over its recordings): launch, dispatch and teardown, which a GPU's
+ *     driver and firmware set, not its peaks.  No recording of B: fixed_A.
+ *   - waves (waves.c): R is the roofline whose compute term is divided by
+ *     the wave utilization blocks / (waves x SMs x resident blocks per SM),
+ *     occupancy from the recorded block, registers and shared memory
+ *     against each GPU's per-SM limits.  The target runs the recorded grid
+ *     where the grid comes from the problem (ATen, Triton, fused
+ *     attention) or the vendor is the same; a vendor library's GEMM or
+ *     convolution on another vendor's GPU picks its own tiles there, so it
+ *     keeps the utilization it had (Habitat's split, Yu et al., USENIX ATC
+ *     2021: wave scaling for kernels that carry over, measurements for the
+ *     ones a library re-chooses).
+ *   - E_A / E_B, the per-GPU efficiencies from data (efficiency.h): the
+ *     achieved fraction of the roofline of kernels of the same class,
+ *     unit and size bucket (a decade of FLOPs, or of bytes for
+ *     memory-bound classes: achieved bandwidth as a function of bytes
+ *     moved), in recordings of each GPU that are not of this job.  A
+ *     memory-bound kernel whose working set fits a GPU's last-level cache
+ *     (gpus.h) is looked up among that GPU's in-cache kernels, which the
+ *     cache serves faster than its memory: the cache term.  Used only
+ *     where both GPUs have the bucket (3 kernels or more); else the
+ *     kernel keeps its own efficiency (E_A / E_B = 1).
+ * Each projected time carries a range (low, high): fixed_B between the
+ * least and the most that B's recordings show, the efficiency ratio
+ * across the spread of the efficiencies it used (each GPU's recordings
+ * and quartiles, combined in quadrature of their logarithms); where a
+ * term has no evidence its factor spans 2x either way.  A kernel moving to
+ * another unit keeps the rule above (its efficiency bounded), with that
+ * wide range.
  */
 #ifndef REVERIE_COSTMODEL_H
 #define REVERIE_COSTMODEL_H
@@ -102,6 +138,8 @@ typedef struct {
     uint8_t aligned;        /* matmul dimensions are multiples of 8 (or unknown) */
     uint8_t autocast_fp32;  /* an operator autocast keeps in fp32 (softmax, norms, losses, sums...) */
     uint8_t shaped;         /* flops and bytes are known */
+    uint8_t library;        /* a vendor library's GEMM or convolution: another GPU's library picks its own tiles */
+    uint8_t fused;          /* a fused attention kernel (FlashAttention and the like), not a batched GEMM */
     double flops;
     double bytes;
 } rv_kernel_cost;
@@ -115,6 +153,12 @@ rv_dtype rv_cost_dtype_of_name(const char *kernel_name, gboolean *integer);
 /* Bytes per element of the dtype a kernel name says, or `fallback` when
  * it says none. */
 int rv_cost_element_bytes_of_name(const char *kernel_name, int fallback);
+/* A vendor library's kernel (cuBLAS, cuDNN, CUTLASS, hipBLASLt, Tensile,
+ * rocBLAS, MIOpen) rather than one whose grid comes from the problem
+ * (ATen, Triton, fused attention). */
+gboolean rv_cost_name_is_library(const char *kernel_name);
+/* A fused attention kernel (flash, fmha, attn_fwd, ...). */
+gboolean rv_cost_name_is_fused_attention(const char *kernel_name);
 
 /* FLOPs and bytes of a kernel of `cls`, launched by operator `op` with
  * the Input Dims text `dims`, elements of `element_bytes` bytes.  FALSE
@@ -133,6 +177,7 @@ void rv_cost_model_free(rv_cost_model *model);
 /* NULL for CPU tasks and removed ones. */
 const rv_kernel_cost *rv_cost_model_kernel(const rv_cost_model *model, int32_t task);
 const rv_gpu *rv_cost_model_source(const rv_cost_model *model);
+const rv_graph *rv_cost_model_graph(const rv_cost_model *model);
 int64_t rv_cost_model_fixed_ns(const rv_cost_model *model);
 /* The trace's usual floating dtype (RV_DTYPE_UNKNOWN when no name says one). */
 rv_dtype rv_cost_model_usual_dtype(const rv_cost_model *model);
@@ -154,6 +199,41 @@ double rv_cost_roofline_s(const rv_gpu *gpu, rv_unit unit, rv_dtype dtype, doubl
 /* The unit a matmul class in `dtype` runs on on gpu (shape alignment as given). */
 rv_unit rv_cost_unit_on(const rv_gpu *gpu, rv_cost_class cls, rv_dtype dtype, gboolean aligned);
 
+/* ---- launches, waves and size buckets (waves.c) ---------------------- */
+
+/* Blocks of `launch` one SM (CU) of gpu holds at once: its resident
+ * threads (whole warps), blocks, registers (when `registers`: the same
+ * compiler's figure) and shared memory allow; at least 1; 0 when the GPU's
+ * limits or the launch are unknown. */
+int rv_cost_blocks_per_sm(const rv_gpu *gpu, const rv_launch *launch, gboolean registers);
+/* The share of gpu's compute units a launch keeps busy over its waves,
+ * blocks / (waves x SMs x blocks per SM), in (0, 1]; 1 when unknown. */
+double rv_cost_wave_utilization(const rv_gpu *gpu, const rv_launch *launch, gboolean registers);
+/* rv_cost_roofline_s with the compute term divided by `utilization`. */
+double rv_cost_wave_roofline_s(const rv_gpu *gpu, rv_unit unit, rv_dtype dtype, double flops, double bytes,
+                               double utilization, gboolean achievable, double flops_scale, double memory_scale);
+
+/* Where a kernel's efficiency is kept (efficiency.h): its class and unit,
+ * the decade of its work (FLOPs for matmul classes, bytes for the rest),
+ * and whether a memory-bound kernel's working set fits the GPU's
+ * last-level cache, or an attention kernel is a fused one. */
+enum { RV_BUCKET_PLAIN, RV_BUCKET_IN_CACHE, RV_BUCKET_FUSED, RV_BUCKET_VARIANT_COUNT };
+typedef struct {
+    uint8_t cls, unit, variant;
+    int8_t decade;     /* floor(log10(work)), 0 for work below 10 */
+} rv_cost_bucket;
+rv_cost_bucket rv_cost_bucket_of(const rv_kernel_cost *cost, const rv_gpu *gpu);
+/* "", "in_cache", "fused"; and back (-1 if unknown). */
+const char *rv_cost_bucket_variant_name(int variant);
+int rv_cost_bucket_variant_from_name(const char *name);
+
+/* One recorded kernel as a calibration sample: its bucket on the source
+ * GPU, its wave-aware roofline there (datasheet peaks) and its time above
+ * the fixed cost.  FALSE for kernels that are no sample: unshaped, not
+ * costed, or at the fixed cost. */
+gboolean rv_cost_model_sample(const rv_cost_model *model, int32_t task, rv_cost_bucket *bucket, double *roofline_ns,
+                              double *variable_ns);
+
 /* ---- re-costing ------------------------------------------------------ */
 
 /* How one task changes.  Start from rv_cost_change_none(). */
@@ -167,22 +247,63 @@ typedef struct {
     double link_scale;      /* its communication links x */
     double comm_bytes_factor; /* collectives move x the bytes (comm.h's alpha-beta model) */
     int comm_ranks;         /* ranks of those collectives (for their latency term); 0: the graph's world size */
+    /* Another GPU's per-GPU efficiencies (efficiency.h), when gpu is not the
+     * source: the source's and the target's, each without recordings of
+     * this job; NULL where there are none (see ANOTHER GPU above). */
+    const struct rv_gpu_efficiency *source_efficiency, *target_efficiency;
 } rv_cost_change;
 
 rv_cost_change rv_cost_change_none(const rv_cost_model *model);
+
+/* PyTorch runs fp32 convolutions on TF32 Tensor Cores by default where the
+ * GPU has them (torch.backends.cudnn.allow_tf32), matmuls not
+ * (torch.backends.cuda.matmul.allow_tf32): a trace from a GPU without TF32
+ * cannot show that, so a move to one with it applies the defaults.  TRUE
+ * when `cost` runs in TF32 on target; mode "conv" (the defaults), "all"
+ * (matmuls too) or "none". */
+gboolean rv_cost_gains_tf32(const rv_gpu *source, const rv_gpu *target, const rv_kernel_cost *cost, const char *mode);
 
 /* Decide the change of one GPU task: FALSE leaves it as it is. */
 typedef gboolean (*rv_cost_change_fn)(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost,
                                       rv_cost_change *change, gpointer data);
 
+/* What decided a re-costed kernel's new time (the largest term of it). */
+typedef enum {
+    RV_TERM_NONE,       /* not re-costed */
+    RV_TERM_FIXED,      /* the target's fixed per-kernel cost */
+    RV_TERM_PEAK,       /* compute-bound: the peak FLOP/s */
+    RV_TERM_WAVES,      /* compute-bound, and wave quantization moved it by more than 25% */
+    RV_TERM_BANDWIDTH,  /* memory-bound: the memory bandwidth and the achieved share at its size */
+    RV_TERM_CACHE,      /* memory-bound with a working set inside the target's last-level cache */
+    RV_TERM_CLASS,      /* unshaped: like the shaped kernels of its class */
+    RV_TERM_LINK,       /* host copies and collectives: the link */
+    RV_TERM_COUNT
+} rv_cost_term;
+/* "fixed", "peak", "waves", "bandwidth", "cache", "class", "link" ("" for none). */
+const char *rv_cost_term_name(rv_cost_term term);
+
 typedef struct {
     guint tasks, shaped, by_class_ratio, by_peak_ratio, at_floor, unit_changes;
     int64_t recorded_ns, predicted_ns;
+    /* Appended for the range and the explanation (ANOTHER GPU above). */
+    int64_t predicted_low_ns, predicted_high_ns;
+    guint by_table;                    /* shaped kernels whose efficiency ratio came from both GPUs' tables */
+    int64_t term_ns[RV_TERM_COUNT]; /* predicted time of the kernels each term decided */
 } rv_cost_class_stats;
 
 /* New durations for the tasks a change function picks, and how they were found. */
 typedef struct {
     GArray *new_ns;        /* double per task; < 0: unchanged */
+    GArray *low_ns, *high_ns; /* double per task: the range of new_ns (equal to it where it is exact) */
+    GArray *terms;         /* uint8 per task: the rv_cost_term that decided it */
+    /* The fixed cost a GPU change used on the target (for the trace's own
+     * fixed cost) and its range; target_fixed_ns < 0 if none changed.
+     * by_pairs: from the ratio `ratio` measured on `pairs` recordings of
+     * one job on both GPUs; else from the target's recordings. */
+    double target_fixed_ns, target_fixed_low_ns, target_fixed_high_ns;
+    gboolean target_fixed_by_pairs;
+    guint target_fixed_pairs;
+    double target_fixed_ratio;
     rv_cost_class_stats classes[RV_COST_CLASS_COUNT];
     guint unknown_tasks;   /* unknown kernels the function picked: left unchanged */
     int64_t unknown_ns;
@@ -191,7 +312,8 @@ typedef struct {
 
 rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn decide, gpointer data);
 void rv_cost_plan_free(rv_cost_plan *plan);
-/* Set the planned durations; FALSE with RV_ERROR_USAGE naming `cause`
+/* Set the planned durations, and their ranges (range.h) where they are
+ * not exact; FALSE with RV_ERROR_USAGE naming `cause`
  * when one falls outside the limits (validate.h), before any is set. */
 gboolean rv_cost_plan_apply(rv_graph *graph, const rv_cost_plan *plan, const char *cause, GError **error);
 /* Tasks the plan changes. */

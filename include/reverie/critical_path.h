@@ -72,6 +72,13 @@ typedef struct {
 rv_critical_path *rv_critical_path_find(const rv_graph *graph, const rv_sim_result *sim);
 void rv_critical_path_free(rv_critical_path *path);
 
+/* Of the paths of every step: the time on them (path_ns), and the part
+ * that is recorded host time (host_ns): CPU calls' runs and the host
+ * overheads before them, blocking calls' returns included.  No what-if on
+ * the GPU can make a step shorter than its host part. */
+void rv_critical_path_host_share(const rv_critical_path *path, const rv_graph *graph, int64_t *path_ns,
+                                 int64_t *host_ns);
+
 /* A per-task flag: 1 for the tasks on the path (g_free). */
 guint8 *rv_critical_path_members(const rv_critical_path *path, int32_t task_count);
 

@@ -15,8 +15,12 @@
  * A task recorded earlier than its rules allow ("early") points the other
  * way: an edge that should not be there, or a clock the correction missed.
  *
- * CPU tasks carry no unexplained time: the host time before a call is its
- * host overhead by definition (graph.h).  But a long host overhead that ends
+ * CPU: the host time before a call is its host overhead by definition
+ * (graph.h), not unexplained.  A blocking call that returned long after
+ * the GPU work its rules say it waited for (more than the trace's typical
+ * return) waited for something else the graph does not know: that is
+ * unexplained CPU wait, kept in the replay as the call's own time and
+ * reported per step and per call site.  And a long host overhead that ends
  * just after a GPU task ends looks like a wait the graph has no edge for
  * (the thread was released by the GPU, not done with its Python): those are
  * counted as "suspect" host time, a diagnostic only.  Next to the count is
@@ -56,7 +60,24 @@ typedef struct {
     int64_t suspect_host_ns;     /* their total */
     double suspect_by_chance;    /* how many of those to expect if GPU ends fell at random (same rate) */
     GArray *top;             /* rv_unexplained_task, the largest first */
+    /* CPU: time blocking calls took to return after what they waited for
+     * ended, beyond the trace's typical return (timing.sync_return): a wait
+     * the rules found no cause for.  The replay keeps it as the call's own
+     * time, so no GPU what-if shrinks it.  Per step as by_step; per call
+     * site (rv_unexplained_site), the largest first. */
+    int64_t cpu_total_ns;
+    int64_t *cpu_by_step;
+    uint64_t cpu_calls;
+    GArray *cpu_sites;
 } rv_explanation;
+
+/* Unexplained CPU wait at one call site: a runtime call under an operator. */
+typedef struct {
+    int32_t name;            /* string id: the runtime call ("cudaStreamSynchronize") */
+    int32_t op;              /* string id: its innermost operator, 0 if none */
+    uint64_t calls;
+    int64_t total_ns;
+} rv_unexplained_site;
 
 /* One line each (no newline) for what the timing model had to assume about
  * this graph and a user should know before trusting a replay: GPU tasks
@@ -68,6 +89,11 @@ GPtrArray *rv_timing_notes(const rv_graph *graph);
  * are skipped).  top: how many tasks to keep in ->top. */
 rv_explanation *rv_explain(const rv_graph *graph, guint top);
 void rv_explanation_free(rv_explanation *explanation);
+
+/* The recorded GPU time the rules leave unexplained in step `step` as the
+ * reports list steps (a job's k-th step: all its ranks' k-th; a graph
+ * without steps: all of it). */
+int64_t rv_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step);
 
 G_END_DECLS
 

@@ -5,17 +5,19 @@
  * The catalogue (data/gpus.json, installed as $datadir/reverie/gpus.json)
  * lists, per GPU model: peak throughput per data type for the matrix units
  * (Tensor Cores, Matrix Cores) and the vector units, memory bandwidth and
- * capacity, SM/CU count, the intra-node link (NVLink, Infinity Fabric) and
- * PCIe bandwidth, and for each figure the document it comes from.  Peaks
+ * capacity, SM/CU count, each SM's residency limits (threads, blocks,
+ * registers, shared memory, warp size) and the last-level cache size, the
+ * intra-node link (NVLink, Infinity Fabric) and PCIe bandwidth, and for
+ * each figure the document it comes from.  Peaks
  * are dense (no structured sparsity).  Where a published measurement of the
  * maximum achievable matmul throughput exists (the "MAMF" tables), it is
  * kept beside the datasheet peak, with its own source; rv_gpu_matrix_peak
  * says which one a caller gets.
  *
  * The file is found, in order: the path in REVERIE_GPU_CATALOGUE; the
- * build tree's data/gpus.json when the running program is in a meson build
- * folder (found at run time, as plugin.c finds plugins); the installed
- * copy.  A file that is not such a catalogue is one RV_ERROR_INPUT line
+ * build tree's data/gpus.json when the running library is in a meson build
+ * folder, else reverie/gpus.json beside the library (a wheel; paths.h);
+ * the installed copy.  A file that is not such a catalogue is one RV_ERROR_INPUT line
  * naming the file and the entry.
  *
  * Names: a trace names its GPU in deviceProperties ("NVIDIA H100 80GB
@@ -71,6 +73,10 @@ typedef struct {
     double pcie_Bps;                        /* host link, bytes/s as the datasheet counts it */
     char *note;                             /* what the entry stands for, when it needs saying */
     GHashTable *sources;                    /* field name -> the document its figure comes from */
+    /* Each SM's (CU's) residency limits, for occupancy: how many blocks of
+     * a kernel it holds at once.  0 where the catalogue does not say. */
+    int sm_max_threads, sm_max_blocks, sm_registers, sm_shared_bytes, warp_size;
+    double cache_bytes;                     /* last-level cache (L2, Infinity Cache); 0: not known */
 } rv_gpu;
 
 typedef struct rv_gpu_catalogue rv_gpu_catalogue;
@@ -79,6 +85,10 @@ typedef struct rv_gpu_catalogue rv_gpu_catalogue;
 rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error);
 /* Load the catalogue found by the search order above. */
 rv_gpu_catalogue *rv_gpu_catalogue_load_default(GError **error);
+/* Where a data file of reverie's is (gpus.json, efficiency.json): the
+ * environment variable `env` if set, else data/NAME of the meson build
+ * folder the program runs from, else the install folder's (g_free). */
+char *rv_data_file_path(const char *env, const char *name);
 void rv_gpu_catalogue_free(rv_gpu_catalogue *catalogue);
 /* The file it was read from. */
 const char *rv_gpu_catalogue_path(const rv_gpu_catalogue *catalogue);

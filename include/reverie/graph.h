@@ -49,10 +49,30 @@ G_BEGIN_DECLS
 
 typedef enum { RV_RES_CPU_THREAD, RV_RES_GPU_STREAM, RV_RES_CHANNEL, RV_RES_KIND_COUNT } rv_resource_kind;
 
+/* Where an estimated timing value comes from (`info` prints it beside the
+ * value). */
+typedef enum {
+    RV_SOURCE_NONE,        /* not estimated (a resource a plugin added, a trace without GPU work) */
+    RV_SOURCE_MEASURED,    /* from this trace: enough samples, spread given */
+    RV_SOURCE_TRACE_WIDE,  /* a stream with too few samples of its own: the trace's measured value */
+    RV_SOURCE_PRIOR,       /* too little evidence in the trace: a documented default (timing.c) */
+    RV_SOURCE_BOUND,       /* not seen directly, but bounded by what the trace shows */
+    RV_SOURCE_COUNT
+} rv_estimate_source;
+
+/* One value estimated from a trace, with its evidence. */
+typedef struct {
+    int64_t value;      /* ns; a launch-queue depth in launches (0: unbounded) */
+    int64_t spread;     /* interquartile range of the samples, same unit; 0 when not measured */
+    uint64_t samples;   /* observations it rests on */
+    uint8_t source;     /* rv_estimate_source */
+} rv_estimate;
+
 typedef struct {
     int64_t process;   /* CPU: pid.  GPU: device.  channel: -1 */
     int64_t thread;    /* CPU: tid.  GPU: stream.  channel: -1 */
-    /* GPU streams only (0 elsewhere); typical values of the trace (timing.c). */
+    /* GPU streams only (0 elsewhere): what the replay uses.  The builder
+     * sets the trace's own values (timing.c); plugins may change them. */
     int64_t launch_latency_ns;  /* launch call's end -> its task's start on an idle stream */
     int64_t idle_gap_ns;        /* a task's end -> the next one's start on a busy stream */
     int32_t queue_depth;        /* launches in flight before a launch call blocks; 0: unbounded */
@@ -63,6 +83,9 @@ typedef struct {
      * a graph of one trace; -1 for a resource of the whole job (the
      * rendezvous where a collective's participants meet). */
     int32_t rank_index;
+    /* Appended in ABI 8 (GPU streams): what the trace showed for this
+     * stream, the evidence behind the builder's values above. */
+    rv_estimate measured_latency, measured_gap;
 } rv_resource;
 
 typedef enum {
@@ -164,29 +187,37 @@ typedef struct {
     uint64_t waits_unresolved;       /* stream waits with no other stream to wait for */
     uint64_t queue_blocked_launches; /* launches whose recorded time includes a full-queue wait */
     uint64_t implicit_waits;         /* fallback: calls released by a GPU task's end (time window) */
+    /* Appended in ABI 8 (sync.c): */
+    uint64_t syncs_contradicted;     /* waits the API is sure of that the recording contradicts (kept) */
+    uint64_t syncs_rerouted;         /* stream/event syncs moved to the stream that fits the recording */
+    uint64_t tails_released;         /* long returns explained by a later GPU task's end */
+    uint64_t threads_started_by_step; /* threads whose first call counts from its step's start */
+    uint64_t waits_by_gpu_timeline;  /* stream waits of work launched before the recording, from GPU times */
 } rv_build_stats;
 
-/* How the clock offset was estimated (timing.c). */
+/* How the clock offset was estimated (clock.c). */
 typedef enum {
     RV_CLOCK_NO_EVIDENCE,   /* no launch or sync pair: offset 0 assumed */
-    RV_CLOCK_CONSISTENT,    /* 0 lies in [low, high]: no correction needed */
-    RV_CLOCK_CORRECTED,     /* the bounds exclude 0: corrected to the nearest bound */
-    RV_CLOCK_INCONSISTENT,  /* low > high: no single offset fits; only launches honoured */
+    RV_CLOCK_CONSISTENT,    /* 0 fits every launch and sync pair: no correction needed */
+    RV_CLOCK_CORRECTED,     /* an offset other than 0 fits the evidence: corrected by it */
+    RV_CLOCK_INCONSISTENT,  /* no single offset fits every pair: the one the fewest contradict */
     RV_CLOCK_STATUS_COUNT
 } rv_clock_status;
 
-/* The trace-wide timing estimates, for `info` and the saved graph. */
+/* The trace-wide timing estimates, for `info` and the saved graph, each
+ * with its evidence (timing.c, clock.c). */
 typedef struct {
-    int64_t clock_offset_ns;     /* subtracted from every GPU time (GPU clock minus CPU clock) */
+    rv_estimate clock_offset;    /* subtracted from every GPU time (GPU clock minus CPU clock) */
     int64_t offset_low_ns;       /* the offset is at least this (a sync returns after what it waited for) */
     int64_t offset_high_ns;      /* and at most this (a GPU task starts after its launch began) */
-    int64_t launch_latency_ns;   /* typical over the trace */
-    int64_t idle_gap_ns;
     uint64_t offset_launch_pairs, offset_sync_pairs;
-    uint64_t latency_samples, gap_samples, queue_samples;
-    int32_t queue_depth;
+    uint64_t offset_contradicted; /* launch and sync pairs that the chosen offset contradicts */
+    rv_estimate launch_latency;  /* typical over the trace */
+    rv_estimate idle_gap;
+    rv_estimate queue_depth;     /* value 0: unbounded */
+    rv_estimate sync_return;     /* a blocking call's return after the GPU work it waited for ended */
+    uint64_t queue_unblocked_in_flight; /* most launches seen in flight on one stream without a call blocking */
     uint8_t clock_status;        /* rv_clock_status */
-    uint8_t queue_measured;      /* 1: depth seen in the trace; 0: CUDA's default assumed */
 } rv_timing;
 
 /* Which parallelism a collective serves, so that composed what-ifs re-cost
@@ -267,6 +298,23 @@ typedef struct {
     double factor;     /* the _SCALE kinds: new size / recorded size */
 } rv_memory_effect;
 
+/* How a kernel was launched (trace.h's launch fields), for the cost
+ * model's wave and occupancy terms (costmodel.h).  blocks is the grid in
+ * blocks, whatever unit the trace wrote it in; 0 where the trace does not
+ * say (copies, sets, CPU tasks, old or ROCm traces without the figure). */
+typedef struct {
+    uint32_t blocks;
+    uint32_t threads;        /* per block */
+    uint32_t registers;      /* per thread; 0: not recorded (ROCm) */
+    uint32_t shared_bytes;   /* shared memory (LDS) per block, as recorded */
+} rv_launch;
+
+/* A range on a task's duration that a plugin estimated (range.h): the
+ * duration times low and times high bound what the estimate allows. */
+typedef struct {
+    float low, high;
+} rv_duration_range;
+
 typedef struct {
     char *source;
     rv_strings *strings;
@@ -300,6 +348,18 @@ typedef struct {
     /* Appended in ABI 7 (memory.h): rv_memory_effect, what the plugins
      * applied so far did to tensors; empty in a built graph. */
     GArray *memory_effects;
+    /* Appended in ABI 8 (costmodel.h): rv_launch per task id, as recorded;
+     * shorter than tasks when the last tasks have none (tasks plugins add
+     * never do).  Use rv_task_launch(). */
+    GArray *launches;
+    /* Appended in ABI 8 (range.h): rv_duration_range per task id, set by
+     * plugins that estimate durations; empty in a built graph, and a task
+     * past its end has none (its duration is exact). */
+    GArray *duration_ranges;
+    /* Appended in ABI 8 (compose.h): rv_applied_plugin, the plugins
+     * applied so far in order, so that the composition law can refuse an
+     * order; empty in a built graph. */
+    GArray *applied;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered
@@ -333,6 +393,13 @@ static inline int32_t rv_task_rank_index(const rv_graph *graph, const rv_task *t
 {
     return g_array_index(graph->resources, rv_resource, task->resource).rank_index;
 }
+/* How a task was launched, or NULL when the trace does not say. */
+static inline const rv_launch *rv_task_launch(const rv_graph *graph, int32_t task)
+{
+    if (task < 0 || graph->launches == NULL || (guint)task >= graph->launches->len) return NULL;
+    const rv_launch *launch = &g_array_index(graph->launches, rv_launch, task);
+    return launch->blocks > 0 ? launch : NULL;
+}
 /* Add a collective; returns the value for rv_task.collective (1 + its index). */
 int32_t rv_graph_add_collective(rv_graph *graph, const rv_collective_info *info);
 
@@ -345,6 +412,12 @@ int32_t rv_graph_add_task(rv_graph *graph, const rv_task *task);
 void rv_graph_add_edge(rv_graph *graph, int32_t from, int32_t to, rv_edge_kind kind,
                        gboolean from_start);
 
+/* Does a runtime call of this name do work of its own after the wait it
+ * implies (cudaFree, hipFree: they synchronize the device, then release
+ * memory)?  Then the time it takes after the wait is its own, not a wait
+ * the rules missed (sync.c, explain.h). */
+gboolean rv_call_works_after_wait(const char *name);
+
 /* Check that the graph is a DAG (igraph).  A cycle is reported with its tasks. */
 gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error);
 
@@ -353,6 +426,7 @@ const char *rv_phase_name(rv_phase phase);
 const char *rv_edge_kind_name(rv_edge_kind kind);
 const char *rv_resource_kind_name(rv_resource_kind kind);
 const char *rv_clock_status_name(rv_clock_status status);
+const char *rv_estimate_source_name(rv_estimate_source source);
 const char *rv_parallelism_name(rv_parallelism parallelism);
 const char *rv_match_rule_name(rv_match_rule rule);
 /* Parse the names above back; -1 if unknown. */

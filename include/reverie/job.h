@@ -44,7 +44,6 @@
 
 #include <glib.h>
 #include "reverie/graph.h"
-#include "reverie/sim.h"
 
 G_BEGIN_DECLS
 
@@ -72,30 +71,32 @@ GPtrArray *rv_collectives_match(const rv_graph *graph, GError **error);
  */
 rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error);
 
+/* ---- a rank without its peers (peers.c) ------------------------------- */
+
+/* A trace of one rank of a larger job: split each collective kernel into a
+ * wait for the peers (RV_TASK_SYNC, flagged RENDEZVOUS and GPU, on the
+ * kernel's stream, lasting the recorded wait) and the transfer (the kernel,
+ * lasting its fastest recorded instance).  rv_graph_build does this for
+ * every trace with peers; nothing to do for one process. */
+void rv_graph_split_peer_waits(rv_graph *graph);
+/* Undo it (rv_job_join, before it matches the ranks). */
+void rv_graph_merge_peer_waits(rv_graph *graph);
+/* Per step (and one more slot: outside every step), the recorded waits for
+ * peers of a rank alone, ns.  g_array_unref. */
+GArray *rv_peer_waits_by_step(const rv_graph *graph);
+
+/* A joint job's entry moments (join.c): each rank enters the recorded
+ * window at its recorded lag behind the first rank, an initial condition
+ * read from the recording.  Set them to 0 (every rank enters together) and
+ * return how many there were; with one recorded step they can decide much
+ * of the job's step, and `simulate` says how much. */
+guint rv_job_enter_together(rv_graph *graph);
+
 /* Ranks the graph holds (1 for a graph of one trace, or one built by hand). */
 static inline guint rv_graph_rank_count(const rv_graph *graph)
 {
     return MAX(graph->ranks->len, 1);
 }
-
-/* ---- what a replay says about each rank ------------------------------- */
-
-/* How long one rank waited in its collectives for another. */
-typedef struct {
-    int32_t rank_index;       /* the rank that waited */
-    int64_t wait_ns;          /* its arrivals to its transfers' starts, in all */
-    uint32_t collectives;     /* matched collectives it took part in */
-    int64_t *waited_for_ns;   /* per rank index: the part of wait_ns spent for that rank, the last to arrive */
-} rv_rank_wait;
-
-/*
- * Per rank index, the time its transfers started after its arrivals in a
- * replay (sim), and whom it waited for: the last participant to arrive at
- * each collective.  An array of rv_rank_wait, one per rank; free with
- * rv_rank_waits_free.
- */
-GArray *rv_rank_waits(const rv_graph *graph, const rv_sim_result *sim);
-void rv_rank_waits_free(GArray *waits);
 
 G_END_DECLS
 

@@ -77,8 +77,15 @@
  *    batchnorm-restructure's ReLUs, fused-adam's optimizer kernels, whose
  *    Adam state the fused kernel keeps), so its tensors are still made and
  *    kept: it is still read.  A call removed without this is gone with
- *    its tensors (metaflow's remove).
- * Scales of one kind multiply; a later RECOMPUTED replaces an earlier one.
+ *    its tensors (metaflow's remove);
+ *  - SHARD (every call only): the model states are split over data-parallel
+ *    ranks, each holding `factor` of those `segment` names (RV_SHARD_*
+ *    bits: ZeRO's stages); sharded weights are gathered a layer at a time
+ *    while it runs, so the largest layer's whole weights count as
+ *    workspace, and sharded gradients are whole for the layer whose
+ *    backward makes them until they are reduce-scattered.
+ * Scales of one kind multiply (SHARD factors too, per state); a later
+ * RECOMPUTED replaces an earlier one.
  * Inserted calls are not read (they copy a recorded call's shapes), so
  * the effects are the only way an optimization moves the estimate, besides
  * vdnn's copies above.
@@ -109,6 +116,9 @@ typedef enum {
 /* "weights", "gradients", "optimizer_state", "activations", "workspace". */
 const char *rv_memory_category_name(rv_memory_category category);
 
+/* SHARD's `segment`: which model states are sharded. */
+enum { RV_SHARD_OPTIMIZER_STATE = 1, RV_SHARD_GRADIENTS = 2, RV_SHARD_WEIGHTS = 4 };
+
 typedef enum {
     RV_MEM_EFFECT_KEPT_SCALE,
     RV_MEM_EFFECT_RECOMPUTED,
@@ -116,6 +126,7 @@ typedef enum {
     RV_MEM_EFFECT_PARAM_SCALE,
     RV_MEM_EFFECT_STAGE,
     RV_MEM_EFFECT_MOVED,
+    RV_MEM_EFFECT_SHARD,
     RV_MEM_EFFECT_KIND_COUNT
 } rv_memory_effect_kind;
 
@@ -151,6 +162,8 @@ typedef struct {
     gboolean training;                    /* the step has a backward phase */
     int64_t offloaded;                    /* activation bytes offloaded by inserted copies (vdnn) in that step */
     int64_t recomputed;                   /* activation bytes dropped after forward and rebuilt (checkpoint) */
+    int64_t model_states;                 /* weights, gradients and optimizer state of the whole model, unsharded */
+    int64_t gathered;                     /* sharded weights gathered for one layer at a time (SHARD): its largest */
     guint shaped_ops, unshaped_ops;       /* operator calls with and without Input Dims */
     int element_bytes;                    /* of the trace's usual dtype */
     int optimizer_factor;                 /* state bytes per parameter byte; -1 if no optimizer was named */
@@ -169,6 +182,25 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
  * not that it differs.  A sweep of time-only what-ifs (scale, hardware,
  * network...) thereby skips the model: O(tasks + edges), no hashing. */
 gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *variant, int element_bytes);
+
+/* ---- the peak a what-if reports: peak.c ---------------------------------------- */
+
+/* The model's peak on a graph before and after optimizations (so what
+ * they insert, remove or offload moves it), and the recorded peak where
+ * the trace has one. */
+typedef struct {
+    gboolean estimated;
+    rv_memory_estimate baseline, predicted;
+    char *missing;          /* why there is no estimate */
+    gboolean recorded;
+    int64_t recorded_bytes;
+} rv_memory_peak;
+/* Estimate the baseline (and read the recorded peak); `estimated` FALSE
+ * with `missing` saying why where the trace's shapes give nothing. */
+void rv_memory_peak_before(rv_memory_peak *peak, const rv_graph *graph);
+/* Estimate the optimized graph, after rv_memory_peak_before on its baseline. */
+void rv_memory_peak_after(rv_memory_peak *peak, const rv_graph *graph);
+void rv_memory_peak_clear(rv_memory_peak *peak);
 
 /* The output elements of an operator call from its name and Input Dims
  * (0 when the shapes do not say): for tests and the workspace term. */

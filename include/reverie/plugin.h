@@ -22,18 +22,23 @@
 #include <glib.h>
 #include <gmodule.h>
 #include <stdint.h>
+#include "reverie/compose.h"
 #include "reverie/graph.h"
 #include "reverie/sim.h"
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 7u  /* 2: rv_priority_fn became a rank (sim.h);
+#define RV_PLUGIN_ABI_VERSION 8u  /* 2: rv_priority_fn became a rank (sim.h);
                                      3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
                                      4: several ranks in one graph (rv_resource.rank_index,
                                         rv_task.collective, graph->collectives and graph->ranks);
                                      5: rv_graph.contention (contention.h);
                                      6: graph->memory (recorded [memory] peaks, memory.h);
-                                     7: graph->memory_effects (what plugins did to tensors, memory.h) */
+                                     7: graph->memory_effects (what plugins did to tensors, memory.h);
+                                     8: timing estimates with their evidence (rv_estimate in rv_timing
+                                        and rv_resource), graph->launches and graph->duration_ranges
+                                        (costmodel.h, range.h), rv_plugin.effects and graph->applied
+                                        (the composition law, compose.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {
@@ -86,6 +91,10 @@ typedef struct {
      * broken. */
     gboolean (*apply)(rv_graph *graph, const rv_params *params, rv_plugin_output *output,
                       GError **error);
+    /* Appended in ABI 8: what apply() reads and rewrites (compose.h), so
+     * that reverie can refuse an order of two plugins that do not commute;
+     * NULL: not declared (neither checked nor checked against). */
+    const rv_plugin_effects *effects;
 } rv_plugin;
 
 /* ---- host side ------------------------------------------------------ */
@@ -93,7 +102,10 @@ typedef struct {
 typedef struct rv_loaded_plugin rv_loaded_plugin;
 
 /* Load by name (letters, digits, '-', '_': searched in the plugin folders)
- * or by file path (anything with a '/', such as ./my.so). */
+ * or by file path (anything with a '/', such as ./my.so).  A name found in
+ * REVERIE_PLUGIN_PATH that is also a built-in plugin's is refused
+ * (RV_ERROR_USAGE): a user's plugin replaces a built-in one only when
+ * given by path. */
 rv_loaded_plugin *rv_plugin_load(const char *name_or_path, GError **error);
 void rv_plugin_unload(rv_loaded_plugin *plugin);
 const rv_plugin *rv_plugin_descriptor_of(const rv_loaded_plugin *plugin);
@@ -102,6 +114,9 @@ const rv_plugin *rv_plugin_descriptor_of(const rv_loaded_plugin *plugin);
 const rv_param_spec *rv_plugin_param(const rv_plugin *plugin, const char *name);
 /* Its parameter names, "world, bucket_cap, ..." ("none" if it has none), for messages (g_free). */
 char *rv_plugin_param_names(const rv_plugin *plugin);
+/* For a message about a parameter it does not have: "'wrold': did you mean
+ * 'world'? (parameters: world, bucket_cap, ...)" (g_free). */
+char *rv_plugin_unknown_param(const rv_plugin *plugin, const char *given);
 
 /* Parse "k=v,k=v" against the plugin's table (defaults filled in). */
 rv_params *rv_params_parse(const rv_plugin *plugin, const char *text, GError **error);
@@ -111,6 +126,9 @@ GPtrArray *rv_params_describe(const rv_params *params);
 
 /*
  * Run the plugin's apply() and check the graph it leaves (validate.h).
+ * Before apply(), the composition law (compose.h) may refuse the plugin
+ * after one applied earlier (RV_ERROR_PLUGIN, one line); after it, the
+ * plugin joins graph->applied.
  * FALSE with the error prefixed by the plugin's name when apply() fails -
  * also when it fails without setting an error, or sets one and claims
  * success - and with RV_ERROR_PLUGIN when the graph is broken afterwards.
@@ -120,10 +138,20 @@ GPtrArray *rv_params_describe(const rv_params *params);
 gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
                          rv_plugin_output *output, GError **error);
 
+/* Told before and after every rv_plugin_apply (entering TRUE, then FALSE),
+ * whoever calls it: the command line's isolated children (src/cli/isolate.c)
+ * tell their parent which plugin a crash or a hang belongs to.  One watch
+ * per process, set before any plugin runs (not thread-safe to change);
+ * NULL: none. */
+typedef void (*rv_plugin_apply_watch)(const char *plugin, gboolean entering);
+void rv_plugin_watch_apply(rv_plugin_apply_watch watch);
+
 /* Every plugin found on the search path, sorted by name (loaded).  A file
  * is loaded - which runs its code - only when its ELF symbol table defines
- * rv_plugin_descriptor.  If skipped is not NULL, one line (char*) per .so
- * file left out, saying why, is added to it. */
+ * rv_plugin_descriptor.  A file of REVERIE_PLUGIN_PATH named like a
+ * built-in plugin is left out (rv_plugin_load refuses it by name too).  If
+ * skipped is not NULL, one line (char*) per .so file left out, saying why,
+ * is added to it. */
 GPtrArray *rv_plugin_discover(GPtrArray *skipped);
 /* The folders searched, in order. */
 GPtrArray *rv_plugin_search_path(void);

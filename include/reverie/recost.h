@@ -9,11 +9,20 @@
  * the payload the trace gave or, if it gave none, the one the model needs
  * to take the recorded time.  The recording is taken to have run on the
  * same kind of cluster: its group of p ranks on ceil(p / gpus_per_node)
- * nodes with the plan's links.  Groups that spanned the recorded world
- * grow to the new world (weak scaling: each rank keeps its batch, so its
- * buffers keep their size); smaller groups (tensor or pipeline parallel,
- * point-to-point pairs) keep their size.  The graph's world size becomes
- * the new one, so a later what-if starts from it.
+ * nodes with the plan's links.
+ *
+ * GROUP SIZES.  A collective's parallelism is its own (graph.h), except
+ * that a process group holding any tensor-parallel collective is tensor
+ * parallel throughout (Megatron's backward all-reduces of input gradients
+ * look like data parallelism by their phase).  The data-parallel groups -
+ * every collective group that is neither tensor nor pipeline parallel nor
+ * point to point, and has the data-parallel size (rv_graph_parallel_sizes)
+ * - take the plan's `world` (weak scaling: each rank keeps its batch, so
+ * its buffers keep their size); tensor-parallel groups of the recorded
+ * tensor-parallel size take `tensor` when it is given, and keep their size
+ * otherwise; pipeline transfers and other groups keep theirs.  The graph's
+ * world size then becomes the recorded one times the groups' growth, so a
+ * later what-if starts from it.
  */
 #ifndef REVERIE_RECOST_H
 #define REVERIE_RECOST_H
@@ -32,6 +41,7 @@ typedef struct {
     int all_reduce;             /* -1: each all-reduce's recorded algorithm; else the rv_collective all-reduce to use */
     uint32_t parallelism;       /* which collectives: bits 1u << rv_parallelism */
     int payload_divisor;        /* each rank moves 1/this of the payload (tensor parallelism's shards); 0 or 1: all */
+    int tensor;                 /* the tensor-parallel groups' new size; 0: as recorded */
 } rv_recost_plan;
 
 typedef struct {
@@ -77,6 +87,13 @@ gboolean rv_params_cluster_links(const rv_params *params, rv_link *intra, rv_lin
  * collectives other than tensor-parallel ones spans when it has none; at
  * least 1. */
 int rv_graph_world_size(const rv_graph *graph);
+
+/* The job's parallel degrees as its collectives show them (group sizes
+ * above): *tensor the largest tensor-parallel group (1: none), *data the
+ * largest data-parallel one (the world over *tensor where it has none);
+ * both at least 1.  What the world holds beyond data x tensor is taken to
+ * be pipeline stages. */
+void rv_graph_parallel_sizes(const rv_graph *graph, int *data, int *tensor);
 
 G_END_DECLS
 

@@ -71,6 +71,68 @@ static inline int64_t rv_busy_from(const rv_graph *graph, const rv_sim_result *s
     return sim->start_ns[task] - g_array_index(graph->tasks, rv_task, task).host_overhead_ns;
 }
 
+/* Over a list of steps: the mean and largest per-step error (relative,
+ * rv_relative_error) and the totals. */
+typedef struct {
+    double mean_error, max_error;
+    int64_t recorded_total_ns, simulated_total_ns;
+} rv_steps_summary;
+rv_steps_summary rv_steps_summarize(const GArray *steps);
+
+/* ---- several ranks (job.h): ranks.c --------------------------------------- */
+
+/* How long one rank waited in its collectives for another. */
+typedef struct {
+    int32_t rank_index;       /* the rank that waited */
+    int64_t wait_ns;          /* its arrivals to its transfers' starts, in all */
+    uint32_t collectives;     /* matched collectives it took part in */
+    int64_t *waited_for_ns;   /* per rank index: the part of wait_ns spent for that rank, the last to arrive */
+} rv_rank_wait;
+
+/*
+ * Per rank index, the time its transfers started after its arrivals in a
+ * replay (sim), and whom it waited for: the last participant to arrive at
+ * each collective.  An array of rv_rank_wait, one per rank; free with
+ * rv_rank_waits_free.
+ */
+GArray *rv_rank_waits(const rv_graph *graph, const rv_sim_result *sim);
+void rv_rank_waits_free(GArray *waits);
+
+/* One replay as the reports read it: the steps (a job's: its slowest
+ * rank's), and for a graph of several ranks each rank's steps and waits. */
+typedef struct {
+    GArray *steps;       /* rv_step_time */
+    GPtrArray *by_rank;  /* jobs only: per rank index, a GArray of rv_step_time */
+    GArray *waits;       /* jobs only: rv_rank_wait per rank index */
+    gboolean launch_queue_ignored;  /* the replay dropped the launch-queue rule (sim.h) */
+    int64_t path_ns;                /* the steps' critical paths, in all */
+    int64_t host_path_ns;           /* the part of them that is recorded host time (critical_path.h) */
+} rv_replay;
+
+/* Replay the graph (policy may be NULL) and read its steps; FALSE with the
+ * replay's error.  Clear with rv_replay_clear either way. */
+gboolean rv_replay_run(const rv_graph *graph, const rv_policy *policy, rv_replay *out, GError **error);
+void rv_replay_clear(rv_replay *replay);
+
+/* The steps of one replay that reuses a replay structure (sim.h; may be
+ * NULL) as rv_replay_run reads them, without the ranks' detail: what a
+ * sweep's variants need.  g_array_unref; NULL with the replay's error.
+ * *launch_queue_ignored (may be NULL) says whether the replay dropped the
+ * launch-queue rule. */
+GArray *rv_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
+                        gboolean *launch_queue_ignored, GError **error);
+
+/* ---- GPU kernel time: gpu_time.c ---------------------------------------------- */
+
+/* The summed duration of live GPU kernels (kernel and comm tasks on GPU
+ * streams; copies and sets are not kernels), in all and per step (a
+ * kernel belongs to its launch's step; one entry when the graph has no
+ * steps, a GArray of int64), and the steady value of a per-step list
+ * (int64): the median of the entries after the first, or the one entry. */
+int64_t rv_gpu_kernel_ns(const rv_graph *graph);
+GArray *rv_gpu_kernel_ns_by_step(const rv_graph *graph);
+int64_t rv_steady_ns(const GArray *values);
+
 /* |simulated - recorded| / recorded, or 0 when recorded is 0. */
 double rv_relative_error(int64_t recorded_ns, int64_t simulated_ns);
 

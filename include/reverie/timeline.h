@@ -29,7 +29,10 @@
  * says per run how many tasks were left out.
  *
  * The file is streamed event by event (large graphs never sit in memory
- * as JSON); a name ending in .gz is written gzip-compressed.
+ * as JSON); a name ending in .gz is written gzip-compressed.  Its first key,
+ * "reverie_timeline" (reverie's version), marks it as a replay: the
+ * importer refuses it as a trace, since a replay read back as a recording
+ * would be replayed against itself.
  */
 #ifndef REVERIE_TIMELINE_H
 #define REVERIE_TIMELINE_H

@@ -76,6 +76,17 @@ typedef struct {
             int64_t total_allocated;
             int64_t total_reserved;
         };
+        /* kernels only: how it was launched, as Kineto records it (grid and
+         * block as written, unchanged; 0 where the trace does not say):
+         * blocks = grid x*y*z, threads = block x*y*z, registers per thread,
+         * shared memory per block in bytes.  ROCm's module launches write
+         * the grid in work-items; the graph builder turns it into blocks. */
+        struct {
+            uint32_t launch_blocks;
+            uint32_t launch_threads;
+            uint32_t launch_registers;
+            uint32_t launch_shared_bytes;
+        };
     };
     /* Stream ids are kept whole: CUDA's are small, but ROCm's can be
      * pointer-sized, and cutting them could merge two streams. */

@@ -70,6 +70,27 @@ typedef struct {
  */
 int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError **error);
 
+/*
+ * Replace GPU tasks by one new GPU task (a fusion: fused-adam's optimizer
+ * kernel).  The new task spec->task goes right after the last of them on
+ * its own stream and, if they had launch calls, a new launch call (the
+ * trace's median launch) right after the last of those on its thread;
+ * spec->after and spec->launch_after are not read.  Then they are removed
+ * with their launch calls (rv_transform_remove_many, in `mode`), so that
+ * removal's reconnection hands the new task every dependency they had on
+ * other work: what any of them waited for - an optimizer's wait for its
+ * gradients' all-reduces, a forward's wait for a parameter gather - it
+ * waits for.  What waited for any of them (a synchronize, another
+ * stream) then waits for it, with the same kind of edge, except a waiter
+ * that leads back to the new task: a round trip through the host inside
+ * the replaced work, which one task cannot keep (found by a walk over the
+ * tasks recorded up to the new task's latest predecessor).  No cycle can
+ * come of it.  Returns the new task's id, or -1 with error set (nothing
+ * removed); *removed (may be NULL) gets the number of tasks removed.
+ */
+int32_t rv_transform_replace(rv_graph *graph, const GArray *gpu_tasks, const rv_insert_spec *spec, rv_remove_mode mode,
+                             int *removed, GError **error);
+
 /* An extra dependency: `to` may not start before `from` ends. */
 void rv_transform_add_edge(rv_graph *graph, int32_t from, int32_t to);
 
@@ -78,6 +99,18 @@ void rv_transform_invalidate(rv_graph *graph);
 
 /* A new resource, e.g. a network channel ("net") or a copy engine ("pcie.d2h"). */
 int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
+
+/*
+ * A stream of its own for communication on the GPU that runs `like` (a GPU
+ * task), for the collectives a plugin inserts: NCCL runs its kernels on a
+ * stream of its own, so they overlap compute on the same GPU, and the
+ * contention rule (contention.h) and every report see them as that GPU's
+ * communication.  The stream is named "gpu D NAME" (D: like's device), has
+ * the timing of like's stream (launch latency, idle gap, launch queue) and
+ * its rank; the same name on the same device and rank gives the same
+ * stream.  -1 when `like` does not run on a GPU stream.
+ */
+int32_t rv_transform_add_comm_stream(rv_graph *graph, int32_t like, const char *name);
 
 /*
  * Tasks grouped by step, for plugins that act once per step.  Keys are

@@ -7,7 +7,7 @@
  */
 #include "runs.h"
 #include "reverie/breakdown.h"
-#include <jansson.h>
+#include "reverie/documents.h"
 
 typedef struct {
     gboolean as_json, as_csv;
@@ -67,7 +67,7 @@ static void print_split_row(const char *label, int64_t total, const int64_t *spl
     printf("\n");
 }
 
-static void print_run(const rv_cli_run *run, const rv_breakdown *breakdown)
+static void print_run(const rv_run *run, const rv_breakdown *breakdown)
 {
     const rv_graph *graph = run->graph;
     printf("%s:\n", run->label);
@@ -96,48 +96,6 @@ static void print_run(const rv_cli_run *run, const rv_breakdown *breakdown)
     g_free(sum.use_ns);
 }
 
-static json_t *json_split(int64_t total, const int64_t *split, int64_t exposed)
-{
-    json_t *object = json_pack("{s:f}", "time_us", total / 1e3);
-    for (int k = 0; k < RV_SPLIT_COUNT; k++) {
-        char *key = g_strdup_printf("%s_us", rv_split_name(k));
-        json_object_set_new(object, key, json_real(split[k] / 1e3));
-        g_free(key);
-    }
-    json_object_set_new(object, "exposed_communication_us", json_real(exposed / 1e3));
-    json_object_set_new(object, "exposed_communication_share", json_real(total > 0 ? (double)exposed / total : 0.0));
-    return object;
-}
-
-static json_t *json_step(const rv_graph *graph, const rv_breakdown *breakdown, guint s)
-{
-    const rv_step_breakdown *step = &g_array_index(breakdown->steps, rv_step_breakdown, s);
-    int64_t total = step->end_ns - step->begin_ns;
-    json_t *item = json_split(total, step->split_ns, step->exposed_comm_ns);
-    json_object_set_new(item, "name", json_string(step_label(graph, s)));
-    json_object_set_new(item, "communication_us", json_real(step->comm_ns / 1e3));
-    json_t *phases = json_object(), *streams = json_array();
-    for (int p = 0; p < RV_PHASE_COUNT; p++) {
-        int64_t phase_total = 0;
-        for (int k = 0; k < RV_SPLIT_COUNT; k++) phase_total += step->phase_split_ns[p][k];
-        json_object_set_new(phases, rv_phase_name(p),
-                            json_split(phase_total, step->phase_split_ns[p], step->phase_exposed_comm_ns[p]));
-    }
-    for (guint r = 0; r < breakdown->resource_count; r++) {
-        if (!rv_breakdown_has_uses(graph, (int32_t)r)) continue;
-        json_t *stream = json_pack("{s:s}", "resource", resource_label(graph, r));
-        for (int u = 0; u < RV_USE_COUNT; u++) {
-            char *key = g_strdup_printf("%s_us", rv_stream_use_name(u));
-            json_object_set_new(stream, key, json_real(step->use_ns[r * RV_USE_COUNT + u] / 1e3));
-            g_free(key);
-        }
-        json_array_append_new(streams, stream);
-    }
-    json_object_set_new(item, "phases", phases);
-    json_object_set_new(item, "streams", streams);
-    return item;
-}
-
 static void csv_part(const char *run, const char *step, const char *section, const char *name, const char *part,
                      int64_t ns, int64_t whole)
 {
@@ -148,7 +106,7 @@ static void csv_part(const char *run, const char *step, const char *section, con
     rv_cli_csv_row(row, G_N_ELEMENTS(row));
 }
 
-static void print_csv(const rv_cli_run *run, const rv_breakdown *breakdown)
+static void print_csv(const rv_run *run, const rv_breakdown *breakdown)
 {
     for (guint s = 0; s < breakdown->steps->len; s++) {
         const rv_step_breakdown *step = &g_array_index(breakdown->steps, rv_step_breakdown, s);
@@ -171,20 +129,22 @@ static void print_csv(const rv_cli_run *run, const rv_breakdown *breakdown)
     }
 }
 
-static int report(const rv_cli_runs *runs, const void *data)
+static int report(const rv_runs *runs, const void *data)
 {
     const breakdown_options *options = data;
-    rv_cli_run list[3];
-    guint count = rv_cli_runs_list(runs, TRUE, list);
+    rv_run list[3];
+    guint count = rv_runs_list(runs, TRUE, list);
     rv_breakdown *breakdowns[3];
-    for (guint i = 0; i < count; i++) breakdowns[i] = rv_cli_breakdown_of(&list[i]);
+    /* --json's document holds its own; the plot and the tables need them */
+    for (guint i = 0; i < count; i++)
+        breakdowns[i] = options->as_json && !options->plot ? NULL : rv_run_breakdown(&list[i]);
     /* the plot first: the report reaches stdout only once it is safe */
     GError *error = NULL;
-    if (options->plot && !rv_cli_plot(options->plot, runs->baseline, list, breakdowns, count, &error)) {
+    if (options->plot && !rv_runs_plot(options->plot, runs->baseline, list, breakdowns, count, &error)) {
         for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
         return rv_cli_fail(error);
     }
-    json_t *array = json_array();
+    if (options->as_json) rv_cli_print_json(rv_breakdown_document(runs));
     if (options->as_csv) {
         const char *header[] = { "run", "step", "section", "name", "part", "us", "share_of_step" };
         rv_cli_csv_row(header, G_N_ELEMENTS(header));
@@ -193,19 +153,12 @@ static int report(const rv_cli_runs *runs, const void *data)
         if (runs->notes->len) printf("%s", runs->notes->str);
     }
     for (guint i = 0; i < count; i++) {
-        if (options->as_json) {
-            json_t *steps = json_array();
-            for (guint s = 0; s < breakdowns[i]->steps->len; s++)
-                json_array_append_new(steps, json_step(list[i].graph, breakdowns[i], s));
-            json_array_append_new(array, json_pack("{s:s,s:o}", "run", list[i].label, "steps", steps));
-        } else if (options->as_csv) {
+        if (options->as_csv) {
             print_csv(&list[i], breakdowns[i]);
-        } else {
+        } else if (!options->as_json) {
             print_run(&list[i], breakdowns[i]);
         }
     }
-    if (options->as_json) rv_cli_print_json(json_pack("{s:s,s:o}", "source", runs->baseline->source, "runs", array));
-    else json_decref(array);
     for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
     return RV_EXIT_OK;
 }

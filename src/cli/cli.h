@@ -12,7 +12,9 @@
 #include "reverie/graph.h"
 #include "reverie/memory.h"
 #include "reverie/sim.h"
+#include "reverie/optimize.h"
 #include "reverie/plugin.h"
+#include "reverie/report.h"
 
 /* What a command does with the options every command shares (main.c's table). */
 typedef enum {
@@ -47,46 +49,32 @@ int rv_cmd_sweep(int argc, char **argv);
 int rv_cmd_comm_fraction(int argc, char **argv);
 int rv_cmd_kernels(int argc, char **argv);
 int rv_cmd_memory(int argc, char **argv);
+int rv_cmd_calibrate(int argc, char **argv);
 
-/* Load a trace or a saved graph ("-": standard input), told apart by
- * content, within the limits of the input options, and check that it is
- * safe to simulate (validate.h).  Progress goes to stderr only when it is a
- * terminal. */
+/* Load a trace or a saved graph ("-": standard input) as load.h does,
+ * within the limits of the input options.  Progress goes to stderr only
+ * when it is a terminal. */
 rv_graph *rv_cli_load(const char *path, GError **error);
+
+/* The inputs of simulate, whatif, info, import and validate: one trace or
+ * graph as rv_cli_load does; several, or a folder of them, as the ranks of
+ * one job (load.h's rv_load_job).  With notes, what the timing model
+ * assumed about each input goes to stderr once the inputs loaded. */
+rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error);
 
 /* ---- several ranks of one job (job.c) ---- */
 
-/* The inputs of simulate, whatif, info, import and validate: one trace or
- * graph as rv_cli_load does (its notes printed); several, or a folder of
- * them (.json, .json.gz, .rvg in natural order), as the ranks of one job,
- * joined (job.h).  With notes, what the timing model assumed about each
- * input goes to stderr (rv_cli_print_notes) once the inputs loaded. */
-rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error);
 /* Does the graph hold several ranks? */
 gboolean rv_cli_is_job(const rv_graph *graph);
-/* One replay as the commands report it: the steps (a job's: its slowest
- * rank's), and for a job each rank's steps and waits (job.h). */
-typedef struct {
-    GArray *steps;       /* rv_step_time */
-    GPtrArray *by_rank;  /* jobs only: per rank index, a GArray of rv_step_time */
-    GArray *waits;       /* jobs only: rv_rank_wait per rank index */
-} rv_cli_replay;
-gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error);
-void rv_cli_replay_clear(rv_cli_replay *replay);
+/* rv_replay_run (report.h), with the command line's note when the replay
+ * had to drop the launch-queue rule. */
+gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_replay *out, GError **error);
 /* Per rank and step: recorded, simulated, error, and the time waited in
  * collectives and for whom; then the job's steps (the slowest rank). */
-void rv_cli_print_rank_table(const rv_graph *graph, const rv_cli_replay *replay);
+void rv_cli_print_rank_table(const rv_graph *graph, const rv_replay *replay);
 /* The same for a what-if: recorded, baseline, predicted, speedup, and the
  * predicted waits. */
-void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
-/* The "ranks" array of --json (a json_t *): each rank's steps, with
- * baseline_us and predicted_us when a prediction is given, its waits (in
- * the prediction, if any) and clock offset. */
-void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted);
-/* The recorded GPU time the rules leave unexplained in step `step` as the
- * reports list steps (explain.h; a job's k-th step: all its ranks' k-th;
- * a graph without steps: all of it). */
-int64_t rv_cli_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step);
+void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted);
 /* info: the ranks, their clock offsets, and the collectives matched by each rule. */
 void rv_cli_print_job_summary(const rv_graph *graph);
 void *rv_cli_json_job_summary(const rv_graph *graph);
@@ -99,17 +87,10 @@ void rv_cli_note(const char *format, ...) G_GNUC_PRINTF(1, 2);
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
 void rv_cli_print_notes(const rv_graph *graph);
 
-/* gpu_time.c: the summed duration of live GPU kernels (kernel and comm
- * tasks on GPU streams; copies and sets are not kernels), in all and per
- * step (one entry when the graph has no steps), and the steady value of a
- * per-step list (int64): the median of the entries after the first, or the
- * one entry. */
-int64_t rv_cli_gpu_kernel_ns(const rv_graph *graph);
-GArray *rv_cli_gpu_kernel_ns_by_step(const rv_graph *graph);
-int64_t rv_cli_steady(const GArray *values);
-
-/* One stderr note when a replay had to drop the launch-queue rule (sim.h). */
+/* One stderr note when a replay had to drop the launch-queue rule (sim.h),
+ * once per run. */
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim);
+void rv_cli_note_launch_queue(const rv_graph *graph, gboolean launch_queue_ignored);
 
 /* Parse options, with the input limits (--max-bytes, --max-events,
  * --read-timeout) added; on failure prints one line and returns FALSE with
@@ -140,39 +121,12 @@ const char *rv_cli_short_name(const char *name);
 
 /* ---- optimizations (opts.c), shared by whatif and sweep ---- */
 
-/* One --opt: a plugin and the parameters parsed against its table. */
-typedef struct {
-    const rv_loaded_plugin *loaded;  /* owned by the plugin table */
-    const rv_plugin *plugin;         /* its descriptor */
-    rv_params *params;
-    char *spec;       /* NAME[:k=v,...] as given */
-    GString *notes;   /* what apply() reported; NULL before */
-    uint64_t changed_tasks;  /* tasks it inserted, removed or retimed, when counted (0: the baseline) */
-} rv_cli_opt;
-
-/* Loaded plugins by name, each loaded once (free with g_hash_table_destroy).
- * Lookups of names already loaded may come from several threads. */
-GHashTable *rv_cli_plugins_new(void);
-const rv_loaded_plugin *rv_cli_plugin(GHashTable *plugins, const char *name, GError **error);
-/* The NAME of "NAME[:k=v,...]" (g_free). */
-char *rv_cli_spec_name(const char *spec);
-/* Parse "NAME[:k=v,...]", loading NAME into `plugins` if it is new. */
-rv_cli_opt *rv_cli_opt_parse(GHashTable *plugins, const char *spec, GError **error);
-void rv_cli_opt_free(gpointer opt);
-/* Parse every spec, in order, before any work starts: a GPtrArray of
- * rv_cli_opt (g_ptr_array_unref before destroying `plugins`), or NULL with
- * the error of the first bad spec. */
-GPtrArray *rv_cli_opts_prepare(GHashTable *plugins, char **specs, GError **error);
-/* Apply the opts in order; the last policy any of them returns is kept in
- * *last_policy (release it with rv_cli_policy_clear, before the plugins are
- * unloaded: its data may live in one).  A failure is prefixed with the
- * plugin's name.  With count_changes, each opt's changed_tasks is counted
- * and an opt that changed nothing gets a note on stderr, so that no
- * prediction silently repeats the baseline; a sweep's thousands of
- * variants skip that. */
+/* rv_opts_apply (optimize.h), with a note on stderr for each opt that
+ * changed nothing, so that no prediction silently repeats the baseline. */
 gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                            GError **error);
-void rv_cli_policy_clear(rv_plugin_output *policy);
+/* That note, for opts applied elsewhere (optimize.h's rv_opts_unchanged). */
+void rv_cli_note_unchanged(const GPtrArray *opts);
 /* A trace or graph with the optimizations applied, for the commands that
  * look at the graph rather than replay it (query, export-graph): the
  * plugins stay loaded until the graph is cleared. */
@@ -194,33 +148,10 @@ GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *struc
  * Not thread-safe: the command line prints from one thread. */
 #define RV_CLI_SHOWN_SLOTS 8
 const char *rv_cli_shown(const char *text);
-
-/* A json_t string of text, bounded as rv_cli_bounded does (so valid
- * UTF-8, which jansson needs).  Never NULL. */
-void *rv_cli_json_text(const char *text);
 /* A name for an output that copies it per task or event: itself, or cut
  * to escape.h's RV_NAME_BOUND with its full length said and bytes that are
  * not UTF-8 escaped (each text cut once, kept for the process). */
 const char *rv_cli_bounded(const char *text);
-
-/* ---- the peak memory next to the time (peak.c), shared by whatif and sweep ---- */
-
-/* The model of memory.h on the graph before and after the optimizations
- * (so what they insert, remove or offload moves it), and the recorded
- * peak where the trace has one. */
-typedef struct {
-    gboolean estimated;
-    rv_memory_estimate baseline, predicted;
-    char *missing;          /* why there is no estimate */
-    gboolean recorded;
-    int64_t recorded_bytes;
-} rv_cli_peak;
-/* Estimate the baseline (and read the recorded peak); `estimated` FALSE
- * with `missing` saying why where the trace's shapes give nothing. */
-void rv_cli_peak_before(rv_cli_peak *peak, const rv_graph *graph);
-/* Estimate the optimized graph, after rv_cli_peak_before on its baseline. */
-void rv_cli_peak_after(rv_cli_peak *peak, const rv_graph *graph);
-void rv_cli_peak_clear(rv_cli_peak *peak);
 
 /* ---- output files (output.c; the writer is reverie/output.h) ---- */
 

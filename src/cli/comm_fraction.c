@@ -18,6 +18,7 @@
  *                  (the paper's "overlapped communication as % of compute").
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/breakdown.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
@@ -141,29 +142,37 @@ static void free_scenarios(GArray *rows)
     g_array_unref(rows);
 }
 
-/* The graph of one scenario: the --opt list, then the hardware scaling. */
+/* The graph of one scenario: the --opt list, then the hardware scaling of
+ * what they made (the composition law's check starts afresh there: the
+ * scaling is this command's question about the result, not another
+ * what-if in the chain). */
 static gboolean run_scenario(const rv_graph *graph, GHashTable *plugins, char **specs, scenario *row, GError **error)
 {
-    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, error);
+    GPtrArray *opts = rv_opts_prepare(plugins, specs, error);
     if (opts == NULL) return FALSE;
+    GPtrArray *scaling = g_ptr_array_new_with_free_func(rv_opt_free);
     if (row->flops > 0) {
         char *spec = g_strdup_printf("hardware:flops_scale=%.17g,memory_scale=%.17g,bandwidth_scale=%.17g", row->flops,
                                      row->flops, row->links);
-        rv_cli_opt *opt = rv_cli_opt_parse(plugins, spec, error);
+        rv_opt *opt = rv_opt_parse(plugins, spec, error);
         g_free(spec);
         if (opt == NULL) {
             g_ptr_array_unref(opts);
+            g_ptr_array_unref(scaling);
             return FALSE;
         }
-        g_ptr_array_add(opts, opt);
+        g_ptr_array_add(scaling, opt);
     }
     rv_graph *copy = rv_graph_copy(graph);
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
-    gboolean ok = rv_cli_apply_opts(copy, opts, FALSE, &policy, error) &&
-                  measure(copy, policy.policy.priority ? &policy.policy : NULL, row, error);
-    rv_cli_policy_clear(&policy);
+    gboolean ok = rv_cli_apply_opts(copy, opts, FALSE, &policy, error);
+    if (ok) rv_compose_rebase(copy);
+    ok = ok && rv_cli_apply_opts(copy, scaling, FALSE, &policy, error) &&
+         measure(copy, policy.policy.priority ? &policy.policy : NULL, row, error);
+    rv_opts_policy_clear(&policy);
     rv_graph_free(copy);
     g_ptr_array_unref(opts);
+    g_ptr_array_unref(scaling);
     return ok;
 }
 
@@ -195,7 +204,7 @@ static void print_json(const rv_graph *graph, const GArray *rows, gboolean as_cs
         const scenario *r = &g_array_index(rows, scenario, i);
         int64_t overlapped = r->comm_ns - r->exposed_ns;
         json_array_append_new(list, json_pack("{s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "scenario",
-                                              rv_cli_json_text(r->label), "compute_scale", r->flops > 0 ? r->flops : 1.0,
+                                              rv_json_text(r->label), "compute_scale", r->flops > 0 ? r->flops : 1.0,
                                               "link_scale", r->links > 0 ? r->links : 1.0, "step_us", r->step_ns / 1e3,
                                               "compute_us", r->compute_ns / 1e3, "comm_us", r->comm_ns / 1e3,
                                               "exposed_comm_us", r->exposed_ns / 1e3, "overlapped_comm_us",
@@ -203,7 +212,7 @@ static void print_json(const rv_graph *graph, const GArray *rows, gboolean as_cs
                                               percent(r->exposed_ns, r->step_ns) / 100));
     }
     json_t *root = json_object();
-    json_object_set_new(root, "source", rv_cli_json_text(graph->source));
+    json_object_set_new(root, "source", rv_json_text(graph->source));
     json_object_set_new(root, "scenarios", list);
     if (as_csv) rv_cli_print_json_as_csv(root);
     else rv_cli_print_json(root);
@@ -213,7 +222,7 @@ static int run(const char *path, char **specs, char **scales, gboolean as_json, 
 {
     GError *error = NULL;
     GArray *rows = plan_scenarios(scales, &error);
-    GHashTable *plugins = rv_cli_plugins_new();
+    GHashTable *plugins = rv_plugin_table_new();
     rv_graph *graph = error ? NULL : rv_cli_load(path, &error);
     if (graph) rv_cli_print_notes(graph);
     for (guint i = 0; graph && !error && i < rows->len; i++)

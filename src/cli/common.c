@@ -9,14 +9,13 @@
  */
 #include "cli.h"
 #include "isolate.h"
+#include "reverie/documents.h"
 #include "reverie/output.h"
 #include "reverie/escape.h"
 #include "reverie/explain.h"
 #include "reverie/input.h"
-#include "reverie/store.h"
-#include "reverie/trace.h"
+#include "reverie/load.h"
 #include "reverie/units.h"
-#include "reverie/validate.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,110 +101,54 @@ static GOptionGroup *input_option_group(void)
 
 /* ---- loading ------------------------------------------------------------ */
 
+/* The import's progress on a terminal: the input opened last, and how far. */
+static gboolean progress_shown;
+
 static void show_progress(uint64_t bytes, uint64_t events, void *data)
 {
-    char *path = rv_escape_text(data);
+    char *path = rv_escape_text(current_input);
     fprintf(stderr, "\rimporting %s: %.0f MB, %" G_GUINT64_FORMAT " events", path, bytes / 1e6, events);
     fflush(stderr);
     g_free(path);
+    progress_shown = TRUE;
 }
 
-static rv_graph *load_trace(rv_input *input, GError **error)
+static void clear_progress(void)
 {
-    rv_import_options options = input_limits;
-    gboolean terminal = isatty(STDERR_FILENO);
-    if (terminal) {
-        options.progress = show_progress;
-        options.progress_data = (void *)rv_input_name(input);
-    }
-    rv_trace *trace = rv_trace_load_input(input, NULL, &options, error);
-    if (terminal) fprintf(stderr, "\r\033[K");
-    if (trace == NULL) return NULL;
-    rv_graph *graph = rv_graph_build(trace, error);
-    rv_trace_free(trace);
-    return graph;
+    if (progress_shown) fprintf(stderr, "\r\033[K");
+    progress_shown = FALSE;
 }
 
-/* A saved graph is loaded whole: by path when it is a file, else read here. */
-static rv_graph *load_saved_graph(rv_input *input, const char *path, GError **error)
+static void input_opened(const char *name, void *data)
 {
-    const char *name = rv_input_name(input);
-    if (rv_input_is_regular(input) && strcmp(path, "-") != 0) {
-        if ((uint64_t)rv_input_size(input) > input_limits.max_bytes) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %" G_GINT64_FORMAT " bytes, more than the limit of %"
-                        G_GUINT64_FORMAT " (--max-bytes raises it)", name, rv_input_size(input), input_limits.max_bytes);
-            return NULL;
-        }
-        return rv_store_load(path, error);
-    }
-    GBytes *bytes = rv_input_read_all(input, input_limits.max_bytes, error);
-    if (bytes == NULL) return NULL;
-    gsize length = 0;
-    const guint8 *data = g_bytes_get_data(bytes, &length);
-    rv_graph *graph = rv_store_load_buffer(data, length, name, error);
-    g_bytes_unref(bytes);
-    return graph;
+    clear_progress();
+    g_free(current_input);
+    current_input = g_strdup(name);
 }
 
-/* A .rvg name promises a graph: say what the file is rather than fail as a bad trace. */
-static void not_a_graph(rv_input *input, GError **error)
+static rv_load_options load_options(GPtrArray *notes)
 {
-    const guint8 *head = NULL;
-    gssize got = rv_input_peek(input, 512, &head, NULL);
-    const char *what = got <= 0 ? "it is empty" : rv_describe_content(head, (gsize)got);
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: named .rvg but is not a reverie graph: %s",
-                rv_input_name(input), what ? what : "it does not start with the graph magic number");
-}
-
-/* Told apart by content: the first 8 bytes of a saved graph are its magic. */
-static rv_graph *load_input(rv_input *input, const char *path, GError **error)
-{
-    static const guint8 graph_magic[8] = { 'R', 'V', 'G', 'R', 'A', 'P', 'H', '\0' };
-    const guint8 *head = NULL;
-    gssize got = rv_input_peek(input, sizeof graph_magic, &head, error);
-    if (got < 0) return NULL;
-    if (got == (gssize)sizeof graph_magic && memcmp(head, graph_magic, sizeof graph_magic) == 0)
-        return load_saved_graph(input, path, error);
-    if (g_str_has_suffix(path, ".rvg")) {
-        not_a_graph(input, error);
-        return NULL;
-    }
-    return load_trace(input, error);
-}
-
-/* The simulator and the reports trust the graph; a trace of impossible
- * durations is refused here, as bad input.  (The store's loader validates
- * a saved graph in full, and the builder sorts a trace's graph for
- * cycles, so the sort is not repeated.) */
-static gboolean check_loaded(rv_graph *graph, const char *name, GError **error)
-{
-    GError *invalid = NULL;
-    if (!rv_graph_validate_except_cycles(graph, &invalid)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s", name, invalid->message);
-        g_error_free(invalid);
-        return FALSE;
-    }
-    /* Reports print the source; a saved graph stores whatever path it was given. */
-    if (rv_text_needs_escape(graph->source)) {
-        char *escaped = rv_escape_text(graph->source);
-        g_free(graph->source);
-        graph->source = escaped;
-    }
-    return TRUE;
+    rv_load_options options = { input_limits, input_opened, NULL, notes };
+    if (isatty(STDERR_FILENO)) options.import.progress = show_progress;
+    return options;
 }
 
 rv_graph *rv_cli_load(const char *path, GError **error)
 {
-    rv_input *input = rv_input_open(path, input_limits.read_timeout_ms, error);
-    if (input == NULL) return NULL;
-    g_free(current_input);
-    current_input = g_strdup(rv_input_name(input));
-    rv_graph *graph = load_input(input, path, error);
-    if (graph != NULL && !check_loaded(graph, rv_input_name(input), error)) {
-        rv_graph_free(graph);
-        graph = NULL;
-    }
-    rv_input_close(input);
+    rv_load_options options = load_options(NULL);
+    rv_graph *graph = rv_load(path, &options, error);
+    clear_progress();
+    return graph;
+}
+
+rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error)
+{
+    rv_load_options options = load_options(notes ? g_ptr_array_new_with_free_func(g_free) : NULL);
+    rv_graph *graph = rv_load_job(paths, count, &options, error);
+    clear_progress();
+    for (guint i = 0; options.notes && i < options.notes->len; i++)
+        fprintf(stderr, "reverie: note: %s\n", (const char *)g_ptr_array_index(options.notes, i));
+    if (options.notes) g_ptr_array_unref(options.notes);
     return graph;
 }
 
@@ -388,8 +331,10 @@ static gboolean prepare_run(int argc, char **argv, unsigned traits, int *status)
 {
     GError *error = NULL;
     rv_cli_note_inputs(argv + 1, argc - 1);
-    /* the GPU catalogue is read by the run too */
+    /* the GPU catalogue and the efficiency table are read by the run too
+     * (their loaders note them as well, but only once they are read) */
     if (g_getenv("REVERIE_GPU_CATALOGUE")) rv_output_note_input(g_getenv("REVERIE_GPU_CATALOGUE"));
+    if (g_getenv("REVERIE_EFFICIENCY")) rv_output_note_input(g_getenv("REVERIE_EFFICIENCY"));
     if (isolation.isolate && isolation.no_isolate) {
         *status = rv_cli_usage(current_command->name, "give --isolate or --no-isolate, not both");
         return FALSE;
@@ -448,12 +393,12 @@ int rv_cli_usage(const char *command, const char *message)
 
 void rv_cli_print_json(void *root)
 {
-    rv_cli_print_json_digits(root, 12);
+    rv_cli_print_json_digits(root, RV_DOCUMENT_DIGITS);
 }
 
 void rv_cli_print_json_digits(void *root, int digits)
 {
-    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(digits)) : NULL;
+    char *text = root ? rv_document_text(root, digits) : NULL;
     printf("%s\n", text ? text : "null");
     free(text);
     json_decref(root);
@@ -486,12 +431,6 @@ const char *rv_cli_shown(const char *text)
     return ring[slot];
 }
 
-void *rv_cli_json_text(const char *text)
-{
-    /* bounded text is valid UTF-8, which jansson needs */
-    return json_string(rv_cli_bounded(text));
-}
-
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)
 {
     g_snprintf(buffer, size, "%.3f ms", ns / 1e6);
@@ -517,13 +456,18 @@ void rv_cli_print_notes(const rv_graph *graph)
     g_ptr_array_unref(notes);
 }
 
-void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)
+void rv_cli_note_launch_queue(const rv_graph *graph, gboolean launch_queue_ignored)
 {
     /* once per run: a sweep replays thousands of variants of one graph */
     static gint noted = 0;
-    if (sim->launch_queue_ignored && g_atomic_int_compare_and_exchange(&noted, 0, 1))
+    if (launch_queue_ignored && g_atomic_int_compare_and_exchange(&noted, 0, 1))
         rv_cli_note("%s: the launch-queue rule would have deadlocked this graph (its queue order contradicts its "
                     "edges, e.g. after a plugin's rewrite): replayed without it", graph->source);
+}
+
+void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)
+{
+    rv_cli_note_launch_queue(graph, sim->launch_queue_ignored);
 }
 
 void rv_cli_csv_row(const char *const *fields, int count)

@@ -6,7 +6,7 @@
  */
 #include "runs.h"
 #include "reverie/critical_path.h"
-#include <jansson.h>
+#include "reverie/documents.h"
 
 typedef struct {
     gboolean as_json, as_csv;
@@ -14,7 +14,7 @@ typedef struct {
     char *timeline;
 } path_options;
 
-/* Names go into a row or an object per link: bounded (cli.h). */
+/* Names go into a row per link: bounded (cli.h). */
 static const char *text_of(const rv_graph *graph, int32_t id) { return rv_cli_bounded(rv_strings_get(graph->strings, id)); }
 
 static const char *layer_label(const rv_graph *graph, int32_t layer)
@@ -84,7 +84,7 @@ static void print_longest(const rv_graph *graph, const rv_critical_path *path, i
     g_ptr_array_free(all, TRUE);
 }
 
-static void print_run(const rv_cli_run *run, const rv_critical_path *path, int top)
+static void print_run(const rv_run *run, const rv_critical_path *path, int top)
 {
     printf("%s run:\n  %-20s %14s %8s %8s %8s %8s\n", run->label, "step", "path", "GPU", "CPU", "waits", "links");
     rv_path_totals all;
@@ -110,77 +110,8 @@ static void print_run(const rv_cli_run *run, const rv_critical_path *path, int t
     rv_path_totals_clear(&all);
 }
 
-static json_t *json_link(const rv_graph *graph, const rv_sim_result *sim, const rv_path_link *link, guint step)
-{
-    const rv_task *task = &g_array_index(graph->tasks, rv_task, link->task);
-    const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
-    json_t *item = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "name",
-                             text_of(graph, task->name), "kind", rv_task_kind_name(task->kind), "resource",
-                             text_of(graph, resource->name), "layer", text_of(graph, task->layer), "phase",
-                             rv_phase_name(task->phase), "step", step_label(graph, step), "start_us",
-                             sim->start_ns[link->task] / 1e3, "duration_us",
-                             (sim->end_ns[link->task] - sim->start_ns[link->task]) / 1e3, "on_path_us",
-                             link->run_ns / 1e3, "host_overhead_us", link->host_overhead_ns / 1e3, "wait_us",
-                             link->wait_ns / 1e3, "recorded_duration_us", task->duration_ns / 1e3, "wait_kind",
-                             link->wait_ns ? rv_wait_kind_name(link->wait_kind) : "", "via", rv_via_name(link->via));
-    json_object_set_new(item, "recorded_start_us", (task->flags & RV_TASK_FLAG_INSERTED)
-                                                       ? json_null() : json_real(task->recorded_start_ns / 1e3));
-    if (link->via == RV_VIA_EDGE) json_object_set_new(item, "edge", json_string(rv_edge_kind_name(link->edge_kind)));
-    if (link->predecessor >= 0)
-        json_object_set_new(item, "after", json_string(text_of(graph, g_array_index(graph->tasks, rv_task,
-                                                                                     link->predecessor).name)));
-    return item;
-}
 
-static json_t *json_named(const char *(*name_of)(int), const int64_t *values, int count)
-{
-    json_t *object = json_object();
-    for (int i = 0; i < count; i++)
-        if (values[i]) json_object_set_new(object, name_of(i), json_real(values[i] / 1e3));
-    return object;
-}
-
-static const char *kind_name(int k) { return rv_task_kind_name(k); }
-static const char *wait_name(int w) { return rv_wait_kind_name(w); }
-static const char *phase_name(int p) { return rv_phase_name(p); }
-
-static json_t *json_totals(const rv_graph *graph, const rv_path_totals *totals)
-{
-    json_t *layers = json_array();
-    GArray *order = rv_path_totals_layers(totals);
-    for (guint i = 0; i < order->len; i++) {
-        int32_t layer = g_array_index(order, int32_t, i);
-        json_array_append_new(layers, json_pack("{s:s,s:f}", "layer", text_of(graph, layer), "us",
-                                                rv_path_totals_layer_ns(totals, layer) / 1e3));
-    }
-    g_array_unref(order);
-    return json_pack("{s:f,s:o,s:o,s:o,s:o}", "total_us", totals->total_ns / 1e3, "by_kind_us",
-                     json_named(kind_name, totals->by_kind_ns, RV_TASK_KIND_COUNT), "by_wait_us",
-                     json_named(wait_name, totals->by_wait_ns, RV_WAIT_KIND_COUNT), "by_phase_us",
-                     json_named(phase_name, totals->by_phase_ns, RV_PHASE_COUNT), "by_layer_us", layers);
-}
-
-static json_t *json_run(const rv_cli_run *run, const rv_critical_path *path)
-{
-    json_t *steps = json_array(), *tasks = json_array();
-    rv_path_totals all;
-    rv_path_totals_init(&all);
-    for (guint s = 0; s < path->steps->len; s++) {
-        const rv_step_path *step = &g_array_index(path->steps, rv_step_path, s);
-        rv_path_totals_add(&all, run->graph, step);
-        json_array_append_new(steps, json_pack("{s:s,s:f,s:f,s:f,s:I}", "name", step_label(run->graph, s), "begin_us",
-                                               step->begin_ns / 1e3, "end_us", step->end_ns / 1e3, "before_chain_us",
-                                               step->before_chain_ns / 1e3, "links", (json_int_t)step->links->len));
-        for (guint i = 0; i < step->links->len; i++)
-            json_array_append_new(tasks, json_link(run->graph, run->sim, &g_array_index(step->links, rv_path_link, i), s));
-    }
-    json_t *root = json_pack("{s:s,s:o,s:o,s:o}", "run", run->label, "steps", steps, "totals",
-                             json_totals(run->graph, &all), "tasks", tasks);
-    rv_path_totals_clear(&all);
-    return root;
-}
-
-static void print_csv(const rv_cli_run *run, const rv_critical_path *path)
+static void print_csv(const rv_run *run, const rv_critical_path *path)
 {
     for (guint s = 0; s < path->steps->len; s++) {
         GArray *links = g_array_index(path->steps, rv_step_path, s).links;
@@ -212,37 +143,29 @@ static const char *const csv_header[] = {
     "on_path_us", "host_overhead_us", "wait_us", "wait_kind", "via", "edge",
 };
 
-static int report(const rv_cli_runs *runs, const void *data)
+static int report(const rv_runs *runs, const void *data)
 {
     const path_options *options = data;
-    rv_cli_run list[3];
-    guint count = rv_cli_runs_list(runs, FALSE, list);
+    rv_run list[3];
+    guint count = rv_runs_list(runs, FALSE, list);
     rv_critical_path *paths[3] = { NULL, NULL, NULL };
     for (guint i = 0; i < count; i++) paths[i] = rv_critical_path_find(list[i].graph, list[i].sim);
     /* the timeline first: the report reaches stdout only once it is safe */
     GError *error = NULL;
-    if (options->timeline && !rv_cli_write_timeline(options->timeline, list, count, &error)) {
+    if (options->timeline && !rv_runs_write_timeline(options->timeline, list, count, &error)) {
         for (guint i = 0; i < count; i++) rv_critical_path_free(paths[i]);
         return rv_cli_fail(error);
     }
-    json_t *root = NULL;
+    if (options->as_json) rv_cli_print_json_digits(rv_critical_path_document(runs), RV_DOCUMENT_TIMESTAMP_DIGITS);
     if (options->as_csv) rv_cli_csv_row(csv_header, G_N_ELEMENTS(csv_header));
-    for (guint i = 0; i < count; i++) {
-        if (options->as_json) {
-            json_t *run = json_run(&list[i], paths[i]);
-            if (root) json_object_set_new(run, "baseline", root);
-            root = run;
-        } else if (options->as_csv) {
+    for (guint i = 0; i < count && !options->as_json; i++) {
+        if (options->as_csv) {
             print_csv(&list[i], paths[i]);
         } else {
             if (i == 0) printf("%s: critical path of each step\n", runs->baseline->source);
             if (i == 1 && runs->notes->len) printf("%s", runs->notes->str);
             print_run(&list[i], paths[i], options->top);
         }
-    }
-    if (root) {
-        json_object_set_new(root, "source", json_string(runs->baseline->source));
-        rv_cli_print_json_digits(root, 16);
     }
     for (guint i = 0; i < count; i++) rv_critical_path_free(paths[i]);
     return RV_EXIT_OK;

@@ -27,19 +27,19 @@ void rv_cli_extras_clear(rv_cli_extras *extras)
 
 /* Write what was asked for about these runs; the plot shows all of them,
  * the timeline those that were replayed. */
-static int write_files(const rv_cli_extras *extras, const rv_graph *graph, const rv_cli_run *runs, guint count)
+static int write_files(const rv_cli_extras *extras, const rv_graph *graph, const rv_run *runs, guint count)
 {
     GError *error = NULL;
     guint replayed = 0;
-    rv_cli_run timeline[3];
+    rv_run timeline[3];
     for (guint i = 0; i < count; i++)
         if (!runs[i].recorded) timeline[replayed++] = runs[i];
-    if (extras->timeline && !rv_cli_write_timeline(extras->timeline, timeline, replayed, &error))
+    if (extras->timeline && !rv_runs_write_timeline(extras->timeline, timeline, replayed, &error))
         return rv_cli_fail(error);
     if (extras->plot == NULL) return RV_EXIT_OK;
     rv_breakdown *breakdowns[3];
-    for (guint i = 0; i < count; i++) breakdowns[i] = rv_cli_breakdown_of(&runs[i]);
-    gboolean ok = rv_cli_plot(extras->plot, graph, runs, breakdowns, count, &error);
+    for (guint i = 0; i < count; i++) breakdowns[i] = rv_run_breakdown(&runs[i]);
+    gboolean ok = rv_runs_plot(extras->plot, graph, runs, breakdowns, count, &error);
     for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
     return ok ? RV_EXIT_OK : rv_cli_fail(error);
 }
@@ -51,7 +51,7 @@ int rv_cli_simulate_extras(const rv_graph *graph, const rv_cli_extras *extras)
     rv_sim_result recorded = { 0 }, replay = { 0 };
     if (!rv_simulate(graph, NULL, &replay, &error)) return rv_cli_fail(error);
     rv_recorded_result(graph, &recorded);
-    rv_cli_run runs[2] = { { "recorded", graph, &recorded, TRUE }, { "baseline", graph, &replay, FALSE } };
+    rv_run runs[2] = { { "recorded", graph, &recorded, TRUE }, { "baseline", graph, &replay, FALSE } };
     int status = write_files(extras, graph, runs, 2);
     rv_sim_result_clear(&recorded);
     rv_sim_result_clear(&replay);
@@ -73,7 +73,7 @@ void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps)
         char *fields[4] = {
             number("%.3f", step->recorded_ns / 1e3), number("%.3f", step->simulated_ns / 1e3),
             number("%.6f", rv_relative_error(step->recorded_ns, step->simulated_ns)),
-            number("%.3f", rv_cli_step_unexplained(graph, x, i) / 1e3),
+            number("%.3f", rv_step_unexplained(graph, x, i) / 1e3),
         };
         const char *row[] = { step->name, fields[0], fields[1], fields[2], fields[3] };
         rv_cli_csv_row(row, G_N_ELEMENTS(row));
@@ -93,7 +93,7 @@ int rv_cli_whatif_extras(const rv_graph *baseline, const rv_graph *predicted, co
     if (!rv_simulate(baseline, NULL, &before, &error) || !rv_simulate(predicted, policy, &after, &error)) {
         status = rv_cli_fail(error);
     } else {
-        rv_cli_run runs[2] = { { "baseline", baseline, &before, FALSE }, { "predicted", predicted, &after, FALSE } };
+        rv_run runs[2] = { { "baseline", baseline, &before, FALSE }, { "predicted", predicted, &after, FALSE } };
         status = write_files(extras, baseline, runs, 2);
         if (extras->diff) *diff = rv_diff_compute(baseline, &before, predicted, &after);
     }

@@ -7,9 +7,11 @@
  */
 #include "cli.h"
 #include "reverie/explain.h"
+#include "reverie/job.h"
 #include "reverie/comm.h"
 #include "reverie/report.h"
 #include <jansson.h>
+#include <math.h>
 #include <string.h>
 
 typedef struct {
@@ -104,7 +106,22 @@ static void print_collectives(const rv_graph *graph)
            graph->collectives->len, sized);
     for (int p = 0; p < RV_PARALLEL_COUNT; p++)
         if (by_parallelism[p]) printf(" %s %" G_GUINT64_FORMAT, rv_parallelism_name(p), by_parallelism[p]);
-    printf("; one rank alone: each keeps its recorded wait for the others\n");
+    GArray *waits = rv_peer_waits_by_step(graph);
+    int64_t waited = 0;
+    for (guint s = 0; s < waits->len; s++) waited += g_array_index(waits, int64_t, s);
+    g_array_unref(waits);
+    uint64_t split = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        split += task->kind == RV_TASK_SYNC && (task->flags & RV_TASK_FLAG_RENDEZVOUS) && !(task->flags & RV_TASK_FLAG_REMOVED);
+    }
+    if (graph->world_size == 1 || (split == 0 && graph->world_size <= 0))
+        printf("; one process: no peers to wait for\n");
+    else
+        printf("\n  one rank alone: %" G_GUINT64_FORMAT " kernels split into a wait for the peers (%.3f ms recorded, kept "
+               "as it was) and a transfer (their collective's fastest recorded instance); the other %" G_GUINT64_FORMAT
+               " are all transfer (payload unknown, recorded once, or never faster)\n",
+               split, waited / 1e6, (uint64_t)graph->collectives->len - split);
 }
 
 static void print_skipped(const rv_graph *graph)
@@ -133,21 +150,72 @@ static void print_skipped(const rv_graph *graph)
            b->queue_blocked_launches, b->inter_thread_inferred);
 }
 
+/* "measured: median of 163, IQR 0.5 us" and the like: where a value comes
+ * from, for the text report (unit_ns: 1e3 for us, 0 for a count). */
+static char *evidence_text(const rv_estimate *e, double unit_ns, const char *unit)
+{
+    switch ((rv_estimate_source)e->source) {
+    case RV_SOURCE_MEASURED:
+        if (unit_ns > 0)
+            return g_strdup_printf("measured: median of %" G_GUINT64_FORMAT ", IQR %.3f %s", e->samples,
+                                   e->spread / unit_ns, unit);
+        return g_strdup_printf("measured: %" G_GUINT64_FORMAT " samples agree", e->samples);
+    case RV_SOURCE_TRACE_WIDE:
+        return g_strdup_printf("the trace's value: %" G_GUINT64_FORMAT " samples of its own", e->samples);
+    case RV_SOURCE_PRIOR:
+        return g_strdup_printf("prior: %" G_GUINT64_FORMAT " samples are too few", e->samples);
+    case RV_SOURCE_BOUND:
+        return g_strdup("bound by what the trace shows");
+    case RV_SOURCE_NONE:
+    default:
+        return g_strdup("not estimated");
+    }
+}
+
+static void print_estimate(const char *label, const rv_estimate *e)
+{
+    char *why = evidence_text(e, 1e3, "us");
+    printf("%s %.3f us (%s)", label, e->value / 1e3, why);
+    g_free(why);
+}
+
+static void print_queue(const rv_timing *t)
+{
+    if (t->queue_depth.source == RV_SOURCE_MEASURED)
+        printf("launch queue %" G_GINT64_FORMAT " launches (measured: %" G_GUINT64_FORMAT " long launch calls agree)",
+               t->queue_depth.value, t->queue_depth.samples);
+    else if (t->queue_depth.source == RV_SOURCE_BOUND)
+        printf("launch queue unbounded (bound: %" G_GUINT64_FORMAT " launches in flight on one stream without a call "
+               "blocking, more than the driver's usual depth)", t->queue_unblocked_in_flight);
+    else if (t->queue_depth.value == 0)
+        printf("launch queue unbounded (prior: ROCm queues launches in software; %" G_GUINT64_FORMAT
+               " long launch calls, %" G_GUINT64_FORMAT " launches at most seen in flight)",
+               t->queue_depth.samples, t->queue_unblocked_in_flight);
+    else
+        printf("launch queue %" G_GINT64_FORMAT " launches (prior: CUDA's driver; %" G_GUINT64_FORMAT
+               " long launch calls do not agree on a depth)", t->queue_depth.value, t->queue_depth.samples);
+}
+
 static void print_timing(const rv_graph *graph)
 {
     const rv_timing *t = &graph->timing;
-    printf("timing: clock offset %+.3f ms (%s; launches allow at most %+.3f ms from %" G_GUINT64_FORMAT
-           " pairs, blocking calls need at least %+.3f ms from %" G_GUINT64_FORMAT " pairs)\n",
-           t->clock_offset_ns / 1e6, rv_clock_status_name(t->clock_status), t->offset_high_ns / 1e6,
-           t->offset_launch_pairs, t->offset_low_ns / 1e6, t->offset_sync_pairs);
-    printf("        launch latency %.3f us (median of %" G_GUINT64_FORMAT "), idle gap %.3f us (median of %"
-           G_GUINT64_FORMAT "), launch queue %d (%s from %" G_GUINT64_FORMAT " blocked launches)\n",
-           t->launch_latency_ns / 1e3, t->latency_samples, t->idle_gap_ns / 1e3, t->gap_samples, t->queue_depth,
-           t->queue_measured ? "measured" : "assumed, not seen", t->queue_samples);
+    printf("timing: clock offset %+.3f ms (%s; %" G_GUINT64_FORMAT " launch and %" G_GUINT64_FORMAT
+           " blocking-call pairs, %" G_GUINT64_FORMAT " contradict it; equally good from %+.3f to %+.3f ms)\n",
+           t->clock_offset.value / 1e6, rv_clock_status_name(t->clock_status), t->offset_launch_pairs,
+           t->offset_sync_pairs, t->offset_contradicted, t->offset_low_ns == G_MININT64 ? -INFINITY : t->offset_low_ns / 1e6,
+           t->offset_high_ns == G_MAXINT64 ? INFINITY : t->offset_high_ns / 1e6);
+    print_estimate("        launch latency", &t->launch_latency);
+    print_estimate(", idle gap", &t->idle_gap);
+    printf("\n        ");
+    print_queue(t);
+    print_estimate(", blocking calls return", &t->sync_return);
+    printf(" after what they waited for\n");
     rv_explanation *x = rv_explain(graph, 0);
     printf("        unexplained GPU wait %.3f ms (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
            " GPU tasks over 2 us late; see simulate --explain)\n", x->total_ns / 1e6, x->late_tasks,
            x->gpu_tasks);
+    printf("        unexplained CPU wait %.3f ms (blocking calls returning later than what they waited for)\n",
+           x->cpu_total_ns / 1e6);
     printf("        suspect host time %.3f ms in %" G_GUINT64_FORMAT " gaps ending just after a GPU task (%.0f expected "
            "by chance)\n", x->suspect_host_ns / 1e6, x->suspect_host_gaps, x->suspect_by_chance);
     rv_explanation_free(x);
@@ -184,16 +252,37 @@ static const char *task_kind_name_int(int k) { return rv_task_kind_name(k); }
 static const char *phase_name_int(int p) { return rv_phase_name(p); }
 static const char *edge_kind_name_int(int k) { return rv_edge_kind_name(k); }
 
+/* {"value": .., "unit": .., "source": .., "samples": .., "spread": ..} */
+static json_t *json_estimate(const rv_estimate *e, double unit_ns, const char *unit)
+{
+    double scale = unit_ns > 0 ? unit_ns : 1;
+    return json_pack("{s:f,s:s,s:s,s:I,s:f}", "value", e->value / scale, "unit", unit, "source",
+                     rv_estimate_source_name(e->source), "samples", (json_int_t)e->samples, "spread", e->spread / scale);
+}
+
 static json_t *json_timing(const rv_graph *graph)
 {
     const rv_timing *t = &graph->timing;
     rv_explanation *x = rv_explain(graph, 0);
-    json_t *timing = json_pack("{s:f,s:s,s:f,s:f,s:f,s:f,s:i,s:b,s:f}", "clock_offset_us", t->clock_offset_ns / 1e3,
-                               "clock_status", rv_clock_status_name(t->clock_status), "offset_low_us",
-                               t->offset_low_ns / 1e3, "offset_high_us", t->offset_high_ns / 1e3, "launch_latency_us",
-                               t->launch_latency_ns / 1e3, "idle_gap_us", t->idle_gap_ns / 1e3, "queue_depth",
-                               t->queue_depth, "queue_measured", t->queue_measured, "unexplained_us",
-                               x->total_ns / 1e3);
+    json_t *estimates = json_pack("{s:o,s:o,s:o,s:o,s:o}", "clock_offset", json_estimate(&t->clock_offset, 1e3, "us"),
+                                  "launch_latency", json_estimate(&t->launch_latency, 1e3, "us"), "idle_gap",
+                                  json_estimate(&t->idle_gap, 1e3, "us"), "queue_depth",
+                                  json_estimate(&t->queue_depth, 0, "launches (0: unbounded)"), "sync_return",
+                                  json_estimate(&t->sync_return, 1e3, "us"));
+    json_t *timing = json_pack("{s:f,s:s,s:o,s:o,s:I,s:I,s:I,s:f,s:f,s:I,s:b,s:I,s:f,s:f,s:o}",
+                               "clock_offset_us", t->clock_offset.value / 1e3,
+                               "clock_status", rv_clock_status_name(t->clock_status),
+                               "offset_low_us", t->offset_low_ns == G_MININT64 ? json_null() : json_real(t->offset_low_ns / 1e3),
+                               "offset_high_us", t->offset_high_ns == G_MAXINT64 ? json_null() : json_real(t->offset_high_ns / 1e3),
+                               "offset_launch_pairs", (json_int_t)t->offset_launch_pairs,
+                               "offset_sync_pairs", (json_int_t)t->offset_sync_pairs,
+                               "offset_contradicted", (json_int_t)t->offset_contradicted,
+                               "launch_latency_us", t->launch_latency.value / 1e3, "idle_gap_us", t->idle_gap.value / 1e3,
+                               "queue_depth", (json_int_t)t->queue_depth.value,
+                               "queue_measured", t->queue_depth.source == RV_SOURCE_MEASURED,
+                               "queue_unblocked_in_flight", (json_int_t)t->queue_unblocked_in_flight,
+                               "unexplained_us", x->total_ns / 1e3, "unexplained_cpu_us", x->cpu_total_ns / 1e3,
+                               "estimates", estimates);
     rv_explanation_free(x);
     return timing;
 }

@@ -95,14 +95,14 @@ static void send_frame(char type, const void *data, gsize length)
 
 gboolean rv_cli_isolated(void) { return channel >= 0; }
 
-void rv_cli_isolation_applying(const char *plugin)
+/* The child's watch on rv_plugin_apply (plugin.h), wherever the command
+ * applies its plugins (the library's what-if, the command's own loops). */
+static void watch_apply(const char *plugin, gboolean entering)
 {
-    send_frame(MSG_APPLY, plugin, strlen(plugin));
-}
-
-void rv_cli_isolation_applied(void)
-{
-    send_frame(MSG_APPLIED, NULL, 0);
+    if (entering)
+        send_frame(MSG_APPLY, plugin, strlen(plugin));
+    else
+        send_frame(MSG_APPLIED, NULL, 0);
 }
 
 gboolean rv_cli_isolation_note(const char *line)
@@ -302,6 +302,7 @@ static rv_cli_child *start(void (*serve)(gpointer, int), gpointer data, gboolean
         close(ends[0]);
         if (worker) close(requests[1]);
         channel = ends[1];
+        rv_plugin_watch_apply(watch_apply);
         g_clear_pointer(&notes_printed, g_hash_table_destroy);
         rv_output_disown_temporaries();
         if (serve != NULL) {

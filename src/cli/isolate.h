@@ -18,9 +18,8 @@
 
 /* Is this process an isolated child? */
 gboolean rv_cli_isolated(void);
-/* Around each plugin's apply(): which plugin a death is blamed on. */
-void rv_cli_isolation_applying(const char *plugin);
-void rv_cli_isolation_applied(void);
+/* Around each plugin's apply() a child tells its parent which plugin a
+ * death is blamed on (through rv_plugin_watch_apply, plugin.h). */
 /* A note line for stderr, sent to the parent (which prints each text
  * once); FALSE when not isolated (print it yourself). */
 gboolean rv_cli_isolation_note(const char *line);

@@ -1,111 +1,14 @@
 /*
- * job.c - the commands' inputs when they are several ranks of one job
- * (job.h): a list of traces or saved graphs, or a folder of them, joined
- * into one graph; and the per-rank tables and JSON that simulate and
- * whatif print for such a graph.
+ * job.c - the per-rank tables and JSON that simulate and whatif print for
+ * a job of several ranks (job.h; a replay's per-rank figures: report.h).
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/explain.h"
 #include "reverie/job.h"
 #include "reverie/report.h"
 #include <jansson.h>
 #include <string.h>
-
-/* ---- loading ------------------------------------------------------------ */
-
-static gboolean is_rank_file(const char *name)
-{
-    return g_str_has_suffix(name, ".json") || g_str_has_suffix(name, ".json.gz") || g_str_has_suffix(name, ".rvg");
-}
-
-static gint by_file_name(gconstpointer left, gconstpointer right)
-{
-    char *a = g_utf8_collate_key_for_filename(*(char *const *)left, -1);
-    char *b = g_utf8_collate_key_for_filename(*(char *const *)right, -1);
-    gint order = strcmp(a, b);
-    g_free(a);
-    g_free(b);
-    return order;
-}
-
-/* The traces and graphs in a folder, in natural order (rank2 before rank10). */
-static GPtrArray *folder_inputs(const char *folder, GError **error)
-{
-    GDir *dir = g_dir_open(folder, 0, error);
-    if (dir == NULL) return NULL;
-    GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
-    const char *name;
-    while ((name = g_dir_read_name(dir)) != NULL) {
-        char *path = g_build_filename(folder, name, NULL);
-        if (is_rank_file(name) && g_file_test(path, G_FILE_TEST_IS_REGULAR)) g_ptr_array_add(paths, path);
-        else g_free(path);
-    }
-    g_dir_close(dir);
-    g_ptr_array_sort(paths, by_file_name);
-    if (paths->len == 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: a folder with no .json, .json.gz or .rvg file in it", folder);
-        g_ptr_array_unref(paths);
-        return NULL;
-    }
-    return paths;
-}
-
-/* What the timing model assumed about each rank, printed once the ranks
- * are known to be one job (bad input gets its one line and nothing else). */
-static void note_ranks(GPtrArray *graphs)
-{
-    for (guint i = 0; i < graphs->len; i++) rv_cli_print_notes(g_ptr_array_index(graphs, i));
-}
-
-/* Each path loaded as one rank; a saved graph that holds a job already cannot be a rank of another. */
-static GPtrArray *load_ranks(GPtrArray *paths, GError **error)
-{
-    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
-    for (guint i = 0; i < paths->len; i++) {
-        rv_graph *graph = rv_cli_load(g_ptr_array_index(paths, i), error);
-        if (graph != NULL && graph->ranks->len > 1) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s holds a job of %u ranks already: give it alone",
-                        graph->source, graph->ranks->len);
-            rv_graph_free(graph);
-            graph = NULL;
-        }
-        if (graph == NULL) {
-            g_ptr_array_unref(graphs);
-            return NULL;
-        }
-        g_ptr_array_add(graphs, graph);
-    }
-    return graphs;
-}
-
-/* How reports name the job: the folder, or the first file and how many more. */
-static char *job_name(char **paths, int count, gboolean folder)
-{
-    if (folder) return g_strdup(paths[0]);
-    return g_strdup_printf("%s and %d more", paths[0], count - 1);
-}
-
-rv_graph *rv_cli_load_job(char **paths, int count, gboolean notes, GError **error)
-{
-    gboolean folder = count == 1 && g_file_test(paths[0], G_FILE_TEST_IS_DIR);
-    if (count == 1 && !folder) {
-        rv_graph *graph = rv_cli_load(paths[0], error);
-        if (graph && notes) rv_cli_print_notes(graph);
-        return graph;
-    }
-    GPtrArray *list = folder ? folder_inputs(paths[0], error) : g_ptr_array_new_with_free_func(g_free);
-    if (list == NULL) return NULL;
-    for (int i = 0; !folder && i < count; i++) g_ptr_array_add(list, g_strdup(paths[i]));
-    GPtrArray *graphs = load_ranks(list, error);
-    g_ptr_array_unref(list);
-    if (graphs == NULL) return NULL;
-    char *name = job_name(paths, count, folder);
-    rv_graph *joint = rv_job_join(graphs, name, error);
-    if (joint != NULL && notes) note_ranks(graphs);
-    g_free(name);
-    g_ptr_array_unref(graphs);
-    return joint;
-}
 
 /* ---- per-rank reports ------------------------------------------------------ */
 
@@ -148,29 +51,11 @@ static void print_rank_row(const rv_graph *graph, guint r, const rv_step_time *s
            recorded, simulated, 100.0 * rv_relative_error(step->recorded_ns, step->simulated_ns), extra);
 }
 
-gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_cli_replay *out, GError **error)
+gboolean rv_cli_replay_job(const rv_graph *graph, const rv_policy *policy, rv_replay *out, GError **error)
 {
-    memset(out, 0, sizeof *out);
-    rv_sim_result sim = { 0 };
-    if (!rv_simulate(graph, policy, &sim, error)) return FALSE;
-    rv_cli_note_replay(graph, &sim);
-    if (rv_cli_is_job(graph)) {
-        out->by_rank = rv_step_times_by_rank(graph, &sim);
-        out->steps = rv_job_step_times(out->by_rank);
-        out->waits = rv_rank_waits(graph, &sim);
-    } else {
-        out->steps = rv_step_times(graph, &sim);
-    }
-    rv_sim_result_clear(&sim);
+    if (!rv_replay_run(graph, policy, out, error)) return FALSE;
+    rv_cli_note_launch_queue(graph, out->launch_queue_ignored);
     return TRUE;
-}
-
-void rv_cli_replay_clear(rv_cli_replay *replay)
-{
-    if (replay->steps) g_array_unref(replay->steps);
-    if (replay->by_rank) g_ptr_array_unref(replay->by_rank);
-    rv_rank_waits_free(replay->waits);
-    memset(replay, 0, sizeof *replay);
 }
 
 static char *wait_text(const rv_graph *graph, const rv_rank_wait *wait)
@@ -182,7 +67,7 @@ static char *wait_text(const rv_graph *graph, const rv_rank_wait *wait)
     return text;
 }
 
-void rv_cli_print_rank_table(const rv_graph *graph, const rv_cli_replay *replay)
+void rv_cli_print_rank_table(const rv_graph *graph, const rv_replay *replay)
 {
     printf("  %-5s %-20s %14s %14s %9s  %s\n", "rank", "step", "recorded", "simulated", "error",
            "waited in collectives (mostly for)");
@@ -222,7 +107,7 @@ static void print_whatif_row(const char *rank, const rv_step_time *base, const r
            predicted->simulated_ns ? (double)base->simulated_ns / predicted->simulated_ns : 0.0, extra);
 }
 
-void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted)
+void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted)
 {
     printf("  %-5s %-20s %14s %14s %14s %9s  %s\n", "rank", "step", "recorded", "baseline", "predicted", "speedup",
            "predicted wait in collectives (mostly for)");
@@ -239,64 +124,6 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_cli_replay *baseli
     for (guint s = 0; s < baseline->steps->len && s < predicted->steps->len; s++)
         print_whatif_row("job", &g_array_index(baseline->steps, rv_step_time, s),
                          &g_array_index(predicted->steps, rv_step_time, s), "(the slowest rank)");
-}
-
-/* One rank's entry of --json: its steps (baseline and predicted when a
- * prediction is given), its waits and whom for. */
-static json_t *json_rank(const rv_graph *graph, guint r, const GArray *steps, const GArray *predicted,
-                         const rv_rank_wait *wait)
-{
-    json_t *list = json_array(), *whom = json_array();
-    for (guint s = 0; s < steps->len; s++) {
-        const rv_step_time *step = &g_array_index(steps, rv_step_time, s);
-        json_t *item = json_pack("{s:o,s:f,s:f}", "name", rv_cli_json_text(step->name), "recorded_us",
-                                 step->recorded_ns / 1e3, "simulated_us", step->simulated_ns / 1e3);
-        if (predicted && s < predicted->len) {
-            const rv_step_time *after = &g_array_index(predicted, rv_step_time, s);
-            json_object_set_new(item, "baseline_us", json_real(step->simulated_ns / 1e3));
-            json_object_set_new(item, "predicted_us", json_real(after->simulated_ns / 1e3));
-            json_object_set_new(item, "simulated_us", json_real(after->simulated_ns / 1e3));
-        }
-        json_array_append_new(list, item);
-    }
-    for (guint other = 0; other < rv_graph_rank_count(graph); other++)
-        if (wait->waited_for_ns[other] > 0)
-            json_array_append_new(whom, json_pack("{s:I,s:f}", "rank", (json_int_t)rank_number(graph, other), "us",
-                                                  wait->waited_for_ns[other] / 1e3));
-    const rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
-    return json_pack("{s:I,s:o,s:o,s:f,s:I,s:o,s:f,s:i}", "rank", (json_int_t)rank->rank, "source",
-                     rv_cli_json_text(rv_strings_get(graph->strings, rank->source)), "steps", list, "wait_us",
-                     wait->wait_ns / 1e3, "collectives", (json_int_t)wait->collectives, "waited_for", whom,
-                     "clock_offset_us", rank->clock_offset_ns / 1e3, "clock_offset_samples", rank->offset_samples);
-}
-
-void *rv_cli_json_ranks(const rv_graph *graph, const rv_cli_replay *baseline, const rv_cli_replay *predicted)
-{
-    const rv_cli_replay *last = predicted ? predicted : baseline;
-    json_t *ranks = json_array();
-    for (guint r = 0; r < baseline->by_rank->len; r++)
-        json_array_append_new(ranks, json_rank(graph, r, g_ptr_array_index(baseline->by_rank, r),
-                                               predicted ? g_ptr_array_index(predicted->by_rank, r) : NULL,
-                                               &g_array_index(last->waits, rv_rank_wait, r)));
-    return ranks;
-}
-
-int64_t rv_cli_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
-{
-    if (graph->steps->len == 0) return x->total_ns;
-    if (!rv_cli_is_job(graph)) return step < graph->steps->len ? x->by_step[step] : 0;
-    /* the job's k-th step: every rank's k-th */
-    guint ranks = graph->ranks->len;
-    guint *seen = g_new0(guint, ranks + 1);
-    int64_t total = 0;
-    for (guint s = 0; s < graph->steps->len; s++) {
-        const rv_step *entry = &g_array_index(graph->steps, rv_step, s);
-        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, entry->begin_marker));
-        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
-        if (seen[slot]++ == step) total += x->by_step[s];
-    }
-    g_free(seen);
-    return total;
 }
 
 /* ---- what the join found, for info -------------------------------------- */
@@ -350,7 +177,7 @@ void *rv_cli_json_job_summary(const rv_graph *graph)
     for (guint r = 0; r < graph->ranks->len; r++) {
         const rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
         json_array_append_new(ranks, json_pack("{s:I,s:o,s:f,s:i}", "rank", (json_int_t)rank->rank, "source",
-                                               rv_cli_json_text(rv_strings_get(graph->strings, rank->source)),
+                                               rv_json_text(rv_strings_get(graph->strings, rank->source)),
                                                "clock_offset_us", rank->clock_offset_ns / 1e3, "clock_offset_samples",
                                                rank->offset_samples));
     }

@@ -19,9 +19,18 @@
  * a class is the geometric mean of |predicted / measured| - 1 over its
  * shapes.  Collectives would need their message sizes, which the graph
  * does not keep.
+ *
+ * --target GPU projects every kernel to another GPU as hardware:gpu= does
+ * (costmodel.h, ANOTHER GPU: the target's fixed cost, waves, the two GPUs'
+ * efficiency tables without recordings of this job) and lists, per class,
+ * the time before and after with its range, and the term that decided the
+ * most of the time after (fixed, peak, waves, bandwidth, cache, class,
+ * link), so that a user sees why a model is projected faster or slower.
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/costmodel.h"
+#include "reverie/efficiency.h"
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -245,9 +254,93 @@ static void print_scaling(const scaling_row *rows)
     printf("  (collectives: the graph keeps no message sizes to compare against)\n");
 }
 
+/* ---- --target --------------------------------------------------------------- */
+
+typedef struct {
+    const rv_gpu *source, *target;
+    const rv_efficiency_views *views;
+} projection;
+
+static gboolean to_target(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
+                          gpointer data)
+{
+    const projection *p = data;
+    change->gpu = p->target;
+    if (rv_cost_gains_tf32(p->source, p->target, cost, "conv")) change->dtype = RV_DTYPE_TF32;
+    change->source_efficiency = p->views->source;
+    change->target_efficiency = p->views->target;
+    return TRUE;
+}
+
+/* The term that decided the most of a class's time after. */
+static rv_cost_term main_term(const rv_cost_class_stats *s)
+{
+    rv_cost_term best = RV_TERM_NONE;
+    for (int t = 1; t < RV_TERM_COUNT; t++)
+        if (s->term_ns[t] > s->term_ns[best]) best = (rv_cost_term)t;
+    return best;
+}
+
+static void print_target(const rv_cost_plan *plan, const rv_gpu *source, const rv_gpu *target,
+                         const rv_efficiency_views *views)
+{
+    printf("\nprojected to %s (as hardware:gpu=%s with its defaults; each time with its range, and the term that "
+           "decided most of it):\n",
+           target->id, target->id);
+    guint recordings_source = rv_gpu_efficiency_recordings(views->source), recordings_target =
+                                                                              rv_gpu_efficiency_recordings(views->target);
+    printf("  efficiency tables: %u recording%s of %s, %u of %s (%u left out as this job's)\n", recordings_source,
+           recordings_source == 1 ? "" : "s", source->id, recordings_target, target->id,
+           views->excluded ? views->excluded->len : 0);
+    printf("  %-12s %8s %12s %12s %23s %9s %10s\n", "class", "kernels", "before (ms)", "after (ms)", "range (ms)",
+           "by table", "decided by");
+    int64_t before = 0, after = 0, low = 0, high = 0;
+    for (int c = 0; c < RV_COST_CLASS_COUNT; c++) {
+        const rv_cost_class_stats *s = &plan->classes[c];
+        if (s->tasks == 0) continue;
+        char range[48];
+        g_snprintf(range, sizeof range, "%.3f - %.3f", s->predicted_low_ns / 1e6, s->predicted_high_ns / 1e6);
+        printf("  %-12s %8u %12.3f %12.3f %23s %9u %10s\n", rv_cost_class_name((rv_cost_class)c), s->tasks,
+               s->recorded_ns / 1e6, s->predicted_ns / 1e6, range, s->by_table, rv_cost_term_name(main_term(s)));
+        before += s->recorded_ns;
+        after += s->predicted_ns;
+        low += s->predicted_low_ns;
+        high += s->predicted_high_ns;
+    }
+    char range[48];
+    g_snprintf(range, sizeof range, "%.3f - %.3f", low / 1e6, high / 1e6);
+    printf("  %-12s %8s %12.3f %12.3f %23s\n", "total", "", before / 1e6, after / 1e6, range);
+    if (plan->unknown_tasks)
+        printf("  %u unknown kernels (%.3f ms) stay as recorded\n", plan->unknown_tasks, plan->unknown_ns / 1e6);
+}
+
+static json_t *json_target(const rv_cost_plan *plan, const rv_gpu *target, const rv_efficiency_views *views)
+{
+    json_t *classes = json_object();
+    for (int c = 0; c < RV_COST_CLASS_COUNT; c++) {
+        const rv_cost_class_stats *s = &plan->classes[c];
+        if (s->tasks == 0) continue;
+        json_t *terms = json_object();
+        for (int t = 1; t < RV_TERM_COUNT; t++)
+            if (s->term_ns[t]) json_object_set_new(terms, rv_cost_term_name((rv_cost_term)t), json_real(s->term_ns[t] / 1e3));
+        json_object_set_new(classes, rv_cost_class_name((rv_cost_class)c),
+                            json_pack("{s:I,s:f,s:f,s:f,s:f,s:I,s:s,s:o}", "kernels", (json_int_t)s->tasks, "before_us",
+                                      s->recorded_ns / 1e3, "after_us", s->predicted_ns / 1e3, "low_us",
+                                      s->predicted_low_ns / 1e3, "high_us", s->predicted_high_ns / 1e3, "by_table",
+                                      (json_int_t)s->by_table, "decided_by", rv_cost_term_name(main_term(s)),
+                                      "terms_us", terms));
+    }
+    json_t *excluded = json_array();
+    for (guint i = 0; views->excluded && i < views->excluded->len; i++)
+        json_array_append_new(excluded, rv_json_text(g_ptr_array_index(views->excluded, i)));
+    return json_pack("{s:s,s:I,s:I,s:o,s:o}", "gpu", target->id, "source_recordings",
+                     (json_int_t)rv_gpu_efficiency_recordings(views->source), "target_recordings",
+                     (json_int_t)rv_gpu_efficiency_recordings(views->target), "left_out", excluded, "classes", classes);
+}
+
 /* ---- JSON ------------------------------------------------------------------- */
 
-static json_t *json_view(const kernel_view *v, const scaling_row *scaling)
+static json_t *json_view(const kernel_view *v, const scaling_row *scaling, json_t *target)
 {
     json_t *classes = json_object();
     for (int c = 0; c < RV_COST_CLASS_COUNT; c++) {
@@ -273,27 +366,39 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling)
     for (guint i = 0; i < names->len; i++) {
         gpointer name = g_ptr_array_index(names, i);
         json_array_append_new(unknown, json_pack("{s:o,s:f}", "name",
-                                                 rv_cli_json_text(rv_strings_get(v->graph->strings, GPOINTER_TO_INT(name))),
+                                                 rv_json_text(rv_strings_get(v->graph->strings, GPOINTER_TO_INT(name))),
                                                  "time_us", *(int64_t *)g_hash_table_lookup(v->unknown, name) / 1e3));
     }
     g_ptr_array_free(names, TRUE);
     json_t *root = json_object();
-    json_object_set_new(root, "source", rv_cli_json_text(v->graph->source));
+    json_object_set_new(root, "source", rv_json_text(v->graph->source));
     json_object_set_new(root, "gpu", json_string(v->gpu->id));
     json_object_set_new(root, "fixed_us", json_real(rv_cost_model_fixed_ns(v->model) / 1e3));
     json_object_set_new(root, "usual_dtype", json_string(rv_dtype_name(rv_cost_model_usual_dtype(v->model))));
     json_object_set_new(root, "classes", classes);
     json_object_set_new(root, "unknown", unknown);
+    if (target) json_object_set_new(root, "target", target);
     return root;
 }
 
-static int report(const char *path, const char *source_gpu, gboolean scaling, gboolean as_json, gboolean as_csv, int top)
+typedef struct {
+    const char *source_gpu, *target, *efficiency;
+    gboolean scaling, as_json, as_csv;
+    int top;
+} kernels_options;
+
+static int report(const char *path, const kernels_options *o)
 {
     GError *error = NULL;
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(&error);
-    rv_graph *graph = catalogue ? rv_cli_load(path, &error) : NULL;
-    const rv_gpu *gpu = graph ? rv_gpu_of_graph(catalogue, graph, source_gpu, "--source-gpu", &error) : NULL;
+    const rv_gpu *target = NULL;
+    if (catalogue && o->target) target = rv_gpu_find(catalogue, o->target, &error);
+    rv_graph *graph = catalogue && (o->target == NULL || target) ? rv_cli_load(path, &error) : NULL;
+    const rv_gpu *gpu = graph ? rv_gpu_of_graph(catalogue, graph, o->source_gpu, "--source-gpu", &error) : NULL;
+    rv_efficiency_views views = { NULL, NULL, NULL, NULL };
+    if (gpu && target && !rv_efficiency_views_open(&views, o->efficiency, graph, gpu, target, &error)) gpu = NULL;
     if (gpu == NULL) {
+        rv_efficiency_views_clear(&views);
         rv_graph_free(graph);
         rv_gpu_catalogue_free(catalogue);
         return rv_cli_fail(error);
@@ -302,19 +407,30 @@ static int report(const char *path, const char *source_gpu, gboolean scaling, gb
     kernel_view v = { graph, gpu, rv_cost_model_new(graph, gpu, FALSE), { { 0 } }, NULL, 0 };
     tally(&v);
     scaling_row rows[RV_COST_CLASS_COUNT] = { { 0 } };
-    if (scaling) score_scaling(&v, rows);
-    if (as_json) {
-        rv_cli_print_json(json_view(&v, scaling ? rows : NULL));
-    } else if (as_csv) {
-        rv_cli_print_json_as_csv(json_view(&v, scaling ? rows : NULL));
+    if (o->scaling) score_scaling(&v, rows);
+    rv_cost_plan *plan = NULL;
+    rv_cost_model *projecting = NULL;
+    if (target) {
+        projection p = { gpu, target, &views };
+        projecting = rv_cost_model_new(graph, gpu, TRUE); /* achievable peaks, as hardware's default */
+        plan = rv_cost_model_plan(projecting, to_target, &p);
+    }
+    if (o->as_json) {
+        rv_cli_print_json(json_view(&v, o->scaling ? rows : NULL, plan ? json_target(plan, target, &views) : NULL));
+    } else if (o->as_csv) {
+        rv_cli_print_json_as_csv(json_view(&v, o->scaling ? rows : NULL, plan ? json_target(plan, target, &views) : NULL));
     } else {
         printf("%s: %s (%s), kernel fixed cost %.1f us, usual dtype %s, datasheet peaks\n", rv_cli_shown(graph->source),
                gpu->id, gpu->name, rv_cost_model_fixed_ns(v.model) / 1e3,
                rv_dtype_name(rv_cost_model_usual_dtype(v.model)));
         print_classes(&v);
-        print_unknown(&v, top);
-        if (scaling) print_scaling(rows);
+        print_unknown(&v, o->top);
+        if (o->scaling) print_scaling(rows);
+        if (plan) print_target(plan, gpu, target, &views);
     }
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(projecting);
+    rv_efficiency_views_clear(&views);
     g_hash_table_destroy(v.unknown);
     rv_cost_model_free(v.model);
     rv_graph_free(graph);
@@ -325,12 +441,16 @@ static int report(const char *path, const char *source_gpu, gboolean scaling, gb
 int rv_cmd_kernels(int argc, char **argv)
 {
     gboolean as_json = FALSE, as_csv = FALSE, scaling = FALSE;
-    char *source_gpu = NULL;
+    char *source_gpu = NULL, *target = NULL, *efficiency = NULL;
     int top = 10;
     GOptionEntry entries[] = {
         { "source-gpu", 0, 0, G_OPTION_ARG_STRING, &source_gpu, "the trace's GPU, when its deviceProperties name none "
           "the catalogue knows", "NAME" },
         { "scaling", 0, 0, G_OPTION_ARG_NONE, &scaling, "check the operator models on the shapes that vary in the trace", NULL },
+        { "target", 0, 0, G_OPTION_ARG_STRING, &target, "project every kernel to this GPU (as hardware:gpu=) and say, per "
+          "class, the time before and after, its range and which term decided it", "GPU" },
+        { "efficiency", 0, 0, G_OPTION_ARG_STRING, &efficiency, "with --target: the efficiency tables to read (a file "
+          "from reverie calibrate, or none; default the shipped data/efficiency.json)", "FILE|none" },
         { "unknown", 0, 0, G_OPTION_ARG_INT, &top, "list this many unknown kernel names (default 10)", "N" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print what --json holds as CSV rows of field,value", NULL },
@@ -342,17 +462,27 @@ int rv_cmd_kernels(int argc, char **argv)
         "Per class (gemm, conv, attention, elementwise, reduction, norm, copy, host_copy, comm,\n"
         "other, unknown): kernels, time, how many have shapes, the main dtype, how many run on\n"
         "matrix units, and the efficiency the trace shows (roofline / measured, datasheet peaks).\n"
-        "--scaling compares the operator models with the trace's own shapes.\n\n"
+        "--scaling compares the operator models with the trace's own shapes. --target GPU projects\n"
+        "the kernels to another GPU: per class the time before and after, its range, how many\n"
+        "kernels both GPUs' efficiency tables covered, and the term that decided most of the time\n"
+        "after: fixed (the target's fixed per-kernel cost), peak (FLOP/s), waves (wave quantization\n"
+        "moved it by more than 25%), bandwidth (memory, at the share its size achieves), cache (a\n"
+        "working set in the last-level cache), class (unshaped, like its class), link.\n\n"
         "Examples:\n  reverie kernels traces/pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz --scaling\n"
+        "  reverie kernels traces/pairs/gpu_h100_vs_mi300x_bert_small/h100.json.gz --target MI300X\n"
         "  reverie kernels traces/pairs/dataloader_workers_v100/num_workers_0.json.gz --source-gpu V100\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("kernels", "give exactly one trace or graph"); goto out; }
     if (top < 0) { status = rv_cli_usage("kernels", "--unknown takes a count of 0 or more"); goto out; }
+    if (efficiency && !target) { status = rv_cli_usage("kernels", "--efficiency goes with --target"); goto out; }
     if (as_json && as_csv) { status = rv_cli_usage("kernels", "give --json or --csv, not both"); goto out; }
-    status = report(argv[1], source_gpu, scaling, as_json, as_csv, top);
+    kernels_options options = { source_gpu, target, efficiency ? efficiency : "", scaling, as_json, as_csv, top };
+    status = report(argv[1], &options);
 out:
     g_free(source_gpu);
+    g_free(target);
+    g_free(efficiency);
     g_option_context_free(context);
     return status;
 }

@@ -4,7 +4,10 @@
  */
 #include "cli.h"
 #include "isolate.h"
+#include "version.h"
+#include "reverie/escape.h"
 #include "reverie/output.h"
+#include "reverie/suggest.h"
 #include <signal.h>
 #include <string.h>
 
@@ -26,6 +29,8 @@ static const rv_command commands[] = {
       rv_cmd_comm_fraction, OPTIMIZES, NULL },
     { "kernels", "how the kernel cost model sees a trace: classes, dtypes, efficiencies, operator-model errors",
       rv_cmd_kernels, REPORT, NULL },
+    { "calibrate", "measure per-GPU kernel efficiencies from recordings of a GPU, for hardware:gpu= (-o TABLE)",
+      rv_cmd_calibrate, 0, "the efficiency table to write (required)" },
     { "memory", "a step's GPU memory at its peak: estimated from shapes, recorded, and whether it fits (--gpu)",
       rv_cmd_memory, OPTIMIZES, NULL },
     { "sweep", "many what-ifs in one run: --vary NAME.PARAM=LIST, CSV or JSON Lines", rv_cmd_sweep, RV_CLI_REPORT_TO_O | RV_CLI_VARIANTS, NULL },
@@ -84,16 +89,25 @@ static int run(int argc, char **argv)
         print_usage(stdout);
         return RV_EXIT_OK;
     }
-    if (strcmp(name, "--version") == 0) {
-        printf("reverie %s\n", REVERIE_VERSION);
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        /* the project's version, and the commit when built from a git checkout */
+        if (strcmp(REVERIE_BUILD, REVERIE_VERSION) == 0) printf("reverie %s\n", REVERIE_VERSION);
+        else printf("reverie %s (git %s)\n", REVERIE_VERSION, REVERIE_BUILD);
         return RV_EXIT_OK;
     }
+    const char *names[G_N_ELEMENTS(commands)];
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
-        if (strcmp(commands[i].name, name) != 0) continue;
-        rv_cli_begin_command(&commands[i]);
-        return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(commands[i].name, name) == 0) {
+            rv_cli_begin_command(&commands[i]);
+            return commands[i].run(argc - 1, argv + 1);
+        }
+        names[i] = commands[i].name;
     }
-    fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", name);
+    char *shown = rv_escape_text(name);
+    const char *near = rv_suggest(name, names, G_N_ELEMENTS(names));
+    if (near) fprintf(stderr, "reverie: unknown command '%s': did you mean '%s'? (see reverie --help)\n", shown, near);
+    else fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", shown);
+    g_free(shown);
     return RV_EXIT_USAGE;
 }
 

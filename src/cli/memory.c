@@ -232,7 +232,7 @@ static gboolean optimize(rv_graph *graph, GPtrArray *opts, char **specs, memory_
     if (opts->len == 0) return TRUE;
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     gboolean ok = rv_cli_apply_opts(graph, opts, FALSE, &policy, error);
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     if (ok) v->optimized = g_strjoinv(", ", specs);
     return ok;
 }
@@ -242,8 +242,8 @@ static int report(const char *path, const char *gpu_name, char **specs, gboolean
     GError *error = NULL;
     rv_gpu_catalogue *catalogue = NULL;
     memory_view v = { 0 };
-    GHashTable *plugins = rv_cli_plugins_new();
-    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
+    GHashTable *plugins = rv_plugin_table_new();
+    GPtrArray *opts = rv_opts_prepare(plugins, specs, &error);
     gboolean ok = opts != NULL;
     if (ok && gpu_name != NULL) {
         catalogue = rv_gpu_catalogue_load_default(&error);
@@ -259,6 +259,13 @@ static int report(const char *path, const char *gpu_name, char **specs, gboolean
     }
     v.graph = graph;
     v.estimated = rv_memory_estimate_graph(graph, &v.estimate, &v.estimate_error);
+    if (v.estimated && v.estimate.peak <= 0) {
+        /* shaped calls, but none in a phase the model reads: 0 MiB (and
+         * "-100%" against the recording) would be a wrong answer */
+        v.estimated = FALSE;
+        g_set_error(&v.estimate_error, RV_ERROR, RV_ERROR_INPUT, "%s: the shaped calls give no tensor in a forward, "
+                    "backward or optimizer phase", graph->source);
+    }
     v.recorded = rv_memory_recorded_peak(graph, &v.allocated, &v.reserved, &v.device, &v.rank_index);
     int status = RV_EXIT_OK;
     if (!v.estimated && graph->memory->len == 0) {

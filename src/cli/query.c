@@ -7,6 +7,7 @@
  * Names come from the trace and are escaped before they are printed.
  */
 #include "cli.h"
+#include "reverie/documents.h"
 #include "reverie/escape.h"
 #include "reverie/select.h"
 #include "reverie/units.h"
@@ -206,7 +207,7 @@ static json_t *json_groups(const GPtrArray *groups, const query_totals *totals, 
     guint shown = limit ? MIN(limit, groups->len) : groups->len;
     for (guint g = 0; g < shown; g++) {
         const query_group *group = g_ptr_array_index(groups, g);
-        json_array_append_new(list, json_pack("{s:o,s:I,s:f,s:f,s:f}", "key", rv_cli_json_text(group->key), "count", (json_int_t)group->count,
+        json_array_append_new(list, json_pack("{s:o,s:I,s:f,s:f,s:f}", "key", rv_json_text(group->key), "count", (json_int_t)group->count,
                                               "total_us", group->total_ns / 1e3,
                                               "mean_us", mean_ns(group->total_ns, group->count) / 1e3, "share",
                                               totals->total_ns ? (double)group->total_ns / totals->total_ns : 0.0));
@@ -214,16 +215,20 @@ static json_t *json_groups(const GPtrArray *groups, const query_totals *totals, 
     return list;
 }
 
+/* A name in each task's entry: bounded once per name (rv_cli_bounded), not
+ * once per task that carries it. */
+static json_t *task_text(const char *text) { return rv_json_text(rv_cli_bounded(text)); }
+
 static json_t *json_task(const rv_graph *graph, int32_t id)
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
     return json_pack("{s:i,s:s,s:s,s:i,s:o,s:f,s:o,s:o,s:o,s:o}", "id", id, "kind", rv_task_kind_name(task->kind),
                      "phase", rv_phase_name(task->phase), "step", task->step,
-                     "step_name", rv_cli_json_text(step_name(graph, task->step)), "duration_us", task->duration_ns / 1e3,
-                     "resource", rv_cli_json_text(resource_name(graph, task->resource)),
-                     "layer", rv_cli_json_text(rv_strings_get(graph->strings, task->layer)),
-                     "op", rv_cli_json_text(rv_strings_get(graph->strings, task->op)),
-                     "name", rv_cli_json_text(rv_strings_get(graph->strings, task->name)));
+                     "step_name", task_text(step_name(graph, task->step)), "duration_us", task->duration_ns / 1e3,
+                     "resource", task_text(resource_name(graph, task->resource)),
+                     "layer", task_text(rv_strings_get(graph->strings, task->layer)),
+                     "op", task_text(rv_strings_get(graph->strings, task->op)),
+                     "name", task_text(rv_strings_get(graph->strings, task->name)));
 }
 
 static json_t *json_tasks(const rv_graph *graph, const GArray *ids, guint limit)
@@ -238,8 +243,8 @@ static void print_json(const rv_graph *graph, const rv_selection *sel, const GAr
                        group_by by, const query_totals *totals, guint limit)
 {
     json_t *root = json_object();
-    json_object_set_new(root, "source", rv_cli_json_text(graph->source));
-    json_object_set_new(root, "selection", rv_cli_json_text(rv_selection_text(sel)));
+    json_object_set_new(root, "source", rv_json_text(graph->source));
+    json_object_set_new(root, "selection", rv_json_text(rv_selection_text(sel)));
     json_object_set_new(root, "count", json_integer((json_int_t)totals->count));
     json_object_set_new(root, "tasks_in_graph", json_integer(totals->live_tasks));
     json_object_set_new(root, "total_us", json_real(totals->total_ns / 1e3));

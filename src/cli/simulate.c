@@ -5,39 +5,28 @@
  */
 #include "cli.h"
 #include "runs.h"
+#include "reverie/documents.h"
 #include "reverie/explain.h"
-#include "reverie/job.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
-#include <jansson.h>
 #include <string.h>
 
-typedef struct {
-    double mean_error, max_error;
-    int64_t recorded_total, simulated_total;
-} replay_summary;
-
-static replay_summary summarize(const GArray *steps)
+/* The recorded time the replay keeps but no what-if on the GPU can move:
+ * blocking calls' unexplained waits, and a rank alone's waits for its
+ * peers. */
+static void print_cpu_and_peer_waits(const rv_graph *graph, const rv_explanation *x)
 {
-    replay_summary summary = { 0 };
-    for (guint i = 0; i < steps->len; i++) {
-        const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
-        double error = rv_relative_error(step->recorded_ns, step->simulated_ns);
-        summary.mean_error += error / steps->len;
-        summary.max_error = MAX(summary.max_error, error);
-        summary.recorded_total += step->recorded_ns;
-        summary.simulated_total += step->simulated_ns;
-    }
-    return summary;
+    if (x->cpu_total_ns > 0)
+        printf("  unexplained CPU wait: %.3f ms in %" G_GUINT64_FORMAT " blocking calls that returned later than what "
+               "they waited for (kept as the calls' own time: a faster GPU does not shrink it; --explain lists where)\n",
+               x->cpu_total_ns / 1e6, x->cpu_calls);
+    int64_t peers = rv_peer_wait_total(graph);
+    if (peers > 0)
+        printf("  waits for peers: %.3f ms, recorded and kept (a rank alone: what-ifs on the network or the world size "
+               "move the transfers, not these)\n", peers / 1e6);
 }
 
-/* A step's unexplained time; a graph without steps has it all in one. */
-static int64_t step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
-{
-    return rv_cli_step_unexplained(graph, x, step);
-}
-
-static void print_table(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
+static void print_table(const rv_graph *graph, const GArray *steps, const rv_steps_summary *summary,
                         const rv_explanation *x)
 {
     char recorded[32], simulated[32], unexplained[32];
@@ -48,14 +37,15 @@ static void print_table(const rv_graph *graph, const GArray *steps, const replay
         const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
         rv_cli_format_ms(recorded, sizeof recorded, step->recorded_ns);
         rv_cli_format_ms(simulated, sizeof simulated, step->simulated_ns);
-        rv_cli_format_ms(unexplained, sizeof unexplained, step_unexplained(graph, x, i));
+        rv_cli_format_ms(unexplained, sizeof unexplained, rv_step_unexplained(graph, x, i));
         printf("  %-20s %14s %14s %8.2f%% %14s\n", rv_cli_shown(step->name), recorded, simulated,
                100.0 * rv_relative_error(step->recorded_ns, step->simulated_ns), unexplained);
     }
-    rv_cli_format_ms(recorded, sizeof recorded, summary->recorded_total);
-    rv_cli_format_ms(simulated, sizeof simulated, summary->simulated_total);
+    rv_cli_format_ms(recorded, sizeof recorded, summary->recorded_total_ns);
+    rv_cli_format_ms(simulated, sizeof simulated, summary->simulated_total_ns);
     printf("  %-20s %14s %14s\n", "total", recorded, simulated);
     printf("  per-step error: mean %.2f%%, max %.2f%%\n", 100 * summary->mean_error, 100 * summary->max_error);
+    print_cpu_and_peer_waits(graph, x);
 }
 
 static const char *step_label(const rv_graph *graph, int32_t step)
@@ -73,6 +63,31 @@ static const char *resource_label(const rv_graph *graph, int32_t resource)
     return rv_strings_get(graph->strings, g_array_index(graph->resources, rv_resource, resource).name);
 }
 
+static void print_cpu_sites(const rv_graph *graph, const rv_explanation *x)
+{
+    if (x->cpu_sites->len == 0) return;
+    printf("unexplained CPU wait: %.3f ms; by call site (the runtime call, under its operator):\n", x->cpu_total_ns / 1e6);
+    for (guint i = 0; i < MIN(x->cpu_sites->len, 10u); i++) {
+        const rv_unexplained_site *site = &g_array_index(x->cpu_sites, rv_unexplained_site, i);
+        printf("    %9.3f ms in %6" G_GUINT64_FORMAT " calls  %s%s%s\n", site->total_ns / 1e6, site->calls,
+               rv_cli_shown(rv_strings_get(graph->strings, site->name)), site->op > 0 ? " under " : "",
+               site->op > 0 ? rv_cli_shown(rv_strings_get(graph->strings, site->op)) : "");
+    }
+}
+
+/* A job with one recorded step: what its entry moments decide. */
+static void print_entering_together(const rv_graph *graph, const GArray *steps)
+{
+    int64_t together_ns = rv_job_step_entering_together(graph, steps);
+    if (together_ns < 0) return;
+    const rv_step_time *step = &g_array_index(steps, rv_step_time, 0);
+    printf("  one recorded step: each rank enters it at its recorded lag behind the first (an initial condition read "
+           "from the recording); if all entered together the job step would be %.3f ms (%+.2f%% against the "
+           "recording): the entry moments decide %.3f ms of it\n", together_ns / 1e6,
+           100.0 * (double)(together_ns - step->recorded_ns) / (double)MAX(step->recorded_ns, 1),
+           (step->simulated_ns - together_ns) / 1e6);
+}
+
 static void print_explanation(const rv_graph *graph, const rv_explanation *x, int64_t origin_ns)
 {
     printf("\nunexplained GPU wait: %.3f ms (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
@@ -86,6 +101,7 @@ static void print_explanation(const rv_graph *graph, const rv_explanation *x, in
                "GPU task's end, against %.0f by chance at this trace's rate of GPU ends; more than chance points at "
                "waits the graph has no edge for (kept as host time)\n",
                x->suspect_host_gaps, x->suspect_host_ns / 1e6, x->suspect_by_chance);
+    print_cpu_sites(graph, x);
     printf("  by resource:\n");
     for (guint r = 0; r < graph->resources->len; r++)
         if (x->by_resource[r]) printf("    %-32s %12.3f ms\n", rv_cli_shown(resource_label(graph, (int32_t)r)), x->by_resource[r] / 1e6);
@@ -102,59 +118,6 @@ static void print_explanation(const rv_graph *graph, const rv_explanation *x, in
     }
 }
 
-static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
-{
-    json_t *resources = json_object(), *top = json_array();
-    for (guint r = 0; r < graph->resources->len; r++)
-        if (x->by_resource[r])
-            json_object_set_new(resources, resource_label(graph, (int32_t)r), json_real(x->by_resource[r] / 1e3));
-    for (guint i = 0; i < x->top->len; i++) {
-        const rv_unexplained_task *item = &g_array_index(x->top, rv_unexplained_task, i);
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, item->task);
-        json_t *entry = json_pack("{s:s,s:s,s:s,s:f,s:f}", "name", task_name(graph, item->task), "resource",
-                                  resource_label(graph, task->resource), "step", step_label(graph, task->step),
-                                  "recorded_start_us", task->recorded_start_ns / 1e3, "unexplained_us",
-                                  item->unexplained_ns / 1e3);
-        if (item->binding >= 0) json_object_set_new(entry, "after", json_string(task_name(graph, item->binding)));
-        json_array_append_new(top, entry);
-    }
-    return json_pack("{s:f,s:I,s:I,s:I,s:f,s:I,s:f,s:f,s:o,s:o}", "total_us", x->total_ns / 1e3, "late_tasks",
-                     (json_int_t)x->late_tasks, "gpu_tasks", (json_int_t)x->gpu_tasks, "early_tasks",
-                     (json_int_t)x->early_tasks, "early_us", x->early_ns / 1e3, "suspect_host_gaps",
-                     (json_int_t)x->suspect_host_gaps, "suspect_host_us", x->suspect_host_ns / 1e3,
-                     "suspect_by_chance", x->suspect_by_chance,
-                     "by_resource_us", resources, "largest", top);
-}
-
-static void print_json(const rv_graph *graph, const GArray *steps, const replay_summary *summary,
-                       const rv_explanation *x, gboolean detail, const rv_cli_replay *job)
-{
-    json_t *root = json_object(), *list = json_array();
-    json_object_set_new(root, "source", json_string(graph->source));
-    for (guint i = 0; i < steps->len; i++) {
-        const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
-        json_t *item = json_object();
-        json_object_set_new(item, "name", json_string(step->name));
-        json_object_set_new(item, "recorded_us", json_real(step->recorded_ns / 1e3));
-        json_object_set_new(item, "simulated_us", json_real(step->simulated_ns / 1e3));
-        json_object_set_new(item, "error", json_real(rv_relative_error(step->recorded_ns, step->simulated_ns)));
-        json_object_set_new(item, "unexplained_us", json_real(step_unexplained(graph, x, i) / 1e3));
-        json_array_append_new(list, item);
-    }
-    json_object_set_new(root, "steps", list);
-    json_object_set_new(root, "recorded_us", json_real(summary->recorded_total / 1e3));
-    json_object_set_new(root, "simulated_us", json_real(summary->simulated_total / 1e3));
-    json_object_set_new(root, "mean_error", json_real(summary->mean_error));
-    json_object_set_new(root, "max_error", json_real(summary->max_error));
-    json_object_set_new(root, "unexplained_us", json_real(x->total_ns / 1e3));
-    if (detail) json_object_set_new(root, "unexplained", json_explanation(graph, x));
-    json_object_set_new(root, "whole_trace", json_boolean(graph->whole_trace_step));
-    json_object_set_new(root, "tasks", json_integer(rv_graph_live_task_count(graph)));
-    json_object_set_new(root, "edges", json_integer(graph->edges->len));
-    if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, job, NULL));
-    rv_cli_print_json(root);
-}
-
 /* The trace's time zero, for readable "recorded at" columns. */
 static int64_t recorded_origin(const rv_graph *graph)
 {
@@ -167,18 +130,7 @@ static int64_t recorded_origin(const rv_graph *graph)
     return origin == G_MAXINT64 ? 0 : origin;
 }
 
-/* A job's steps are the slowest rank's (job.h); a trace's are its own. */
-static GArray *steps_of(const rv_graph *graph, const rv_sim_result *sim, rv_cli_replay *job)
-{
-    memset(job, 0, sizeof *job);
-    if (!rv_cli_is_job(graph)) return rv_step_times(graph, sim);
-    job->by_rank = rv_step_times_by_rank(graph, sim);
-    job->steps = rv_job_step_times(job->by_rank);
-    job->waits = rv_rank_waits(graph, sim);
-    return g_array_ref(job->steps);
-}
-
-static void print_job_table(const rv_graph *graph, const rv_cli_replay *job)
+static void print_job_table(const rv_graph *graph, const rv_replay *job)
 {
     printf("%s: %u ranks, %d tasks, %u edges\n", rv_cli_shown(graph->source), graph->ranks->len,
            rv_graph_live_task_count(graph), graph->edges->len);
@@ -191,28 +143,28 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_c
     int status = rv_cli_simulate_extras(graph, extras);
     if (status != RV_EXIT_OK) return status;
     GError *error = NULL;
-    rv_sim_result sim = { 0 };
-    if (!rv_simulate(graph, NULL, &sim, &error)) return rv_cli_fail(error);
-    rv_cli_note_replay(graph, &sim);
-    rv_cli_replay job;
-    GArray *steps = steps_of(graph, &sim, &job);
-    replay_summary summary = summarize(steps);
+    rv_replay job;
+    if (!rv_cli_replay_job(graph, NULL, &job, &error)) {
+        rv_replay_clear(&job);
+        return rv_cli_fail(error);
+    }
+    const GArray *steps = job.steps;
+    rv_steps_summary summary = rv_steps_summarize(steps);
     rv_explanation *x = rv_explain(graph, explain_top > 0 ? (guint)explain_top : 0);
     if (as_json) {
-        print_json(graph, steps, &summary, x, explain_top > 0, &job);
+        rv_cli_print_json(rv_simulate_document(graph, &job, x, explain_top > 0));
     } else if (extras->csv) {
         rv_cli_print_simulate_csv(graph, steps);
     } else if (rv_cli_is_job(graph)) {
         print_job_table(graph, &job);
+        print_entering_together(graph, steps);
         if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
     } else {
         print_table(graph, steps, &summary, x);
         if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
     }
     rv_explanation_free(x);
-    g_array_unref(steps);
-    rv_cli_replay_clear(&job);
-    rv_sim_result_clear(&sim);
+    rv_replay_clear(&job);
     return RV_EXIT_OK;
 }
 

@@ -23,7 +23,8 @@
 #include "cli.h"
 #include "isolate.h"
 #include "reverie/output.h"
-#include "sweep_plan.h"
+#include "reverie/documents.h"
+#include "reverie/sweep_plan.h"
 #include "reverie/plot.h"
 #include "reverie/report.h"
 #include <jansson.h>
@@ -73,7 +74,7 @@ typedef struct sweep_output sweep_output;
 struct sweep_output {
     void (*begin)(sweep_output *out, guint steps);
     void (*row)(sweep_output *out, const sweep_row *row);
-    const sweep_plan *plan;
+    const rv_sweep_plan *plan;
     gboolean with_source;       /* several inputs */
     gboolean with_steps;
     FILE *file;                 /* standard output, or with --plot a buffer printed once the plot is safe */
@@ -116,7 +117,7 @@ static void csv_begin(sweep_output *out, guint steps)
     if (out->plan->line_texts->len > 1 || *(const char *)g_ptr_array_index(out->plan->line_texts, 0))
         csv_field(f, "opts", FALSE);
     for (guint a = 0; a < out->plan->axes->len; a++) {
-        const sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
+        const rv_sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
         char *name = g_strdup_printf("%s.%s", axis->plugin, axis->param);
         csv_field(f, name, FALSE);
         g_free(name);
@@ -132,8 +133,8 @@ static void csv_row(sweep_output *out, const sweep_row *row)
     fprintf(f, "%" G_GUINT64_FORMAT ",", row->variant);
     if (out->with_source) csv_field(f, row->source, FALSE);
     if (out->plan->line_texts->len > 1 || *(const char *)g_ptr_array_index(out->plan->line_texts, 0))
-        csv_field(f, g_ptr_array_index(out->plan->line_texts, sweep_plan_line(out->plan, row->local)), FALSE);
-    for (guint a = 0; a < out->plan->axes->len; a++) csv_field(f, sweep_plan_value(out->plan, row->local, a), FALSE);
+        csv_field(f, g_ptr_array_index(out->plan->line_texts, rv_sweep_plan_line(out->plan, row->local)), FALSE);
+    for (guint a = 0; a < out->plan->axes->len; a++) csv_field(f, rv_sweep_plan_value(out->plan, row->local, a), FALSE);
     const variant_result *result = row->result;
     guint steps = row->baseline ? row->baseline->len : 0;
     if (result->error == NULL) {
@@ -170,16 +171,16 @@ static void jsonl_row(sweep_output *out, const sweep_row *row)
 {
     json_t *params = json_object(), *opts = json_array();
     for (guint a = 0; a < out->plan->axes->len; a++) {
-        const sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
+        const rv_sweep_axis *axis = g_ptr_array_index(out->plan->axes, a);
         char *name = g_strdup_printf("%s.%s", axis->plugin, axis->param);
-        json_object_set_new(params, name, json_string(sweep_plan_value(out->plan, row->local, a)));
+        json_object_set_new(params, name, json_string(rv_sweep_plan_value(out->plan, row->local, a)));
         g_free(name);
     }
-    GPtrArray *specs = sweep_plan_specs(out->plan, row->local);
+    GPtrArray *specs = rv_sweep_plan_specs(out->plan, row->local);
     for (guint i = 0; i < specs->len; i++) json_array_append_new(opts, json_string(g_ptr_array_index(specs, i)));
     g_ptr_array_unref(specs);
     json_t *line = json_pack("{s:I,s:o,s:o,s:o}", "variant", (json_int_t)row->variant, "source",
-                             rv_cli_json_text(row->source), "opts", opts, "params", params);
+                             rv_json_text(row->source), "opts", opts, "params", params);
     const variant_result *result = row->result;
     if (result->error == NULL) {
         int64_t baseline = total_ns(row->baseline);
@@ -191,7 +192,7 @@ static void jsonl_row(sweep_output *out, const sweep_row *row)
         if (out->with_steps) json_object_set_new(line, "steps", jsonl_steps(row->baseline, result));
         json_object_set_new(line, "error", json_null());
     } else {
-        json_object_set_new(line, "error", rv_cli_json_text(result->error));
+        json_object_set_new(line, "error", rv_json_text(result->error));
     }
     char *text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(15));
     fputs(text, out->file);
@@ -203,11 +204,11 @@ static void jsonl_row(sweep_output *out, const sweep_row *row)
 /* ---- running the variants of one input ------------------------------- */
 
 typedef struct {
-    const sweep_plan *plan;
+    const rv_sweep_plan *plan;
     GHashTable *plugins;        /* every plugin of the plan, loaded: read-only here */
     const rv_graph *graph;      /* the input; only read */
     const rv_sim_structure *structure; /* its replay structure, for variants that keep it */
-    rv_cli_peak peak;           /* the input's peak memory (estimated FALSE: none for any variant) */
+    rv_memory_peak peak;           /* the input's peak memory (estimated FALSE: none for any variant) */
     gboolean keep_steps;
     GAsyncQueue *scratch;       /* rv_graph*, one per worker */
     GArray *selected;           /* uint64: the plan's variants this shard runs */
@@ -223,11 +224,11 @@ static int64_t variant_peak(const sweep_run *run, const rv_graph *graph)
 {
     if (!run->peak.estimated) return -1;
     if (rv_memory_estimate_unchanged(run->graph, graph, run->peak.baseline.element_bytes)) return run->peak.baseline.peak;
-    rv_cli_peak peak = run->peak;
+    rv_memory_peak peak = run->peak;
     peak.missing = NULL;
-    rv_cli_peak_after(&peak, graph);
+    rv_memory_peak_after(&peak, graph);
     int64_t bytes = peak.estimated ? peak.predicted.peak : -1;
-    rv_cli_peak_clear(&peak);
+    rv_memory_peak_clear(&peak);
     return bytes;
 }
 
@@ -237,17 +238,17 @@ static variant_result *evaluate_on(sweep_run *run, uint64_t v, rv_graph *graph)
 {
     variant_result *result = g_new0(variant_result, 1);
     GError *error = NULL;
-    GPtrArray *specs = sweep_plan_specs(run->plan, v);
-    GPtrArray *opts = g_ptr_array_new_with_free_func(rv_cli_opt_free);
+    GPtrArray *specs = rv_sweep_plan_specs(run->plan, v);
+    GPtrArray *opts = g_ptr_array_new_with_free_func(rv_opt_free);
     for (guint i = 0; i < specs->len && error == NULL; i++) {
-        rv_cli_opt *opt = rv_cli_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
+        rv_opt *opt = rv_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
         if (opt) g_ptr_array_add(opts, opt);
     }
     rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
     GArray *steps = NULL;
     if (error == NULL && rv_cli_apply_opts(graph, opts, FALSE, &policy, &error))
         steps = rv_cli_replay_steps(graph, run->structure, policy.policy.priority ? &policy.policy : NULL, &error);
-    rv_cli_policy_clear(&policy);
+    rv_opts_policy_clear(&policy);
     result->peak_bytes = steps != NULL ? variant_peak(run, graph) : -1;
     if (steps != NULL) {
         result->predicted_ns = total_ns(steps);
@@ -432,7 +433,7 @@ typedef struct {
     sweep_output *out;
     gboolean begun;
     GHashTable *plugins;
-    const sweep_plan *plan;
+    const rv_sweep_plan *plan;
     GAsyncQueue *scratch;
     /* progress and outcome */
     gboolean progress;
@@ -472,7 +473,7 @@ static void emit(sweep *s, uint64_t variant, uint64_t local, const char *source,
     sweep_row row = { variant, local, source, baseline, baseline_peak, result };
     s->out->row(s->out, &row);
     if (s->points) {
-        rv_plot_point point = { sweep_plan_value(s->plan, local, 0), result->predicted_ns / 1e6, result->error == NULL };
+        rv_plot_point point = { rv_sweep_plan_value(s->plan, local, 0), result->predicted_ns / 1e6, result->error == NULL };
         g_array_append_val(s->points, point);
         if (baseline) s->baseline_ns = total_ns(baseline);
     }
@@ -587,13 +588,13 @@ static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *
 {
     sweep_run run = { .plan = s->plan, .plugins = s->plugins, .graph = graph, .keep_steps = s->out->with_steps,
                       .scratch = s->scratch, .selected = selected, .structure = rv_sim_structure_new(graph) };
-    if (!s->no_peak) rv_cli_peak_before(&run.peak, graph);
+    if (!s->no_peak) rv_memory_peak_before(&run.peak, graph);
     int64_t baseline_peak = run.peak.estimated ? run.peak.baseline.peak : -1;
     run.window = (guint)MIN((uint64_t)s->jobs * WINDOW_PER_JOB, MAX(selected->len, 1));
     if (s->isolate) run_in_children(s, &run, input, baseline, baseline_peak);
     else run_in_threads(s, &run, input, baseline, baseline_peak);
     rv_sim_structure_free((rv_sim_structure *)run.structure);
-    rv_cli_peak_clear(&run.peak);
+    rv_memory_peak_clear(&run.peak);
 }
 
 /* Load and replay one input; NULL with error set when it cannot be. */
@@ -639,7 +640,7 @@ static void finish(sweep *s)
 /* The curve of a one-axis sweep of one input (check_options saw to that). */
 static gboolean draw_plot(const sweep *s)
 {
-    const sweep_axis *axis = g_ptr_array_index(s->plan->axes, 0);
+    const rv_sweep_axis *axis = g_ptr_array_index(s->plan->axes, 0);
     char *x_label = g_strdup_printf("%s.%s", axis->plugin, axis->param);
     char *title = g_strdup_printf("sweep of %s: %s", x_label, rv_cli_shown(s->inputs[0]));
     GError *error = NULL;
@@ -758,8 +759,8 @@ static int check_options(const sweep_options *o, int argc, guint *shard, guint *
 static int sweep_with(const sweep_options *o, char **inputs, int input_count, guint shard, guint shards)
 {
     GError *error = NULL;
-    GHashTable *plugins = rv_cli_plugins_new();
-    sweep_plan *plan = sweep_plan_new(o->opts, o->varies, o->variants, plugins, &error);
+    GHashTable *plugins = rv_plugin_table_new();
+    rv_sweep_plan *plan = rv_sweep_plan_new(o->opts, o->varies, o->variants, plugins, &error);
     int status;
     if (plan == NULL) {
         status = rv_cli_fail(error);
@@ -787,7 +788,7 @@ static int sweep_with(const sweep_options *o, char **inputs, int input_count, gu
         g_free(s.first_failure);
         if (s.points) g_array_unref(s.points);
     }
-    sweep_plan_free(plan);
+    rv_sweep_plan_free(plan);
     g_hash_table_destroy(plugins);
     return status;
 }

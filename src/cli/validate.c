@@ -19,8 +19,13 @@
  * (breakdown.h): a step error where the GPU is predicted right but the two
  * hosts differ shows as a host-only share that differs, not as a model to
  * fit.
+ *
+ * Where the what-if estimates durations with a range (range.h: hardware's
+ * projection to another GPU), the prediction is replayed at both ends too,
+ * and the report says whether the recorded variant lies inside.
  */
 #include "cli.h"
+#include "reverie/whatif.h"
 #include "reverie/breakdown.h"
 #include "reverie/report.h"
 #include <jansson.h>
@@ -47,8 +52,11 @@ typedef struct {
     int64_t predicted_ns; /* steady step */
     int64_t predicted_gpu_ns;
     shares predicted_shares;
+    rv_prediction_range range;   /* the prediction at both ends of its range, if it has one */
+    int64_t range_steady_ns[2];
     GHashTable *plugins;  /* loaded by the opts */
     GPtrArray *opts;
+    rv_plugin_output policy;  /* the last optimization's, for the range's replays */
 } comparison;
 
 /* The steady step of a list of step times: the median of the steps after
@@ -61,7 +69,7 @@ static int64_t steady_step(const GArray *steps, gboolean simulated)
         int64_t value = simulated ? step->simulated_ns : step->recorded_ns;
         g_array_append_val(values, value);
     }
-    int64_t steady = rv_cli_steady(values);
+    int64_t steady = rv_steady_ns(values);
     g_array_unref(values);
     return steady;
 }
@@ -85,8 +93,8 @@ static shares steady_shares(const rv_graph *graph, const rv_sim_result *sim, gbo
 
 static int64_t steady_gpu(const rv_graph *graph)
 {
-    GArray *per_step = rv_cli_gpu_kernel_ns_by_step(graph);
-    int64_t steady = rv_cli_steady(per_step);
+    GArray *per_step = rv_gpu_kernel_ns_by_step(graph);
+    int64_t steady = rv_steady_ns(per_step);
     g_array_unref(per_step);
     return steady;
 }
@@ -134,17 +142,22 @@ static gboolean load_side(char *path, side *out, GError **error)
     return TRUE;
 }
 
+static const rv_policy *policy_of(const comparison *c)
+{
+    return c->policy.policy.priority ? &c->policy.policy : NULL;
+}
+
 /* Apply the --opt specs to the baseline and replay it. */
 static gboolean predict(comparison *c, GError **error)
 {
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
-    if (rv_cli_apply_opts(c->baseline.graph, c->opts, TRUE, &policy, error))
-        c->predicted = replay(c->baseline.graph, policy.policy.priority ? &policy.policy : NULL, &c->predicted_shares,
-                              error);
-    rv_cli_policy_clear(&policy);
+    if (rv_cli_apply_opts(c->baseline.graph, c->opts, TRUE, &c->policy, error))
+        c->predicted = replay(c->baseline.graph, policy_of(c), &c->predicted_shares, error);
     if (c->predicted == NULL) return FALSE;
     c->predicted_ns = steady_step(c->predicted, TRUE);
     c->predicted_gpu_ns = steady_gpu(c->baseline.graph);
+    if (!rv_prediction_range_run(c->baseline.graph, policy_of(c), &c->range, error)) return FALSE;
+    for (int end = 0; c->range.present && end < 2; end++)
+        c->range_steady_ns[end] = steady_step(end ? c->range.high.steps : c->range.low.steps, TRUE);
     return TRUE;
 }
 
@@ -170,12 +183,32 @@ static void print_shares(const char *label, const shares *s)
     printf("\n");
 }
 
+static gboolean inside(int64_t value, const int64_t *ends)
+{
+    return value >= ends[0] && value <= ends[1];
+}
+
+static void print_range(const comparison *c)
+{
+    if (!c->range.present) return;
+    char low[32], high[32], gpu_low[32], gpu_high[32];
+    rv_cli_format_ms(low, sizeof low, c->range_steady_ns[0]);
+    rv_cli_format_ms(high, sizeof high, c->range_steady_ns[1]);
+    rv_cli_format_ms(gpu_low, sizeof gpu_low, c->range.steady_gpu_ns[0]);
+    rv_cli_format_ms(gpu_high, sizeof gpu_high, c->range.steady_gpu_ns[1]);
+    printf("  range of the prediction (each estimate at its low, then its high end): steady step %s to %s (the "
+           "recorded variant %s), GPU kernel time %s to %s (recorded %s)\n",
+           g_strstrip(low), g_strstrip(high), inside(c->variant.recorded_ns, c->range_steady_ns) ? "inside" : "outside",
+           g_strstrip(gpu_low), g_strstrip(gpu_high),
+           inside(c->variant.gpu_ns, c->range.steady_gpu_ns) ? "inside" : "outside");
+}
+
 static void print_table(const comparison *c)
 {
     printf("baseline  %s (%u steps)\nvariant   %s (%u steps)\n", c->baseline.graph->source, c->baseline.steps->len,
            c->variant.graph->source, c->variant.steps->len);
     for (guint i = 0; i < c->opts->len; i++) {
-        const rv_cli_opt *opt = g_ptr_array_index(c->opts, i);
+        const rv_opt *opt = g_ptr_array_index(c->opts, i);
         printf("  optimization %u: %s\n", i + 1, opt->spec);
         if (opt->notes && opt->notes->len) printf("%s", opt->notes->str);
     }
@@ -201,6 +234,7 @@ static void print_table(const comparison *c)
     printf("  error of the GPU kernel time: %+.2f%% (predicting no change: %+.2f%%)\n",
            100 * signed_error(c->predicted_gpu_ns, c->variant.gpu_ns),
            100 * signed_error(c->baseline.gpu_ns, c->variant.gpu_ns));
+    print_range(c);
     printf("  where the steady step goes (ms)     host only    GPU only     overlap        idle\n");
     print_shares("baseline, recorded", &c->baseline.recorded_shares);
     print_shares("variant, recorded", &c->variant.recorded_shares);
@@ -225,11 +259,25 @@ static json_t *json_shares(const shares *s)
     return object;
 }
 
+/* The range's ends beside the step and the GPU kernel time (null without a range). */
+static void json_range(json_t *root, json_t *gpu, const comparison *c)
+{
+    gboolean present = c->range.present;
+    json_object_set_new(root, "predicted_steady_low_us", present ? json_real(c->range_steady_ns[0] / 1e3) : json_null());
+    json_object_set_new(root, "predicted_steady_high_us", present ? json_real(c->range_steady_ns[1] / 1e3) : json_null());
+    json_object_set_new(root, "inside_range", present ? json_boolean(inside(c->variant.recorded_ns, c->range_steady_ns))
+                                                      : json_null());
+    json_object_set_new(gpu, "predicted_low_us", present ? json_real(c->range.steady_gpu_ns[0] / 1e3) : json_null());
+    json_object_set_new(gpu, "predicted_high_us", present ? json_real(c->range.steady_gpu_ns[1] / 1e3) : json_null());
+    json_object_set_new(gpu, "inside_range",
+                        present ? json_boolean(inside(c->variant.gpu_ns, c->range.steady_gpu_ns)) : json_null());
+}
+
 static void print_json(const comparison *c, gboolean as_csv)
 {
     json_t *opts = json_array();
     for (guint i = 0; i < c->opts->len; i++) {
-        const rv_cli_opt *opt = g_ptr_array_index(c->opts, i);
+        const rv_opt *opt = g_ptr_array_index(c->opts, i);
         json_array_append_new(opts, json_pack("{s:s,s:s}", "spec", opt->spec, "notes", opt->notes ? opt->notes->str : ""));
     }
     json_t *root = json_pack("{s:o,s:o,s:o,s:f,s:f,s:f,s:f,s:f}", "baseline", json_side(&c->baseline), "variant",
@@ -238,11 +286,12 @@ static void print_json(const comparison *c, gboolean as_csv)
                              "recorded_speedup", (double)c->baseline.recorded_ns / (double)c->variant.recorded_ns,
                              "predicted_speedup", (double)c->baseline.simulated_ns / (double)c->predicted_ns,
                              "no_change_error", signed_error(c->baseline.recorded_ns, c->variant.recorded_ns));
-    json_object_set_new(root, "gpu_kernel",
-                        json_pack("{s:f,s:f,s:f,s:f,s:f}", "baseline_us", c->baseline.gpu_ns / 1e3, "variant_us",
-                                  c->variant.gpu_ns / 1e3, "predicted_us", c->predicted_gpu_ns / 1e3, "error",
-                                  signed_error(c->predicted_gpu_ns, c->variant.gpu_ns), "no_change_error",
-                                  signed_error(c->baseline.gpu_ns, c->variant.gpu_ns)));
+    json_t *gpu = json_pack("{s:f,s:f,s:f,s:f,s:f}", "baseline_us", c->baseline.gpu_ns / 1e3, "variant_us",
+                            c->variant.gpu_ns / 1e3, "predicted_us", c->predicted_gpu_ns / 1e3, "error",
+                            signed_error(c->predicted_gpu_ns, c->variant.gpu_ns), "no_change_error",
+                            signed_error(c->baseline.gpu_ns, c->variant.gpu_ns));
+    json_range(root, gpu, c);
+    json_object_set_new(root, "gpu_kernel", gpu);
     json_object_set_new(root, "shares",
                         json_pack("{s:o,s:o,s:o}", "baseline_recorded", json_shares(&c->baseline.recorded_shares),
                                   "variant_recorded", json_shares(&c->variant.recorded_shares), "predicted",
@@ -256,8 +305,8 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
     GError *error = NULL;
     comparison c;
     memset(&c, 0, sizeof c);
-    c.plugins = rv_cli_plugins_new();
-    c.opts = rv_cli_opts_prepare(c.plugins, specs, &error);
+    c.plugins = rv_plugin_table_new();
+    c.opts = rv_opts_prepare(c.plugins, specs, &error);
     gboolean ok = c.opts != NULL && load_side(baseline_path, &c.baseline, &error) &&
                   load_side(variant_path, &c.variant, &error);
     if (ok) ok = predict(&c, &error);
@@ -269,6 +318,8 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
         status = rv_cli_fail(error);
     }
     if (c.predicted) g_array_unref(c.predicted);
+    rv_prediction_range_clear(&c.range);
+    rv_opts_policy_clear(&c.policy);
     clear_side(&c.baseline);
     clear_side(&c.variant);
     if (c.opts) g_ptr_array_unref(c.opts);

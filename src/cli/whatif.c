@@ -4,7 +4,9 @@
  */
 #include "cli.h"
 #include "runs.h"
+#include "reverie/documents.h"
 #include "reverie/escape.h"
+#include "reverie/whatif.h"
 #include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/report.h"
@@ -12,7 +14,7 @@
 #include <jansson.h>
 #include <string.h>
 
-static void print_peak(const rv_cli_peak *peak)
+static void print_peak(const rv_memory_peak *peak)
 {
     if (peak->estimated)
         printf("  %-20s %14s %10.1f MiB %10.1f MiB %8.3fx\n", "peak memory", "", peak->baseline.peak / 1048576.0,
@@ -23,15 +25,6 @@ static void print_peak(const rv_cli_peak *peak)
     if (peak->recorded)
         printf("  peak memory recorded in the trace ([memory] events): %.1f MiB allocated\n",
                peak->recorded_bytes / 1048576.0);
-}
-
-static void json_peak(json_t *root, const rv_cli_peak *peak)
-{
-    json_object_set_new(root, "baseline_peak_bytes", peak->estimated ? json_integer(peak->baseline.peak) : json_null());
-    json_object_set_new(root, "predicted_peak_bytes", peak->estimated ? json_integer(peak->predicted.peak) : json_null());
-    json_object_set_new(root, "predicted_peak_phase",
-                        peak->estimated ? json_string(rv_phase_name((rv_phase)peak->predicted.peak_phase)) : json_null());
-    json_object_set_new(root, "recorded_peak_bytes", peak->recorded ? json_integer(peak->recorded_bytes) : json_null());
 }
 
 /* Notes are lines of text that may quote names from the trace. */
@@ -48,9 +41,40 @@ static void print_notes(const GString *notes)
     g_strfreev(lines);
 }
 
-static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
-                        const rv_cli_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
-                        const rv_cli_peak *peak)
+/* How much of the predicted steps is recorded host time: a GPU what-if
+ * cannot go below it. */
+static void print_host_share(const rv_replay *predicted)
+{
+    if (predicted->path_ns <= 0) return;
+    double share = (double)predicted->host_path_ns / (double)predicted->path_ns;
+    printf("  critical path: %.0f%% recorded host time (%.3f ms: CPU calls and the host time before them)%s\n",
+           100 * share, predicted->host_path_ns / 1e6,
+           share >= 0.5 ? "; the prediction is host-bound: a faster GPU cannot shrink that part, "
+                          "hardware:host_scale= asks what a faster host gives" : "");
+}
+
+static int64_t steps_total(const GArray *steps)
+{
+    int64_t total = 0;
+    for (guint s = 0; s < steps->len; s++) total += g_array_index(steps, rv_step_time, s).simulated_ns;
+    return total;
+}
+
+static void print_range(const rv_prediction_range *range)
+{
+    if (!range->present) return;
+    char low[32], high[32], gpu_low[32], gpu_high[32];
+    rv_cli_format_ms(low, sizeof low, steps_total(range->low.steps));
+    rv_cli_format_ms(high, sizeof high, steps_total(range->high.steps));
+    rv_cli_format_ms(gpu_low, sizeof gpu_low, range->gpu_ns[0]);
+    rv_cli_format_ms(gpu_high, sizeof gpu_high, range->gpu_ns[1]);
+    printf("  predicted range (each estimate at its low, then its high end): total %s to %s, GPU kernels %s to %s\n",
+           g_strstrip(low), g_strstrip(high), g_strstrip(gpu_low), g_strstrip(gpu_high));
+}
+
+static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_replay *base_replay,
+                        const rv_replay *predicted_replay, int64_t baseline_gpu_ns, int64_t predicted_gpu_ns,
+                        const rv_memory_peak *peak, const rv_prediction_range *range)
 {
     const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
     char recorded[32], base[32], pred[32], *escaped = NULL;
@@ -58,7 +82,7 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     if (rv_cli_is_job(graph)) printf(" (%u ranks)", graph->ranks->len);
     printf("\n");
     for (guint i = 0; i < opts->len; i++) {
-        rv_cli_opt *opt = g_ptr_array_index(opts, i);
+        rv_opt *opt = g_ptr_array_index(opts, i);
         printf("  optimization %u: %s\n", i + 1, rv_escape_if_needed(opt->spec, &escaped));
         print_notes(opt->notes);
     }
@@ -89,93 +113,59 @@ static void print_table(const rv_graph *graph, GPtrArray *opts, const rv_cli_rep
     rv_cli_format_ms(pred, sizeof pred, predicted_gpu_ns);
     printf("  %-20s %14s %14s %14s %8.3fx\n", "GPU kernels", "", base, pred,
            predicted_gpu_ns ? (double)baseline_gpu_ns / predicted_gpu_ns : 0.0);
+    print_range(range);
     print_peak(peak);
+    print_host_share(predicted_replay);
     g_free(escaped);
 }
 
-static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_cli_replay *base_replay,
-                       const rv_cli_replay *predicted_replay, const rv_diff *diff,
-                       int64_t baseline_gpu_ns, int64_t predicted_gpu_ns, const rv_cli_peak *peak)
+static void print_json(const rv_graph *graph, GPtrArray *opts, const rv_whatif *whatif, const rv_diff *diff)
 {
-    const GArray *baseline = base_replay->steps, *predicted = predicted_replay->steps;
-    json_t *root = json_object(), *list = json_array(), *steps = json_array();
-    json_object_set_new(root, "source", rv_cli_json_text(graph->source));
-    uint64_t changed = 0;
-    for (guint i = 0; i < opts->len; i++) {
-        rv_cli_opt *opt = g_ptr_array_index(opts, i);
-        json_t *params = json_object();
-        GPtrArray *described = rv_params_describe(opt->params);
-        for (guint k = 0; k < described->len; k++) {
-            char **pair = g_strsplit(g_ptr_array_index(described, k), "=", 2);
-            json_object_set_new(params, pair[0], rv_cli_json_text(pair[1] ? pair[1] : ""));
-            g_strfreev(pair);
-        }
-        g_ptr_array_free(described, TRUE);
-        json_array_append_new(list, json_pack("{s:o,s:o,s:o,s:I}", "name", rv_cli_json_text(opt->plugin->name),
-                                              "params", params, "notes", rv_cli_json_text(opt->notes ? opt->notes->str : ""),
-                                              "changed_tasks", (json_int_t)opt->changed_tasks));
-        changed += opt->changed_tasks;
-    }
-    json_object_set_new(root, "optimizations", list);
-    json_object_set_new(root, "changed_tasks", json_integer((json_int_t)changed));
-    int64_t base_total = 0, pred_total = 0, rec_total = 0;
-    for (guint s = 0; s < baseline->len; s++) {
-        const rv_step_time *b = &g_array_index(baseline, rv_step_time, s);
-        const rv_step_time *p = &g_array_index(predicted, rv_step_time, s);
-        json_array_append_new(steps, json_pack("{s:o,s:f,s:f,s:f}", "name", rv_cli_json_text(b->name), "recorded_us", b->recorded_ns / 1e3,
-                                               "baseline_us", b->simulated_ns / 1e3, "predicted_us", p->simulated_ns / 1e3));
-        base_total += b->simulated_ns; pred_total += p->simulated_ns; rec_total += b->recorded_ns;
-    }
-    json_object_set_new(root, "steps", steps);
-    json_object_set_new(root, "recorded_us", json_real(rec_total / 1e3));
-    json_object_set_new(root, "baseline_us", json_real(base_total / 1e3));
-    json_object_set_new(root, "predicted_us", json_real(pred_total / 1e3));
-    json_object_set_new(root, "speedup", json_real(pred_total ? (double)base_total / pred_total : 0.0));
-    json_object_set_new(root, "baseline_gpu_us", json_real(baseline_gpu_ns / 1e3));
-    json_object_set_new(root, "predicted_gpu_us", json_real(predicted_gpu_ns / 1e3));
-    json_peak(root, peak);
+    json_t *root = rv_whatif_document(graph, opts, whatif);
     if (diff) json_object_set_new(root, "diff", rv_cli_diff_json(diff));
-    if (rv_cli_is_job(graph)) json_object_set_new(root, "ranks", rv_cli_json_ranks(graph, base_replay, predicted_replay));
     rv_cli_print_json(root);
+}
+
+static void report(const rv_graph *graph, GPtrArray *opts, const rv_whatif *whatif, const rv_diff *diff,
+                   gboolean as_json, const rv_cli_extras *extras)
+{
+    if (as_json) print_json(graph, opts, whatif, diff);
+    else if (extras->csv) rv_cli_print_whatif_csv(whatif->baseline.steps, whatif->predicted.steps);
+    else print_table(graph, opts, &whatif->baseline, &whatif->predicted, whatif->baseline_gpu_ns,
+                     whatif->predicted_gpu_ns, &whatif->peak, &whatif->range);
+    if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
+}
+
+/* What the command line says beside the report: optimizations that changed
+ * nothing, a replay that dropped the launch-queue rule. */
+static void note_whatif(const rv_graph *graph, GPtrArray *opts, const rv_whatif *whatif)
+{
+    rv_cli_note_unchanged(opts);
+    rv_cli_note_launch_queue(graph, whatif->baseline.launch_queue_ignored || whatif->predicted.launch_queue_ignored);
 }
 
 static int run_whatif(char **paths, int count, char **specs, gboolean as_json, const rv_cli_extras *extras)
 {
     GError *error = NULL;
-    GHashTable *plugins = rv_cli_plugins_new();
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    GHashTable *plugins = rv_plugin_table_new();
     rv_graph *graph = NULL;
     rv_graph *kept = NULL;  /* the baseline graph, for --timeline, --plot and --diff */
-    rv_cli_replay base = { 0 }, after = { 0 };
-    GArray *baseline = NULL, *predicted = NULL;
+    rv_whatif whatif = { 0 };
     rv_diff *diff = NULL;
-    rv_cli_peak peak = { 0 };
-    GPtrArray *opts = rv_cli_opts_prepare(plugins, specs, &error);
+    GPtrArray *opts = rv_opts_prepare(plugins, specs, &error);
     if (opts != NULL) graph = rv_cli_load_job(paths, count, TRUE, &error);
-    int64_t baseline_gpu_ns = graph ? rv_cli_gpu_kernel_ns(graph) : 0;
-    if (graph != NULL && rv_cli_replay_job(graph, NULL, &base, &error)) baseline = base.steps;
-    if (baseline != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
-    if (baseline != NULL) rv_cli_peak_before(&peak, graph);
-    if (baseline != NULL && rv_cli_apply_opts(graph, opts, TRUE, &policy, &error) &&
-        rv_cli_replay_job(graph, policy.policy.priority ? &policy.policy : NULL, &after, &error))
-        predicted = after.steps;
+    if (graph != NULL && rv_cli_extras_need_baseline(extras)) kept = rv_graph_copy(graph);
+    gboolean ran = graph != NULL && rv_whatif_run(&whatif, graph, opts, &error);
+    if (graph != NULL) note_whatif(graph, opts, &whatif);
     int status = RV_EXIT_OK;
-    if (predicted != NULL)
-        status = rv_cli_whatif_extras(kept, graph, policy.policy.priority ? &policy.policy : NULL, extras, &diff);
-    if (predicted != NULL && status == RV_EXIT_OK) {
-        int64_t predicted_gpu_ns = rv_cli_gpu_kernel_ns(graph);
-        rv_cli_peak_after(&peak, graph);
-        if (as_json) print_json(graph, opts, &base, &after, diff, baseline_gpu_ns, predicted_gpu_ns, &peak);
-        else if (extras->csv) rv_cli_print_whatif_csv(baseline, predicted);
-        else print_table(graph, opts, &base, &after, baseline_gpu_ns, predicted_gpu_ns, &peak);
-        if (diff && !as_json && !extras->csv) rv_cli_print_diff(diff, 10);
-    } else if (predicted == NULL) {
+    if (ran) {
+        const rv_policy *policy = whatif.policy.policy.priority ? &whatif.policy.policy : NULL;
+        status = rv_cli_whatif_extras(kept, graph, policy, extras, &diff);
+        if (status == RV_EXIT_OK) report(graph, opts, &whatif, diff, as_json, extras);
+    } else {
         status = rv_cli_fail(error);
     }
-    rv_cli_peak_clear(&peak);
-    rv_cli_policy_clear(&policy);
-    rv_cli_replay_clear(&base);
-    rv_cli_replay_clear(&after);
+    rv_whatif_clear(&whatif);
     rv_diff_free(diff);
     rv_graph_free(kept);
     rv_graph_free(graph);

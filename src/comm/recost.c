@@ -19,6 +19,49 @@ int rv_graph_world_size(const rv_graph *graph)
     return (int)CLAMP(world, 1, 1 << 24);
 }
 
+/* The process groups (string ids) that hold a tensor-parallel collective. */
+static GHashTable *tensor_groups(const rv_graph *graph)
+{
+    GHashTable *groups = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        if (info->parallelism == RV_PARALLEL_TENSOR) g_hash_table_add(groups, GINT_TO_POINTER(info->group + 1));
+    }
+    return groups;
+}
+
+static rv_parallelism parallelism_of(const rv_collective_info *info, GHashTable *tensor)
+{
+    return g_hash_table_contains(tensor, GINT_TO_POINTER(info->group + 1)) ? RV_PARALLEL_TENSOR
+                                                                          : (rv_parallelism)info->parallelism;
+}
+
+/* A group that may be data parallel: not tensor or pipeline, not a pair. */
+static gboolean data_like(const rv_collective_info *info, rv_parallelism parallelism)
+{
+    return parallelism != RV_PARALLEL_TENSOR && parallelism != RV_PARALLEL_PIPELINE && info->peer < 0;
+}
+
+static void sizes_with(const rv_graph *graph, GHashTable *tensor_set, int *data, int *tensor)
+{
+    int largest_data = 0, largest_tensor = 1;
+    for (guint c = 0; c < graph->collectives->len; c++) {
+        const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
+        rv_parallelism parallelism = parallelism_of(info, tensor_set);
+        if (parallelism == RV_PARALLEL_TENSOR) largest_tensor = MAX(largest_tensor, info->group_size);
+        else if (data_like(info, parallelism)) largest_data = MAX(largest_data, info->group_size);
+    }
+    *tensor = largest_tensor;
+    *data = largest_data > 0 ? largest_data : MAX(1, rv_graph_world_size(graph) / largest_tensor);
+}
+
+void rv_graph_parallel_sizes(const rv_graph *graph, int *data, int *tensor)
+{
+    GHashTable *tensor_set = tensor_groups(graph);
+    sizes_with(graph, tensor_set, data, tensor);
+    g_hash_table_destroy(tensor_set);
+}
+
 static gboolean is_all_reduce(int op)
 {
     return op == RV_COLL_ALLREDUCE_RING || op == RV_COLL_ALLREDUCE_TREE || op == RV_COLL_ALLREDUCE_HIER;
@@ -32,15 +75,25 @@ typedef struct {
     rv_collective recorded_op, wanted_op;
 } collective_plan;
 
-static collective_plan plan_collective(const rv_collective_info *info, const rv_recost_plan *plan, int recorded_world)
+/* The recorded degrees the group rule compares with. */
+typedef struct {
+    int data, tensor;
+    GHashTable *tensor_groups;
+} recorded_sizes;
+
+static collective_plan plan_collective(const rv_collective_info *info, const rv_recost_plan *plan,
+                                       const recorded_sizes *sizes)
 {
     collective_plan out = { FALSE, 0, 0, 0, 0 };
-    if (!(plan->parallelism & (1u << info->parallelism))) return out;
+    rv_parallelism parallelism = parallelism_of(info, sizes->tensor_groups);
+    if (!(plan->parallelism & (1u << parallelism))) return out;
     if (info->op == RV_COLLECTIVE_OP_UNKNOWN || info->op >= RV_COLL_COUNT) return out;
     out.selected = TRUE;
-    out.before = info->group_size > 0 ? info->group_size : recorded_world;
-    /* groups that spanned the world grow with it; smaller ones keep their size */
-    out.after = info->peer < 0 && out.before == recorded_world ? plan->world : out.before;
+    gboolean tensor = parallelism == RV_PARALLEL_TENSOR;
+    out.before = info->group_size > 0 ? info->group_size : tensor ? sizes->tensor : sizes->data;
+    /* the data-parallel groups take the new size; tensor-parallel ones only when told; the rest keep theirs */
+    if (tensor) out.after = plan->tensor > 0 && out.before == sizes->tensor ? plan->tensor : out.before;
+    else out.after = data_like(info, parallelism) && out.before == sizes->data ? plan->world : out.before;
     out.recorded_op = (rv_collective)info->op;
     out.wanted_op = out.recorded_op;
     if (plan->all_reduce >= 0 && is_all_reduce(info->op)) out.wanted_op = (rv_collective)plan->all_reduce;
@@ -77,13 +130,15 @@ gboolean rv_graph_recost_collectives(rv_graph *graph, const rv_recost_plan *plan
     memset(summary, 0, sizeof *summary);
     int recorded_world = rv_graph_world_size(graph);
     summary->recorded_world = recorded_world;
+    recorded_sizes sizes = { 0, 0, tensor_groups(graph) };
+    sizes_with(graph, sizes.tensor_groups, &sizes.data, &sizes.tensor);
     guint count = graph->collectives->len;
     collective_plan *plans = g_new0(collective_plan, count + 1);
     int64_t *payload = g_new0(int64_t, count + 1);
     gboolean *counted = g_new0(gboolean, count + 1);
     for (guint c = 0; c < count; c++) {
         const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
-        plans[c + 1] = plan_collective(info, plan, recorded_world);
+        plans[c + 1] = plan_collective(info, plan, &sizes);
         if (!plans[c + 1].selected && (plan->parallelism & (1u << info->parallelism))) summary->unknown_operation++;
     }
     gboolean ok = TRUE;
@@ -109,7 +164,11 @@ gboolean rv_graph_recost_collectives(rv_graph *graph, const rv_recost_plan *plan
         info->group_size = plans[c + 1].after;
         if (plans[c + 1].wanted_op != plans[c + 1].recorded_op) info->op = (uint8_t)plans[c + 1].wanted_op;
     }
-    if (ok && summary->collectives > 0) graph->world_size = plan->world;
+    /* the world grows as its groups do; what lies beyond data x tensor (pipeline stages) stays */
+    int tensor_after = plan->tensor > 0 ? plan->tensor : sizes.tensor;
+    int64_t world = (int64_t)MAX(1, recorded_world / MAX(1, sizes.data * sizes.tensor)) * plan->world * tensor_after;
+    if (ok && summary->collectives > 0) graph->world_size = MIN(world, 1 << 24);
+    g_hash_table_destroy(sizes.tensor_groups);
     g_free(plans);
     g_free(payload);
     g_free(counted);

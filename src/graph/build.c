@@ -9,6 +9,7 @@
  * annotation would have ended.
  */
 #include "streams.h"
+#include "reverie/job.h"
 #include <string.h>
 
 gboolean builder_is_gpu_task(const rv_task *task)
@@ -349,6 +350,7 @@ static void builder_init(builder *b, const rv_trace *trace)
     b->gpu_resource = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     b->step_pids = g_array_new(FALSE, FALSE, sizeof(int64_t));
     b->task_comm = g_array_new(FALSE, FALSE, sizeof(comm_scope));
+    b->return_samples = g_array_new(FALSE, FALSE, sizeof(int64_t));
 }
 
 static void builder_clear(builder *b)
@@ -362,6 +364,7 @@ static void builder_clear(builder *b)
     g_hash_table_destroy(b->gpu_resource);
     g_array_unref(b->step_pids);
     g_array_unref(b->task_comm);
+    g_array_unref(b->return_samples);
 }
 
 static void find_origin(builder *b)
@@ -392,6 +395,7 @@ static void run_passes(builder *b)
     add_cpu_tasks(b);
     sort_resources(b);
     add_launch_edges(b);
+    rv_build_launches(b);
     stream_index streams;
     stream_index_init(&streams, b);
     GArray *sync_pairs = rv_sync_pairs(b, &streams);
@@ -406,11 +410,12 @@ static void run_passes(builder *b)
     b->graph->whole_trace_step = b->graph->steps->len == 0;
     rv_build_tags(b);
     rv_build_collectives(b);
-    rv_build_sync_edges(b, sync_pairs);
+    rv_build_sync_edges(b, sync_pairs, &streams);
     rv_build_cross_stream_edges(b, &streams);
     g_array_unref(sync_pairs);
     stream_index_clear(&streams);
     rv_build_inter_thread_edges(b);
+    rv_build_thread_origins(b);
     rv_build_order_edges(b);
     rv_build_timing(b);
     rv_build_memory(b);
@@ -488,6 +493,7 @@ rv_graph *rv_graph_build(const rv_trace *trace, GError **error)
         rv_graph_free(graph);
         return NULL;
     }
+    rv_graph_split_peer_waits(graph);
     if (!rv_graph_check_acyclic(graph, error)) {
         rv_graph_free(graph);
         return NULL;

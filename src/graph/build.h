@@ -30,6 +30,8 @@ typedef struct {
     GArray *step_pids;              /* per step: pid of its annotation */
     GArray *task_comm;              /* per task: comm_scope, what the enclosing c10d operators say (tags.c) */
     int64_t origin_ns;              /* earliest recorded start of any task */
+    int64_t long_launch_ns;         /* a launch call this long may have blocked (timing.c) */
+    GArray *return_samples;         /* int64: blocked calls' return after what they waited for (sync.c) */
 } builder;
 
 static inline const rv_event *builder_event(const builder *b, int32_t task)
@@ -63,7 +65,17 @@ void rv_build_tags(builder *b);
 /* The collective of every NCCL/RCCL kernel (collectives.c), after tags. */
 void rv_build_collectives(builder *b);
 void rv_build_inter_thread_edges(builder *b);
+/* What starts each thread (origins.c): after the inter-thread edges. */
+void rv_build_thread_origins(builder *b);
+/* Per resource: does the thread take part in the training loop (does
+ * anything but ask: launches, copies, blocks, opens a step)?  g_free. */
+gboolean *rv_build_foreground_threads(builder *b);
+/* When a process's threads may start: the trace's earliest CPU call
+ * (origins.c). */
+int64_t rv_build_process_start(const builder *b, int64_t pid);
 void rv_build_order_edges(builder *b);
+/* How each kernel was launched, in blocks (launches.c), after launch edges. */
+void rv_build_launches(builder *b);
 /* Per device and step, what the [memory] events recorded (memory_records.c). */
 void rv_build_memory(builder *b);
 

@@ -3,97 +3,220 @@
  * corrected before any edge that compares the two is inferred.
  *
  * Kineto writes GPU times on the CPU clock after a conversion that can be
- * off.  Two facts of the CUDA API bound the offset d = GPU clock - CPU clock:
+ * off.  Two facts of the CUDA API constrain the offset d = GPU clock - CPU
+ * clock, one pair at a time:
  *   - a GPU task cannot start before its launch call began:
- *       d <= high = min over launches of (gpu start - launch start);
+ *       d <= gpu start - launch start, for every launch;
  *   - a blocking call returns only after the GPU work it waited for ended
  *     (pairs from sync.c, found from the CPU side alone):
- *       d >= low = max over blocking calls of (awaited end - call end).
- * Each bound drops its most extreme 0.1% of samples, so one mismatched
- * correlation cannot move it.  The clocks are trusted as they are when 0
- * lies in [low, high]; otherwise the offset is the nearest bound, the
- * smallest correction that makes the trace possible.  When low > high no
- * single offset fits (a clock jump, or waits the rules misread); the launch
- * bound wins, because it holds for every GPU task, and the contradicted
- * sync pairs are dropped later.  The result goes to graph->timing for
- * `info`, and every GPU task's recorded start is corrected by it.
+ *       d >= awaited end - call end, for every blocking call.
+ * The offset is the one that the fewest pairs contradict; among those, the
+ * nearest to 0 (the clocks are trusted as far as the evidence allows).  So
+ * a handful of mismatched correlations, or a stretch of the trace whose GPU
+ * events are shifted against the rest (a GPU-side stall, a clock jump), is
+ * outvoted by the rest instead of moving the whole trace; a true offset of
+ * every GPU event is contradicted by no pair once corrected, and found.
+ *
+ * One more fact decides when the pairs leave the offset free: on an idle
+ * stream a kernel starts a few microseconds after its launch.  If, at the
+ * chosen offset, no launch in the whole trace started within
+ * MAX_IDLE_LATENCY_NS of its call's end, the GPU clock is ahead (or the GPU
+ * never idled), and no explicit synchronize that blocked says the clocks
+ * agree (it returns within MAX_RETURN_NS of what it waited for), the
+ * offset moves up until the quickest launches take the prior latency.
+ *
+ * The result goes to graph->timing for `info` (value, the range of equally
+ * good offsets, the pairs, how many it contradicts), and every GPU task's
+ * recorded start is corrected by it.  Sync pairs it contradicts are not
+ * dropped: sync.c keeps what the API says and reports the difference.
  */
 #include "streams.h"
 #include "reverie/stats.h"
+#include <string.h>
 
-/* Index of the bound after dropping the most extreme 0.1% of n samples. */
-static guint trimmed_index(guint n, gboolean from_top)
-{
-    guint dropped = n / 1000;
-    return from_top ? n - 1 - dropped : dropped;
-}
+#define MAX_IDLE_LATENCY_NS 200000
+#define MAX_RETURN_NS 200000
+#define PRIOR_LAUNCH_LATENCY_NS 2000
+#define BLOCKED_SYNC_MIN_NS 50000
+/* A launch's GPU task starts this long after the call began at the
+ * quickest, and a sync returns this long after its work ended (the shipped
+ * traces whose clocks agree: 4-9 us). */
+#define PRIOR_PAIR_SLACK_NS 5000
 
-/* The bound a list of samples gives: its minimum or maximum after dropping
- * the most extreme 0.1%; 0 for no samples.  Takes the list. */
-static int64_t trimmed_extreme(GArray *values, gboolean from_top, uint64_t *samples)
-{
-    *samples = values->len;
-    int64_t bound = 0;
-    if (values->len) {
-        rv_sort_int64(values);
-        bound = g_array_index(values, int64_t, trimmed_index(values->len, from_top));
-    }
-    g_array_unref(values);
-    return bound;
-}
+/* The constraints: d <= upper[i] for launches, d >= lower[j] for syncs. */
+typedef struct {
+    GArray *upper;      /* int64, sorted */
+    GArray *lower;      /* int64, sorted */
+    GArray *idle_start; /* int64: gpu start - launch end, sorted */
+    GArray *prompt;     /* int64: awaited end - call end of explicit synchronizes that blocked */
+} offset_evidence;
 
-static int64_t launch_bound(const builder *b, uint64_t *samples)
+static void collect_launches(const builder *b, offset_evidence *evidence)
 {
-    GArray *values = g_array_new(FALSE, FALSE, sizeof(int64_t));
     for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
         int32_t launch = g_array_index(b->task_launch, int32_t, id);
         if (launch < 0) continue;
-        int64_t value = rv_graph_task(b->graph, id)->recorded_start_ns -
-                        rv_graph_task(b->graph, launch)->recorded_start_ns;
-        g_array_append_val(values, value);
+        const rv_task *gpu = rv_graph_task(b->graph, id), *call = rv_graph_task(b->graph, launch);
+        int64_t upper = gpu->recorded_start_ns - call->recorded_start_ns;
+        int64_t after_return = gpu->recorded_start_ns - task_recorded_end(call);
+        g_array_append_val(evidence->upper, upper);
+        g_array_append_val(evidence->idle_start, after_return);
     }
-    return trimmed_extreme(values, FALSE, samples);
 }
 
-static int64_t sync_bound(const builder *b, const GArray *pairs, uint64_t *samples)
+static gboolean is_explicit_synchronize(const builder *b, const rv_task *call)
 {
-    GArray *values = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    return strstr(rv_strings_get(b->graph->strings, call->name), "Synchronize") != NULL;
+}
+
+static void collect_syncs(const builder *b, const GArray *pairs, offset_evidence *evidence)
+{
     for (guint i = 0; i < pairs->len; i++) {
         const rv_sync_pair *pair = &g_array_index(pairs, rv_sync_pair, i);
         if (pair->rule == RV_SYNC_RULE_STAGED) continue;
-        int64_t value = task_recorded_end(rv_graph_task(b->graph, pair->awaited)) -
-                        task_recorded_end(rv_graph_task(b->graph, pair->call));
-        g_array_append_val(values, value);
+        const rv_task *call = rv_graph_task(b->graph, pair->call);
+        int64_t lower = task_recorded_end(rv_graph_task(b->graph, pair->awaited)) - task_recorded_end(call);
+        g_array_append_val(evidence->lower, lower);
+        if (is_explicit_synchronize(b, call) && call->duration_ns >= BLOCKED_SYNC_MIN_NS)
+            g_array_append_val(evidence->prompt, lower);
     }
-    return trimmed_extreme(values, TRUE, samples);
 }
 
-static void choose_offset(rv_timing *timing)
+/* Values in a sorted array below x, and above x. */
+static guint count_below(const GArray *sorted, int64_t x)
 {
-    gboolean has_high = timing->offset_launch_pairs > 0, has_low = timing->offset_sync_pairs > 0;
-    int64_t low = has_low ? timing->offset_low_ns : G_MININT64;
-    int64_t high = has_high ? timing->offset_high_ns : G_MAXINT64;
-    if (!has_high && !has_low) {
-        timing->clock_offset_ns = 0;
+    guint low = 0, high = sorted->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(sorted, int64_t, middle) < x) low = middle + 1;
+        else high = middle;
+    }
+    return low;
+}
+
+static guint count_above(const GArray *sorted, int64_t x)
+{
+    guint low = 0, high = sorted->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(sorted, int64_t, middle) <= x) low = middle + 1;
+        else high = middle;
+    }
+    return sorted->len - low;
+}
+
+/* Pairs that offset d contradicts. */
+static guint contradicted(const offset_evidence *evidence, int64_t d)
+{
+    return count_below(evidence->upper, d) + count_above(evidence->lower, d);
+}
+
+static void consider(const offset_evidence *evidence, int64_t d, int64_t *best, guint *best_count)
+{
+    guint count = contradicted(evidence, d);
+    if (count < *best_count || (count == *best_count && llabs(d) < llabs(*best))) {
+        *best = d;
+        *best_count = count;
+    }
+}
+
+/* The offset the fewest pairs contradict, nearest to 0 among those.  The
+ * count only changes at a bound, so 0 and the bounds are the candidates. */
+static int64_t least_contradicted(const offset_evidence *evidence, guint *count)
+{
+    int64_t best = 0;
+    *count = contradicted(evidence, 0);
+    const GArray *sides[] = { evidence->upper, evidence->lower };
+    for (gsize s = 0; s < G_N_ELEMENTS(sides); s++)
+        for (guint i = 0; i < sides[s]->len; i++) consider(evidence, g_array_index(sides[s], int64_t, i), &best, count);
+    return best;
+}
+
+/* The tightest bounds around d that it satisfies. */
+static void bounds_around(const offset_evidence *evidence, int64_t d, int64_t *low, int64_t *high)
+{
+    guint below = count_below(evidence->upper, d);
+    *high = below < evidence->upper->len ? g_array_index(evidence->upper, int64_t, below) : G_MAXINT64;
+    guint above = count_above(evidence->lower, d);
+    guint satisfied = evidence->lower->len - above;
+    *low = satisfied > 0 ? g_array_index(evidence->lower, int64_t, satisfied - 1) : G_MININT64;
+}
+
+/* Where in [low, high] the offset lies.  0 when the clocks agree (0 is in
+ * range); otherwise the pairs at either end each leave a few microseconds
+ * of slack (a kernel starts a few microseconds after its call began; a
+ * sync returns a few after its work ended), so the middle is nearer the
+ * truth than the end nearest 0; with one side unbounded, the bound minus
+ * (plus) that slack's prior. */
+static int64_t within_bounds(int64_t d, int64_t low, int64_t high)
+{
+    if (d == 0 || (low <= 0 && 0 <= high)) return d;
+    if (low > G_MININT64 && high < G_MAXINT64 && low <= high) return low + (high - low) / 2;
+    if (high < G_MAXINT64 && d == high) return high - PRIOR_PAIR_SLACK_NS;
+    if (low > G_MININT64 && d == low) return low + PRIOR_PAIR_SLACK_NS;
+    return d;
+}
+
+/* The move that gives the quickest launches the prior latency, when no
+ * launch found its stream idle at offset d and no blocked synchronize
+ * vouches for d; 0 otherwise. */
+static int64_t idle_latency_correction(const offset_evidence *evidence, int64_t d)
+{
+    if (evidence->idle_start->len == 0) return 0;
+    int64_t quickest = rv_quantile_int64(evidence->idle_start, 0.001, 0) - d;
+    if (quickest <= MAX_IDLE_LATENCY_NS) return 0;
+    for (guint i = 0; i < evidence->prompt->len; i++)
+        if (d - g_array_index(evidence->prompt, int64_t, i) <= MAX_RETURN_NS) return 0;
+    return quickest - PRIOR_LAUNCH_LATENCY_NS;
+}
+
+static void choose_offset(rv_timing *timing, offset_evidence *evidence)
+{
+    rv_sort_int64(evidence->upper);
+    rv_sort_int64(evidence->lower);
+    rv_sort_int64(evidence->idle_start);
+    timing->offset_launch_pairs = evidence->upper->len;
+    timing->offset_sync_pairs = evidence->lower->len;
+    guint count = 0;
+    int64_t d = least_contradicted(evidence, &count);
+    bounds_around(evidence, d, &timing->offset_low_ns, &timing->offset_high_ns);
+    d = within_bounds(d, timing->offset_low_ns, timing->offset_high_ns);
+    int64_t move = idle_latency_correction(evidence, d);
+    if (move > 0 && contradicted(evidence, d + move) <= count) d += move;
+    timing->offset_contradicted = contradicted(evidence, d);
+    bounds_around(evidence, d, &timing->offset_low_ns, &timing->offset_high_ns);
+    rv_estimate offset = { d, 0, evidence->upper->len + evidence->lower->len, RV_SOURCE_MEASURED };
+    if (timing->offset_low_ns > G_MININT64 && timing->offset_high_ns < G_MAXINT64)
+        offset.spread = timing->offset_high_ns - timing->offset_low_ns;
+    if (offset.samples == 0) {
+        offset.source = RV_SOURCE_PRIOR;
         timing->clock_status = RV_CLOCK_NO_EVIDENCE;
-    } else if (low > high) {
-        timing->clock_offset_ns = MIN(0, high);
+    } else if (timing->offset_contradicted > 0) {
         timing->clock_status = RV_CLOCK_INCONSISTENT;
     } else {
-        timing->clock_offset_ns = CLAMP(0, low, high);
-        timing->clock_status = timing->clock_offset_ns == 0 ? RV_CLOCK_CONSISTENT : RV_CLOCK_CORRECTED;
+        timing->clock_status = d == 0 ? RV_CLOCK_CONSISTENT : RV_CLOCK_CORRECTED;
     }
+    timing->clock_offset = offset;
 }
 
 void rv_build_clock(builder *b, const GArray *sync_pairs)
 {
+    offset_evidence evidence = { g_array_new(FALSE, FALSE, sizeof(int64_t)), g_array_new(FALSE, FALSE, sizeof(int64_t)),
+                                 g_array_new(FALSE, FALSE, sizeof(int64_t)), g_array_new(FALSE, FALSE, sizeof(int64_t)) };
+    collect_launches(b, &evidence);
+    collect_syncs(b, sync_pairs, &evidence);
     rv_timing *timing = &b->graph->timing;
-    timing->offset_high_ns = launch_bound(b, &timing->offset_launch_pairs);
-    timing->offset_low_ns = sync_bound(b, sync_pairs, &timing->offset_sync_pairs);
-    choose_offset(timing);
-    if (timing->clock_offset_ns == 0) return;
+    choose_offset(timing, &evidence);
+    g_array_unref(evidence.upper);
+    g_array_unref(evidence.lower);
+    g_array_unref(evidence.idle_start);
+    g_array_unref(evidence.prompt);
+    int64_t d = timing->clock_offset.value;
+    if (d == 0) return;
     for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
         rv_task *task = rv_graph_task(b->graph, id);
-        if (builder_is_gpu_task(task)) task->recorded_start_ns -= timing->clock_offset_ns;
+        /* Saturating: a forged trace's times can be anywhere in int64. */
+        if (builder_is_gpu_task(task) && __builtin_sub_overflow(task->recorded_start_ns, d, &task->recorded_start_ns))
+            task->recorded_start_ns = d > 0 ? G_MININT64 : G_MAXINT64;
     }
 }

@@ -20,10 +20,12 @@
  *     task launched on the waiting stream after the wait.
  * A wait whose two streams are the same has nothing to wait for and is
  * counted as unresolved.  Inter-thread waits are inferred on the CPU clock
- * alone: a thread that sat idle and resumed just after another thread of
- * the same process finished something was waiting for it.
+ * alone: a thread that sat idle and resumed (its first recorded event of
+ * any kind: an operator, an annotation, a call) just after another thread
+ * of the same process finished something was waiting for it.
  */
 #include "streams.h"
+#include "reverie/stats.h"
 #include <string.h>
 
 /* A thread idle longer than this before a call may have been waiting. */
@@ -203,6 +205,59 @@ static void add_comm_edges(builder *b, const stream_index *index)
     g_free(waited);
 }
 
+/* Work launched before the recording began has no launch call, and the
+ * stream waits it was given are not in the trace either.  Where such a
+ * task followed an idle stretch of its stream (GPU_WAKE_MIN_GAP_NS) and
+ * started just after a task of another stream of its device ended (within
+ * GPU_WAKE_WINDOW_NS), it waited for that task: read off the GPU's own
+ * clock, the only evidence there is. */
+#define GPU_WAKE_MIN_GAP_NS 50000
+#define GPU_WAKE_WINDOW_NS 50000
+
+static int32_t latest_other_stream_end(const builder *b, int32_t stream, int64_t after, int64_t before)
+{
+    int32_t best = -1;
+    int64_t best_end = after;
+    int64_t device = g_array_index(b->graph->resources, rv_resource, stream).process;
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        const rv_resource *other = &g_array_index(b->graph->resources, rv_resource, r);
+        if (other->kind != RV_RES_GPU_STREAM || (int32_t)r == stream || other->process != device) continue;
+        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
+        for (guint k = 0; k < tasks->len; k++) {
+            int32_t id = g_array_index(tasks, int32_t, k);
+            int64_t end = task_recorded_end(rv_graph_task(b->graph, id));
+            if (end > best_end && end <= before) {
+                best = id;
+                best_end = end;
+            }
+        }
+    }
+    return best;
+}
+
+static void edges_from_gpu_wake_ups(builder *b)
+{
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        if (g_array_index(b->graph->resources, rv_resource, r).kind != RV_RES_GPU_STREAM) continue;
+        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
+        int64_t previous_end = G_MININT64;
+        for (guint k = 0; k < tasks->len; k++) {
+            int32_t id = g_array_index(tasks, int32_t, k);
+            const rv_task *task = rv_graph_task(b->graph, id);
+            if (k > 0 && g_array_index(b->task_launch, int32_t, id) < 0 &&
+                task->recorded_start_ns - previous_end > GPU_WAKE_MIN_GAP_NS) {
+                int32_t waker = latest_other_stream_end(b, (int32_t)r, task->recorded_start_ns - GPU_WAKE_WINDOW_NS,
+                                                        task->recorded_start_ns);
+                if (waker >= 0) {
+                    add_causal_edge(b, waker, id, RV_EDGE_CROSS_STREAM);
+                    b->graph->build_stats.waits_by_gpu_timeline++;
+                }
+            }
+            previous_end = MAX(previous_end, task_recorded_end(task));
+        }
+    }
+}
+
 void rv_build_cross_stream_edges(builder *b, const stream_index *index)
 {
     if (edges_from_sync_events(b, index) == 0) {
@@ -210,6 +265,7 @@ void rv_build_cross_stream_edges(builder *b, const stream_index *index)
             if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
                 edges_from_call_order(b, index, (int32_t)r);
     }
+    edges_from_gpu_wake_ups(b);
     add_comm_edges(b, index);
 }
 
@@ -248,13 +304,50 @@ static int32_t latest_other_ending(const GArray *endings, const rv_resource *res
     return -1;
 }
 
+/* Per CPU thread, the sorted starts of every CPU-side event the trace
+ * recorded on it (operators, annotations, Python frames, runtime calls):
+ * when a thread resumed after an idle stretch is the first of these, which
+ * can come well before its next runtime call (a wait ends, then Python runs
+ * for milliseconds before launching anything). */
+static GPtrArray *activity_by_thread(const builder *b)
+{
+    GPtrArray *starts = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < b->graph->resources->len; r++) g_ptr_array_add(starts, g_array_new(FALSE, FALSE, sizeof(int64_t)));
+    char key[64];
+    for (guint i = 0; i < b->trace->events->len; i++) {
+        const rv_event *event = &g_array_index(b->trace->events, rv_event, i);
+        if (event->kind != RV_EV_CPU_OP && event->kind != RV_EV_USER_ANNOTATION && event->kind != RV_EV_PYTHON_FUNCTION &&
+            event->kind != RV_EV_RUNTIME)
+            continue;
+        g_snprintf(key, sizeof key, "%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, event->pid, event->tid);
+        gpointer found = g_hash_table_lookup(b->cpu_resource, key);
+        if (found != NULL) g_array_append_val(g_ptr_array_index(starts, GPOINTER_TO_INT(found) - 1), event->ts_ns);
+    }
+    for (guint r = 0; r < starts->len; r++) rv_sort_int64(g_ptr_array_index(starts, r));
+    return starts;
+}
+
+/* The first recorded activity on a thread after `after`, no later than `by`. */
+static int64_t resumed_at(GArray *starts, int64_t after, int64_t by)
+{
+    guint low = 0, high = starts->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(starts, int64_t, middle) <= after) low = middle + 1;
+        else high = middle;
+    }
+    return low < starts->len ? MIN(by, g_array_index(starts, int64_t, low)) : by;
+}
+
 void rv_build_inter_thread_edges(builder *b)
 {
     GArray *endings = g_array_new(FALSE, FALSE, sizeof(ending));
     const rv_resource *resources = (const rv_resource *)b->graph->resources->data;
+    gboolean *foreground = rv_build_foreground_threads(b); /* a background thread wakes nobody (origins.c) */
+    GPtrArray *activity = activity_by_thread(b);
     for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
         const rv_task *task = rv_graph_task(b->graph, id);
-        if (is_work(task) && !(task->flags & RV_TASK_FLAG_REMOVED) &&
+        if (is_work(task) && !(task->flags & RV_TASK_FLAG_REMOVED) && foreground[task->resource] &&
             resources[task->resource].kind == RV_RES_CPU_THREAD) {
             ending e = { task_recorded_end(task), id, task->resource };
             g_array_append_val(endings, e);
@@ -264,15 +357,15 @@ void rv_build_inter_thread_edges(builder *b)
     for (guint r = 0; r < b->graph->resources->len; r++) {
         if (resources[r].kind != RV_RES_CPU_THREAD) continue;
         GArray *tasks = builder_resource_tasks(b, (int32_t)r);
-        int64_t previous_end = b->origin_ns;
+        int64_t previous_end = rv_build_process_start(b, resources[r].process);
         for (guint k = 0; k < tasks->len; k++) {
             int32_t id = g_array_index(tasks, int32_t, k);
             const rv_task *task = rv_graph_task(b->graph, id);
-            int64_t start = task->recorded_start_ns;
-            if (is_work(task) && start - previous_end > LONG_GAP_NS) {
-                int32_t other = latest_other_ending(endings, resources, (int32_t)r, previous_end, start);
-                int64_t window = MAX(WAKE_WINDOW_NS, (start - previous_end) / WAKE_WINDOW_FRACTION);
-                if (other >= 0 && start - task_recorded_end(rv_graph_task(b->graph, other)) <= window) {
+            int64_t resumed = resumed_at(g_ptr_array_index(activity, r), previous_end, task->recorded_start_ns);
+            if (is_work(task) && resumed - previous_end > LONG_GAP_NS) {
+                int32_t other = latest_other_ending(endings, resources, (int32_t)r, previous_end, resumed);
+                int64_t window = MAX(WAKE_WINDOW_NS, (resumed - previous_end) / WAKE_WINDOW_FRACTION);
+                if (other >= 0 && resumed - task_recorded_end(rv_graph_task(b->graph, other)) <= window) {
                     rv_graph_add_edge(b->graph, other, id, RV_EDGE_INTER_THREAD, FALSE);
                     b->graph->build_stats.inter_thread_inferred++;
                 }
@@ -280,7 +373,9 @@ void rv_build_inter_thread_edges(builder *b)
             previous_end = MAX(previous_end, task_recorded_end(task));
         }
     }
+    g_ptr_array_unref(activity);
     g_array_unref(endings);
+    g_free(foreground);
 }
 
 /* ---- order ---------------------------------------------------------- */

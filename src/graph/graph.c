@@ -3,6 +3,7 @@
  * the acyclicity check (igraph).
  */
 #include "reverie/graph.h"
+#include "reverie/compose.h"
 #include "reverie/escape.h"
 #include "reverie/error.h"
 #include "index.h"
@@ -23,6 +24,9 @@ static const char *const resource_kind_names[RV_RES_KIND_COUNT] = {
 };
 static const char *const clock_status_names[RV_CLOCK_STATUS_COUNT] = {
     "no evidence", "consistent", "corrected", "inconsistent",
+};
+static const char *const estimate_source_names[RV_SOURCE_COUNT] = {
+    "none", "measured", "trace-wide", "prior", "bound",
 };
 static const char *const parallelism_names[RV_PARALLEL_COUNT] = {
     "unknown", "data", "tensor", "pipeline", "expert",
@@ -57,6 +61,11 @@ const char *rv_clock_status_name(rv_clock_status status)
     return status < RV_CLOCK_STATUS_COUNT ? clock_status_names[status] : "?";
 }
 
+const char *rv_estimate_source_name(rv_estimate_source source)
+{
+    return source < RV_SOURCE_COUNT ? estimate_source_names[source] : "?";
+}
+
 const char *rv_parallelism_name(rv_parallelism parallelism)
 {
     return parallelism < RV_PARALLEL_COUNT ? parallelism_names[parallelism] : "?";
@@ -82,6 +91,9 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->ranks = g_array_new(FALSE, FALSE, sizeof(rv_rank));
     graph->memory = g_array_new(FALSE, FALSE, sizeof(rv_memory_record));
     graph->memory_effects = g_array_new(FALSE, FALSE, sizeof(rv_memory_effect));
+    graph->launches = g_array_new(FALSE, TRUE, sizeof(rv_launch));
+    graph->duration_ranges = g_array_new(FALSE, FALSE, sizeof(rv_duration_range));
+    graph->applied = g_array_new(FALSE, FALSE, sizeof(rv_applied_plugin));
     return graph;
 }
 
@@ -101,6 +113,9 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->ranks);
     g_array_unref(graph->memory);
     g_array_unref(graph->memory_effects);
+    g_array_unref(graph->launches);
+    g_array_unref(graph->duration_ranges);
+    g_array_unref(graph->applied);
     g_free(graph);
 }
 
@@ -148,6 +163,9 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     target->contention = source->contention;
     assign_array(target->memory, source->memory);
     assign_array(target->memory_effects, source->memory_effects);
+    assign_array(target->launches, source->launches);
+    assign_array(target->duration_ranges, source->duration_ranges);
+    assign_array(target->applied, source->applied);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

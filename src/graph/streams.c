@@ -3,10 +3,16 @@
  */
 #include "streams.h"
 
-static int64_t launch_time(const builder *b, int32_t task)
+/* When a task was launched: its launch call's start.  A task with no
+ * launch call in the trace (launched before the recording began, or by a
+ * call the profiler missed) was launched after the one before it on its
+ * stream and before the one after it: it takes the time before it (the
+ * caller's running maximum), never its own GPU start, which can lie long
+ * after later launches when the GPU runs behind. */
+static int64_t launch_time(const builder *b, int32_t task, int64_t before)
 {
     int32_t launch = g_array_index(b->task_launch, int32_t, task);
-    return rv_graph_task(b->graph, launch >= 0 ? launch : task)->recorded_start_ns;
+    return launch >= 0 ? rv_graph_task(b->graph, launch)->recorded_start_ns : before;
 }
 
 void stream_index_init(stream_index *index, const builder *b)
@@ -21,7 +27,7 @@ void stream_index_init(stream_index *index, const builder *b)
             for (guint k = 0; k < tasks->len; k++) {
                 /* Keep the times monotonic so that binary search is valid even
                  * when two threads' launches interleave on one stream. */
-                running_max = MAX(running_max, launch_time(b, g_array_index(tasks, int32_t, k)));
+                running_max = MAX(running_max, launch_time(b, g_array_index(tasks, int32_t, k), running_max));
                 g_array_append_val(times, running_max);
             }
         }

@@ -53,7 +53,7 @@ typedef struct {
  * edges serves every pass. */
 GArray *rv_sync_pairs(const builder *b, const stream_index *index);
 void rv_build_clock(builder *b, const GArray *sync_pairs);
-void rv_build_sync_edges(builder *b, GArray *sync_pairs);
+void rv_build_sync_edges(builder *b, GArray *sync_pairs, const stream_index *streams);
 void rv_build_cross_stream_edges(builder *b, const stream_index *index);
 void rv_build_timing(builder *b);
 

@@ -34,10 +34,22 @@
  * for a call recorded to return at R that waited for GPU work ending at E.
  * A faster GPU then shortens the wait, as it should.
  *
- * Fallback (counted as implicit_waits): a long call that is not a launch,
- * matched no rule, and returned right after a GPU task ended, is taken to
- * have waited for it.  That compares clocks, so it runs after the offset
- * correction and only where no rule applies.
+ * A pair the recording contradicts (the awaited task ended after the call
+ * returned) is kept where the API is certain of it - the clocks are off
+ * there, not the rule - and counted; a stream or event synchronize, whose
+ * stream is a guess, is rerouted to the device's stream that fits.
+ *
+ * Release search (counted as tails_released): a call that returned long
+ * after what its rule says it waited for was released by something else -
+ * a later kernel, a stream the rule did not name: the GPU task that ended
+ * just before it returned, launched before it began, is added.  Not for a
+ * free, which does its own work after the device sync.
+ *
+ * Fallback (counted as implicit_waits): a long call that may wait for the
+ * GPU by the API's documentation (a synchronize, copy, set or free), is not
+ * a launch, matched no rule, and returned right after a GPU task ended, is
+ * taken to have waited for it.  These compare clocks, so they run after
+ * the offset correction and only where the rules leave time unexplained.
  */
 #include "streams.h"
 #include "reverie/stats.h"
@@ -57,13 +69,17 @@ typedef struct {
     int32_t record_stream;  /* the thread's launch stream at that record */
 } thread_state;
 
+gboolean rv_call_works_after_wait(const char *name)
+{
+    return strcmp(name, "cudaFree") == 0 || strcmp(name, "cudaFreeHost") == 0 || strcmp(name, "hipFree") == 0 ||
+           strcmp(name, "hipHostFree") == 0 || strcmp(name, "cuMemFree") == 0;
+}
+
 static wait_kind wait_kind_of_name(const char *name)
 {
     if (strstr(name, "DeviceSynchronize") || strstr(name, "CtxSynchronize")) return WAIT_DEVICE;
     /* cudaFree / cudaFreeHost / hipFree synchronize the device implicitly. */
-    if (strcmp(name, "cudaFree") == 0 || strcmp(name, "cudaFreeHost") == 0 || strcmp(name, "hipFree") == 0 ||
-        strcmp(name, "hipHostFree") == 0 || strcmp(name, "cuMemFree") == 0)
-        return WAIT_DEVICE;
+    if (rv_call_works_after_wait(name)) return WAIT_DEVICE;
     if (strstr(name, "StreamSynchronize")) return WAIT_STREAM;
     if (strstr(name, "EventSynchronize")) return WAIT_EVENT;
     return WAIT_NONE;
@@ -286,6 +302,10 @@ static int32_t split_blocking_call(builder *b, int32_t id, int64_t head_ns, int6
     tail.host_overhead_ns = 0;
     tail.recorded_start_ns = MIN(MAX(head_end, awaited_end), call_end);
     tail.duration_ns = call_end - tail.recorded_start_ns;
+    if (awaited_end > head_end && awaited_end <= call_end) { /* it blocked: how soon it returned */
+        int64_t returned = call_end - awaited_end;
+        g_array_append_val(b->return_samples, returned);
+    }
     int32_t tail_id = rv_graph_add_task(b->graph, &tail);
     /* Copied out first: append_val takes the address of its argument, and
      * the append may move the array it points into. */
@@ -316,13 +336,55 @@ static int64_t typical_launch_call(const builder *b, GHashTable *first_pair)
 typedef struct {
     GArray *awaited;       /* per call being split: its awaited tasks */
     int64_t launch_ns;     /* typical launch call */
-    GArray *endings;       /* GPU tasks by end, for the fallback */
+    GArray *endings;       /* GPU tasks by end, for the fallback and the release search */
+    const stream_index *streams;
 } split_context;
 
-/* The awaited tasks of one call that the recording does not contradict.
- * pairs is sorted by call; first_pair maps a call to its first pair + 1. */
-static void consistent_awaited(builder *b, const GArray *pairs, GHashTable *first_pair, int32_t call,
-                               GArray *awaited, gboolean *any_rule, rv_sync_rule *rule)
+/* Does the API say for certain which GPU work the call waits for?  A
+ * cuda_sync record, a device synchronize (every stream of the device) and
+ * a blocking copy's own copy do; a stream or event synchronize names its
+ * stream only through the thread's last launch (an inference). */
+static gboolean rule_is_certain(rv_sync_rule rule)
+{
+    return rule != RV_SYNC_RULE_STREAM && rule != RV_SYNC_RULE_EVENT;
+}
+
+static gboolean contradicts(const builder *b, int32_t call, int32_t awaited)
+{
+    return task_recorded_end(rv_graph_task(b->graph, awaited)) >
+           task_recorded_end(rv_graph_task(b->graph, call)) + RV_CAUSAL_TOLERANCE_NS;
+}
+
+/* A stream or event synchronize whose guessed stream the recording
+ * contradicts (its last task ended after the call returned): the stream
+ * of the same device whose last task launched before the call ended last
+ * before the call returned, and close enough before it to have released
+ * it; or -1 (then the clocks are off there, not the guess). */
+static int32_t rerouted(const builder *b, const stream_index *streams, int32_t call, int32_t guessed)
+{
+    const rv_task *task = rv_graph_task(b->graph, call);
+    int64_t device = g_array_index(b->graph->resources, rv_resource, rv_graph_task(b->graph, guessed)->resource).process;
+    int32_t best = -1;
+    for (guint r = 0; r < b->graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(b->graph->resources, rv_resource, r);
+        if (resource->kind != RV_RES_GPU_STREAM || resource->process != device) continue;
+        int32_t candidate = stream_last_launched_before(streams, b, (int32_t)r, task->recorded_start_ns);
+        if (candidate < 0 || contradicts(b, call, candidate) ||
+            task_recorded_end(task) - task_recorded_end(rv_graph_task(b->graph, candidate)) > RELEASE_WINDOW_NS)
+            continue;
+        if (best < 0 || task_recorded_end(rv_graph_task(b->graph, candidate)) > task_recorded_end(rv_graph_task(b->graph, best)))
+            best = candidate;
+    }
+    return best;
+}
+
+/* The awaited tasks of one call.  pairs is sorted by call; first_pair maps
+ * a call to its first pair + 1.  A pair the recording contradicts is kept
+ * when the API is certain of it (the clocks are off there, not the rule:
+ * counted), and rerouted to a stream that fits when the stream was a
+ * guess; a guess that nothing else fits is kept as well. */
+static void awaited_by_rule(builder *b, const split_context *context, const GArray *pairs, GHashTable *first_pair,
+                            int32_t call, GArray *awaited, gboolean *any_rule, rv_sync_rule *rule)
 {
     g_array_set_size(awaited, 0);
     *any_rule = FALSE;
@@ -330,16 +392,20 @@ static void consistent_awaited(builder *b, const GArray *pairs, GHashTable *firs
     if (found == NULL) return;
     *any_rule = TRUE;
     *rule = g_array_index(pairs, rv_sync_pair, GPOINTER_TO_INT(found) - 1).rule;
-    int64_t call_end = task_recorded_end(rv_graph_task(b->graph, call));
     for (guint i = (guint)GPOINTER_TO_INT(found) - 1; i < pairs->len; i++) {
         const rv_sync_pair *pair = &g_array_index(pairs, rv_sync_pair, i);
         if (pair->call != call) break;
-        if (pair->rule != RV_SYNC_RULE_STAGED &&
-            task_recorded_end(rv_graph_task(b->graph, pair->awaited)) > call_end + RV_CAUSAL_TOLERANCE_NS) {
-            b->graph->build_stats.dropped_edges++;
-            continue;
+        int32_t task = pair->awaited;
+        if (pair->rule != RV_SYNC_RULE_STAGED && contradicts(b, call, task)) {
+            int32_t other = rule_is_certain(pair->rule) ? -1 : rerouted(b, context->streams, call, task);
+            if (other >= 0) {
+                task = other;
+                b->graph->build_stats.syncs_rerouted++;
+            } else {
+                b->graph->build_stats.syncs_contradicted++;
+            }
         }
-        g_array_append_val(awaited, pair->awaited);
+        g_array_append_val(awaited, task);
     }
 }
 
@@ -365,6 +431,60 @@ static gboolean is_launch_call(const builder *b, int32_t call)
     return launched_by(b, call) >= 0;
 }
 
+static int64_t latest_end(const builder *b, const GArray *tasks)
+{
+    int64_t end = G_MININT64;
+    for (guint i = 0; i < tasks->len; i++)
+        end = MAX(end, task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, i))));
+    return end;
+}
+
+/* Can a call of this name wait for the GPU, by CUDA's "API synchronization
+ * behavior"?  Synchronizes, copies and sets, and frees.  Others (cudaMalloc,
+ * attribute queries) that run long do their own work: a GPU task that
+ * happens to end just before they return did not release them. */
+static gboolean may_wait_for_gpu(const char *name)
+{
+    return strstr(name, "Synchronize") || strstr(name, "Memcpy") || strstr(name, "Memset") || strstr(name, "Free");
+}
+
+/* What the call waited for: its rule's tasks; when it returned long after
+ * they ended, also the GPU task whose end released it (a later kernel, a
+ * stream the rule did not name), unless the call does work of its own
+ * after the wait (a free); with no rule, a long call that may wait for the
+ * GPU, is not a launch and returned right after a GPU task ended (the
+ * fallback).  FALSE when it waited for nothing. */
+static gboolean find_awaited(builder *b, split_context *context, const GArray *pairs, GHashTable *first_pair,
+                             int32_t id)
+{
+    gboolean any_rule;
+    rv_sync_rule rule = RV_SYNC_RULE_CUDA_SYNC;
+    awaited_by_rule(b, context, pairs, first_pair, id, context->awaited, &any_rule, &rule);
+    const rv_task *call = rv_graph_task(b->graph, id);
+    if (any_rule) {
+        if (context->awaited->len == 0) return FALSE;
+        count_rule(&b->graph->build_stats, rule);
+        const char *name = rv_strings_get(b->graph->strings, call->name);
+        if (task_recorded_end(call) - latest_end(b, context->awaited) > IMPLICIT_WAIT_MIN_NS &&
+            !rv_call_works_after_wait(name)) {
+            int32_t releaser = releasing_task(context->endings, call);
+            if (releaser >= 0 && task_recorded_end(rv_graph_task(b->graph, releaser)) > latest_end(b, context->awaited)) {
+                g_array_append_val(context->awaited, releaser);
+                b->graph->build_stats.tails_released++;
+            }
+        }
+        return TRUE;
+    }
+    if (call->duration_ns < IMPLICIT_WAIT_MIN_NS || is_launch_call(b, id) ||
+        !may_wait_for_gpu(rv_strings_get(b->graph->strings, call->name)))
+        return FALSE;
+    int32_t releaser = releasing_task(context->endings, call);
+    if (releaser < 0) return FALSE;
+    g_array_append_val(context->awaited, releaser);
+    b->graph->build_stats.implicit_waits++;
+    return TRUE;
+}
+
 static void split_thread(builder *b, int32_t resource, const GArray *pairs, GHashTable *first_pair,
                          split_context *context)
 {
@@ -373,27 +493,10 @@ static void split_thread(builder *b, int32_t resource, const GArray *pairs, GHas
     for (guint k = 0; k < tasks->len; k++) {
         int32_t id = g_array_index(tasks, int32_t, k);
         g_array_append_val(rebuilt, id);
-        if (rv_graph_task(b->graph, id)->kind != RV_TASK_CPU) continue;
-        gboolean any_rule;
-        rv_sync_rule rule = RV_SYNC_RULE_CUDA_SYNC;
-        consistent_awaited(b, pairs, first_pair, id, context->awaited, &any_rule, &rule);
-        if (any_rule) {
-            if (context->awaited->len == 0) continue;
-            count_rule(&b->graph->build_stats, rule);
-        } else if (rv_graph_task(b->graph, id)->duration_ns >= IMPLICIT_WAIT_MIN_NS && !is_launch_call(b, id)) {
-            int32_t releaser = releasing_task(context->endings, rv_graph_task(b->graph, id));
-            if (releaser < 0) continue;
-            g_array_append_val(context->awaited, releaser);
-            b->graph->build_stats.implicit_waits++;
-        } else {
+        if (rv_graph_task(b->graph, id)->kind != RV_TASK_CPU || !find_awaited(b, context, pairs, first_pair, id))
             continue;
-        }
-        int64_t awaited_end = G_MININT64;
-        for (guint i = 0; i < context->awaited->len; i++)
-            awaited_end = MAX(awaited_end,
-                              task_recorded_end(rv_graph_task(b->graph, g_array_index(context->awaited, int32_t, i))));
         int64_t head_ns = is_launch_call(b, id) ? context->launch_ns : 0;
-        int32_t tail = split_blocking_call(b, id, head_ns, awaited_end);
+        int32_t tail = split_blocking_call(b, id, head_ns, latest_end(b, context->awaited));
         g_array_append_val(rebuilt, tail);
         for (guint i = 0; i < context->awaited->len; i++)
             rv_graph_add_edge(b->graph, g_array_index(context->awaited, int32_t, i), tail, RV_EDGE_SYNC, FALSE);
@@ -409,7 +512,7 @@ static gint compare_pairs_by_call(gconstpointer left, gconstpointer right)
     return a->call < c->call ? -1 : a->call > c->call;
 }
 
-void rv_build_sync_edges(builder *b, GArray *pairs)
+void rv_build_sync_edges(builder *b, GArray *pairs, const stream_index *streams)
 {
     g_array_sort(pairs, compare_pairs_by_call);
     GHashTable *first_pair = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -417,7 +520,7 @@ void rv_build_sync_edges(builder *b, GArray *pairs)
         g_hash_table_insert(first_pair, GINT_TO_POINTER(g_array_index(pairs, rv_sync_pair, i - 1).call),
                             GINT_TO_POINTER((gint)i));
     split_context context = { g_array_new(FALSE, FALSE, sizeof(int32_t)), typical_launch_call(b, first_pair),
-                              gpu_tasks_by_end(b) };
+                              gpu_tasks_by_end(b), streams };
     for (guint r = 0; r < b->graph->resources->len; r++)
         if (g_array_index(b->graph->resources, rv_resource, r).kind == RV_RES_CPU_THREAD)
             split_thread(b, (int32_t)r, pairs, first_pair, &context);

@@ -2,49 +2,88 @@
  * timing.c - the typical GPU delays of a trace, its launch-queue depth, and
  * each CPU call's host overhead (the timing model is in graph.h).
  *
- * Nothing here gives a GPU task a delay of its own.  Three values per GPU
- * stream are estimated over the whole trace, after the clock correction:
- *   - launch latency: start of a GPU task minus the end of its launch call,
- *     over tasks whose stream was idle and whose other dependencies were
- *     met when the call returned (median);
- *   - idle gap: start minus the previous task's end, over tasks whose
- *     launch call had returned at least a launch latency before the stream
- *     freed and whose other dependencies were met by then, so that the
- *     stream alone held them back (median);
+ * Nothing here gives a GPU task a delay of its own.  Each value is an
+ * estimate with its evidence (rv_estimate: value, samples, spread, source),
+ * robust to a few odd samples and to one long idle, falling back to a
+ * documented prior when the trace shows too little:
+ *   - launch latency, per GPU stream: start of a GPU task minus the end of
+ *     its launch call, over tasks whose stream was idle and whose other
+ *     dependencies were met when the call returned (median; a sample over
+ *     MAX_LAUNCH_LATENCY_NS is a wait the rules do not know, left out).  A
+ *     stream with
+ *     fewer than STREAM_MIN_SAMPLES takes the trace-wide median; a trace
+ *     with none takes PRIOR_LAUNCH_LATENCY_NS.
+ *   - idle gap, per GPU stream: start minus the previous task's end, over
+ *     tasks whose launch call had returned at least a launch latency before
+ *     the stream freed and whose other dependencies were met by then, so
+ *     that the stream alone held them back (median).  A sample over
+ *     GAP_SAMPLE_MAX_NS is not the stream's dispatch gap but a wait the
+ *     rules do not know (a missed dependency; or a stretch of GPU time
+ *     shifted against the host, where every task looks queued and the gaps
+ *     are the host's launch pace): it is left out.  Prior:
+ *     PRIOR_IDLE_GAP_NS.
  *   - launch-queue depth: CUDA blocks a launch while its queue is full.  A
  *     launch call that ran at least BLOCKED_CALL_MIN_NS and ten times an
  *     unblocked launch returns when a slot frees: just after the task
- *     launched `depth` launches before it ends (tightest_depth() says how
- *     the depth is found).  It is measured from at least QUEUE_MIN_SAMPLES
- *     such calls; otherwise CUDA's 1024 is assumed (it only matters when a
- *     what-if makes the GPU fall that far behind).
- * A stream with fewer than STREAM_MIN_SAMPLES samples takes the trace-wide
- * value; a trace with none takes the defaults below.  All are clamped to
- * what hardware does (a launch latency above 200 us, or a gap above 100 us,
- * is a sign of a missed dependency, not of the hardware).
+ *     launched `depth` launches before it ends.  Each such call says which
+ *     depth it saw; the depth most of them agree on (tightest_depth()) is
+ *     taken when at least QUEUE_MIN_AGREEING calls agree within one launch
+ *     and they are at least a quarter of the long calls.  Otherwise the
+ *     driver's depth is assumed: PRIOR_QUEUE_DEPTH_CUDA on CUDA; on ROCm no
+ *     limit (HIP queues launches in software; the shipped MI300X trace runs
+ *     thousands of launches ahead without a call blocking).  A trace that
+ *     shows more launches in flight on one stream, without a call blocking,
+ *     than the prior allows has no limit either (source "bound").
+ * All are clamped to what hardware does (a launch latency above 200 us, or
+ * a gap above 100 us, is a sign of a missed dependency, not of the
+ * hardware).
  *
- * A launch call whose recorded time includes a full-queue wait keeps only
- * its own cost: the part after the task that freed its slot ended.  The
- * simulator puts the wait back by rule, so a faster GPU blocks less.
+ * A long launch call whose recorded time includes a full-queue wait keeps
+ * only its own cost: the part after the task that freed its slot ended.
+ * The simulator puts the wait back by rule, so a faster GPU blocks less.
+ * With an assumed depth, only calls long enough to have blocked are trimmed.
  *
  * The host overhead of a CPU task is the recorded time between the end of
  * the previous task on its thread (or the moment an edge from elsewhere
  * released it, if later) and its start: Python and framework time that no
- * recorded call accounts for.  A thread's first task counts from the
- * trace's origin.  This is the one value taken per task from recorded
- * starts, and it belongs to the task (DESIGN "Tasks").
+ * recorded call accounts for.  A thread's first task has none: nothing in
+ * the trace says when the thread became ready, so it starts when what it
+ * waits for allows (origins.c).  This is the one value taken per task from
+ * recorded starts, and it belongs to the task (DESIGN "Tasks").
  */
 #include "streams.h"
 #include "reverie/stats.h"
 
-#define DEFAULT_LAUNCH_LATENCY_NS 2000
-#define DEFAULT_IDLE_GAP_NS 1000
+/* Priors, used when a trace shows too little (each value's source):
+ * - a blocking call's return 5 us after its work ended: the shipped traces
+ *   whose clocks agree (4-9 us);
+ * - launch latency 2 us and idle gap 1 us: the middle of what the shipped
+ *   traces measure where they have the samples (launch latency 0.5-5 us,
+ *   gap 0.75-3 us on V100, A100, H100, RTX 2080 Ti and MI300X; `info`);
+ * - CUDA's launch queue of 1024 pending launches: the driver's limit as
+ *   the shipped ResNet-50 V100 trace measures it (1022 from 936 blocked
+ *   calls) and as NVIDIA's forums state it; ROCm: no limit (0). */
+#define PRIOR_LAUNCH_LATENCY_NS 2000
+#define PRIOR_IDLE_GAP_NS 1000
+#define PRIOR_SYNC_RETURN_NS 5000
+#define PRIOR_QUEUE_DEPTH_CUDA 1024
 #define MAX_LAUNCH_LATENCY_NS 200000
 #define MAX_IDLE_GAP_NS 100000
+/* The shipped traces' gaps between busy kernels are 0-8 us (`info`). */
+#define GAP_SAMPLE_MAX_NS 20000
 #define STREAM_MIN_SAMPLES 30
-#define DEFAULT_QUEUE_DEPTH 1024
-#define QUEUE_MIN_SAMPLES 16
+/* One direct observation of a trace's launch latency or gap says more
+ * about that trace than a prior from others does: the trace-wide values
+ * need one sample (info prints how many); a stream's own, thirty. */
+#define TRACE_MIN_SAMPLES 1
+#define QUEUE_MIN_AGREEING 32
+/* The typical return decides what counts as an unexplained CPU wait, so a
+ * handful of calls do not set it. */
+#define SYNC_RETURN_MIN_SAMPLES 8
 #define BLOCKED_CALL_MIN_NS 50000
+/* A blocked launch returns within this long after its slot freed (the
+ * shipped V100 trace: 3-6 us). */
+#define RELEASE_WINDOW_NS 10000
 
 static gboolean is_gpu_stream(const builder *b, guint resource)
 {
@@ -105,7 +144,7 @@ static void latency_samples(const builder *b, guint stream, const int64_t *other
         const rv_task *call = plain_launch(b, id);
         if (call != NULL && previous_end <= task_recorded_end(call) && other[id] <= task_recorded_end(call)) {
             int64_t sample = task->recorded_start_ns - task_recorded_end(call);
-            g_array_append_val(out, sample);
+            if (sample <= MAX_LAUNCH_LATENCY_NS) g_array_append_val(out, sample);
         }
         previous_end = MAX(previous_end, task_recorded_end(task));
     }
@@ -122,58 +161,101 @@ static void gap_samples(const builder *b, guint stream, int64_t latency, const i
         if (launch >= 0 && task_recorded_end(rv_graph_task(b->graph, launch)) + latency > previous_end) continue;
         if (other[id] > previous_end) continue;
         int64_t sample = MAX(0, task->recorded_start_ns - previous_end);
-        g_array_append_val(out, sample);
+        if (sample <= GAP_SAMPLE_MAX_NS) g_array_append_val(out, sample);
     }
 }
 
-/* The value for one stream: its own median with enough samples, else the
- * trace-wide one; clamped to what hardware does. */
-static int64_t stream_value(GArray *samples, int64_t trace_wide, int64_t max_ns)
+/* The estimate a list of samples gives: their median and interquartile
+ * range, clamped to [0, max_ns]; or `fallback` (its source kept) when
+ * there are fewer than min_samples.  Sorts the list. */
+static rv_estimate estimate_of(GArray *samples, guint min_samples, rv_estimate fallback, int64_t max_ns)
 {
-    int64_t value = samples->len >= STREAM_MIN_SAMPLES ? rv_median_int64(samples, trace_wide) : trace_wide;
-    return CLAMP(value, 0, max_ns);
+    if (samples->len < min_samples || samples->len == 0) {
+        fallback.samples = samples->len;
+        return fallback;
+    }
+    rv_estimate estimate = { 0, 0, samples->len, RV_SOURCE_MEASURED };
+    estimate.value = CLAMP(rv_median_int64(samples, 0), 0, max_ns);
+    estimate.spread = rv_quantile_int64(samples, 0.75, 0) - rv_quantile_int64(samples, 0.25, 0);
+    return estimate;
 }
 
-/* Median of every stream's samples together. */
-static int64_t pooled_median(GPtrArray *per_stream, int64_t fallback, uint64_t *count)
+static rv_estimate prior(int64_t value)
+{
+    rv_estimate estimate = { value, 0, 0, RV_SOURCE_PRIOR };
+    return estimate;
+}
+
+/* A stream's own estimate with enough samples, else the trace-wide one. */
+static rv_estimate stream_estimate(GArray *samples, const rv_estimate *trace_wide, int64_t max_ns)
+{
+    rv_estimate fallback = *trace_wide;
+    if (fallback.source == RV_SOURCE_MEASURED) fallback.source = RV_SOURCE_TRACE_WIDE;
+    return estimate_of(samples, STREAM_MIN_SAMPLES, fallback, max_ns);
+}
+
+/* Every stream's samples together. */
+static GArray *pooled(GPtrArray *per_stream)
 {
     GArray *all = g_array_new(FALSE, FALSE, sizeof(int64_t));
     for (guint r = 0; r < per_stream->len; r++) {
         GArray *samples = g_ptr_array_index(per_stream, r);
         g_array_append_vals(all, samples->data, samples->len);
     }
-    *count = all->len;
-    int64_t median = rv_median_int64(all, fallback);
+    return all;
+}
+
+static GPtrArray *sample_lists(guint count)
+{
+    GPtrArray *lists = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < count; r++) g_ptr_array_add(lists, g_array_new(FALSE, FALSE, sizeof(int64_t)));
+    return lists;
+}
+
+static void estimate_latencies(builder *b, const int64_t *other)
+{
+    guint count = b->graph->resources->len;
+    GPtrArray *latency = sample_lists(count);
+    for (guint r = 0; r < count; r++)
+        if (is_gpu_stream(b, r)) latency_samples(b, r, other, g_ptr_array_index(latency, r));
+    rv_timing *timing = &b->graph->timing;
+    GArray *all = pooled(latency);
+    timing->launch_latency = estimate_of(all, TRACE_MIN_SAMPLES, prior(PRIOR_LAUNCH_LATENCY_NS), MAX_LAUNCH_LATENCY_NS);
     g_array_unref(all);
-    return median;
+    for (guint r = 0; r < count; r++) {
+        if (!is_gpu_stream(b, r)) continue;
+        rv_resource *resource = resource_at(b, r);
+        resource->measured_latency = stream_estimate(g_ptr_array_index(latency, r), &timing->launch_latency,
+                                                     MAX_LAUNCH_LATENCY_NS);
+        resource->launch_latency_ns = resource->measured_latency.value;
+    }
+    g_ptr_array_unref(latency);
+}
+
+static void estimate_gaps(builder *b, const int64_t *other)
+{
+    guint count = b->graph->resources->len;
+    GPtrArray *gap = sample_lists(count);
+    for (guint r = 0; r < count; r++)
+        if (is_gpu_stream(b, r)) gap_samples(b, r, resource_at(b, r)->launch_latency_ns, other, g_ptr_array_index(gap, r));
+    rv_timing *timing = &b->graph->timing;
+    GArray *all = pooled(gap);
+    timing->idle_gap = estimate_of(all, TRACE_MIN_SAMPLES, prior(PRIOR_IDLE_GAP_NS), MAX_IDLE_GAP_NS);
+    g_array_unref(all);
+    for (guint r = 0; r < count; r++) {
+        if (!is_gpu_stream(b, r)) continue;
+        rv_resource *resource = resource_at(b, r);
+        resource->measured_gap = stream_estimate(g_ptr_array_index(gap, r), &timing->idle_gap, MAX_IDLE_GAP_NS);
+        resource->idle_gap_ns = resource->measured_gap.value;
+    }
+    g_ptr_array_unref(gap);
 }
 
 static void estimate_delays(builder *b)
 {
-    guint count = b->graph->resources->len;
     int64_t *other = cross_resource_readiness(b, TRUE);
-    GPtrArray *latency = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-    GPtrArray *gap = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-    for (guint r = 0; r < count; r++) {
-        g_ptr_array_add(latency, g_array_new(FALSE, FALSE, sizeof(int64_t)));
-        g_ptr_array_add(gap, g_array_new(FALSE, FALSE, sizeof(int64_t)));
-        if (is_gpu_stream(b, r)) latency_samples(b, r, other, g_ptr_array_index(latency, r));
-    }
-    rv_timing *timing = &b->graph->timing;
-    timing->launch_latency_ns = CLAMP(pooled_median(latency, DEFAULT_LAUNCH_LATENCY_NS, &timing->latency_samples),
-                                      0, MAX_LAUNCH_LATENCY_NS);
-    for (guint r = 0; r < count; r++) {
-        if (!is_gpu_stream(b, r)) continue;
-        resource_at(b, r)->launch_latency_ns =
-            stream_value(g_ptr_array_index(latency, r), timing->launch_latency_ns, MAX_LAUNCH_LATENCY_NS);
-        gap_samples(b, r, resource_at(b, r)->launch_latency_ns, other, g_ptr_array_index(gap, r));
-    }
-    timing->idle_gap_ns = CLAMP(pooled_median(gap, DEFAULT_IDLE_GAP_NS, &timing->gap_samples), 0, MAX_IDLE_GAP_NS);
-    for (guint r = 0; r < count; r++)
-        if (is_gpu_stream(b, r))
-            resource_at(b, r)->idle_gap_ns = stream_value(g_ptr_array_index(gap, r), timing->idle_gap_ns, MAX_IDLE_GAP_NS);
-    g_ptr_array_unref(latency);
-    g_ptr_array_unref(gap);
+    estimate_latencies(b, other);
+    estimate_gaps(b, other);
     g_free(other);
 }
 
@@ -219,114 +301,172 @@ static int64_t unblocked_launch_call(const builder *b)
     return typical;
 }
 
-/* A launch call that ran long, by its stream and its position there. */
+/* A launch call, by its stream and its position there. */
 typedef struct {
     guint stream;
     guint position;      /* the launched task's index in the stream's order */
     int64_t returned_ns; /* the call's recorded end */
-} blocked_launch;
+} stream_launch;
 
-static void collect_blocked_launches(const builder *b, guint stream, int64_t long_call_ns, GArray *out)
+/* What the launch calls of a trace show about its queue. */
+typedef struct {
+    GArray *blocked;          /* stream_launch: calls long enough to have blocked */
+    GPtrArray *ends;          /* per resource: stream_ends() */
+    int64_t long_call_ns;     /* how long a call must be to count as blocked */
+    uint64_t unblocked_in_flight; /* most launches in flight at a short call's return */
+} queue_evidence;
+
+/* Launches in flight on a stream when a call returned: those before it not
+ * yet ended, plus its own. */
+static int64_t in_flight(const queue_evidence *evidence, const stream_launch *call)
+{
+    guint ended = count_ended_by(g_ptr_array_index(evidence->ends, call->stream), call->position, call->returned_ns);
+    return (int64_t)call->position - (int64_t)ended + 1;
+}
+
+static void collect_launches(const builder *b, guint stream, queue_evidence *evidence)
 {
     GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
-    for (guint k = 1; k < tasks->len; k++) {
+    for (guint k = 0; k < tasks->len; k++) {
         const rv_task *call = plain_launch(b, g_array_index(tasks, int32_t, k));
-        if (call == NULL || call->duration_ns < long_call_ns) continue;
-        blocked_launch blocked = { stream, k, task_recorded_end(call) };
-        g_array_append_val(out, blocked);
+        if (call == NULL) continue;
+        stream_launch launch = { stream, k, task_recorded_end(call) };
+        if (call->duration_ns >= evidence->long_call_ns) g_array_append_val(evidence->blocked, launch);
+        else evidence->unblocked_in_flight = MAX(evidence->unblocked_in_flight, (uint64_t)MAX(0, in_flight(evidence, &launch)));
     }
 }
 
-/* The first guess of the depth: the median over the blocked calls of their
- * position minus the position of the last task that ended by their return. */
-static int64_t first_guess(const GArray *blocked, GPtrArray *ends)
+/* How many blocked calls returned within `window` after the task `depth`
+ * launches before them ended: with the right depth, nearly all of them. */
+static guint agreeing(const queue_evidence *evidence, int64_t depth, int64_t window)
 {
-    GArray *depths = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (guint i = 0; i < blocked->len; i++) {
-        const blocked_launch *call = &g_array_index(blocked, blocked_launch, i);
-        guint ended = count_ended_by(g_ptr_array_index(ends, call->stream), call->position, call->returned_ns);
-        int64_t depth = (int64_t)call->position - ((int64_t)ended - 1);
-        g_array_append_val(depths, depth);
-    }
-    int64_t guess = rv_median_int64(depths, 0);
-    g_array_unref(depths);
-    return guess;
-}
-
-/* How much "return minus the end of the task `depth` launches earlier"
- * varies over the blocked calls (interquartile range), or -1 when fewer
- * than QUEUE_MIN_SAMPLES calls have such a task. */
-static int64_t release_spread(const GArray *blocked, GPtrArray *ends, int64_t depth)
-{
-    GArray *gaps = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (guint i = 0; i < blocked->len; i++) {
-        const blocked_launch *call = &g_array_index(blocked, blocked_launch, i);
+    guint count = 0;
+    for (guint i = 0; i < evidence->blocked->len; i++) {
+        const stream_launch *call = &g_array_index(evidence->blocked, stream_launch, i);
         if ((int64_t)call->position < depth) continue;
-        GArray *stream_end = g_ptr_array_index(ends, call->stream);
-        int64_t gap = call->returned_ns - g_array_index(stream_end, int64_t, call->position - (guint)depth);
-        g_array_append_val(gaps, gap);
+        GArray *ends = g_ptr_array_index(evidence->ends, call->stream);
+        int64_t gap = call->returned_ns - g_array_index(ends, int64_t, call->position - (guint)depth);
+        if (gap >= -RV_CAUSAL_TOLERANCE_NS && gap <= window) count++;
     }
-    int64_t spread = -1;
-    if (gaps->len >= QUEUE_MIN_SAMPLES)
-        spread = rv_quantile_int64(gaps, 0.75, 0) - rv_quantile_int64(gaps, 0.25, 0);
-    g_array_unref(gaps);
-    return spread;
+    return count;
 }
 
-/*
- * A blocked call returns a moment (the same few microseconds each time)
- * after the task `depth` launches before it ends.  So with the right depth,
- * "return minus that end" barely varies over the blocked calls, while one
- * more or less puts a whole kernel's length into it.  Of the depths near
- * the first guess, the one with the tightest spread wins (ties: the nearer
- * to the guess).  A constant clock error moves every such gap alike and
- * does not change which wins.
- */
-static int64_t tightest_depth(const GArray *blocked, GPtrArray *ends, int64_t guess)
+typedef struct {
+    int64_t depth;
+    guint seen;
+} depth_candidate;
+
+static gint more_seen_first(gconstpointer left, gconstpointer right)
 {
-    /* Nearest to the guess first, so that a tie (kernels all alike) keeps it. */
-    static const int offsets[] = { 0, -1, 1, -2, 2 };
-    int64_t best = -1, best_spread = G_MAXINT64;
-    for (gsize i = 0; i < G_N_ELEMENTS(offsets); i++) {
-        int64_t depth = guess + offsets[i];
+    const depth_candidate *a = left, *b = right;
+    if (a->seen != b->seen) return a->seen > b->seen ? -1 : 1;
+    return a->depth < b->depth ? -1 : a->depth > b->depth;
+}
+
+/* Each blocked call's in-flight count at its return, as candidates with
+ * how often each was seen, most seen first. */
+static GArray *depth_candidates(const queue_evidence *evidence)
+{
+    GHashTable *seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    for (guint i = 0; i < evidence->blocked->len; i++) {
+        int64_t depth = in_flight(evidence, &g_array_index(evidence->blocked, stream_launch, i));
         if (depth < 1) continue;
-        int64_t spread = release_spread(blocked, ends, depth);
-        if (spread >= 0 && spread < best_spread) {
-            best = depth;
-            best_spread = spread;
-        }
+        gpointer count = g_hash_table_lookup(seen, &depth);
+        if (count == NULL) g_hash_table_insert(seen, g_memdup2(&depth, sizeof depth), GUINT_TO_POINTER(1));
+        else g_hash_table_insert(seen, g_memdup2(&depth, sizeof depth), GUINT_TO_POINTER(GPOINTER_TO_UINT(count) + 1));
     }
+    GArray *candidates = g_array_new(FALSE, FALSE, sizeof(depth_candidate));
+    GHashTableIter iter;
+    gpointer key, value;
+    g_hash_table_iter_init(&iter, seen);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        depth_candidate candidate = { *(int64_t *)key, GPOINTER_TO_UINT(value) };
+        g_array_append_val(candidates, candidate);
+    }
+    g_hash_table_destroy(seen);
+    g_array_sort(candidates, more_seen_first);
+    return candidates;
+}
+
+/* The depth the blocked calls agree on.  A blocked call returns when the
+ * task `depth` launches before it ends, so at its return it sees `depth`
+ * launches in flight (its own included): each call's count is a candidate.
+ * Of the most seen candidates (and their neighbours, since a call that
+ * returns a moment late sees one fewer), the one the most calls agree with
+ * - returned within RELEASE_WINDOW_NS of that task's end - wins (ties: the
+ * smaller).  Clock errors move every release alike and do not change which
+ * wins; a stretch of the trace where the GPU is shifted against the host,
+ * or long calls that did not block at all, give scattered candidates that
+ * few calls agree with. */
+static int64_t agreed_depth(const queue_evidence *evidence, guint *agreeing_calls)
+{
+    GArray *candidates = depth_candidates(evidence);
+    int64_t best = -1;
+    guint best_count = 0;
+    for (guint i = 0; i < MIN(candidates->len, 8u); i++)
+        for (int64_t depth = g_array_index(candidates, depth_candidate, i).depth - 1;
+             depth <= g_array_index(candidates, depth_candidate, i).depth + 1; depth++) {
+            guint count = depth >= 1 ? agreeing(evidence, depth, RELEASE_WINDOW_NS) : 0;
+            if (count > best_count || (count == best_count && depth < best)) {
+                best = depth;
+                best_count = count;
+            }
+        }
+    g_array_unref(candidates);
+    *agreeing_calls = best_count;
     return best;
+}
+
+/* Is the trace from an AMD GPU (ROCm: hip* calls)? */
+static gboolean is_rocm(const builder *b)
+{
+    for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
+        const rv_task *task = rv_graph_task(b->graph, id);
+        if (task->kind == RV_TASK_CPU && task->correlation >= 0)
+            return g_str_has_prefix(rv_strings_get(b->graph->strings, task->name), "hip");
+    }
+    return FALSE;
+}
+
+static rv_estimate queue_estimate(const builder *b, const queue_evidence *evidence)
+{
+    guint count = 0;
+    int64_t depth = evidence->blocked->len ? agreed_depth(evidence, &count) : -1;
+    if (depth > 0 && count >= QUEUE_MIN_AGREEING && 4 * count >= evidence->blocked->len) {
+        rv_estimate measured = { depth, 0, count, RV_SOURCE_MEASURED };
+        return measured;
+    }
+    rv_estimate assumed = prior(is_rocm(b) ? 0 : PRIOR_QUEUE_DEPTH_CUDA);
+    assumed.samples = evidence->blocked->len;
+    if (assumed.value > 0 && evidence->unblocked_in_flight > (uint64_t)assumed.value) {
+        assumed.value = 0; /* more in flight than the prior allows, and no call blocked */
+        assumed.source = RV_SOURCE_BOUND;
+    }
+    return assumed;
 }
 
 static void estimate_queue_depth(builder *b)
 {
-    int64_t long_call_ns = MAX(BLOCKED_CALL_MIN_NS, 10 * unblocked_launch_call(b));
-    GArray *blocked = g_array_new(FALSE, FALSE, sizeof(blocked_launch));
-    GPtrArray *ends = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-    for (guint r = 0; r < b->graph->resources->len; r++) {
-        g_ptr_array_add(ends, stream_ends(b, r));
-        if (is_gpu_stream(b, r)) collect_blocked_launches(b, r, long_call_ns, blocked);
-    }
-    rv_timing *timing = &b->graph->timing;
-    timing->queue_samples = blocked->len;
-    timing->queue_depth = DEFAULT_QUEUE_DEPTH;
-    timing->queue_measured = 0;
-    if (blocked->len >= QUEUE_MIN_SAMPLES) {
-        int64_t depth = tightest_depth(blocked, ends, first_guess(blocked, ends));
-        if (depth > QUEUE_MIN_SAMPLES && depth <= G_MAXINT32) {
-            timing->queue_depth = (int32_t)depth;
-            timing->queue_measured = 1;
-        }
-    }
-    g_array_unref(blocked);
-    g_ptr_array_unref(ends);
+    queue_evidence evidence = { g_array_new(FALSE, FALSE, sizeof(stream_launch)),
+                                g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref),
+                                MAX(BLOCKED_CALL_MIN_NS, 10 * unblocked_launch_call(b)), 0 };
+    for (guint r = 0; r < b->graph->resources->len; r++) g_ptr_array_add(evidence.ends, stream_ends(b, r));
     for (guint r = 0; r < b->graph->resources->len; r++)
-        if (is_gpu_stream(b, r)) resource_at(b, r)->queue_depth = timing->queue_depth;
+        if (is_gpu_stream(b, r)) collect_launches(b, r, &evidence);
+    rv_timing *timing = &b->graph->timing;
+    timing->queue_depth = queue_estimate(b, &evidence);
+    timing->queue_unblocked_in_flight = evidence.unblocked_in_flight;
+    b->long_launch_ns = evidence.long_call_ns;
+    g_array_unref(evidence.blocked);
+    g_ptr_array_unref(evidence.ends);
+    for (guint r = 0; r < b->graph->resources->len; r++)
+        if (is_gpu_stream(b, r)) resource_at(b, r)->queue_depth = (int32_t)timing->queue_depth.value;
 }
 
 /* Launch calls whose recorded duration includes waiting for a queue slot
- * keep only what they took after the slot freed. */
+ * keep only what they took after the slot freed: any call that began
+ * before its slot freed when the trace measured its depth, else only calls
+ * long enough to have blocked (an assumed depth may not be the trace's). */
 static void trim_blocked_launches(builder *b, guint stream)
 {
     int32_t depth = resource_at(b, stream)->queue_depth;
@@ -335,6 +475,8 @@ static void trim_blocked_launches(builder *b, guint stream)
         int32_t launch = g_array_index(b->task_launch, int32_t, g_array_index(tasks, int32_t, k));
         if (launch < 0 || (rv_graph_task(b->graph, launch)->flags & RV_TASK_FLAG_BLOCKING)) continue;
         rv_task *call = rv_graph_task(b->graph, launch);
+        if (call->duration_ns < b->long_launch_ns && b->graph->timing.queue_depth.source != RV_SOURCE_MEASURED)
+            continue;
         int64_t freed = task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k - (guint)depth)));
         if (freed <= call->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS) continue;
         int64_t call_end = task_recorded_end(call);
@@ -350,7 +492,7 @@ static void trim_blocked_launches(builder *b, guint stream)
 static void host_overheads(builder *b, guint thread, const int64_t *ready)
 {
     GArray *tasks = builder_resource_tasks(b, (int32_t)thread);
-    int64_t free_at = b->origin_ns;
+    int64_t free_at = rv_build_process_start(b, resource_at(b, thread)->process);
     for (guint k = 0; k < tasks->len; k++) {
         int32_t id = g_array_index(tasks, int32_t, k);
         rv_task *task = rv_graph_task(b->graph, id);
@@ -365,6 +507,10 @@ static void host_overheads(builder *b, guint thread, const int64_t *ready)
  * overhead nor its duration, but in the simulator's queue rule). */
 void rv_build_timing(builder *b)
 {
+    /* Nothing says how soon a call returns when it did not block: a
+     * pure return, the prior slack of a pair (clock.c). */
+    b->graph->timing.sync_return = estimate_of(b->return_samples, SYNC_RETURN_MIN_SAMPLES, prior(PRIOR_SYNC_RETURN_NS),
+                                               MAX_LAUNCH_LATENCY_NS);
     estimate_delays(b);
     estimate_queue_depth(b);
     int64_t *ready = cross_resource_readiness(b, FALSE);

@@ -293,6 +293,40 @@ static void read_comm_args(event_context *ctx, json_t *args, rv_event *event)
     json_decref(kept);
 }
 
+/* The product of a [x, y, z] launch dimension, or 0 when it is not three
+ * positive integers or the product leaves 32 bits: launch figures are
+ * vendor-written hints, never worth refusing a trace for. */
+static uint32_t launch_extent(json_t *dims)
+{
+    if (!json_is_array(dims) || json_array_size(dims) == 0 || json_array_size(dims) > 3) return 0;
+    uint64_t product = 1;
+    size_t i;
+    json_t *value;
+    json_array_foreach(dims, i, value) {
+        if (!json_is_integer(value) || json_integer_value(value) <= 0 || json_integer_value(value) > G_MAXUINT32) return 0;
+        product *= (uint64_t)json_integer_value(value);
+        if (product > G_MAXUINT32) return 0;
+    }
+    return (uint32_t)product;
+}
+
+static uint32_t launch_count(json_t *value)
+{
+    if (!json_is_integer(value) || json_integer_value(value) < 0 || json_integer_value(value) > G_MAXUINT32) return 0;
+    return (uint32_t)json_integer_value(value);
+}
+
+/* A kernel's grid, block, registers per thread and shared memory (Kineto's
+ * args; CUPTI fills all four, roctracer the grid and block). */
+static void read_launch(json_t *args, rv_event *event)
+{
+    event->launch_blocks = launch_extent(json_object_get(args, "grid"));
+    event->launch_threads = launch_extent(json_object_get(args, "block"));
+    if (event->launch_blocks == 0 || event->launch_threads == 0) event->launch_blocks = event->launch_threads = 0;
+    event->launch_registers = launch_count(json_object_get(args, "registers per thread"));
+    event->launch_shared_bytes = launch_count(json_object_get(args, "shared memory"));
+}
+
 static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
 {
     int64_t external_id = -1, device = -1, stream = -1;
@@ -314,6 +348,7 @@ static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
         if (!read_int(ctx, args, "wait_on_cuda_event_record_corr_id",
                       &event->wait_on_record_correlation)) return FALSE;
     }
+    if (event->kind == RV_EV_KERNEL) read_launch(args, event);
     if (event->kind == RV_EV_CPU_OP && json_is_array(json_object_get(args, "Input Dims")))
         event->input_dims = intern_raw_array(ctx, "\"Input Dims\"");
     read_comm_args(ctx, args, event);
@@ -395,6 +430,8 @@ static gboolean read_complete(event_context *ctx, json_t *object, const char *ca
     json_t *args = json_object_get(object, "args");
     if (args != NULL && !json_is_object(args))
         return field_error(ctx, "args", "an object", args);
+    if (kind == RV_EV_KERNEL) /* the launch shares the union with cuda_sync's -1s */
+        event->launch_blocks = event->launch_threads = event->launch_registers = event->launch_shared_bytes = 0;
     if (args != NULL && !read_args(ctx, args, event))
         return FALSE;
     if (kind == RV_EV_KERNEL || kind == RV_EV_MEMCPY || kind == RV_EV_MEMSET) {

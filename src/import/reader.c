@@ -737,6 +737,14 @@ static gboolean read_member(reader *r, const char *key, GError **error)
     }
     if (strcmp(key, "deviceProperties") == 0 || strcmp(key, "distributedInfo") == 0)
         return read_metadata(r, key, error);
+    if (strcmp(key, "reverie_timeline") == 0 || strcmp(key, "reverie") == 0) {
+        /* timeline.h marks its files so (older ones at the end): a replay
+         * read back as a recording would be replayed against itself */
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: byte %" G_GUINT64_FORMAT ": this is a timeline reverie "
+                    "wrote (--timeline), not a profiler trace: give the trace or saved graph it was made from",
+                    r->path, here(r));
+        return FALSE;
+    }
     return skip_value(r, error);
 }
 

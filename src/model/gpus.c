@@ -9,7 +9,9 @@
  * naming the file and the entry.
  */
 #include "reverie/gpus.h"
+#include "reverie/paths.h"
 #include "reverie/error.h"
+#include "reverie/output.h"
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -137,7 +139,7 @@ static gboolean read_sources(reading *r, json_t *object, rv_gpu *gpu)
 /* The keys an entry may have: figures (which need a source) and the rest. */
 static const char *const figure_keys[] = {
     "matrix_tflops", "vector_tflops", "achievable_matrix_tflops", "matrix_any_shape", "memory_GBps", "memory_GB",
-    "sm_count", "link_GBps", "pcie_GBps", NULL };
+    "sm_count", "sm_limits", "cache_MB", "link_GBps", "pcie_GBps", NULL };
 static const char *const other_keys[] = { "id", "name", "vendor", "aliases", "match", "note", "sources", NULL };
 
 static gboolean is_one_of(const char *key, const char *const *keys)
@@ -161,6 +163,35 @@ static gboolean check_keys(reading *r, json_t *entry, const rv_gpu *gpu)
     return TRUE;
 }
 
+static gboolean read_whole(reading *r, json_t *object, const char *key, int *out)
+{
+    json_t *value = json_object_get(object, key);
+    if (!json_is_integer(value) || json_integer_value(value) <= 0 || json_integer_value(value) > 100000000)
+        return refuse(r, "'sm_limits' needs '%s' as a positive whole number", key);
+    *out = (int)json_integer_value(value);
+    return TRUE;
+}
+
+/* {"threads": 2048, "blocks": 32, "registers": 65536, "shared_memory_KiB": 228, "warp_size": 32} */
+static gboolean read_sm_limits(reading *r, json_t *entry, rv_gpu *gpu)
+{
+    json_t *limits = json_object_get(entry, "sm_limits");
+    if (limits == NULL) return TRUE;
+    static const char *const keys[] = { "threads", "blocks", "registers", "shared_memory_KiB", "warp_size", NULL };
+    if (!json_is_object(limits)) return refuse(r, "'sm_limits' must be an object");
+    const char *key;
+    json_t *value;
+    json_object_foreach(limits, key, value)
+        if (!is_one_of(key, keys)) return refuse(r, "'sm_limits' has an unknown key '%s'", key);
+    int shared_kib = 0;
+    if (!read_whole(r, limits, "threads", &gpu->sm_max_threads) || !read_whole(r, limits, "blocks", &gpu->sm_max_blocks) ||
+        !read_whole(r, limits, "registers", &gpu->sm_registers) ||
+        !read_whole(r, limits, "shared_memory_KiB", &shared_kib) || !read_whole(r, limits, "warp_size", &gpu->warp_size))
+        return FALSE;
+    gpu->sm_shared_bytes = shared_kib * 1024;
+    return TRUE;
+}
+
 static gboolean read_scalars(reading *r, json_t *entry, rv_gpu *gpu)
 {
     json_t *value;
@@ -177,6 +208,9 @@ static gboolean read_scalars(reading *r, json_t *entry, rv_gpu *gpu)
             return refuse(r, "'sm_count' must be a positive whole number");
         gpu->sm_count = (int)json_integer_value(value);
     }
+    if ((value = json_object_get(entry, "cache_MB")) && !read_figure(r, value, "cache_MB", 1e6, &gpu->cache_bytes))
+        return FALSE;
+    if (!read_sm_limits(r, entry, gpu)) return FALSE;
     if ((value = json_object_get(entry, "matrix_any_shape")) != NULL) {
         if (!json_is_boolean(value)) return refuse(r, "'matrix_any_shape' must be true or false");
         gpu->matrix_any_shape = json_is_true(value);
@@ -295,6 +329,7 @@ static gboolean read_catalogue(rv_gpu_catalogue *catalogue, json_t *root, GError
 
 rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error)
 {
+    rv_output_note_input(path); /* no output of this run may replace it */
     json_error_t parse_error;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &parse_error);
     if (root == NULL) {
@@ -312,29 +347,20 @@ rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error)
     return NULL;
 }
 
-/* data/gpus.json of the meson build folder the running program is in, or
- * NULL (an installed program never reads the folder it was built in). */
-static char *build_tree_catalogue(void)
+char *rv_data_file_path(const char *env, const char *name)
 {
-    char *program = g_file_read_link("/proc/self/exe", NULL);
-    if (program == NULL) return NULL;
-    char *folder = g_path_get_dirname(program);
-    char *marker = g_build_filename(folder, "meson-private", NULL);
-    char *file = g_build_filename(folder, "data", "gpus.json", NULL);
-    gboolean found = g_file_test(marker, G_FILE_TEST_IS_DIR) && g_file_test(file, G_FILE_TEST_IS_REGULAR);
-    g_free(program);
-    g_free(folder);
-    g_free(marker);
-    if (found) return file;
-    g_free(file);
-    return NULL;
+    const char *given = env ? g_getenv(env) : NULL;
+    if (given && *given) return g_strdup(given);
+    char *relative = g_build_filename("data", name, NULL);
+    char *path = rv_build_tree_path(relative);
+    g_free(relative);
+    if (path == NULL) path = rv_beside_library_path(name);  /* a wheel keeps its data there (paths.h) */
+    return path ? path : g_build_filename(REVERIE_DATA_DIR, name, NULL);
 }
 
 rv_gpu_catalogue *rv_gpu_catalogue_load_default(GError **error)
 {
-    const char *env = g_getenv("REVERIE_GPU_CATALOGUE");
-    char *path = env && *env ? g_strdup(env) : build_tree_catalogue();
-    if (path == NULL) path = g_build_filename(REVERIE_DATA_DIR, "gpus.json", NULL);
+    char *path = rv_data_file_path("REVERIE_GPU_CATALOGUE", "gpus.json");
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load(path, error);
     g_free(path);
     return catalogue;

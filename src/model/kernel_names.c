@@ -195,3 +195,33 @@ int rv_cost_element_bytes_of_name(const char *kernel_name, int fallback)
     int bytes = dtype == RV_DTYPE_UNKNOWN ? 0 : rv_dtype_bytes(dtype);
     return bytes > 0 ? bytes : fallback;
 }
+
+/* ---- kernel families ---------------------------------------------------- */
+
+/* ATen's own kernels and Triton's size their grid from the problem; so do
+ * the fused attention kernels (a block per query tile and head). */
+static gboolean grid_from_problem(const char *lower)
+{
+    return g_str_has_prefix(lower, "void at::native") || g_str_has_prefix(lower, "at::native") ||
+           strstr(lower, "triton") != NULL || has_any(lower, attention_words);
+}
+
+gboolean rv_cost_name_is_library(const char *kernel_name)
+{
+    static const char *const library_words[] = {
+        "cutlass", "cublas", "xmma", "cijk_", "rocblas", "hipblaslt", "nvjet", "gemm", "gemv", "cudnn", "miopen",
+        "igemm", "naive_conv", "winograd", "implicit_convolve", "fprop", "dgrad", "wgrad", "sm80_", "sm90_",
+        "ampere_", "volta_", "turing_", "hopper_", NULL };
+    char *lower = g_ascii_strdown(kernel_name ? kernel_name : "", -1);
+    gboolean library = !grid_from_problem(lower) && has_any(lower, library_words);
+    g_free(lower);
+    return library;
+}
+
+gboolean rv_cost_name_is_fused_attention(const char *kernel_name)
+{
+    char *lower = g_ascii_strdown(kernel_name ? kernel_name : "", -1);
+    gboolean fused = has_any(lower, attention_words);
+    g_free(lower);
+    return fused;
+}

@@ -68,6 +68,7 @@ typedef struct {
     double kept_factor; /* what it keeps for backward is stored at this fraction (KEPT_SCALE) */
     int32_t segment;    /* RECOMPUTED: its checkpoint segment; -1: kept through backward */
     int32_t stage;      /* STAGE: its pipeline stage; -1: none */
+    gboolean marked;    /* a plugin's effect on one of its launch calls applies */
 } op_call;
 
 /* ---- what plugins did (memory.h's effects) ------------------------------- */
@@ -77,6 +78,7 @@ void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind k
     rv_memory_effect effect = { call < 0 ? -1 : call, (uint8_t)kind, MAX(segment, 0), factor };
     if (kind >= RV_MEM_EFFECT_KIND_COUNT) return;
     gboolean scale = kind != RV_MEM_EFFECT_RECOMPUTED && kind != RV_MEM_EFFECT_STAGE && kind != RV_MEM_EFFECT_MOVED;
+    if (kind == RV_MEM_EFFECT_SHARD && (call >= 0 || !(factor <= 1))) return; /* the whole model's states only */
     if (scale && !(isfinite(factor) && factor >= 0)) return;
     g_array_append_val(graph->memory_effects, effect);
 }
@@ -142,10 +144,14 @@ static int64_t scaled_bytes(int64_t bytes, double factor)
     return scaled >= (double)G_MAXINT64 ? G_MAXINT64 : (int64_t)(scaled + 0.5);
 }
 
-static void apply_effects(GHashTable *effects, op_call *call)
+/* The effects on the call's tensors: those on every call, and those a
+ * plugin put on launch call `marked` (the call's first launch, or a later
+ * launch of the same operator call where the first has none: an operator
+ * launches a copy before its GEMM, and a plugin marks the GEMM's call). */
+static void apply_effects(GHashTable *effects, op_call *call, int32_t marked)
 {
     const call_effects *all = g_hash_table_lookup(effects, NULL);
-    const call_effects *mine = g_hash_table_lookup(effects, GINT_TO_POINTER(call->task + 1));
+    const call_effects *mine = g_hash_table_lookup(effects, GINT_TO_POINTER(marked + 1));
     call_effects folded = all ? *all : no_effects;
     if (mine) {
         folded.kept *= mine->kept;
@@ -161,6 +167,25 @@ static void apply_effects(GHashTable *effects, op_call *call)
     call->kept_factor = folded.kept;
     call->segment = folded.segment;
     call->stage = folded.stage;
+    call->marked = mine != NULL;
+}
+
+/* What of the model's states each rank holds (SHARD effects, multiplied). */
+typedef struct {
+    double weights, grads, state;
+} model_shard;
+
+static model_shard shard_of(const rv_graph *graph)
+{
+    model_shard shard = { 1.0, 1.0, 1.0 };
+    for (guint i = 0; i < graph->memory_effects->len; i++) {
+        const rv_memory_effect *effect = &g_array_index(graph->memory_effects, rv_memory_effect, i);
+        if (effect->kind != RV_MEM_EFFECT_SHARD) continue;
+        if (effect->segment & RV_SHARD_WEIGHTS) shard.weights *= effect->factor;
+        if (effect->segment & RV_SHARD_GRADIENTS) shard.grads *= effect->factor;
+        if (effect->segment & RV_SHARD_OPTIMIZER_STATE) shard.state *= effect->factor;
+    }
+    return shard;
 }
 
 /* Was a removed call's work moved (to a pipeline stage, into a fused
@@ -497,11 +522,24 @@ static GPtrArray *launch_calls_by_step(const context *ctx, guint steps, gboolean
 
 /* One operator call per run of launches on a thread with the same tags
  * (a cuDNN convolution launches several kernels). */
+/* A later launch `id` of the operator call at calls[slot - 1] (slot 0:
+ * none, an unshaped call): its effects apply when the first had none. */
+static void mark_later_launch(context *ctx, GArray *calls, guint slot, int32_t id)
+{
+    if (slot == 0) return;
+    op_call *call = &g_array_index(calls, op_call, slot - 1);
+    if (call->marked || !g_hash_table_contains(ctx->effects, GINT_TO_POINTER(id + 1))) return;
+    const rv_task *first = &g_array_index(ctx->graph->tasks, rv_task, call->task);
+    measure_call_once(ctx, first, element_bytes_of(ctx, call->task), call);
+    apply_effects(ctx->effects, call, id);
+}
+
 static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolean *backward)
 {
     const GArray *launches = g_ptr_array_index(ctx->calls_by_step, slot);
     GArray *calls = g_array_new(FALSE, TRUE, sizeof(op_call));
     GHashTable *last_on = g_hash_table_new(g_direct_hash, g_direct_equal); /* resource -> last task */
+    GHashTable *call_on = g_hash_table_new(g_direct_hash, g_direct_equal); /* resource -> 1 + its call's index */
     for (guint i = 0; i < launches->len; i++) {
         int32_t id = g_array_index(launches, int32_t, i);
         const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, id);
@@ -514,20 +552,29 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
         if (previous != NULL) {
             const rv_task *before = &g_array_index(ctx->graph->tasks, rv_task, GPOINTER_TO_INT(previous) - 1);
             if (before->op == task->op && before->layer == task->layer && before->input_dims == task->input_dims &&
-                before->phase == task->phase)
+                before->phase == task->phase) {
+                mark_later_launch(ctx, calls, GPOINTER_TO_UINT(g_hash_table_lookup(call_on, key)), id);
                 continue;
+            }
         }
+        g_hash_table_remove(call_on, key);
         if (task->input_dims < 0) {
             (*unshaped)++;
             continue;
         }
         op_call call = { 0 };
         call.task = id;
-        call.phase = task->phase;
+        /* Without ProfilerStep the whole trace is the step, and what no
+         * backward or optimizer scope claims is its forward (the builder
+         * tags it "other", since no step encloses it): an inference trace
+         * recorded without a schedule is all forward. */
+        call.phase = task->phase == RV_PHASE_OTHER && ctx->graph->whole_trace_step ? RV_PHASE_FORWARD : task->phase;
         measure_call_once(ctx, task, element_bytes_of(ctx, id), &call);
-        apply_effects(ctx->effects, &call);
+        apply_effects(ctx->effects, &call, id);
         g_array_append_val(calls, call);
+        g_hash_table_insert(call_on, key, GUINT_TO_POINTER(calls->len));
     }
+    g_hash_table_destroy(call_on);
     g_hash_table_destroy(last_on);
     return calls;
 }
@@ -741,7 +788,7 @@ static gboolean has_phase(const GArray *calls, rv_phase phase)
 }
 
 static void estimate_step(const GArray *calls, gboolean training, GHashTable *offloads, int factor,
-                          rv_memory_estimate *e)
+                          const model_shard *shard, rv_memory_estimate *e)
 {
     step_walk walk = { g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)),
                        g_array_new(FALSE, TRUE, sizeof(int64_t)), g_array_new(FALSE, TRUE, sizeof(int64_t)),
@@ -749,27 +796,37 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
                        { 0 }, training };
     walk_forward(&walk, calls, offloads);
     other_workspaces(&walk, calls);
-    int64_t state = walk.training && factor > 0 ? saturating_mul(walk.weights, factor) : 0;
-    int64_t grads = walk.training ? walk.weights : 0;
+    int64_t full_state = walk.training && factor > 0 ? saturating_mul(walk.weights, factor) : 0;
+    int64_t full_grads = walk.training ? walk.weights : 0;
+    e->model_states = rv_saturating_add(rv_saturating_add(walk.weights, full_grads), full_state);
+    /* sharded weights: a layer's whole weights are gathered while it runs (per layer: walk.grads) */
+    int64_t largest_layer = 0;
+    for (guint j = 0; j < walk.grads->len; j++) largest_layer = MAX(largest_layer, g_array_index(walk.grads, int64_t, j));
+    e->gathered = shard->weights < 1 ? largest_layer : 0;
+    int64_t weights = rv_saturating_add(scaled_bytes(walk.weights, shard->weights), e->gathered);
+    int64_t state = scaled_bytes(full_state, shard->state), grads = scaled_bytes(full_grads, shard->grads);
     int64_t kept = MAX(resident_after_forward(&walk, walk.kept->len), 0);
     if (!walk.training) kept = walk.batch; /* inference keeps only its input */
     memset(e->bytes, 0, sizeof e->bytes);
     memset(e->phase_peak, 0, sizeof e->phase_peak);
-    set_row(e, RV_PHASE_FORWARD, walk.weights, 0, state, kept, walk.workspace[RV_PHASE_FORWARD]);
+    set_row(e, RV_PHASE_FORWARD, weights, 0, state, kept, walk.workspace[RV_PHASE_FORWARD]);
     if (walk.training) {
         /* backward: layer j's gradients appear while layers <= j still keep
          * their activations; its transient is the larger of what its own
-         * forward calls' shapes say and what shaped backward calls show */
+         * forward calls' shapes say and what shaped backward calls show;
+         * sharded gradients are whole for layer j until reduce-scattered */
         int64_t best = -1, best_acts = 0, best_grads = 0, best_work = walk.workspace[RV_PHASE_BACKWARD];
         for (guint j = walk.kept->len; j-- > 0;) {
-            int64_t acts = activations_at(&walk, j), g = sum_of(walk.grads, j, walk.grads->len);
+            int64_t acts = activations_at(&walk, j), g = scaled_bytes(sum_of(walk.grads, j, walk.grads->len), shard->grads);
+            if (shard->grads < 1 && j < walk.grads->len)
+                g = rv_saturating_add(g, scaled_bytes(g_array_index(walk.grads, int64_t, j), 1.0 - shard->grads));
             int64_t work = walk.workspace[RV_PHASE_BACKWARD];
             if (j < walk.transient->len) work = MAX(work, g_array_index(walk.transient, int64_t, j));
             if (acts + g + work > best) { best = acts + g + work; best_acts = acts; best_grads = g; best_work = work; }
         }
-        set_row(e, RV_PHASE_BACKWARD, walk.weights, best_grads, state, best_acts, best_work);
+        set_row(e, RV_PHASE_BACKWARD, weights, best_grads, state, best_acts, best_work);
         if (factor > 0 || has_phase(calls, RV_PHASE_OPTIMIZER))
-            set_row(e, RV_PHASE_OPTIMIZER, walk.weights, grads, state, 0, walk.workspace[RV_PHASE_OPTIMIZER]);
+            set_row(e, RV_PHASE_OPTIMIZER, weights, grads, state, 0, walk.workspace[RV_PHASE_OPTIMIZER]);
     }
     e->training = walk.training;
     e->offloaded = sum_of(walk.offloaded, 0, walk.offloaded->len);
@@ -840,14 +897,14 @@ gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *
 /* A step's estimate; a pipelined step (calls with a stage) is estimated
  * per stage, from its calls and those of no stage, and the highest wins. */
 static void estimate_calls(const GArray *calls, gboolean training, GHashTable *offloads, int factor,
-                           rv_memory_estimate *e)
+                           const model_shard *shard, rv_memory_estimate *e)
 {
     int32_t stages = 0;
     for (guint i = 0; i < calls->len; i++) stages = MAX(stages, g_array_index(calls, op_call, i).stage + 1);
     e->stage = -1;
     e->stages = stages;
     if (stages == 0) {
-        estimate_step(calls, training, offloads, factor, e);
+        estimate_step(calls, training, offloads, factor, shard, e);
         return;
     }
     GArray *mine = g_array_new(FALSE, FALSE, sizeof(op_call));
@@ -859,7 +916,7 @@ static void estimate_calls(const GArray *calls, gboolean training, GHashTable *o
             if (call->stage == stage || call->stage < 0) g_array_append_vals(mine, call, 1);
         }
         rv_memory_estimate this = *e;
-        estimate_step(mine, training, offloads, factor, &this);
+        estimate_step(mine, training, offloads, factor, shard, &this);
         this.stage = stage;
         if (stage == 0 || this.peak > best.peak) best = this;
     }
@@ -881,6 +938,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
     estimate->element_bytes = ctx.usual_bytes;
     estimate->optimizer_factor = optimizer_factor(&ctx, estimate->optimizer, sizeof estimate->optimizer);
     GHashTable *offloads = offloads_by_call(graph);
+    model_shard shard = shard_of(graph);
     gboolean stepped = graph->steps->len > 0 && !graph->whole_trace_step;
     guint steps = stepped ? graph->steps->len : 1;
     ctx.calls_by_step = launch_calls_by_step(&ctx, steps, stepped);
@@ -891,7 +949,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
         GArray *calls = operator_calls(&ctx, s, &unshaped, &backward);
         if (calls->len > 0) {
             rv_memory_estimate this = *estimate;
-            estimate_calls(calls, backward, offloads, estimate->optimizer_factor, &this);
+            estimate_calls(calls, backward, offloads, estimate->optimizer_factor, &shard, &this);
             this.step = step;
             this.shaped_ops = calls->len;
             this.unshaped_ops = unshaped;

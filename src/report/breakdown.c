@@ -10,6 +10,7 @@
  */
 #include "reverie/breakdown.h"
 #include "reverie/report.h"
+#include "reverie/job.h"
 #include <stdlib.h>
 
 static const char *const split_names[RV_SPLIT_COUNT] = { "cpu_only", "gpu_only", "overlap", "idle" };
@@ -108,8 +109,24 @@ static int64_t busy_from(const rv_graph *graph, const rv_sim_result *sim, int32_
 
 /* ---- the whole-step sweep ------------------------------------------- */
 
+/* Which tasks and windows one sweep reads: in a graph of several ranks,
+ * each rank's steps over that rank's own tasks (one rank's CPU does not
+ * overlap another's GPU), its windows mapped back to the steps' indices. */
+typedef struct {
+    int32_t rank;           /* -1: every task */
+    const guint *index;     /* the sweep's window w is breakdown step index[w]; NULL: w */
+} scope;
+
+static guint step_index(const scope *scope, guint window) { return scope->index ? scope->index[window] : window; }
+
+static gboolean in_scope(const rv_graph *graph, const scope *scope, const rv_task *task)
+{
+    return scope->rank < 0 || rv_task_rank_index(graph, task) == scope->rank;
+}
+
 typedef struct {
     rv_breakdown *breakdown;
+    const scope *scope;
     int last_phase;
 } step_sweep;
 
@@ -126,7 +143,7 @@ static gboolean any_of(const int32_t *counts, int work, int *phase)
 static void visit_step(guint window, int64_t length, const int32_t *counts, void *user)
 {
     step_sweep *state = user;
-    rv_step_breakdown *step = &g_array_index(state->breakdown->steps, rv_step_breakdown, window);
+    rv_step_breakdown *step = &g_array_index(state->breakdown->steps, rv_step_breakdown, step_index(state->scope, window));
     int device_phase = RV_PHASE_OTHER, phase = RV_PHASE_OTHER, cpu_phase = RV_PHASE_OTHER;
     gboolean compute = FALSE, device = FALSE;
     for (int work = WORK_COMPUTE; work < WORK_COUNT; work++) {
@@ -151,17 +168,20 @@ static void visit_step(guint window, int64_t length, const int32_t *counts, void
     }
 }
 
-static void sweep_steps(rv_breakdown *breakdown, const rv_graph *graph, const rv_sim_result *sim, const GArray *windows)
+static void sweep_steps(rv_breakdown *breakdown, const rv_graph *graph, const rv_sim_result *sim, const GArray *windows,
+                        const scope *scope)
 {
     GArray *points = g_array_new(FALSE, FALSE, sizeof(point));
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
         int work = work_of(graph, task);
-        if (sim->start_ns[id] < 0 || (task->flags & RV_TASK_FLAG_REMOVED) || work == WORK_NONE) continue;
+        if (sim->start_ns[id] < 0 || (task->flags & RV_TASK_FLAG_REMOVED) || work == WORK_NONE ||
+            !in_scope(graph, scope, task))
+            continue;
         int phase = task->phase < RV_PHASE_COUNT ? task->phase : RV_PHASE_OTHER;
         add_interval(points, busy_from(graph, sim, id), sim->end_ns[id], work * RV_PHASE_COUNT + phase);
     }
-    step_sweep state = { breakdown, RV_PHASE_OTHER };
+    step_sweep state = { breakdown, scope, RV_PHASE_OTHER };
     sweep(points, LABELS, windows, visit_step, &state);
     g_array_unref(points);
 }
@@ -170,13 +190,14 @@ static void sweep_steps(rv_breakdown *breakdown, const rv_graph *graph, const rv
 
 typedef struct {
     rv_breakdown *breakdown;
+    const scope *scope;
     int32_t resource;
 } stream_sweep;
 
 static void visit_stream(guint window, int64_t length, const int32_t *counts, void *user)
 {
     stream_sweep *state = user;
-    rv_step_breakdown *step = &g_array_index(state->breakdown->steps, rv_step_breakdown, window);
+    rv_step_breakdown *step = &g_array_index(state->breakdown->steps, rv_step_breakdown, step_index(state->scope, window));
     rv_stream_use use = counts[WORK_COMPUTE] > 0 ? RV_USE_COMPUTE
                       : counts[WORK_COMM] > 0    ? RV_USE_COMMUNICATION
                       : counts[WORK_COPY] > 0    ? RV_USE_COPY
@@ -184,12 +205,15 @@ static void visit_stream(guint window, int64_t length, const int32_t *counts, vo
     step->use_ns[state->resource * RV_USE_COUNT + use] += length;
 }
 
-static void sweep_streams(rv_breakdown *breakdown, const rv_graph *graph, const rv_sim_result *sim, const GArray *windows)
+static void sweep_streams(rv_breakdown *breakdown, const rv_graph *graph, const rv_sim_result *sim, const GArray *windows,
+                          const scope *scope)
 {
     GPtrArray *by_resource = rv_tasks_by_resource(graph, sim);
     GArray *points = g_array_new(FALSE, FALSE, sizeof(point));
     for (guint r = 0; r < by_resource->len; r++) {
-        if (!rv_breakdown_has_uses(graph, (int32_t)r)) continue;
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        if (!rv_breakdown_has_uses(graph, (int32_t)r) || (scope->rank >= 0 && resource->rank_index != scope->rank))
+            continue;
         GArray *order = g_ptr_array_index(by_resource, r);
         g_array_set_size(points, 0);
         for (guint k = 0; k < order->len; k++) {
@@ -197,11 +221,36 @@ static void sweep_streams(rv_breakdown *breakdown, const rv_graph *graph, const 
             int work = work_of(graph, &g_array_index(graph->tasks, rv_task, id));
             if (work != WORK_NONE) add_interval(points, sim->start_ns[id], sim->end_ns[id], work);
         }
-        stream_sweep state = { breakdown, (int32_t)r };
+        stream_sweep state = { breakdown, scope, (int32_t)r };
         sweep(points, WORK_COUNT, windows, visit_stream, &state);
     }
     g_array_unref(points);
     g_ptr_array_unref(by_resource);
+}
+
+/* A graph of several ranks holds each rank's steps one after the other
+ * (report.h's windows overlap across ranks): each rank's windows, in their
+ * own ascending order, are swept over that rank's tasks alone. */
+static void sweep_each_rank(rv_breakdown *breakdown, const rv_graph *graph, const rv_sim_result *sim,
+                            const GArray *windows)
+{
+    guint ranks = rv_graph_rank_count(graph);
+    GArray *mine = g_array_new(FALSE, FALSE, sizeof(rv_window));
+    guint *index = g_new(guint, windows->len);
+    for (guint r = 0; r < ranks; r++) {
+        g_array_set_size(mine, 0);
+        for (guint s = 0; s < graph->steps->len; s++) {
+            const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+            if (rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, step->begin_marker)) != (int32_t)r) continue;
+            index[mine->len] = s;
+            g_array_append_val(mine, g_array_index(windows, rv_window, s));
+        }
+        scope rank = { (int32_t)r, index };
+        sweep_steps(breakdown, graph, sim, mine, &rank);
+        sweep_streams(breakdown, graph, sim, mine, &rank);
+    }
+    g_free(index);
+    g_array_unref(mine);
 }
 
 rv_breakdown *rv_breakdown_compute(const rv_graph *graph, const rv_sim_result *sim, const GArray *windows)
@@ -216,8 +265,13 @@ rv_breakdown *rv_breakdown_compute(const rv_graph *graph, const rv_sim_result *s
         step->end_ns = g_array_index(windows, rv_window, w).end_ns;
         step->use_ns = g_new0(int64_t, (gsize)breakdown->resource_count * RV_USE_COUNT);
     }
-    sweep_steps(breakdown, graph, sim, windows);
-    sweep_streams(breakdown, graph, sim, windows);
+    if (rv_graph_rank_count(graph) > 1 && windows->len == graph->steps->len) {
+        sweep_each_rank(breakdown, graph, sim, windows);
+    } else {
+        scope everything = { -1, NULL };
+        sweep_steps(breakdown, graph, sim, windows, &everything);
+        sweep_streams(breakdown, graph, sim, windows, &everything);
+    }
     return breakdown;
 }
 

@@ -251,6 +251,22 @@ void rv_critical_path_free(rv_critical_path *path)
     g_free(path);
 }
 
+void rv_critical_path_host_share(const rv_critical_path *path, const rv_graph *graph, int64_t *path_ns,
+                                 int64_t *host_ns)
+{
+    *path_ns = *host_ns = 0;
+    for (guint s = 0; s < path->steps->len; s++) {
+        const GArray *links = g_array_index(path->steps, rv_step_path, s).links;
+        for (guint l = 0; l < links->len; l++) {
+            const rv_path_link *link = &g_array_index(links, rv_path_link, l);
+            *path_ns += rv_path_link_ns(link);
+            const rv_task *task = &g_array_index(graph->tasks, rv_task, link->task);
+            if (g_array_index(graph->resources, rv_resource, task->resource).kind == RV_RES_CPU_THREAD)
+                *host_ns += link->run_ns + link->host_overhead_ns;
+        }
+    }
+}
+
 guint8 *rv_critical_path_members(const rv_critical_path *path, int32_t task_count)
 {
     guint8 *members = g_new0(guint8, task_count);

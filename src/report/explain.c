@@ -13,6 +13,7 @@
  */
 #include "reverie/explain.h"
 #include "reverie/checked.h"
+#include "reverie/job.h"
 #include <math.h>
 
 typedef struct {
@@ -121,10 +122,55 @@ static gint larger_first(gconstpointer left, gconstpointer right)
     return a->task < b->task ? -1 : a->task > b->task;
 }
 
+static gint larger_site_first(gconstpointer a, gconstpointer b)
+{
+    const rv_unexplained_site *left = a, *right = b;
+    if (left->total_ns != right->total_ns) return left->total_ns > right->total_ns ? -1 : 1;
+    return left->name != right->name ? left->name - right->name : left->op - right->op;
+}
+
+/* A blocking call's wait tail (sync.c splits a blocking call into its head
+ * and the part after what it waited for ended) beyond the typical return:
+ * per step and per call site. */
+static void explain_cpu_waits(const rv_graph *graph, rv_explanation *x)
+{
+    GHashTable *sites = g_hash_table_new(g_int64_hash, g_int64_equal);
+    int64_t typical = graph->timing.sync_return.value;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (task->kind != RV_TASK_SYNC || (task->flags & (RV_TASK_FLAG_GPU | RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)))
+            continue;
+        int64_t excess = rv_saturating_sub(task->duration_ns, typical);
+        if (excess <= RV_EXPLAIN_TOLERANCE_NS || rv_call_works_after_wait(rv_strings_get(graph->strings, task->name)))
+            continue;
+        x->cpu_total_ns = rv_saturating_add(x->cpu_total_ns, excess);
+        x->cpu_calls++;
+        int64_t *step = &x->cpu_by_step[task->step >= 0 ? (guint)task->step : graph->steps->len];
+        *step = rv_saturating_add(*step, excess);
+        int64_t key = ((int64_t)task->name << 32) | (uint32_t)task->op;
+        gpointer slot = g_hash_table_lookup(sites, &key);
+        if (slot == NULL) {
+            rv_unexplained_site site = { task->name, task->op, 0, 0 };
+            g_array_append_val(x->cpu_sites, site);
+            slot = GUINT_TO_POINTER(x->cpu_sites->len);
+            g_hash_table_insert(sites, g_memdup2(&key, sizeof key), slot);
+        }
+        rv_unexplained_site *site = &g_array_index(x->cpu_sites, rv_unexplained_site, GPOINTER_TO_UINT(slot) - 1);
+        site->calls++;
+        site->total_ns = rv_saturating_add(site->total_ns, excess);
+    }
+    GList *keys = g_hash_table_get_keys(sites);
+    g_list_free_full(keys, g_free);
+    g_hash_table_destroy(sites);
+    g_array_sort(x->cpu_sites, larger_site_first);
+}
+
 rv_explanation *rv_explain(const rv_graph *graph, guint top)
 {
     rv_explanation *x = g_new0(rv_explanation, 1);
     x->by_step = g_new0(int64_t, graph->steps->len + 1);
+    x->cpu_by_step = g_new0(int64_t, graph->steps->len + 1);
+    x->cpu_sites = g_array_new(FALSE, FALSE, sizeof(rv_unexplained_site));
     x->by_resource = g_new0(int64_t, graph->resources->len);
     x->top = g_array_new(FALSE, FALSE, sizeof(rv_unexplained_task));
     readiness *ready = rule_starts(graph);
@@ -149,6 +195,7 @@ rv_explanation *rv_explain(const rv_graph *graph, guint top)
         x->by_resource[task->resource] = rv_saturating_add(x->by_resource[task->resource], difference);
     }
     count_suspect_host_gaps(graph, x);
+    explain_cpu_waits(graph, x);
     g_array_sort(late, larger_first);
     g_array_append_vals(x->top, late->data, MIN(top, late->len));
     g_array_unref(late);
@@ -160,6 +207,8 @@ void rv_explanation_free(rv_explanation *explanation)
 {
     if (explanation == NULL) return;
     g_free(explanation->by_step);
+    g_free(explanation->cpu_by_step);
+    g_array_unref(explanation->cpu_sites);
     g_free(explanation->by_resource);
     g_array_unref(explanation->top);
     g_free(explanation);
@@ -185,16 +234,16 @@ GPtrArray *rv_timing_notes(const rv_graph *graph)
             "the GPU waiting for the CPU there", unmatched, gpu));
     if (timing->clock_status == RV_CLOCK_CORRECTED)
         g_ptr_array_add(notes, g_strdup_printf(
-            "the GPU clock is %+.3f ms off the CPU clock (%s); GPU times were corrected by that much before any "
-            "dependency was inferred", timing->clock_offset_ns / 1e6,
-            timing->clock_offset_ns < 0 ? "GPU tasks started before their launch calls"
-                                        : "blocking calls returned before the GPU work they waited for ended"));
+            "the GPU clock is %+.3f ms off the CPU clock (the offset that every launch and blocking call agrees "
+            "with); GPU times were corrected by that much before any dependency was inferred",
+            timing->clock_offset.value / 1e6));
     if (timing->clock_status == RV_CLOCK_INCONSISTENT)
         g_ptr_array_add(notes, g_strdup_printf(
-            "the CPU and GPU clocks disagree by more than one offset explains (launches allow at most %+.3f ms, "
-            "blocking calls need at least %+.3f ms): corrected by %+.3f ms; synchronizations the recording "
-            "contradicts were dropped", timing->offset_high_ns / 1e6, timing->offset_low_ns / 1e6,
-            timing->clock_offset_ns / 1e6));
+            "the CPU and GPU clocks disagree by more than one offset explains: %" G_GUINT64_FORMAT " of %"
+            G_GUINT64_FORMAT " launch and blocking-call pairs contradict every offset; corrected by %+.3f ms, the one "
+            "the fewest contradict (a stretch of GPU time shifted against the host, or a wait the rules misread)",
+            timing->offset_contradicted, timing->offset_launch_pairs + timing->offset_sync_pairs,
+            timing->clock_offset.value / 1e6));
     uint64_t foreign = graph->trace_stats.unmodelled_backend;
     if (foreign > 0)
         g_ptr_array_add(notes, g_strdup_printf(
@@ -204,4 +253,22 @@ GPtrArray *rv_timing_notes(const rv_graph *graph)
                        "work out"
                      : "that device's work is missing from the graph"));
     return notes;
+}
+
+int64_t rv_step_unexplained(const rv_graph *graph, const rv_explanation *x, guint step)
+{
+    if (graph->steps->len == 0) return x->total_ns;
+    if (rv_graph_rank_count(graph) <= 1) return step < graph->steps->len ? x->by_step[step] : 0;
+    /* the job's k-th step: every rank's k-th */
+    guint ranks = graph->ranks->len;
+    guint *seen = g_new0(guint, ranks + 1);
+    int64_t total = 0;
+    for (guint s = 0; s < graph->steps->len; s++) {
+        const rv_step *entry = &g_array_index(graph->steps, rv_step, s);
+        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, entry->begin_marker));
+        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
+        if (seen[slot]++ == step) total += x->by_step[s];
+    }
+    g_free(seen);
+    return total;
 }

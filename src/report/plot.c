@@ -7,6 +7,7 @@
  */
 #include "reverie/plot.h"
 #include "reverie/output.h"
+#include "reverie/job.h"
 #include "reverie/error.h"
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -99,6 +100,7 @@ static double stacked_bar(cairo_t *cr, const panel *p, double x, double width, c
 
 static int64_t step_ns(const rv_step_breakdown *step) { return step->end_ns - step->begin_ns; }
 
+/* A step's label under its group: "#12" of "ProfilerStep#12". */
 static const char *step_name(const rv_graph *graph, guint s)
 {
     if (graph->steps->len == 0) return "whole trace";
@@ -107,7 +109,7 @@ static const char *step_name(const rv_graph *graph, guint s)
     return hash ? hash : name;
 }
 
-static void draw_steps(cairo_t *cr, const panel *p, const rv_graph *graph, const rv_plot_run *runs, guint count)
+static void draw_steps(cairo_t *cr, const panel *p, const char *const *names, const rv_plot_run *runs, guint count)
 {
     guint steps = runs[0].breakdown->steps->len;
     double group = p->width / steps, bar = MIN(60.0, group * 0.8 / count);
@@ -130,7 +132,7 @@ static void draw_steps(cairo_t *cr, const panel *p, const rv_graph *graph, const
             }
         }
         if (steps <= 24 || s % (steps / 12 + 1) == 0)
-            text_at(cr, p->x + s * group + group / 2, p->y + 24, 10, step_name(graph, s), 0.5);
+            text_at(cr, p->x + s * group + group / 2, p->y + 24, 10, names[s], 0.5);
     }
 }
 
@@ -181,7 +183,7 @@ static double max_step_ms(const rv_plot_run *runs, guint count)
     return max > 0 ? max * 1.12 : 1.0;
 }
 
-static void draw(cairo_t *cr, const char *title, const rv_graph *graph, const rv_plot_run *runs, guint count)
+static void draw(cairo_t *cr, const char *title, const char *const *names, const rv_plot_run *runs, guint count)
 {
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
@@ -195,7 +197,7 @@ static void draw(cairo_t *cr, const char *title, const rv_graph *graph, const rv
     g_string_free(runs_line, TRUE);
     double max = max_step_ms(runs, count);
     panel steps = { LEFT, 330, WIDTH - LEFT - RIGHT, 270, max };
-    draw_steps(cr, &steps, graph, runs, count);
+    draw_steps(cr, &steps, names, runs, count);
     draw_legend(cr, LEFT, 380, split_labels, split_colours, RV_SPLIT_COUNT);
     const char *phases[RV_PHASE_COUNT];
     for (int p = 0; p < RV_PHASE_COUNT; p++) phases[p] = rv_phase_name(p);
@@ -319,7 +321,7 @@ static gboolean write_svg(const char *path, draw_fn draw_it, const void *data, G
 
 typedef struct {
     const char *title;
-    const rv_graph *graph;
+    const char *const *names;   /* one per step drawn */
     const rv_plot_run *runs;
     guint count;
 } steps_plot;
@@ -327,7 +329,50 @@ typedef struct {
 static void draw_steps_plot(cairo_t *cr, const void *data)
 {
     const steps_plot *plot = data;
-    draw(cr, plot->title, plot->graph, plot->runs, plot->count);
+    draw(cr, plot->title, plot->names, plot->runs, plot->count);
+}
+
+/* ---- a job of several ranks ------------------------------------------- */
+
+/* The job's k-th step is as long as its slowest rank's k-th (report.h's
+ * rv_job_step_times): the step, of all ranks' k-th, whose window is the
+ * longest in this run; -1 past the last step any rank has. */
+static int32_t slowest_kth_step(const rv_graph *graph, const rv_breakdown *breakdown, guint k)
+{
+    guint ranks = rv_graph_rank_count(graph);
+    guint *seen = g_new0(guint, ranks + 1);
+    int32_t best = -1;
+    for (guint s = 0; s < graph->steps->len && s < breakdown->steps->len; s++) {
+        int32_t rank = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task,
+                                                                g_array_index(graph->steps, rv_step, s).begin_marker));
+        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
+        if (seen[slot]++ != k) continue;
+        if (best < 0 || step_ns(&g_array_index(breakdown->steps, rv_step_breakdown, s)) >
+                            step_ns(&g_array_index(breakdown->steps, rv_step_breakdown, best)))
+            best = (int32_t)s;
+    }
+    g_free(seen);
+    return best;
+}
+
+/* Each run's breakdowns of the job's steps (the slowest rank's each time,
+ * copied by value: use_ns stays the run's), and the steps' labels. */
+static guint job_view(const rv_graph *graph, const rv_plot_run *runs, guint count, rv_breakdown *views,
+                      GPtrArray *names)
+{
+    guint steps = 0;
+    for (guint r = 0; r < count; r++) {
+        views[r] = (rv_breakdown){ runs[r].breakdown->resource_count, g_array_new(FALSE, TRUE, sizeof(rv_step_breakdown)) };
+        for (guint k = 0;; k++) {
+            int32_t s = slowest_kth_step(graph, runs[r].breakdown, k);
+            if (s < 0) break;
+            g_array_append_val(views[r].steps, g_array_index(runs[r].breakdown->steps, rv_step_breakdown, s));
+            if (r == 0) g_ptr_array_add(names, (gpointer)step_name(graph, (guint)s));
+        }
+        steps = r == 0 ? views[r].steps->len : MIN(steps, views[r].steps->len);
+    }
+    for (guint r = 0; r < count; r++) g_array_set_size(views[r].steps, steps);
+    return steps;
 }
 
 static void draw_curve_plot(cairo_t *cr, const void *data)
@@ -342,8 +387,23 @@ gboolean rv_plot_write_svg(const char *path, const char *title, const rv_graph *
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: nothing to plot (no steps)", path);
         return FALSE;
     }
-    steps_plot plot = { title, graph, runs, count };
-    return write_svg(path, draw_steps_plot, &plot, error);
+    count = MIN(count, 3);
+    GPtrArray *names = g_ptr_array_new();
+    rv_breakdown views[3];
+    rv_plot_run job_runs[3];
+    if (rv_graph_rank_count(graph) > 1) {
+        /* one group per step of the job, as --json's steps list them */
+        job_view(graph, runs, count, views, names);
+        for (guint r = 0; r < count; r++) job_runs[r] = (rv_plot_run){ runs[r].label, &views[r] };
+    } else {
+        for (guint s = 0; s < runs[0].breakdown->steps->len; s++) g_ptr_array_add(names, (gpointer)step_name(graph, s));
+    }
+    steps_plot plot = { title, (const char *const *)names->pdata, rv_graph_rank_count(graph) > 1 ? job_runs : runs, count };
+    gboolean ok = names->len > 0 ? write_svg(path, draw_steps_plot, &plot, error) : FALSE;
+    if (names->len == 0) g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: nothing to plot (no step every rank has)", path);
+    for (guint r = 0; rv_graph_rank_count(graph) > 1 && r < count; r++) g_array_unref(views[r].steps);
+    g_ptr_array_unref(names);
+    return ok;
 }
 
 gboolean rv_plot_curve_svg(const char *path, const char *title, const char *x_label, const rv_plot_point *points,

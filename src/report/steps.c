@@ -234,3 +234,17 @@ GPtrArray *rv_tasks_by_resource(const rv_graph *graph, const rv_sim_result *sim)
     rv_sim_result_clear(&recorded);
     return per_resource;
 }
+
+rv_steps_summary rv_steps_summarize(const GArray *steps)
+{
+    rv_steps_summary summary = { 0 };
+    for (guint i = 0; i < steps->len; i++) {
+        const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
+        double error = rv_relative_error(step->recorded_ns, step->simulated_ns);
+        summary.mean_error += error / steps->len;
+        summary.max_error = MAX(summary.max_error, error);
+        summary.recorded_total_ns += step->recorded_ns;
+        summary.simulated_total_ns += step->simulated_ns;
+    }
+    return summary;
+}

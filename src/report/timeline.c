@@ -86,29 +86,12 @@ typedef struct {
     uint64_t left_out;
     guint8 *critical;          /* per task, or NULL */
     int64_t *external_id;      /* per task: its cpu_op event's id, or -1 */
-    const char **names;        /* per string id: the text as written (escape.h's bound) */
-    char **bounded;            /* per string id: the copy names[] points to, or NULL */
+    rv_bounded_strings names;  /* the texts as written (strings.h) */
 } run_context;
 
-/* Names are copied into every event: bounded (escape.h), so that one long
+/* Names are copied into every event: bounded (strings.h), so that one long
  * name cannot multiply the file's size, and valid UTF-8, which JSON needs. */
-static void bound_names(run_context *c)
-{
-    int32_t count = rv_strings_count(c->graph->strings);
-    c->names = g_new(const char *, count);
-    c->bounded = g_new0(char *, count);
-    for (int32_t id = 0; id < count; id++)
-        c->names[id] = rv_bounded_name(rv_strings_get(c->graph->strings, id), &c->bounded[id]);
-}
-
-static void free_names(run_context *c)
-{
-    for (int32_t id = 0; id < rv_strings_count(c->graph->strings); id++) g_free(c->bounded[id]);
-    g_free(c->bounded);
-    g_free(c->names);
-}
-
-static const char *text_of(const run_context *c, int32_t id) { return c->names[id]; }
+static const char *text_of(const run_context *c, int32_t id) { return rv_bounded_strings_get(&c->names, id); }
 static const rv_task *task_at(const rv_graph *graph, int32_t id) { return &g_array_index(graph->tasks, rv_task, id); }
 static double us(int64_t ns) { return ns / 1e3; }
 
@@ -359,9 +342,9 @@ static json_t *emit_run(writer *out, const rv_timeline_run *run, guint index)
 {
     int32_t n = rv_graph_task_count(run->graph);
     run_context c = { run, run->graph, run->sim, (int64_t)index + 1, (int64_t)index << RUN_ID_SHIFT, 0, 0, 0, NULL, NULL,
-                      NULL, NULL };
+                      { NULL, NULL, 0 } };
     find_span(&c);
-    bound_names(&c);
+    rv_bounded_strings_init(&c.names, run->graph->strings);
     c.critical = run->critical ? rv_critical_path_members(run->critical, n) : NULL;
     c.external_id = g_new(int64_t, n);
     for (int32_t t = 0; t < n; t++) c.external_id[t] = -1;
@@ -383,7 +366,7 @@ static json_t *emit_run(writer *out, const rv_timeline_run *run, guint index)
     emit_critical_flows(out, &c);
     g_free(c.critical);
     g_free(c.external_id);
-    free_names(&c);
+    rv_bounded_strings_clear(&c.names);
     return json_pack("{s:s,s:I,s:I,s:I,s:f,s:f}", "label", run->label, "pid", (json_int_t)c.pid, "tasks",
                      (json_int_t)written, "tasks_outside_steps", (json_int_t)c.left_out, "steps_begin_us",
                      c.from_ns == G_MININT64 ? 0.0 : us(c.from_ns), "steps_end_us",
@@ -400,8 +383,10 @@ static void write_header(writer *out, const rv_graph *graph)
         json_array_append_new(devices, json_pack("{s:i,s:s}", "id", (int)i, "name", name));
         g_free(scratch);
     }
-    json_t *head = json_pack("{s:i,s:s,s:s,s:o}", "schemaVersion", 1, "displayTimeUnit", "ns", "traceName",
-                             rv_bounded_name(graph->source, &scratch), "deviceProperties", devices);
+    /* first, so that reverie refuses the file as input at its first key */
+    json_t *head = json_pack("{s:s,s:i,s:s,s:s,s:o}", "reverie_timeline", REVERIE_VERSION, "schemaVersion", 1,
+                             "displayTimeUnit", "ns", "traceName", rv_bounded_name(graph->source, &scratch),
+                             "deviceProperties", devices);
     g_free(scratch);
     if (graph->rank >= 0)
         json_object_set_new(head, "distributedInfo",

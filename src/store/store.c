@@ -13,10 +13,11 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 4 (version 1 held per-task gaps and lags derived
+ * FILE FORMAT, VERSION 5 (version 1 held per-task gaps and lags derived
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
  * version 3 adds the ranks of a job and its collectives, job.h; version 4
- * the recorded memory peaks, memory.h)
+ * the recorded memory peaks, memory.h; version 5 each timing estimate with
+ * its evidence, rv_estimate, and how kernels were launched, rv_launch)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -26,8 +27,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 4
- *   12   4  u32 section count N, 1 to 64 (version 4 writes 9)
+ *    8   4  u32 format version: 5
+ *   12   4  u32 section count N, 1 to 64 (version 5 writes 10)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -44,10 +45,13 @@
  *                graph->strings; entry 0 is the empty string and no two
  *                entries are equal, so interning them in order gives back
  *                exactly the same ids.
- *   2 resources  u32 count, then count x 45 bytes:
+ *   2 resources  u32 count, then count x 95 bytes:
  *                i64 process, i64 thread, i64 launch_latency_ns,
  *                i64 idle_gap_ns, i32 queue_depth, i32 name (string), u8 kind,
- *                i32 rank_index (a rank, or -1 for the job's own)
+ *                i32 rank_index (a rank, or -1 for the job's own),
+ *                est measured_latency, est measured_gap, where "est" (an
+ *                rv_estimate) is 25 bytes: i64 value, i64 spread,
+ *                u64 samples, u8 source
  *   3 tasks      u32 count, then count x 72 bytes:
  *                i64 duration_ns, i64 host_overhead_ns,
  *                i64 recorded_start_ns, i64 correlation, i64 bytes,
@@ -67,14 +71,14 @@
  *                u8 legacy_schema (0 or 1); u8 whole_trace_step (0 or 1);
  *                u32 9, then the 9 rv_trace_stats counters as u64 in the
  *                order of the struct (events_total .. unmodelled_backend);
- *                u32 18, then the 18 rv_build_stats counters as u64 in the
- *                order of the struct (nested_runtime_calls .. implicit_waits);
- *                the timing estimates (rv_timing): i64 clock_offset_ns,
- *                i64 offset_low_ns, i64 offset_high_ns, i64 launch_latency_ns,
- *                i64 idle_gap_ns, u64 offset_launch_pairs,
- *                u64 offset_sync_pairs, u64 latency_samples, u64 gap_samples,
- *                u64 queue_samples, i32 queue_depth, u8 clock_status,
- *                u8 queue_measured (0 or 1)
+ *                u32 23, then the 23 rv_build_stats counters as u64 in the
+ *                order of the struct (nested_runtime_calls .. waits_by_gpu_timeline);
+ *                the timing estimates (rv_timing): est clock_offset,
+ *                i64 offset_low_ns, i64 offset_high_ns,
+ *                u64 offset_launch_pairs, u64 offset_sync_pairs,
+ *                u64 offset_contradicted, est launch_latency, est idle_gap,
+ *                est queue_depth, est sync_return,
+ *                u64 queue_unblocked_in_flight, u8 clock_status
  *   7 collectives u32 count, then count x 40 bytes:
  *                i64 bytes, i64 seq, i32 group (string), i32 group_size,
  *                i32 peer, i32 rendezvous (task or -1), i32 participants,
@@ -86,19 +90,22 @@
  *                i64 peak_allocated, i64 peak_reserved,
  *                i64 allocated_before, i64 events, i64 peak_above_start, i32 device,
  *                i32 step (step or -1), i32 rank_index (a rank)
+ *  10 launches   u32 count, then count x 20 bytes (rv_launch of the tasks
+ *                that have one, in task order): i32 task, u32 blocks,
+ *                u32 threads, u32 registers, u32 shared_bytes
  *
  * Invariants that a reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 4 (a newer version asks the user
- *     to update reverie, the older versions 1 to 3 to re-import the trace);
+ *   - the magic matches and the version is 5 (a newer version asks the user
+ *     to update reverie, the older versions 1 to 4 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the nine ids appears exactly once and no other id appears;
+ *   - each of the ten ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
  *   - every record count agrees with its section's length exactly, and every
  *     section is consumed to its last byte;
- *   - every kind, phase, edge kind and clock status is below its *_COUNT
- *     enum, task flags use only the bits graph.h defines, flags stored as
+ *   - every kind, phase, edge kind, clock status and estimate source is
+ *     below its *_COUNT enum, task flags use only the bits graph.h defines, flags stored as
  *     u8 are 0 or 1;
  *   - a resource's launch latency and idle gap lie in [0, 1 s] and its queue
  *     depth is not negative;
@@ -112,6 +119,8 @@
  *   - every memory record's step a step or -1, its rank index a rank (or 0
  *     in a graph without ranks), its device in [0, 4096), its figures in
  *     [-1, 2^53] and its event count not negative;
+ *   - launch records name tasks in increasing order, each with blocks and
+ *     threads above 0;
  *   - durations and host overheads are not negative and add up, over all
  *     tasks, to less than 2^61 ns; recorded task starts and step begin and end
  *     times lie in [-2^60, 2^62) ns.  Any real recording is far inside
@@ -134,17 +143,18 @@
 #include <string.h>
 #include <zlib.h>
 
-#define RVG_VERSION 4u
+#define RVG_VERSION 5u
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
-#define RVG_RESOURCE_SIZE 45u
+#define RVG_RESOURCE_SIZE 95u
 #define RVG_TASK_SIZE 72u
 #define RVG_EDGE_SIZE 10u
 #define RVG_STEP_SIZE 28u
 #define RVG_COLLECTIVE_SIZE 40u
 #define RVG_RANK_SIZE 32u
 #define RVG_MEMORY_SIZE 52u
+#define RVG_LAUNCH_SIZE 20u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
  * the epoch is the year 2116), and the durations and host overheads of all
@@ -171,11 +181,13 @@ enum {
     SECTION_COLLECTIVES,
     SECTION_RANKS,
     SECTION_MEMORY,
-    SECTION_COUNT = SECTION_MEMORY
+    SECTION_LAUNCHES,
+    SECTION_COUNT = SECTION_LAUNCHES
 };
 
 static const char *const section_names[SECTION_COUNT + 1] = {
     "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks", "memory",
+    "launches",
 };
 
 /* The counters of the metadata section, in file order. */
@@ -197,25 +209,33 @@ static const size_t build_stat_offsets[] = {
     offsetof(rv_build_stats, waits_by_cuda_sync), offsetof(rv_build_stats, waits_by_call_order),
     offsetof(rv_build_stats, waits_unresolved),
     offsetof(rv_build_stats, queue_blocked_launches), offsetof(rv_build_stats, implicit_waits),
+    offsetof(rv_build_stats, syncs_contradicted), offsetof(rv_build_stats, syncs_rerouted),
+    offsetof(rv_build_stats, tails_released), offsetof(rv_build_stats, threads_started_by_step),
+    offsetof(rv_build_stats, waits_by_gpu_timeline),
 };
 G_STATIC_ASSERT(sizeof(rv_trace_stats) == sizeof trace_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
 G_STATIC_ASSERT(sizeof(rv_build_stats) == sizeof build_stat_offsets / sizeof(size_t) * sizeof(uint64_t));
 /* Tripwires: a field added to a graph struct changes its size.  Save the new
  * field here, document it above, and bump RVG_VERSION; then update these. */
 #if GLIB_SIZEOF_VOID_P == 8
-G_STATIC_ASSERT(sizeof(rv_resource) == 48);
+G_STATIC_ASSERT(sizeof(rv_resource) == 112);
 G_STATIC_ASSERT(sizeof(rv_task) == 72);
 G_STATIC_ASSERT(sizeof(rv_edge) == 12);
 G_STATIC_ASSERT(sizeof(rv_step) == 32);
-G_STATIC_ASSERT(sizeof(rv_timing) == 88);
+G_STATIC_ASSERT(sizeof(rv_estimate) == 32);
+G_STATIC_ASSERT(sizeof(rv_timing) == 216);
 G_STATIC_ASSERT(sizeof(rv_collective_info) == 40);
 G_STATIC_ASSERT(sizeof(rv_rank) == 32);
 G_STATIC_ASSERT(sizeof(rv_memory_record) == 56);
-/* graph->index (at 392), a cache, is not saved; nor graph->contention (at
- * 416): only plugins turn it on, and a saved graph is an imported one.
- * graph->memory (at 440) is the memory section.  graph->memory_effects (at
- * 448) is not saved either: plugins make them. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 456);
+G_STATIC_ASSERT(sizeof(rv_launch) == 16);
+/* graph->index (at 560), a cache, is not saved; nor graph->contention (at
+ * 584): only plugins turn it on, and a saved graph is an imported one.
+ * graph->memory (at 608) is the memory section.  graph->memory_effects (at
+ * 616) is not saved either: plugins make them.  graph->launches (at 624)
+ * is the launches section; graph->duration_ranges (at 632) is not saved:
+ * plugins make them; nor graph->applied (at 640), the plugins applied so
+ * far. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 648);
 #endif
 
 typedef struct {
@@ -262,6 +282,8 @@ static gboolean check_resources(const rv_graph *graph, int32_t string_count, GSt
                             resource->launch_latency_ns, resource->idle_gap_ns, resource->queue_depth);
         else if (!string_ok(resource->name, string_count))
             g_string_printf(why, "resource %u names string %d (there are %d strings)", r, resource->name, string_count);
+        else if (resource->measured_latency.source >= RV_SOURCE_COUNT || resource->measured_gap.source >= RV_SOURCE_COUNT)
+            g_string_printf(why, "resource %u has an estimate of unknown source (there are %d)", r, RV_SOURCE_COUNT);
         else if (resource->rank_index < -1 || (resource->rank_index >= 0 &&
                                                (guint)resource->rank_index >= MAX(graph->ranks->len, 1)))
             g_string_printf(why, "resource %u belongs to rank index %d (there are %u ranks)", r, resource->rank_index,
@@ -451,6 +473,22 @@ static gboolean check_memory(const rv_graph *graph, GString *why)
     return TRUE;
 }
 
+static gboolean check_launches(const rv_graph *graph, GString *why)
+{
+    if (graph->launches->len > graph->tasks->len) {
+        g_string_printf(why, "%u launch records for %u tasks", graph->launches->len, graph->tasks->len);
+        return FALSE;
+    }
+    for (guint i = 0; i < graph->launches->len; i++) {
+        const rv_launch *launch = &g_array_index(graph->launches, rv_launch, i);
+        if ((launch->blocks == 0) != (launch->threads == 0)) {
+            g_string_printf(why, "task %u's launch has %u blocks of %u threads", i, launch->blocks, launch->threads);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* NULL if the graph is consistent, else the section at fault with *why. */
 static const char *check_graph(const rv_graph *graph, GString *why)
 {
@@ -462,6 +500,7 @@ static const char *check_graph(const rv_graph *graph, GString *why)
     if (!check_collectives(graph, string_count, why)) return section_names[SECTION_COLLECTIVES];
     if (!check_ranks(graph, string_count, why)) return section_names[SECTION_RANKS];
     if (!check_memory(graph, why)) return section_names[SECTION_MEMORY];
+    if (!check_launches(graph, why)) return section_names[SECTION_LAUNCHES];
     return NULL;
 }
 
@@ -500,6 +539,15 @@ static void write_strings(GString *out, const rv_graph *graph)
     for (int32_t id = 0; id < count; id++) put_str(out, rv_strings_get(graph->strings, id));
 }
 
+/* An rv_estimate: i64 value, i64 spread, u64 samples, u8 source. */
+static void put_estimate(GString *out, const rv_estimate *estimate)
+{
+    put_i64(out, estimate->value);
+    put_i64(out, estimate->spread);
+    put_u64(out, estimate->samples);
+    put_u8(out, estimate->source);
+}
+
 static void write_resources(GString *out, const rv_graph *graph)
 {
     put_u32(out, graph->resources->len);
@@ -513,6 +561,8 @@ static void write_resources(GString *out, const rv_graph *graph)
         put_i32(out, resource->name);
         put_u8(out, resource->kind);
         put_i32(out, resource->rank_index);
+        put_estimate(out, &resource->measured_latency);
+        put_estimate(out, &resource->measured_gap);
     }
 }
 
@@ -572,19 +622,18 @@ static void write_counters(GString *out, const void *stats, const size_t *offset
 
 static void write_timing(GString *out, const rv_timing *timing)
 {
-    put_i64(out, timing->clock_offset_ns);
+    put_estimate(out, &timing->clock_offset);
     put_i64(out, timing->offset_low_ns);
     put_i64(out, timing->offset_high_ns);
-    put_i64(out, timing->launch_latency_ns);
-    put_i64(out, timing->idle_gap_ns);
     put_u64(out, timing->offset_launch_pairs);
     put_u64(out, timing->offset_sync_pairs);
-    put_u64(out, timing->latency_samples);
-    put_u64(out, timing->gap_samples);
-    put_u64(out, timing->queue_samples);
-    put_i32(out, timing->queue_depth);
+    put_u64(out, timing->offset_contradicted);
+    put_estimate(out, &timing->launch_latency);
+    put_estimate(out, &timing->idle_gap);
+    put_estimate(out, &timing->queue_depth);
+    put_estimate(out, &timing->sync_return);
+    put_u64(out, timing->queue_unblocked_in_flight);
     put_u8(out, timing->clock_status);
-    put_u8(out, timing->queue_measured);
 }
 
 static void write_metadata(GString *out, const rv_graph *graph)
@@ -652,11 +701,27 @@ static void write_memory(GString *out, const rv_graph *graph)
     }
 }
 
+static void write_launches(GString *out, const rv_graph *graph)
+{
+    guint count = 0;
+    for (guint i = 0; i < graph->launches->len; i++) count += g_array_index(graph->launches, rv_launch, i).blocks > 0;
+    put_u32(out, count);
+    for (guint i = 0; i < graph->launches->len; i++) {
+        const rv_launch *launch = &g_array_index(graph->launches, rv_launch, i);
+        if (launch->blocks == 0) continue;
+        put_i32(out, (int32_t)i);
+        put_u32(out, launch->blocks);
+        put_u32(out, launch->threads);
+        put_u32(out, launch->registers);
+        put_u32(out, launch->shared_bytes);
+    }
+}
+
 typedef void (*section_writer)(GString *out, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
     NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
-    write_collectives, write_ranks, write_memory,
+    write_collectives, write_ranks, write_memory, write_launches,
 };
 
 /* The whole file in memory: header, table, then the sections by id. */
@@ -818,6 +883,10 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version > RVG_VERSION)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
+    if (version == 4)
+        return fail(r, NULL, "format version 4 predates the timing estimates' evidence and the kernels' launch "
+                    "figures (this reverie reads version %u); "
+                    "re-import the trace", RVG_VERSION);
     if (version == 3)
         return fail(r, NULL, "format version 3 predates the recorded memory peaks (this reverie reads version %u); "
                     "re-import the trace", RVG_VERSION);
@@ -948,6 +1017,14 @@ static gboolean read_record_count(reader *r, uint32_t id, gsize record_size, cur
     return TRUE;
 }
 
+static void get_estimate(cursor *c, rv_estimate *estimate)
+{
+    estimate->value = get_i64(c);
+    estimate->spread = get_i64(c);
+    estimate->samples = get_u64(c);
+    estimate->source = get_u8(c);
+}
+
 static gboolean read_resources(reader *r, rv_graph *graph)
 {
     cursor c;
@@ -963,6 +1040,8 @@ static gboolean read_resources(reader *r, rv_graph *graph)
         resource->name = get_i32(&c);
         resource->kind = get_u8(&c);
         resource->rank_index = get_i32(&c);
+        get_estimate(&c, &resource->measured_latency);
+        get_estimate(&c, &resource->measured_gap);
     }
     return TRUE;
 }
@@ -1081,6 +1160,36 @@ static gboolean read_memory(reader *r, rv_graph *graph)
     return TRUE;
 }
 
+/* Sparse records in task order into the dense per-task array. */
+static gboolean read_launches(reader *r, rv_graph *graph)
+{
+    cursor c;
+    GArray *records = g_array_new(FALSE, FALSE, 1);
+    gboolean ok = read_record_count(r, SECTION_LAUNCHES, RVG_LAUNCH_SIZE, &c, records);
+    guint count = records->len;
+    g_array_unref(records);
+    int32_t previous = -1;
+    for (guint i = 0; ok && i < count; i++) {
+        int32_t task = get_i32(&c);
+        rv_launch launch; /* one field at a time: an initializer list has no order */
+        launch.blocks = get_u32(&c);
+        launch.threads = get_u32(&c);
+        launch.registers = get_u32(&c);
+        launch.shared_bytes = get_u32(&c);
+        if (task <= previous || task >= rv_graph_task_count(graph))
+            ok = fail(r, section_names[SECTION_LAUNCHES], "record %u names task %d (after task %d, of %d tasks)", i,
+                      task, previous, rv_graph_task_count(graph));
+        else if (launch.blocks == 0 || launch.threads == 0)
+            ok = fail(r, section_names[SECTION_LAUNCHES], "record %u: task %d's launch has %u blocks of %u threads", i,
+                      task, launch.blocks, launch.threads);
+        if (!ok) break;
+        g_array_set_size(graph->launches, (guint)task + 1);
+        g_array_index(graph->launches, rv_launch, task) = launch;
+        previous = task;
+    }
+    return ok;
+}
+
 /* A u8 that stands for a gboolean; anything but 0 or 1 is corruption. */
 static gboolean get_flag(cursor *c, const char *what, gboolean *value, GString *why)
 {
@@ -1136,21 +1245,25 @@ static gboolean get_backend(cursor *c, char **backend, GString *why)
 
 static gboolean get_timing(cursor *c, rv_timing *timing, GString *why)
 {
-    timing->clock_offset_ns = get_i64(c);
+    get_estimate(c, &timing->clock_offset);
     timing->offset_low_ns = get_i64(c);
     timing->offset_high_ns = get_i64(c);
-    timing->launch_latency_ns = get_i64(c);
-    timing->idle_gap_ns = get_i64(c);
     timing->offset_launch_pairs = get_u64(c);
     timing->offset_sync_pairs = get_u64(c);
-    timing->latency_samples = get_u64(c);
-    timing->gap_samples = get_u64(c);
-    timing->queue_samples = get_u64(c);
-    timing->queue_depth = get_i32(c);
+    timing->offset_contradicted = get_u64(c);
+    get_estimate(c, &timing->launch_latency);
+    get_estimate(c, &timing->idle_gap);
+    get_estimate(c, &timing->queue_depth);
+    get_estimate(c, &timing->sync_return);
+    timing->queue_unblocked_in_flight = get_u64(c);
     timing->clock_status = get_u8(c);
-    gboolean measured = FALSE;
-    if (!get_flag(c, "queue_measured", &measured, why)) return FALSE;
-    timing->queue_measured = (uint8_t)measured;
+    const rv_estimate *estimates[] = { &timing->clock_offset, &timing->launch_latency, &timing->idle_gap,
+                                       &timing->queue_depth, &timing->sync_return };
+    for (gsize i = 0; i < G_N_ELEMENTS(estimates); i++)
+        if (estimates[i]->source >= RV_SOURCE_COUNT) {
+            g_string_printf(why, "a timing estimate has source %u (there are %d)", estimates[i]->source, RV_SOURCE_COUNT);
+            return FALSE;
+        }
     if (timing->clock_status >= RV_CLOCK_STATUS_COUNT) {
         g_string_printf(why, "clock status %u is unknown (there are %d)", timing->clock_status, RV_CLOCK_STATUS_COUNT);
         return FALSE;
@@ -1193,7 +1306,7 @@ static gboolean read_graph_sections(reader *r, rv_graph *graph)
 {
     if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
         !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph) || !read_collectives(r, graph) ||
-        !read_ranks(r, graph) || !read_memory(r, graph))
+        !read_ranks(r, graph) || !read_memory(r, graph) || !read_launches(r, graph))
         return FALSE;
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);

@@ -5,14 +5,15 @@
  * A plugin is named or given as a file:
  *   - a name (letters, digits, '-' and '_') is looked up as NAME.so in the
  *     plugin folders, in order: each folder of REVERIE_PLUGIN_PATH, the
- *     optimizations/ folder of the build tree when the running program is
- *     in one, then the install folder;
+ *     optimizations/ folder of the build tree when the running library is
+ *     in one, else reverie/ beside the library (an install or a wheel,
+ *     paths.h), then the install folder;
  *   - anything with a '/' (./my.so, /opt/x/my.so) is that file, never a
  *     search: a bare "my.so" is refused rather than handed to dlopen(),
  *     which would look it up through LD_LIBRARY_PATH.
- * The build tree is found at run time from /proc/self/exe (a meson build
- * folder holds meson-private/), never compiled in, so an installed binary
- * does not search the folder it was built in.
+ * The build tree is found at run time from the library's own path (a
+ * meson build folder holds meson-private/), never compiled in, so an
+ * installed library does not search the folder it was built in.
  *
  * Loading a shared object runs its constructors.  Listing the folders
  * (rv_plugin_discover) reads each file's ELF symbol table first and loads
@@ -21,10 +22,13 @@
 #include "reverie/plugin.h"
 #include "reverie/checked.h"
 #include "reverie/error.h"
+#include "reverie/paths.h"
+#include "reverie/suggest.h"
 #include "reverie/units.h"
 #include "reverie/validate.h"
 #include "elf.h"
 #include <gmodule.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -60,25 +64,8 @@ const char *rv_param_type_name(rv_param_type type)
     return type <= RV_PARAM_STRING ? type_names[type] : "?";
 }
 
-/* The optimizations/ folder beside the running program, when that program
- * runs from a meson build folder; NULL otherwise. */
-static char *build_tree_plugin_dir(void)
-{
-    char *program = g_file_read_link("/proc/self/exe", NULL);
-    if (program == NULL) return NULL;
-    char *folder = g_path_get_dirname(program);
-    char *marker = g_build_filename(folder, "meson-private", NULL);
-    char *plugins = g_build_filename(folder, "optimizations", NULL);
-    gboolean in_build_tree = g_file_test(marker, G_FILE_TEST_IS_DIR) && g_file_test(plugins, G_FILE_TEST_IS_DIR);
-    g_free(program);
-    g_free(folder);
-    g_free(marker);
-    if (in_build_tree) return plugins;
-    g_free(plugins);
-    return NULL;
-}
-
-GPtrArray *rv_plugin_search_path(void)
+/* The user's folders: REVERIE_PLUGIN_PATH's. */
+static GPtrArray *user_folders(void)
 {
     GPtrArray *folders = g_ptr_array_new_with_free_func(g_free);
     const char *env = g_getenv("REVERIE_PLUGIN_PATH");
@@ -88,10 +75,56 @@ GPtrArray *rv_plugin_search_path(void)
             if (**part) g_ptr_array_add(folders, g_strdup(*part));
         g_strfreev(parts);
     }
-    char *build_tree = build_tree_plugin_dir();
-    if (build_tree != NULL) g_ptr_array_add(folders, build_tree);
-    g_ptr_array_add(folders, g_strdup(REVERIE_PLUGIN_DIR));
     return folders;
+}
+
+/* The built-in plugins' folders: the build tree, or an install's or a
+ * wheel's folder, beside the library (paths.h), then the install folder. */
+static GPtrArray *builtin_folders(void)
+{
+    GPtrArray *folders = g_ptr_array_new_with_free_func(g_free);
+    char *beside = rv_build_tree_path("optimizations");
+    if (beside == NULL) beside = rv_beside_library_path(NULL);
+    if (beside != NULL) g_ptr_array_add(folders, beside);
+    if (beside == NULL || strcmp(beside, REVERIE_PLUGIN_DIR) != 0) g_ptr_array_add(folders, g_strdup(REVERIE_PLUGIN_DIR));
+    return folders;
+}
+
+GPtrArray *rv_plugin_search_path(void)
+{
+    GPtrArray *folders = user_folders(), *builtin = builtin_folders();
+    for (guint i = 0; i < builtin->len; i++) g_ptr_array_add(folders, g_strdup(g_ptr_array_index(builtin, i)));
+    g_ptr_array_unref(builtin);
+    return folders;
+}
+
+/* NAME.so in the first of the folders that has one (g_free), or NULL. */
+static char *find_in(const GPtrArray *folders, const char *name)
+{
+    for (guint i = 0; i < folders->len; i++) {
+        char *file = g_strdup_printf("%s/%s.so", (char *)g_ptr_array_index(folders, i), name);
+        if (g_file_test(file, G_FILE_TEST_IS_REGULAR)) return file;
+        g_free(file);
+    }
+    return NULL;
+}
+
+static gboolean same_file(const char *a, const char *b)
+{
+    GStatBuf x, y;
+    return g_stat(a, &x) == 0 && g_stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The built-in plugin that a user's plugin file would shadow (g_free), or
+ * NULL: a file of REVERIE_PLUGIN_PATH named like a built-in one, which is
+ * not that file. */
+static char *shadowed_builtin(const char *user_file, const char *name)
+{
+    GPtrArray *builtin = builtin_folders();
+    char *original = find_in(builtin, name);
+    g_ptr_array_unref(builtin);
+    if (original != NULL && same_file(original, user_file)) g_clear_pointer(&original, g_free);
+    return original;
 }
 
 static gboolean is_plugin_name(const char *name)
@@ -102,25 +135,62 @@ static gboolean is_plugin_name(const char *name)
     return TRUE;
 }
 
-static char *search_folders(const char *name, GError **error)
+/* The NAMEs of the NAME.so files in the plugin folders (loading none). */
+static GPtrArray *names_on_path(const GPtrArray *folders)
 {
-    GPtrArray *folders = rv_plugin_search_path();
-    char *found = NULL;
-    for (guint i = 0; i < folders->len && found == NULL; i++) {
-        char *file = g_strdup_printf("%s/%s.so", (char *)g_ptr_array_index(folders, i), name);
-        if (g_file_test(file, G_FILE_TEST_IS_REGULAR)) found = file;
-        else g_free(file);
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < folders->len; i++) {
+        GDir *dir = g_dir_open(g_ptr_array_index(folders, i), 0, NULL);
+        const char *entry;
+        while (dir && (entry = g_dir_read_name(dir)) != NULL)
+            if (g_str_has_suffix(entry, ".so")) g_ptr_array_add(names, g_strndup(entry, strlen(entry) - 3));
+        if (dir) g_dir_close(dir);
     }
-    g_ptr_array_free(folders, TRUE);
-    /* A name that names nothing is the user's typo (exit 1), not a plugin
-     * that failed (exit 3). */
-    if (found == NULL)
+    return names;
+}
+
+/* A name that names nothing is the user's typo (exit 1), not a plugin that
+ * failed (exit 3): say so, with the nearest name there is. */
+static void no_such_plugin(const char *name, const GPtrArray *folders, GError **error)
+{
+    GPtrArray *names = names_on_path(folders);
+    const char *near = rv_suggest(name, (const char *const *)names->pdata, names->len);
+    if (near)
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "no optimization named '%s': did you mean '%s'? (see 'reverie "
+                    "plugins'; or give a path to a .so, such as ./%s.so)", name, near, name);
+    else
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
                     "no optimization named '%s' (see 'reverie plugins'; or give a path to a .so, such as ./%s.so)",
                     name, name);
-    return found;
+    g_ptr_array_unref(names);
 }
 
+/*
+ * A name is looked up in the user's folders, then the built-in ones.  A
+ * user's plugin named like a built-in one is refused rather than silently
+ * used instead of it: the user asks for it by giving its path.
+ */
+static char *search_folders(const char *name, GError **error)
+{
+    GPtrArray *users = user_folders();
+    char *found = find_in(users, name);
+    g_ptr_array_unref(users);
+    char *original = found ? shadowed_builtin(found, name) : NULL;
+    if (original != NULL) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s (from REVERIE_PLUGIN_PATH) has the name of the built-in "
+                    "optimization %s (%s): rename it, or give its path (--opt %s) to use it instead",
+                    found, name, original, found);
+        g_free(original);
+        g_free(found);
+        return NULL;
+    }
+    if (found != NULL) return found;
+    GPtrArray *folders = rv_plugin_search_path();
+    found = find_in(folders, name);
+    if (found == NULL) no_such_plugin(name, folders, error);
+    g_ptr_array_free(folders, TRUE);
+    return found;
+}
 /* The file to load: a path as given (made absolute, so that dlopen takes
  * it as that file), or a name found in the plugin folders. */
 static char *find_plugin_file(const char *name, GError **error)
@@ -226,27 +296,43 @@ static rv_loaded_plugin *load_if_plugin(const char *path, GPtrArray *skipped)
     return plugin;
 }
 
+/* The plugins in one folder, unless a file of that name was seen already
+ * (seen: file name -> path): the same file is listed once, and a user's
+ * file named like a built-in one is left out, with a line saying so. */
+static void discover_in(const char *folder, GHashTable *seen, GPtrArray *plugins, GPtrArray *skipped)
+{
+    GDir *dir = g_dir_open(folder, 0, NULL);
+    if (dir == NULL) return;
+    const char *entry;
+    while ((entry = g_dir_read_name(dir)) != NULL) {
+        if (!g_str_has_suffix(entry, ".so")) continue;
+        char *path = g_build_filename(folder, entry, NULL);
+        const char *before = g_hash_table_lookup(seen, entry);
+        if (before != NULL && !same_file(before, path) && skipped != NULL)
+            g_ptr_array_add(skipped, g_strdup_printf("%s: not listed: it has the name of the built-in optimization "
+                                                     "%s (give its path to --opt to use it instead)", path, before));
+        rv_loaded_plugin *plugin = before == NULL && g_file_test(path, G_FILE_TEST_IS_REGULAR)
+                                       ? load_if_plugin(path, skipped) : NULL;
+        if (plugin != NULL) {
+            g_hash_table_insert(seen, g_strdup(entry), path);
+            g_ptr_array_add(plugins, plugin);
+        } else {
+            g_free(path);
+        }
+    }
+    g_dir_close(dir);
+}
+
 GPtrArray *rv_plugin_discover(GPtrArray *skipped)
 {
     GPtrArray *plugins = g_ptr_array_new_with_free_func((GDestroyNotify)rv_plugin_unload);
-    GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    GPtrArray *folders = rv_plugin_search_path();
-    for (guint i = 0; i < folders->len; i++) {
-        GDir *dir = g_dir_open(g_ptr_array_index(folders, i), 0, NULL);
-        if (dir == NULL) continue;
-        const char *entry;
-        while ((entry = g_dir_read_name(dir)) != NULL) {
-            if (!g_str_has_suffix(entry, ".so") || g_hash_table_contains(seen, entry)) continue;
-            char *path = g_build_filename(g_ptr_array_index(folders, i), entry, NULL);
-            rv_loaded_plugin *plugin = g_file_test(path, G_FILE_TEST_IS_REGULAR) ? load_if_plugin(path, skipped) : NULL;
-            g_free(path);
-            if (plugin == NULL) continue;
-            g_hash_table_add(seen, g_strdup(entry));
-            g_ptr_array_add(plugins, plugin);
-        }
-        g_dir_close(dir);
-    }
-    g_ptr_array_free(folders, TRUE);
+    GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    /* built-in first, so that a user's plugin never hides one */
+    GPtrArray *builtin = builtin_folders(), *users = user_folders();
+    for (guint i = 0; i < builtin->len; i++) discover_in(g_ptr_array_index(builtin, i), seen, plugins, skipped);
+    for (guint i = 0; i < users->len; i++) discover_in(g_ptr_array_index(users, i), seen, plugins, skipped);
+    g_ptr_array_unref(builtin);
+    g_ptr_array_unref(users);
     g_hash_table_destroy(seen);
     g_ptr_array_sort(plugins, compare_plugins);
     return plugins;
@@ -254,11 +340,24 @@ GPtrArray *rv_plugin_discover(GPtrArray *skipped)
 
 /* ---- applying ------------------------------------------------------- */
 
-gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
-                         rv_plugin_output *output, GError **error)
+/* Set once, before any plugin runs (plugin.h): read without a lock. */
+static rv_plugin_apply_watch apply_watch;
+
+void rv_plugin_watch_apply(rv_plugin_apply_watch watch)
+{
+    apply_watch = watch;
+}
+
+static gboolean apply_and_check(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
+                                rv_plugin_output *output, GError **error)
 {
     const rv_plugin *descriptor = plugin->descriptor;
     GError *failure = NULL;
+    if (!rv_compose_check(graph, descriptor->name, descriptor->effects, &failure)) {
+        g_prefix_error(&failure, "%s: ", descriptor->name);
+        g_propagate_error(error, failure);
+        return FALSE;
+    }
     /* Kept to tell whether apply() touched the edges: only then can it
      * have closed a cycle in the graph it was given (taken as valid). */
     guint edge_count = graph->edges->len;
@@ -293,7 +392,17 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
         g_error_free(failure);
         return FALSE;
     }
+    rv_compose_record(graph, descriptor->name, descriptor->effects);
     return TRUE;
+}
+
+gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
+                         rv_plugin_output *output, GError **error)
+{
+    if (apply_watch) apply_watch(plugin->descriptor->name, TRUE);
+    gboolean ok = apply_and_check(plugin, graph, params, output, error);
+    if (apply_watch) apply_watch(plugin->descriptor->name, FALSE);
+    return ok;
 }
 
 /* ---- parameters ----------------------------------------------------- */
@@ -441,6 +550,19 @@ char *rv_plugin_param_names(const rv_plugin *plugin)
     return g_string_free(names, FALSE);
 }
 
+char *rv_plugin_unknown_param(const rv_plugin *plugin, const char *given)
+{
+    GPtrArray *names = g_ptr_array_new();
+    for (const rv_param_spec *spec = plugin->params; spec->name; spec++) g_ptr_array_add(names, (gpointer)spec->name);
+    const char *near = rv_suggest(given, (const char *const *)names->pdata, names->len);
+    char *list = rv_plugin_param_names(plugin);
+    char *text = near ? g_strdup_printf("'%s': did you mean '%s'? (parameters: %s)", given, near, list)
+                      : g_strdup_printf("'%s' (parameters: %s)", given, list);
+    g_free(list);
+    g_ptr_array_unref(names);
+    return text;
+}
+
 static gboolean assign(rv_params *params, const rv_plugin *plugin, const char *piece, GError **error)
 {
     const char *equals = strchr(piece, '=');
@@ -452,10 +574,9 @@ static gboolean assign(rv_params *params, const rv_plugin *plugin, const char *p
     param_value *value = g_hash_table_lookup(params->values, key);
     gboolean ok = value != NULL;
     if (!ok) {
-        char *names = rv_plugin_param_names(plugin);
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "plugin %s: unknown parameter '%s' (parameters: %s)",
-                    plugin->name, key, names);
-        g_free(names);
+        char *what = rv_plugin_unknown_param(plugin, key);
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "plugin %s: unknown parameter %s", plugin->name, what);
+        g_free(what);
     } else if (value->given) {
         /* Which one would win is a guess; a sweep script's typo should not be. */
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "plugin %s: parameter '%s' is given twice", plugin->name, key);

@@ -510,9 +510,9 @@ static GArray *victims_of(rv_graph *graph, const GArray *tasks)
     return victims;
 }
 
-int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode)
+/* Remove the tasks `victims_of` chose. */
+static int remove_victims(rv_graph *graph, const GArray *victims, rv_remove_mode mode)
 {
-    GArray *victims = victims_of(graph, tasks);
     removal rm = { graph, rv_graph_index_sync(graph), g_array_new(FALSE, FALSE, sizeof(cell)),
                    g_array_new(FALSE, FALSE, sizeof(int32_t)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
                    g_array_new(FALSE, FALSE, sizeof(cell)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
@@ -525,6 +525,13 @@ int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mod
     g_array_unref(rm.own);
     g_array_unref(rm.lists);
     g_array_unref(rm.upstream);
+    return count;
+}
+
+int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode)
+{
+    GArray *victims = victims_of(graph, tasks);
+    int count = remove_victims(graph, victims, mode);
     g_array_unref(victims);
     return count;
 }
@@ -609,6 +616,132 @@ int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError 
     return id;
 }
 
+/* ---- replacement ---------------------------------------------------- */
+
+/* The last of `tasks` in `resource`'s order: the latest recorded one there,
+ * then on through the tasks marked in `victim` right after it. */
+static int32_t last_on_resource(const rv_graph *graph, const GArray *tasks, int32_t resource, const rv_task_marks *victim)
+{
+    int32_t last = -1;
+    for (guint i = 0; i < tasks->len; i++) {
+        int32_t id = g_array_index(tasks, int32_t, i);
+        if (g_array_index(graph->tasks, rv_task, id).resource != resource || removed(graph, id)) continue;
+        if (last < 0 || rv_task_compare_recorded(&id, &last, (gpointer)graph) > 0) last = id;
+    }
+    for (int32_t next = last >= 0 ? rv_graph_resource_next(graph, last) : -1; next >= 0 && rv_task_marks_has(victim, next);
+         next = rv_graph_resource_next(graph, next))
+        last = next;
+    return last;
+}
+
+/* What waited for the replaced tasks: each live task outside them that an
+ * edge other than a launch or their own stream's order leads to from one
+ * of them, with that edge's kind (pairs, flattened). */
+static GArray *waiters_of(const rv_graph *graph, const GArray *gpu_tasks, const rv_task_marks *victim)
+{
+    const rv_graph_index *index = rv_graph_index_sync(graph);
+    GArray *pairs = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint i = 0; i < gpu_tasks->len; i++) {
+        int32_t task = g_array_index(gpu_tasks, int32_t, i);
+        for (int32_t e = rv_graph_index_first(index, task, TRUE); e >= 0; e = rv_graph_index_next(index, e, TRUE)) {
+            const rv_edge *edge = edge_at(graph, e);
+            if (edge->kind == RV_EDGE_LAUNCH || removed(graph, edge->to) || rv_task_marks_has(victim, edge->to)) continue;
+            if (is_order_kind(edge->kind) && g_array_index(graph->tasks, rv_task, edge->to).resource ==
+                                                 g_array_index(graph->tasks, rv_task, task).resource)
+                continue;
+            int32_t pair[2] = { edge->to, edge->kind };
+            g_array_append_vals(pairs, pair, 2);
+        }
+    }
+    return pairs;
+}
+
+/* Does `from` reach a task marked in `before` (the new task's live
+ * predecessors, or the new task itself)?  A walk forward that passes no
+ * task starting (recorded) after `limit`, the latest of those: a path that
+ * ends at one of them cannot, in a recording whose edges follow its times.
+ * At most `budget` tasks: past that the answer is "perhaps", i.e. TRUE. */
+static gboolean reaches(const rv_graph *graph, int32_t from, const rv_task_marks *before, int64_t limit, GArray *stack,
+                        rv_task_marks *seen, guint budget)
+{
+    const rv_graph_index *index = rv_graph_index_sync(graph);
+    g_array_set_size(stack, 0);
+    g_array_append_val(stack, from);
+    rv_task_marks_set(seen, from, 0);
+    for (guint visited = 0; stack->len > 0; visited++) {
+        if (visited > budget) return TRUE;
+        int32_t task = g_array_index(stack, int32_t, stack->len - 1);
+        g_array_set_size(stack, stack->len - 1);
+        if (rv_task_marks_has(before, task)) return TRUE;
+        for (int32_t e = rv_graph_index_first(index, task, TRUE); e >= 0; e = rv_graph_index_next(index, e, TRUE)) {
+            int32_t next = edge_at(graph, e)->to;
+            if (rv_task_marks_has(seen, next) || removed(graph, next)) continue;
+            rv_task_marks_set(seen, next, 0);
+            if (g_array_index(graph->tasks, rv_task, next).recorded_start_ns <= limit || rv_task_marks_has(before, next))
+                g_array_append_val(stack, next);
+        }
+    }
+    return FALSE;
+}
+
+/* The new task `id` takes on what waited for the tasks it replaced, except
+ * where a waiter leads back to it (a round trip through the host inside
+ * the replaced work: fusing it cannot keep both). */
+static void hand_on_waiters(rv_graph *graph, int32_t id, const GArray *waiters)
+{
+    rv_graph_index *index = rv_graph_index_sync(graph);
+    rv_task_marks *before = &index->marks[MARK_REACH], *seen = &index->marks[MARK_SCRATCH];
+    rv_task_marks_begin(before, rv_graph_task_count(graph));
+    rv_task_marks_set(before, id, 0);
+    int64_t limit = g_array_index(graph->tasks, rv_task, id).recorded_start_ns;
+    for (int32_t e = rv_graph_index_first(index, id, FALSE); e >= 0; e = rv_graph_index_next(index, e, FALSE)) {
+        int32_t from = edge_at(graph, e)->from;
+        rv_task_marks_set(before, from, 0);
+        limit = MAX(limit, g_array_index(graph->tasks, rv_task, from).recorded_start_ns);
+    }
+    GArray *stack = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint i = 0; i + 1 < waiters->len; i += 2) {
+        int32_t to = g_array_index(waiters, int32_t, i);
+        rv_task_marks_begin(seen, rv_graph_task_count(graph));
+        if (!removed(graph, to) && !reaches(graph, to, before, limit, stack, seen, 1u << 16))
+            rv_graph_add_edge(graph, id, to, (rv_edge_kind)g_array_index(waiters, int32_t, i + 1), FALSE);
+    }
+    g_array_unref(stack);
+}
+
+int32_t rv_transform_replace(rv_graph *graph, const GArray *gpu_tasks, const rv_insert_spec *spec, rv_remove_mode mode,
+                             int *removed_count, GError **error)
+{
+    if (removed_count) *removed_count = 0;
+    GArray *victims = victims_of(graph, gpu_tasks); /* the tasks and their launch calls */
+    rv_task_marks *victim = &rv_graph_index_sync(graph)->marks[MARK_VICTIM]; /* victims_of marked them */
+    int32_t last = last_on_resource(graph, victims, spec->task.resource, victim), last_call = -1;
+    for (guint i = 0; i < victims->len; i++) {
+        int32_t id = g_array_index(victims, int32_t, i);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
+        if (resource->kind == RV_RES_CPU_THREAD && (last_call < 0 || rv_task_compare_recorded(&id, &last_call, graph) > 0))
+            last_call = id;
+    }
+    if (last_call >= 0) last_call = last_on_resource(graph, victims, rv_graph_task(graph, last_call)->resource, victim);
+    if (last < 0) {
+        g_array_unref(victims);
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "replace: none of the tasks replaced runs on the new task's resource");
+        return -1;
+    }
+    GArray *waiters = waiters_of(graph, gpu_tasks, victim);
+    rv_insert_spec placed = *spec;
+    placed.after = last;
+    placed.launch_after = last_call;
+    int32_t id = rv_transform_insert(graph, &placed, error);
+    int count = id >= 0 ? remove_victims(graph, victims, mode) : 0;
+    if (id >= 0) hand_on_waiters(graph, id, waiters);
+    g_array_unref(waiters);
+    g_array_unref(victims);
+    if (removed_count) *removed_count = count;
+    return id;
+}
+
 void rv_transform_add_edge(rv_graph *graph, int32_t from, int32_t to)
 {
     rv_graph_add_edge(graph, from, to, RV_EDGE_PLUGIN, FALSE);
@@ -622,6 +755,26 @@ int32_t rv_transform_add_channel(rv_graph *graph, const char *name)
             return (int32_t)r;
     }
     return rv_graph_add_resource(graph, RV_RES_CHANNEL, -1, -1, name);
+}
+
+int32_t rv_transform_add_comm_stream(rv_graph *graph, int32_t like, const char *name)
+{
+    if (like < 0 || like >= rv_graph_task_count(graph)) return -1;
+    rv_resource model = g_array_index(graph->resources, rv_resource, rv_graph_task(graph, like)->resource);
+    if (model.kind != RV_RES_GPU_STREAM) return -1;
+    char *full = g_strdup_printf("gpu %" G_GINT64_FORMAT " %s", model.process, name);
+    int32_t id = (int32_t)rv_strings_intern(graph->strings, full);
+    g_free(full);
+    for (guint r = 0; r < graph->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
+        if (resource->kind == RV_RES_GPU_STREAM && resource->name == id && resource->process == model.process &&
+            resource->rank_index == model.rank_index)
+            return (int32_t)r;
+    }
+    model.name = id;
+    model.thread = -1; /* no stream of the trace */
+    g_array_append_val(graph->resources, model);
+    return (int32_t)graph->resources->len - 1;
 }
 
 static gint compare_step_keys(gconstpointer a, gconstpointer b)

@@ -234,9 +234,9 @@ gboolean rv_parse_bytes(const char *text, int64_t *out_bytes, GError **error)
   char *unit;
   if (!split_quantity(text, "size", &v, &unit, error))
     return FALSE;
-  /* A bare number means bytes. */
-  const unit_entry *u = *unit == '\0' ? &byte_units[0]
-    : find_unit(byte_units, G_N_ELEMENTS(byte_units), unit);
+  /* A bare number is refused, as durations and bandwidths are:
+   * "bucket_cap=25" meant 25 MB to its author, not 25 bytes. */
+  const unit_entry *u = find_unit(byte_units, G_N_ELEMENTS(byte_units), unit);
   gboolean ok = FALSE;
   if (!u) {
     set_unit_error(error, text, "size", unit, bytes_expected);

@@ -15,4 +15,5 @@ for steps in "$small_steps" "$large_steps"; do
         --mixed-layers --single-gpu --seed 7
 done
 REVERIE_PLUGIN_PATH="$build/optimizations" REVERIE_GPU_CATALOGUE="$build/data/gpus.json" \
+    REVERIE_EFFICIENCY="$build/data/efficiency.json" \
     "$build/tests/bench/reverie-bench-plugins" "$dir/$small_steps.json" "$dir/$large_steps.json"

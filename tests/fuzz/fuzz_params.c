@@ -35,7 +35,7 @@ static gboolean apply_nothing(rv_graph *graph, const rv_params *params, rv_plugi
     return TRUE;
 }
 
-static const rv_plugin descriptor = { RV_PLUGIN_ABI_VERSION, "fuzz", "", specs, apply_nothing };
+static const rv_plugin descriptor = { RV_PLUGIN_ABI_VERSION, "fuzz", "", specs, apply_nothing, NULL };
 
 static void fail(const char *what, const char *text)
 {

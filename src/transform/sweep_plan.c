@@ -3,8 +3,9 @@
  * with units), --variants files, and each variant's list of specs (see
  * sweep_plan.h for the rules).
  */
-#include "sweep_plan.h"
-#include "cli.h"
+#include "reverie/sweep_plan.h"
+#include "reverie/error.h"
+#include "reverie/optimize.h"
 #include "reverie/units.h"
 #include <math.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 
 static void axis_free(gpointer data)
 {
-    sweep_axis *axis = data;
+    rv_sweep_axis *axis = data;
     g_free(axis->text);
     g_free(axis->plugin);
     g_free(axis->param);
@@ -21,7 +22,7 @@ static void axis_free(gpointer data)
     g_free(axis);
 }
 
-void sweep_plan_free(sweep_plan *plan)
+void rv_sweep_plan_free(rv_sweep_plan *plan)
 {
     if (plan == NULL) return;
     g_ptr_array_unref(plan->base);
@@ -177,7 +178,7 @@ static gboolean expand_values(const rv_param_spec *spec, const char *list, GPtrA
 
 /* "NAME.PARAM=LIST" -> an axis whose plugin is loaded and whose values
  * each parse as PARAM.  The error says which --vary and why. */
-static sweep_axis *parse_axis(const char *text, GHashTable *plugins, GError **error)
+static rv_sweep_axis *parse_axis(const char *text, GHashTable *plugins, GError **error)
 {
     const char *equals = strchr(text, '=');
     char *key = equals ? g_strndup(text, (gsize)(equals - text)) : g_strdup(text);
@@ -187,21 +188,21 @@ static sweep_axis *parse_axis(const char *text, GHashTable *plugins, GError **er
         g_free(key);
         return NULL;
     }
-    sweep_axis *axis = g_new0(sweep_axis, 1);
+    rv_sweep_axis *axis = g_new0(rv_sweep_axis, 1);
     axis->text = g_strdup(text);
     axis->plugin = g_strndup(key, (gsize)(dot - key));
     axis->param = g_strdup(dot + 1);
     axis->values = strings_array();
     g_free(key);
-    const rv_loaded_plugin *loaded = rv_cli_plugin(plugins, axis->plugin, error);
+    const rv_loaded_plugin *loaded = rv_plugin_table_get(plugins, axis->plugin, error);
     const rv_plugin *plugin = loaded ? rv_plugin_descriptor_of(loaded) : NULL;
     const rv_param_spec *spec = plugin ? rv_plugin_param(plugin, axis->param) : NULL;
     gboolean ok = spec != NULL;
     if (plugin != NULL && spec == NULL) {
-        char *names = rv_plugin_param_names(plugin);
-        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "--vary %s: plugin %s has no parameter '%s' (parameters: %s)", text,
-                    axis->plugin, axis->param, names);
-        g_free(names);
+        char *what = rv_plugin_unknown_param(plugin, axis->param);
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "--vary %s: plugin %s has no parameter %s", text, axis->plugin,
+                    what);
+        g_free(what);
     }
     if (ok && !expand_values(spec, equals + 1, axis->values, error)) {
         g_prefix_error(error, "--vary %s: ", text);
@@ -243,9 +244,9 @@ static GPtrArray *parse_line(const char *line, GError **error)
 static gboolean check_specs(GPtrArray *specs, GHashTable *plugins, GError **error)
 {
     for (guint i = 0; i < specs->len; i++) {
-        rv_cli_opt *opt = rv_cli_opt_parse(plugins, g_ptr_array_index(specs, i), error);
+        rv_opt *opt = rv_opt_parse(plugins, g_ptr_array_index(specs, i), error);
         if (opt == NULL) return FALSE;
-        rv_cli_opt_free(opt);
+        rv_opt_free(opt);
     }
     return TRUE;
 }
@@ -265,7 +266,7 @@ static gboolean check_text(const char *path, const char *text, gsize length, GEr
     return FALSE;
 }
 
-static gboolean read_variants(sweep_plan *plan, const char *path, GHashTable *plugins, GError **error)
+static gboolean read_variants(rv_sweep_plan *plan, const char *path, GHashTable *plugins, GError **error)
 {
     char *text = NULL;
     gsize length = 0;
@@ -308,22 +309,22 @@ static gboolean read_variants(sweep_plan *plan, const char *path, GHashTable *pl
 
 /* ---- composing variants ---------------------------------------------- */
 
-guint sweep_plan_line(const sweep_plan *plan, uint64_t v)
+guint rv_sweep_plan_line(const rv_sweep_plan *plan, uint64_t v)
 {
     return (guint)(v / (plan->count / plan->lines->len));
 }
 
-guint sweep_plan_value_index(const sweep_plan *plan, uint64_t v, guint axis)
+guint rv_sweep_plan_value_index(const rv_sweep_plan *plan, uint64_t v, guint axis)
 {
     uint64_t rest = v % (plan->count / plan->lines->len);
-    for (guint a = plan->axes->len; a-- > axis + 1;) rest /= ((sweep_axis *)g_ptr_array_index(plan->axes, a))->values->len;
-    return (guint)(rest % ((sweep_axis *)g_ptr_array_index(plan->axes, axis))->values->len);
+    for (guint a = plan->axes->len; a-- > axis + 1;) rest /= ((rv_sweep_axis *)g_ptr_array_index(plan->axes, a))->values->len;
+    return (guint)(rest % ((rv_sweep_axis *)g_ptr_array_index(plan->axes, axis))->values->len);
 }
 
-const char *sweep_plan_value(const sweep_plan *plan, uint64_t v, guint axis)
+const char *rv_sweep_plan_value(const rv_sweep_plan *plan, uint64_t v, guint axis)
 {
-    const sweep_axis *a = g_ptr_array_index(plan->axes, axis);
-    return g_ptr_array_index(a->values, sweep_plan_value_index(plan, v, axis));
+    const rv_sweep_axis *a = g_ptr_array_index(plan->axes, axis);
+    return g_ptr_array_index(a->values, rv_sweep_plan_value_index(plan, v, axis));
 }
 
 /* The specs (base, then line) naming plugin `name`: their count, and the last. */
@@ -331,7 +332,7 @@ static guint specs_naming(GPtrArray *specs, const char *name, guint *found)
 {
     guint count = 0;
     for (guint i = 0; i < specs->len; i++) {
-        char *spec_name = rv_cli_spec_name(g_ptr_array_index(specs, i));
+        char *spec_name = rv_opt_spec_name(g_ptr_array_index(specs, i));
         if (strcmp(spec_name, name) == 0) { count++; *found = i; }
         g_free(spec_name);
     }
@@ -346,20 +347,20 @@ static void set_on_spec(GPtrArray *specs, guint i, const char *param, const char
     g_free(spec);
 }
 
-GPtrArray *sweep_plan_specs(const sweep_plan *plan, uint64_t v)
+GPtrArray *rv_sweep_plan_specs(const rv_sweep_plan *plan, uint64_t v)
 {
     GPtrArray *specs = strings_array();
-    GPtrArray *line = g_ptr_array_index(plan->lines, sweep_plan_line(plan, v));
+    GPtrArray *line = g_ptr_array_index(plan->lines, rv_sweep_plan_line(plan, v));
     for (guint i = 0; i < plan->base->len; i++) g_ptr_array_add(specs, g_strdup(g_ptr_array_index(plan->base, i)));
     for (guint i = 0; i < line->len; i++) g_ptr_array_add(specs, g_strdup(g_ptr_array_index(line, i)));
     for (guint a = 0; a < plan->axes->len; a++) {
-        const sweep_axis *axis = g_ptr_array_index(plan->axes, a);
+        const rv_sweep_axis *axis = g_ptr_array_index(plan->axes, a);
         guint at = 0;
         if (specs_naming(specs, axis->plugin, &at) == 0) {
             g_ptr_array_add(specs, g_strdup(axis->plugin));
             at = specs->len - 1;
         }
-        set_on_spec(specs, at, axis->param, sweep_plan_value(plan, v, a));
+        set_on_spec(specs, at, axis->param, rv_sweep_plan_value(plan, v, a));
     }
     return specs;
 }
@@ -368,14 +369,14 @@ GPtrArray *sweep_plan_specs(const sweep_plan *plan, uint64_t v)
 
 /* An axis must name at most one spec of each line's list, or which one it
  * sets would be a guess. */
-static gboolean check_axis_targets(const sweep_plan *plan, GError **error)
+static gboolean check_axis_targets(const rv_sweep_plan *plan, GError **error)
 {
     for (guint l = 0; l < plan->lines->len; l++) {
         GPtrArray *specs = g_ptr_array_new();
         g_ptr_array_extend(specs, plan->base, NULL, NULL);
         g_ptr_array_extend(specs, g_ptr_array_index(plan->lines, l), NULL, NULL);
         for (guint a = 0; a < plan->axes->len; a++) {
-            const sweep_axis *axis = g_ptr_array_index(plan->axes, a);
+            const rv_sweep_axis *axis = g_ptr_array_index(plan->axes, a);
             guint at = 0, count = specs_naming(specs, axis->plugin, &at);
             if (count > 1) {
                 g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
@@ -390,9 +391,9 @@ static gboolean check_axis_targets(const sweep_plan *plan, GError **error)
     return TRUE;
 }
 
-static gboolean check_variant(const sweep_plan *plan, uint64_t v, GHashTable *plugins, GError **error)
+static gboolean check_variant(const rv_sweep_plan *plan, uint64_t v, GHashTable *plugins, GError **error)
 {
-    GPtrArray *specs = sweep_plan_specs(plan, v);
+    GPtrArray *specs = rv_sweep_plan_specs(plan, v);
     gboolean ok = check_specs(specs, plugins, error);
     g_ptr_array_unref(specs);
     return ok;
@@ -401,11 +402,11 @@ static gboolean check_variant(const sweep_plan *plan, uint64_t v, GHashTable *pl
 /* Every value of every axis, and every line, once in a whole variant: a
  * bad value or a required parameter missing shows here, naming the --vary
  * or the line, not in the middle of the sweep. */
-static gboolean check_variants(const sweep_plan *plan, GHashTable *plugins, GError **error)
+static gboolean check_variants(const rv_sweep_plan *plan, GHashTable *plugins, GError **error)
 {
     uint64_t per_line = plan->count / plan->lines->len, stride = 1;
     for (guint a = plan->axes->len; a-- > 0;) {
-        const sweep_axis *axis = g_ptr_array_index(plan->axes, a);
+        const rv_sweep_axis *axis = g_ptr_array_index(plan->axes, a);
         for (guint i = 0; i < axis->values->len; i++)
             if (!check_variant(plan, i * stride, plugins, error)) {
                 g_prefix_error(error, "--vary %s: ", axis->text);
@@ -423,11 +424,11 @@ static gboolean check_variants(const sweep_plan *plan, GHashTable *plugins, GErr
 }
 
 /* The axis just added must not vary a parameter an earlier one varies. */
-static gboolean check_new_axis(const sweep_plan *plan, GError **error)
+static gboolean check_new_axis(const rv_sweep_plan *plan, GError **error)
 {
-    const sweep_axis *added = g_ptr_array_index(plan->axes, plan->axes->len - 1);
+    const rv_sweep_axis *added = g_ptr_array_index(plan->axes, plan->axes->len - 1);
     for (guint a = 0; a + 1 < plan->axes->len; a++) {
-        const sweep_axis *axis = g_ptr_array_index(plan->axes, a);
+        const rv_sweep_axis *axis = g_ptr_array_index(plan->axes, a);
         if (strcmp(axis->plugin, added->plugin) == 0 && strcmp(axis->param, added->param) == 0) {
             g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "--vary %s.%s is given twice; give its values in one list",
                         added->plugin, added->param);
@@ -437,24 +438,24 @@ static gboolean check_new_axis(const sweep_plan *plan, GError **error)
     return TRUE;
 }
 
-static gboolean count_variants(sweep_plan *plan, GError **error)
+static gboolean count_variants(rv_sweep_plan *plan, GError **error)
 {
     plan->count = plan->lines->len;
     for (guint a = 0; a < plan->axes->len; a++) {
-        plan->count *= ((sweep_axis *)g_ptr_array_index(plan->axes, a))->values->len;
-        if (plan->count > SWEEP_MAX_VARIANTS) {
+        plan->count *= ((rv_sweep_axis *)g_ptr_array_index(plan->axes, a))->values->len;
+        if (plan->count > RV_SWEEP_MAX_VARIANTS) {
             g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "more than %" G_GUINT64_FORMAT " variants; split the sweep",
-                        SWEEP_MAX_VARIANTS);
+                        RV_SWEEP_MAX_VARIANTS);
             return FALSE;
         }
     }
     return TRUE;
 }
 
-sweep_plan *sweep_plan_new(char **opts, char **varies, const char *variants_file, GHashTable *plugins,
+rv_sweep_plan *rv_sweep_plan_new(char **opts, char **varies, const char *variants_file, GHashTable *plugins,
                            GError **error)
 {
-    sweep_plan *plan = g_new0(sweep_plan, 1);
+    rv_sweep_plan *plan = g_new0(rv_sweep_plan, 1);
     plan->base = strings_array();
     plan->lines = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
     plan->line_texts = strings_array();
@@ -467,13 +468,13 @@ sweep_plan *sweep_plan_new(char **opts, char **varies, const char *variants_file
         g_ptr_array_add(plan->line_texts, g_strdup(""));
     }
     for (char **vary = varies; ok && vary && *vary; vary++) {
-        sweep_axis *axis = parse_axis(*vary, plugins, error);
+        rv_sweep_axis *axis = parse_axis(*vary, plugins, error);
         if (axis) g_ptr_array_add(plan->axes, axis);
         ok = axis != NULL && check_new_axis(plan, error);
     }
     ok = ok && count_variants(plan, error) && check_axis_targets(plan, error) && check_variants(plan, plugins, error);
     if (!ok) {
-        sweep_plan_free(plan);
+        rv_sweep_plan_free(plan);
         return NULL;
     }
     return plan;

@@ -1,6 +1,6 @@
 /*
- * sweep_plan.h - which what-if variants a sweep runs (private to the
- * command line; `reverie sweep` in sweep.c runs them).
+ * sweep_plan.h - which what-if variants a sweep runs (`reverie sweep` and
+ * the Python package's Graph.sweep run them).
  *
  * A variant is a list of --opt specs applied in order.  Every variant
  * starts with the fixed --opt specs, then one line of a --variants file
@@ -21,42 +21,46 @@
  * RV_ERROR_USAGE for bad usage, RV_ERROR_PLUGIN when a plugin cannot be
  * loaded, RV_ERROR_INPUT when the --variants file cannot be read).
  */
-#ifndef REVERIE_CLI_SWEEP_PLAN_H
-#define REVERIE_CLI_SWEEP_PLAN_H
+#ifndef REVERIE_SWEEP_PLAN_H
+#define REVERIE_SWEEP_PLAN_H
 
 #include <glib.h>
 #include <stdint.h>
+
+G_BEGIN_DECLS
 
 typedef struct {
     char *text;         /* the --vary as given */
     char *plugin;       /* NAME as given to --vary */
     char *param;
     GPtrArray *values;  /* char*: each value's text, with its unit */
-} sweep_axis;
+} rv_sweep_axis;
 
 typedef struct {
     GPtrArray *base;       /* char*: the --opt specs */
     GPtrArray *lines;      /* GPtrArray of char* specs, one per --variants line; one empty line without a file */
     GPtrArray *line_texts; /* char*: each line as written ("" without a file) */
-    GPtrArray *axes;       /* sweep_axis* */
+    GPtrArray *axes;       /* rv_sweep_axis* */
     uint64_t count;        /* variants: lines x the product of the axis sizes */
-} sweep_plan;
+} rv_sweep_plan;
 
 /* Most variants one sweep may name (per input). */
-#define SWEEP_MAX_VARIANTS ((uint64_t)100000000)
+#define RV_SWEEP_MAX_VARIANTS ((uint64_t)100000000)
 
-/* `plugins` is rv_cli_plugins_new()'s table: every plugin the plan names is
+/* `plugins` is rv_plugin_table_new()'s table: every plugin the plan names is
  * loaded into it, so variants can be parsed from several threads later. */
-sweep_plan *sweep_plan_new(char **opts, char **varies, const char *variants_file, GHashTable *plugins,
+rv_sweep_plan *rv_sweep_plan_new(char **opts, char **varies, const char *variants_file, GHashTable *plugins,
                            GError **error);
-void sweep_plan_free(sweep_plan *plan);
+void rv_sweep_plan_free(rv_sweep_plan *plan);
 
 /* Variant v's line (an index into lines) and value index on each axis. */
-guint sweep_plan_line(const sweep_plan *plan, uint64_t v);
-guint sweep_plan_value_index(const sweep_plan *plan, uint64_t v, guint axis);
-const char *sweep_plan_value(const sweep_plan *plan, uint64_t v, guint axis);
+guint rv_sweep_plan_line(const rv_sweep_plan *plan, uint64_t v);
+guint rv_sweep_plan_value_index(const rv_sweep_plan *plan, uint64_t v, guint axis);
+const char *rv_sweep_plan_value(const rv_sweep_plan *plan, uint64_t v, guint axis);
 
 /* Variant v's --opt specs in the order they apply (g_ptr_array_unref). */
-GPtrArray *sweep_plan_specs(const sweep_plan *plan, uint64_t v);
+GPtrArray *rv_sweep_plan_specs(const rv_sweep_plan *plan, uint64_t v);
+
+G_END_DECLS
 
 #endif

@@ -1,14 +1,14 @@
 /*
  * gpu_time.c - the summed duration of GPU kernels, in all and per step,
- * and a recording's steady value: what whatif and validate report as
- * "GPU kernel time" beside the step times.
+ * and a recording's steady value (report.h): what whatif and validate
+ * report as "GPU kernel time" beside the step times.
  *
  * A GPU kernel is a live task on a GPU stream of kind kernel or comm (an
  * NCCL/RCCL kernel is a kernel too); copies and sets are not kernels.  A
  * kernel belongs to the step its launch belongs to; a graph without steps
  * is one step.
  */
-#include "cli.h"
+#include "reverie/report.h"
 
 static gboolean is_gpu_kernel(const rv_task *task)
 {
@@ -16,7 +16,7 @@ static gboolean is_gpu_kernel(const rv_task *task)
            (task->kind == RV_TASK_KERNEL || task->kind == RV_TASK_COMM);
 }
 
-int64_t rv_cli_gpu_kernel_ns(const rv_graph *graph)
+int64_t rv_gpu_kernel_ns(const rv_graph *graph)
 {
     int64_t total = 0;
     for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
@@ -26,7 +26,7 @@ int64_t rv_cli_gpu_kernel_ns(const rv_graph *graph)
     return total;
 }
 
-GArray *rv_cli_gpu_kernel_ns_by_step(const rv_graph *graph)
+GArray *rv_gpu_kernel_ns_by_step(const rv_graph *graph)
 {
     guint steps = graph->steps->len ? graph->steps->len : 1;
     GArray *per_step = g_array_new(FALSE, TRUE, sizeof(int64_t));
@@ -46,7 +46,7 @@ static gint compare_int64(gconstpointer left, gconstpointer right)
     return a < b ? -1 : a > b;
 }
 
-int64_t rv_cli_steady(const GArray *values)
+int64_t rv_steady_ns(const GArray *values)
 {
     if (values->len == 0) return 0;
     GArray *sorted = g_array_new(FALSE, FALSE, sizeof(int64_t));

@@ -1,12 +1,11 @@
 /*
- * peak.c - the peak memory a what-if reports next to its time (whatif and
- * sweep): the model of memory.h on the graph before and after the
+ * peak.c - the peak memory a what-if reports next to its time (memory.h;
+ * whatif and sweep): the model of memory.h on the graph before and after the
  * optimizations, and the recorded peak where the trace has one.
  */
-#include "cli.h"
 #include "reverie/memory.h"
 
-void rv_cli_peak_before(rv_cli_peak *peak, const rv_graph *graph)
+void rv_memory_peak_before(rv_memory_peak *peak, const rv_graph *graph)
 {
     GError *error = NULL;
     int64_t reserved;
@@ -24,7 +23,7 @@ void rv_cli_peak_before(rv_cli_peak *peak, const rv_graph *graph)
     peak->recorded = rv_memory_recorded_peak(graph, &peak->recorded_bytes, &reserved, &device, &rank_index);
 }
 
-void rv_cli_peak_after(rv_cli_peak *peak, const rv_graph *graph)
+void rv_memory_peak_after(rv_memory_peak *peak, const rv_graph *graph)
 {
     GError *error = NULL;
     if (peak->estimated && !rv_memory_estimate_graph(graph, &peak->predicted, &error)) {
@@ -46,7 +45,7 @@ void rv_cli_peak_after(rv_cli_peak *peak, const rv_graph *graph)
     }
 }
 
-void rv_cli_peak_clear(rv_cli_peak *peak)
+void rv_memory_peak_clear(rv_memory_peak *peak)
 {
     g_clear_pointer(&peak->missing, g_free);
 }

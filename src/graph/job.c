@@ -1,5 +1,5 @@
 /*
- * join.c - the graphs of several ranks' traces become one graph of the job
+ * job.c - the graphs of several ranks' traces become one graph of the job
  * (job.h: which ranks, side by side, matched collectives, clocks,
  * rendezvous, the job's origin).
  */
@@ -129,6 +129,10 @@ static void append_tasks(rv_graph *joint, const rv_graph *graph, string_map *m, 
         if (task.step >= 0) task.step += at->step;
         if (task.collective > 0) task.collective += at->collective;
         g_array_append_val(joint->tasks, task);
+    }
+    if (graph->launches->len > 0) { /* zeros (no launch) up to this rank's first task */
+        g_array_set_size(joint->launches, (guint)at->task);
+        g_array_append_vals(joint->launches, graph->launches->data, graph->launches->len);
     }
     for (guint e = 0; e < graph->edges->len; e++) {
         rv_edge edge = g_array_index(graph->edges, rv_edge, e);
@@ -482,6 +486,7 @@ rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
     }
     rv_graph *joint = side_by_side(inputs, world_size, source);
     g_array_unref(inputs);
+    rv_graph_merge_peer_waits(joint); /* joined, the peers' arrivals replace each rank's recorded wait */
     GPtrArray *matched = rv_collectives_match(joint, error);
     if (matched == NULL) {
         rv_graph_free(joint);
@@ -499,56 +504,15 @@ rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
     return joint;
 }
 
-/* ---- waits in a replay -------------------------------------------------------- */
-
-GArray *rv_rank_waits(const rv_graph *graph, const rv_sim_result *sim)
+guint rv_job_enter_together(rv_graph *graph)
 {
-    guint ranks = rv_graph_rank_count(graph);
-    GArray *waits = g_array_new(FALSE, TRUE, sizeof(rv_rank_wait));
-    g_array_set_size(waits, ranks);
-    for (guint r = 0; r < ranks; r++) {
-        rv_rank_wait *wait = &g_array_index(waits, rv_rank_wait, r);
-        wait->rank_index = (int32_t)r;
-        wait->waited_for_ns = g_new0(int64_t, ranks);
+    int32_t name = rv_strings_intern(graph->strings, "rank enters the recorded window");
+    guint count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        rv_task *task = rv_graph_task(graph, t);
+        if (task->kind != RV_TASK_MARKER || task->name != name || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        task->host_overhead_ns = 0;
+        count++;
     }
-    /* Per collective: its last arrival; then each rank's transfer start minus its own arrival. */
-    guint count = graph->collectives->len;
-    int32_t *last = g_new(int32_t, count + 1);
-    for (guint c = 0; c <= count; c++) last[c] = -1;
-    int32_t n = rv_graph_task_count(graph);
-    for (int32_t t = 0; t < n; t++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
-        if (!(task->flags & RV_TASK_FLAG_RENDEZVOUS) || !(task->flags & RV_TASK_FLAG_GPU) || sim->end_ns[t] < 0) continue;
-        int32_t *slot = &last[task->collective];
-        if (*slot < 0 || sim->end_ns[t] > sim->end_ns[*slot]) *slot = t;
-    }
-    for (const rv_edge *edge = (const rv_edge *)graph->edges->data, *end = edge + graph->edges->len; edge < end; edge++) {
-        /* the stream edge from an arrival to its transfer */
-        const rv_task *arrival = &g_array_index(graph->tasks, rv_task, edge->from);
-        const rv_task *transfer = &g_array_index(graph->tasks, rv_task, edge->to);
-        if (edge->kind != RV_EDGE_STREAM || !(arrival->flags & RV_TASK_FLAG_RENDEZVOUS) ||
-            !(arrival->flags & RV_TASK_FLAG_GPU) || transfer->collective != arrival->collective ||
-            sim->start_ns[edge->to] < 0 || sim->end_ns[edge->from] < 0)
-            continue;
-        int32_t r = rv_task_rank_index(graph, arrival);
-        if (r < 0 || (guint)r >= ranks) continue;
-        rv_rank_wait *wait = &g_array_index(waits, rv_rank_wait, r);
-        int64_t waited = MAX(0, sim->start_ns[edge->to] - sim->end_ns[edge->from]);
-        wait->wait_ns += waited;
-        wait->collectives++;
-        int32_t latest = last[arrival->collective];
-        if (latest >= 0) {
-            int32_t whom = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, latest));
-            if (whom >= 0 && (guint)whom < ranks) wait->waited_for_ns[whom] += waited;
-        }
-    }
-    g_free(last);
-    return waits;
-}
-
-void rv_rank_waits_free(GArray *waits)
-{
-    if (waits == NULL) return;
-    for (guint r = 0; r < waits->len; r++) g_free(g_array_index(waits, rv_rank_wait, r).waited_for_ns);
-    g_array_unref(waits);
+    return count;
 }

@@ -1,0 +1,509 @@
+/*
+ * plan.c - re-costing plans (costmodel.h): a change function says how
+ * each GPU task changes (another GPU, dtype, size), and the plan holds each
+ * task's new duration, its range and the term that decided it.
+ *
+ * Shaped kernels first, each by its own roofline (and, moving to another
+ * GPU, by the terms of costmodel.h's ANOTHER GPU); then the unshaped ones,
+ * like the shaped kernels of their class (their summed time before and
+ * after, and the same for the range's ends), else by the peak ratio.
+ */
+#include "costmodel_private.h"
+#include "reverie/comm.h"
+#include "reverie/efficiency.h"
+#include "reverie/range.h"
+#include "reverie/units.h"
+#include "reverie/validate.h"
+#include "reverie/transform.h"
+#include <math.h>
+#include <string.h>
+
+#define MATRIX_GAIN_MAX 3.0    /* Daydream: AMP gains at most 3x on compute-bound kernels (Volta, Turing) */
+/* Where no recording of a GPU says, a projected term's range spans this
+ * factor either way: the per-class ratios of achieved to roofline time
+ * between the H100 and MI300X recordings of one job (TimeSformer) lie
+ * within 0.47 to 1.7 of each other, and the fixed costs of the shipped
+ * recordings of one GPU within 2x (1.7 to 3 us on the MI300X). */
+#define UNKNOWN_RANGE 2.0
+#define WAVES_DECIDE 1.25      /* waves decided a kernel when they moved it by more than this factor */
+
+static const char *const term_names[RV_TERM_COUNT] = { "", "fixed", "peak", "waves", "bandwidth", "cache", "class",
+                                                            "link" };
+
+const char *rv_cost_term_name(rv_cost_term term) { return term < RV_TERM_COUNT ? term_names[term] : "?"; }
+
+rv_cost_change rv_cost_change_none(const rv_cost_model *model)
+{
+    return (rv_cost_change){ model->source, RV_DTYPE_UNKNOWN, 1, 1, 1, 1, 1, 1, 0, NULL, NULL };
+}
+
+gboolean rv_cost_gains_tf32(const rv_gpu *source, const rv_gpu *target, const rv_kernel_cost *cost, const char *mode)
+{
+    if (cost->dtype != RV_DTYPE_FP32 || !rv_cost_class_is_matmul(cost->cls) || strcmp(mode, "none") == 0) return FALSE;
+    if (source->matrix_flops[RV_DTYPE_TF32] > 0 || target->matrix_flops[RV_DTYPE_TF32] <= 0) return FALSE;
+    return cost->cls == RV_COST_CONV || strcmp(mode, "all") == 0;
+}
+
+/* A task's new time: its value, its range and what decided it, and the
+ * fixed part of each (what the unshaped kernels of its class add theirs to). */
+typedef struct {
+    double ns, low, high;
+    rv_cost_term term;
+    double fixed, fixed_low, fixed_high;
+} estimate;
+
+/* How the target's fixed per-kernel cost is found, worked out once per pair of views. */
+typedef enum { FIXED_OWN, FIXED_BY_PAIRS, FIXED_BY_RECORDINGS } fixed_rule;
+typedef struct {
+    gboolean looked;
+    const rv_gpu_efficiency *source, *target;
+    fixed_rule rule;
+    double value, low, high;  /* FIXED_BY_PAIRS: ratios; FIXED_BY_RECORDINGS: ns */
+} fixed_cache;
+
+typedef struct {
+    const rv_cost_model *model;
+    rv_cost_plan *plan;
+    GArray *pending;                       /* unshaped tasks, costed after the shaped ones */
+    GArray *changes;                       /* rv_cost_change per pending task */
+    /* the shaped kernels' variable time per class, before and after (and the range's ends) */
+    double shaped_before[RV_COST_CLASS_COUNT], shaped_after[RV_COST_CLASS_COUNT];
+    double shaped_low[RV_COST_CLASS_COUNT], shaped_high[RV_COST_CLASS_COUNT];
+    fixed_cache fixed;
+} planning;
+
+static rv_dtype target_dtype(const rv_kernel_cost *cost, const rv_cost_change *change)
+{
+    if (change->dtype == RV_DTYPE_UNKNOWN || cost->dtype == RV_DTYPE_UNKNOWN) return (rv_dtype)cost->dtype;
+    return change->dtype;
+}
+
+static double size_ratio(rv_dtype from, rv_dtype to)
+{
+    int a = rv_dtype_bytes(from), b = rv_dtype_bytes(to);
+    return a > 0 && b > 0 ? (double)b / a : 1.0;
+}
+
+static gboolean moves_gpu(const rv_cost_model *model, const rv_cost_change *change)
+{
+    return change->gpu != model->source;
+}
+
+/* The efficiency a kernel may reach on a unit it did not run on. */
+static double efficiency_cap(const rv_cost_model *model, const rv_gpu *target, rv_cost_class cls, rv_unit unit,
+                             rv_dtype dtype)
+{
+    guint samples = 0;
+    double calibrated = rv_cost_model_efficiency(model, cls, unit, &samples);
+    if (target == model->source && samples >= CALIBRATION_MIN_SAMPLES) return calibrated;
+    if (unit == RV_UNIT_MATRIX && target->matrix_flops[dtype] > 0 && rv_gpu_matrix_peak(target, dtype, TRUE) <
+                                                                     target->matrix_flops[dtype])
+        return rv_gpu_matrix_peak(target, dtype, TRUE) / target->matrix_flops[dtype];
+    return MATRIX_EFFICIENCY_DEFAULT;
+}
+
+static void find_fixed_rule(fixed_cache *c, const rv_cost_change *change, rv_cost_plan *plan, double model_fixed)
+{
+    guint pairs = 0;
+    c->looked = TRUE;
+    c->source = change->source_efficiency;
+    c->target = change->target_efficiency;
+    if (rv_efficiency_fixed_ratio(c->source, c->target, &c->value, &c->low, &c->high, &pairs))
+        c->rule = FIXED_BY_PAIRS;
+    else if (c->target && rv_gpu_efficiency_fixed(c->target, &c->value, &c->low, &c->high))
+        c->rule = FIXED_BY_RECORDINGS;
+    else
+        c->rule = FIXED_OWN;
+    if (c->rule == FIXED_OWN) return;
+    double scale = c->rule == FIXED_BY_PAIRS ? model_fixed : 1;
+    plan->target_fixed_ns = c->value * scale;
+    plan->target_fixed_low_ns = c->low * scale;
+    plan->target_fixed_high_ns = c->high * scale;
+    plan->target_fixed_by_pairs = c->rule == FIXED_BY_PAIRS;
+    plan->target_fixed_pairs = pairs;
+    plan->target_fixed_ratio = c->rule == FIXED_BY_PAIRS ? c->value : 0;
+}
+
+/* The fixed cost on the target, into e (costmodel.h, ANOTHER GPU): the
+ * source's own times the ratio the two GPUs show on recordings of one job
+ * (pairs), else what the target's recordings say, else the source's own;
+ * each with its range. */
+static void target_fixed(planning *p, const rv_cost_change *change, double source_fixed, estimate *e)
+{
+    fixed_cache *c = &p->fixed;
+    double model_fixed = (double)p->model->fixed_ns;
+    if (!c->looked || c->source != change->source_efficiency || c->target != change->target_efficiency)
+        find_fixed_rule(c, change, p->plan, model_fixed);
+    switch (c->rule) {
+    case FIXED_BY_PAIRS:
+        e->fixed = source_fixed * c->value;
+        e->fixed_low = source_fixed * c->low;
+        e->fixed_high = source_fixed * c->high;
+        break;
+    case FIXED_BY_RECORDINGS:
+        /* a kernel shorter than the source's fixed cost keeps that share of it */
+        e->fixed = c->value * (model_fixed > 0 ? source_fixed / model_fixed : 1);
+        e->fixed_low = c->low * (model_fixed > 0 ? source_fixed / model_fixed : 1);
+        e->fixed_high = c->high * (model_fixed > 0 ? source_fixed / model_fixed : 1);
+        break;
+    default:
+        e->fixed = source_fixed;
+        e->fixed_low = source_fixed / UNKNOWN_RANGE;
+        e->fixed_high = source_fixed * UNKNOWN_RANGE;
+    }
+}
+
+/* The work of a kernel after the change, as a cost on the target (for its bucket there). */
+static rv_kernel_cost cost_on_target(const rv_kernel_cost *cost, const rv_cost_change *change, rv_unit unit, rv_dtype to)
+{
+    rv_kernel_cost after = *cost;
+    after.unit = (uint8_t)unit;
+    after.dtype = (uint8_t)to;
+    after.flops = cost->flops * change->flops_factor;
+    after.bytes = cost->bytes * change->bytes_factor * size_ratio((rv_dtype)cost->dtype, to);
+    return after;
+}
+
+/* E_A / E_B for a kernel, from both GPUs' tables, with the factors by
+ * which its range reaches down and up (the spreads of the two
+ * independent efficiencies, combined in quadrature of their logarithms).
+ * FALSE when either table lacks the bucket. */
+static gboolean table_ratio(const rv_cost_change *change, rv_cost_bucket on_source, rv_cost_bucket on_target,
+                            double *ratio, double *down, double *up)
+{
+    double ea, la, ha, eb, lb, hb;
+    if (!rv_gpu_efficiency_bucket(change->source_efficiency, on_source, &ea, &la, &ha) ||
+        !rv_gpu_efficiency_bucket(change->target_efficiency, on_target, &eb, &lb, &hb))
+        return FALSE;
+    *ratio = ea / eb;
+    double a_down = log(ea / MAX(la, 1e-12)), a_up = log(MAX(ha, ea) / ea);
+    double b_down = log(eb / MAX(lb, 1e-12)), b_up = log(MAX(hb, eb) / eb);
+    *down = exp(sqrt(a_down * a_down + b_up * b_up));
+    *up = exp(sqrt(a_up * a_up + b_down * b_down));
+    return TRUE;
+}
+
+/* What decided a shaped kernel's time on the target. */
+static rv_cost_term deciding_term(const rv_kernel_cost *on_target, const rv_gpu *target, double fixed, double variable,
+                                  double u_source, double u_target, gboolean achievable, const rv_cost_change *change)
+{
+    if (fixed >= variable) return RV_TERM_FIXED;
+    double compute = rv_cost_wave_roofline_s(target, on_target->unit, on_target->dtype, on_target->flops, 0, u_target,
+                                             achievable, change->flops_scale, change->memory_scale);
+    double memory = rv_cost_roofline_s(target, on_target->unit, on_target->dtype, 0, on_target->bytes, achievable,
+                                       change->flops_scale, change->memory_scale);
+    if (compute >= memory) {
+        double waves = u_source / u_target;
+        return waves > WAVES_DECIDE || waves < 1 / WAVES_DECIDE ? RV_TERM_WAVES : RV_TERM_PEAK;
+    }
+    return rv_cost_bucket_of(on_target, target).variant == RV_BUCKET_IN_CACHE ? RV_TERM_CACHE : RV_TERM_BANDWIDTH;
+}
+
+/* A shaped kernel moved to another GPU (costmodel.h, ANOTHER GPU). */
+static estimate projected(planning *p, int32_t id, const rv_kernel_cost *cost, const rv_cost_change *change,
+                          double source_fixed, double variable, gboolean *unit_changed, gboolean *by_table)
+{
+    const rv_cost_model *model = p->model;
+    const rv_gpu *source = model->source, *target = change->gpu;
+    rv_dtype to = target_dtype(cost, change);
+    rv_unit unit = rv_cost_unit_on(target, cost->cls, to, cost->aligned);
+    gboolean achievable = rv_cost_model_use_achievable(model, target);
+    gboolean same_vendor = g_strcmp0(source->vendor, target->vendor) == 0;
+    const rv_launch *launch = rv_task_launch(model->graph, id);
+    double u_source = rv_cost_wave_utilization(source, launch, TRUE);
+    /* another vendor's library re-tiles: it keeps the share of the GPU it had */
+    double u_target = cost->library && !same_vendor ? u_source : rv_cost_wave_utilization(target, launch, same_vendor);
+    rv_kernel_cost after = cost_on_target(cost, change, unit, to);
+    double before_s = rv_cost_wave_roofline_s(source, cost->unit, cost->dtype, cost->flops, cost->bytes, u_source,
+                                              achievable, 1, 1);
+    double after_s = rv_cost_wave_roofline_s(target, unit, to, after.flops, after.bytes, u_target, achievable,
+                                             change->flops_scale, change->memory_scale);
+    double ratio = before_s > 0 ? after_s / before_s : 1, down = UNKNOWN_RANGE, up = UNKNOWN_RANGE;
+    *unit_changed = unit != cost->unit;
+    *by_table = FALSE;
+    if (*unit_changed && variable > 0 && before_s > 0) {
+        /* an efficiency above 1 is work overcounted by at least that much (a
+         * strided convolution counted at stride 1): the bound applies to the
+         * work the kernel did, not to the shapes' count */
+        double own = before_s * 1e9 / variable, cap = efficiency_cap(model, target, cost->cls, unit, to);
+        double overcount = own > 1 ? own : 1;
+        ratio = after_s * 1e9 / overcount / (own / overcount < cap ? own / overcount : cap) / variable;
+    } else {
+        double table, table_down, table_up;
+        if (table_ratio(change, rv_cost_bucket_of(cost, source), rv_cost_bucket_of(&after, target), &table,
+                        &table_down, &table_up)) {
+            ratio *= table;
+            down = table_down;
+            up = table_up;
+            *by_table = TRUE;
+        }
+    }
+    estimate e;
+    target_fixed(p, change, source_fixed, &e);
+    e.ns = e.fixed + variable * ratio;
+    e.low = e.fixed_low + variable * ratio / down;
+    e.high = e.fixed_high + variable * ratio * up;
+    e.term = deciding_term(&after, target, e.fixed, variable * ratio, u_source, u_target, achievable, change);
+    return e;
+}
+
+/* A shaped kernel on its own GPU (another dtype or size): its efficiency kept. */
+static estimate on_same_gpu(const rv_cost_model *model, const rv_kernel_cost *cost, const rv_cost_change *change,
+                            double fixed, double variable, gboolean *unit_changed)
+{
+    rv_dtype to = target_dtype(cost, change);
+    rv_unit unit = rv_cost_unit_on(change->gpu, cost->cls, to, cost->aligned);
+    gboolean achievable = rv_cost_model_use_achievable(model, change->gpu);
+    rv_kernel_cost after = cost_on_target(cost, change, unit, to);
+    double before = rv_cost_roofline_s(model->source, cost->unit, cost->dtype, cost->flops, cost->bytes, achievable, 1, 1);
+    double after_s = rv_cost_roofline_s(change->gpu, unit, to, after.flops, after.bytes, achievable, change->flops_scale,
+                                        change->memory_scale);
+    *unit_changed = unit != cost->unit;
+    double new_variable = variable;
+    if (before > 0 && (!*unit_changed || variable <= 0)) {
+        new_variable = variable * after_s / before;
+    } else if (before > 0) {
+        double own = before * 1e9 / variable, cap = efficiency_cap(model, change->gpu, cost->cls, unit, to);
+        new_variable = after_s * 1e9 / (own < cap ? own : cap);
+    }
+    estimate e = { fixed + new_variable, fixed + new_variable, fixed + new_variable, RV_TERM_NONE, fixed, fixed, fixed };
+    e.term = deciding_term(&after, change->gpu, fixed, new_variable, 1, 1, achievable, change);
+    return e;
+}
+
+/* The peak ratio for a kernel no shapes describe and whose class has no shaped kernels. */
+static double peak_ratio(const rv_cost_model *model, const rv_kernel_cost *cost, const rv_cost_change *change)
+{
+    rv_dtype to = target_dtype(cost, change);
+    const rv_gpu *source = model->source, *target = change->gpu;
+    if (!rv_cost_class_is_matmul(cost->cls)) {
+        double bandwidth = source->memory_Bps / (target->memory_Bps * change->memory_scale);
+        return bandwidth * size_ratio(cost->dtype, to) * change->bytes_factor;
+    }
+    rv_unit unit = rv_cost_unit_on(target, cost->cls, to, cost->aligned);
+    gboolean achievable = rv_cost_model_use_achievable(model, target);
+    double from_peak = cost->unit == RV_UNIT_MATRIX ? rv_gpu_matrix_peak(source, cost->dtype, achievable)
+                                                    : rv_gpu_vector_peak(source, cost->dtype);
+    double to_peak = unit == RV_UNIT_MATRIX ? rv_gpu_matrix_peak(target, to, achievable) : rv_gpu_vector_peak(target, to);
+    double ratio = from_peak / (to_peak * change->flops_scale);
+    if (unit == RV_UNIT_MATRIX && cost->unit == RV_UNIT_VECTOR) {
+        /* onto matrix units: at most MATRIX_GAIN_MAX faster than the target's own vector units */
+        double vector = from_peak / (rv_gpu_vector_peak(target, to) * change->flops_scale);
+        ratio = MIN(vector, MAX(ratio, vector / MATRIX_GAIN_MAX));
+    }
+    return ratio * change->flops_factor;
+}
+
+/* A collective: the bandwidth part scales with its bytes and the link; the
+ * latency part (comm.h's model for zero bytes) stays. */
+static double comm_ns(const rv_cost_model *model, const rv_task *task, const rv_cost_change *change)
+{
+    const rv_gpu *source = model->source, *target = change->gpu;
+    double from = source->link_Bps > 0 ? source->link_Bps : source->pcie_Bps;
+    double to = (target->link_Bps > 0 ? target->link_Bps : target->pcie_Bps) * change->link_scale;
+    int ranks = change->comm_ranks > 1 ? change->comm_ranks
+                : model->graph->world_size > 1 ? (int)model->graph->world_size : 2;
+    const char *name = rv_strings_get(model->graph->strings, task->name);
+    int collective = rv_collective_from_kernel_name(name);
+    rv_link link = rv_link_make(from / 2, rv_link_preset_find("nvlink-h100")->latency_ns, 1.0);
+    int64_t latency = rv_collective_time_ns(collective >= 0 ? (rv_collective)collective : RV_COLL_ALLREDUCE_RING, 0,
+                                            ranks, &link);
+    double fixed = latency > 0 && latency < task->duration_ns ? (double)latency : 0;
+    return fixed + ((double)task->duration_ns - fixed) * change->comm_bytes_factor * from / to;
+}
+
+/* Keep a task's estimate in the plan and count it in its class. */
+static void record(planning *p, int32_t id, rv_cost_class cls, const rv_task *task, estimate e)
+{
+    g_array_index(p->plan->new_ns, double, id) = e.ns;
+    g_array_index(p->plan->low_ns, double, id) = MIN(e.low, e.ns);
+    g_array_index(p->plan->high_ns, double, id) = MAX(e.high, e.ns);
+    g_array_index(p->plan->terms, uint8_t, id) = (uint8_t)e.term;
+    rv_cost_class_stats *stats = &p->plan->classes[cls];
+    stats->tasks++;
+    stats->recorded_ns += task->duration_ns;
+    stats->predicted_ns += (int64_t)llround(e.ns);
+    stats->predicted_low_ns += (int64_t)llround(MIN(e.low, e.ns));
+    stats->predicted_high_ns += (int64_t)llround(MAX(e.high, e.ns));
+    stats->term_ns[e.term] += (int64_t)llround(e.ns);
+}
+
+static estimate exact(double ns, rv_cost_term term) { return (estimate){ ns, ns, ns, term, 0, 0, 0 }; }
+
+static void plan_shaped(planning *p, int32_t id, const rv_kernel_cost *cost, const rv_cost_change *change,
+                        const rv_task *task)
+{
+    const rv_cost_model *model = p->model;
+    double fixed = (double)MIN(task->duration_ns, model->fixed_ns), variable = (double)task->duration_ns - fixed;
+    gboolean unit_changed = FALSE, by_table = FALSE;
+    estimate e = moves_gpu(model, change) ? projected(p, id, cost, change, fixed, variable, &unit_changed, &by_table)
+                                          : on_same_gpu(model, cost, change, fixed, variable, &unit_changed);
+    /* the class's variable time after: what its unshaped kernels follow */
+    p->shaped_before[cost->cls] += variable;
+    p->shaped_after[cost->cls] += MAX(e.ns - e.fixed, 0);
+    p->shaped_low[cost->cls] += MAX(e.low - e.fixed_low, 0);
+    p->shaped_high[cost->cls] += MAX(e.high - e.fixed_high, 0);
+    rv_cost_class_stats *stats = &p->plan->classes[cost->cls];
+    stats->shaped++;
+    stats->unit_changes += unit_changed;
+    stats->by_table += by_table;
+    if (variable <= 0) stats->at_floor++;
+    record(p, id, (rv_cost_class)cost->cls, task, e);
+}
+
+static void plan_task(planning *p, int32_t id, const rv_kernel_cost *cost, const rv_cost_change *change)
+{
+    const rv_cost_model *model = p->model;
+    const rv_task *task = &g_array_index(model->graph->tasks, rv_task, id);
+    if (cost->cls == RV_COST_UNKNOWN) {
+        p->plan->unknown_tasks++;
+        p->plan->unknown_ns += task->duration_ns;
+        return;
+    }
+    if (cost->dtype_assumed && change->dtype != RV_DTYPE_UNKNOWN && cost->cls != RV_COST_COMM &&
+        cost->cls != RV_COST_HOST_COPY)
+        p->plan->assumed_dtype++;
+    if (cost->cls == RV_COST_COMM) {
+        record(p, id, RV_COST_COMM, task, exact(comm_ns(model, task, change), RV_TERM_LINK));
+    } else if (cost->cls == RV_COST_HOST_COPY) {
+        double ns = (double)task->duration_ns * change->bytes_factor * model->source->pcie_Bps / change->gpu->pcie_Bps;
+        record(p, id, RV_COST_HOST_COPY, task, exact(ns, RV_TERM_LINK));
+    } else if (!cost->shaped) {
+        g_array_append_val(p->pending, id);
+        g_array_append_vals(p->changes, change, 1);
+    } else {
+        plan_shaped(p, id, cost, change, task);
+    }
+}
+
+/* Unshaped kernels: like their class's shaped ones, else by the peak ratio. */
+static void plan_pending(planning *p)
+{
+    for (guint i = 0; i < p->pending->len; i++) {
+        int32_t id = g_array_index(p->pending, int32_t, i);
+        const rv_cost_change *change = &g_array_index(p->changes, rv_cost_change, i);
+        const rv_kernel_cost *cost = rv_cost_model_kernel(p->model, id);
+        const rv_task *task = &g_array_index(p->model->graph->tasks, rv_task, id);
+        double fixed = (double)MIN(task->duration_ns, p->model->fixed_ns), variable = (double)task->duration_ns - fixed;
+        gboolean moved = moves_gpu(p->model, change);
+        estimate e = { 0, 0, 0, RV_TERM_NONE, fixed, fixed, fixed };
+        if (moved) target_fixed(p, change, fixed, &e);
+        double ratio, low, high;
+        rv_cost_term term;
+        if (p->shaped_before[cost->cls] > 0) {
+            ratio = p->shaped_after[cost->cls] / p->shaped_before[cost->cls];
+            low = p->shaped_low[cost->cls] / p->shaped_before[cost->cls];
+            high = p->shaped_high[cost->cls] / p->shaped_before[cost->cls];
+            term = RV_TERM_CLASS;
+            p->plan->classes[cost->cls].by_class_ratio++;
+        } else {
+            ratio = peak_ratio(p->model, cost, change);
+            low = moved ? ratio / UNKNOWN_RANGE : ratio;
+            high = moved ? ratio * UNKNOWN_RANGE : ratio;
+            term = rv_cost_class_is_matmul(cost->cls) ? RV_TERM_PEAK : RV_TERM_BANDWIDTH;
+            p->plan->classes[cost->cls].by_peak_ratio++;
+        }
+        e.ns = e.fixed + variable * ratio;
+        e.low = e.fixed_low + variable * low;
+        e.high = e.fixed_high + variable * high;
+        e.term = e.fixed >= variable * ratio ? RV_TERM_FIXED : term;
+        record(p, id, (rv_cost_class)cost->cls, task, e);
+    }
+}
+
+static GArray *filled_array(guint length, double value)
+{
+    GArray *array = g_array_sized_new(FALSE, FALSE, sizeof(double), length);
+    g_array_set_size(array, length);
+    for (guint t = 0; t < length; t++) g_array_index(array, double, t) = value;
+    return array;
+}
+
+rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn decide, gpointer data)
+{
+    rv_cost_plan *plan = g_new0(rv_cost_plan, 1);
+    guint tasks = (guint)rv_graph_task_count(model->graph);
+    plan->new_ns = filled_array(tasks, -1);
+    plan->low_ns = filled_array(tasks, -1);
+    plan->high_ns = filled_array(tasks, -1);
+    plan->terms = g_array_sized_new(FALSE, TRUE, sizeof(uint8_t), tasks);
+    g_array_set_size(plan->terms, tasks);
+    plan->target_fixed_ns = -1;
+    planning p;
+    memset(&p, 0, sizeof p);
+    p.model = model;
+    p.plan = plan;
+    p.pending = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    p.changes = g_array_new(FALSE, FALSE, sizeof(rv_cost_change));
+    for (int32_t id = 0; id < (int32_t)tasks; id++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, id);
+        rv_cost_change change = rv_cost_change_none(model);
+        if (cost != NULL && decide(model->graph, id, cost, &change, data)) plan_task(&p, id, cost, &change);
+    }
+    plan_pending(&p);
+    g_array_unref(p.pending);
+    g_array_unref(p.changes);
+    return plan;
+}
+
+void rv_cost_plan_free(rv_cost_plan *plan)
+{
+    if (plan == NULL) return;
+    g_array_unref(plan->new_ns);
+    g_array_unref(plan->low_ns);
+    g_array_unref(plan->high_ns);
+    g_array_unref(plan->terms);
+    g_free(plan);
+}
+
+guint rv_cost_plan_changed(const rv_cost_plan *plan)
+{
+    guint changed = 0;
+    for (guint t = 0; t < plan->new_ns->len; t++) changed += g_array_index(plan->new_ns, double, t) >= 0;
+    return changed;
+}
+
+gboolean rv_cost_plan_apply(rv_graph *graph, const rv_cost_plan *plan, const char *cause, GError **error)
+{
+    GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    gboolean ok = TRUE;
+    for (guint t = 0; ok && t < plan->new_ns->len; t++) {
+        double ns = g_array_index(plan->new_ns, double, t);
+        int64_t duration = -1;
+        if (ns >= 0) ok = rv_task_duration_from(graph, (int32_t)t, ns, cause, &duration, error);
+        g_array_append_val(durations, duration);
+    }
+    for (guint t = 0; ok && t < durations->len; t++) {
+        int64_t duration = g_array_index(durations, int64_t, t);
+        if (duration < 0) continue;
+        rv_transform_set_duration(graph, (int32_t)t, duration);
+        double ns = g_array_index(plan->new_ns, double, t), low = g_array_index(plan->low_ns, double, t),
+               high = g_array_index(plan->high_ns, double, t);
+        if (ns > 0 && (low < ns || high > ns)) rv_duration_range_set(graph, (int32_t)t, low / ns, high / ns);
+    }
+    g_array_unref(durations);
+    return ok;
+}
+
+void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString *out)
+{
+    for (int c = 0; c < RV_COST_CLASS_COUNT; c++) {
+        const rv_cost_class_stats *s = &plan->classes[c];
+        if (s->tasks == 0) continue;
+        char *before = rv_format_duration(s->recorded_ns), *after = rv_format_duration(s->predicted_ns);
+        g_string_append_printf(out, "%s%-11s %6u tasks %12s -> %-12s", indent, rv_cost_class_name((rv_cost_class)c),
+                               s->tasks, before, after);
+        if (c == RV_COST_COMM || c == RV_COST_HOST_COPY) g_string_append(out, " (link ratio)");
+        else g_string_append_printf(out, " (%u by shapes, %u like their class, %u by peak ratio%s)", s->shaped,
+                                    s->by_class_ratio, s->by_peak_ratio, s->unit_changes ? ", some change unit" : "");
+        g_string_append_c(out, '\n');
+        g_free(before);
+        g_free(after);
+    }
+    if (plan->unknown_tasks) {
+        char *time = rv_format_duration(plan->unknown_ns);
+        g_string_append_printf(out, "%sunknown     %6u kernels %s the classifier does not know: left as recorded\n",
+                               indent, plan->unknown_tasks, time);
+        g_free(time);
+    }
+}

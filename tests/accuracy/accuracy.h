@@ -1,0 +1,74 @@
+/*
+ * accuracy.h - the parts of the accuracy corpus (accuracy.c): one trace's
+ * replay and perturbations (corpus.c), the recorded pairs and the folders
+ * of ranks through the command line (pairs.c), and the tables with their
+ * limits (table.c).
+ */
+#ifndef REVERIE_TESTS_ACCURACY_H
+#define REVERIE_TESTS_ACCURACY_H
+
+#include <glib.h>
+#include <stdint.h>
+
+/* The limits the suite fails on, and where they come from. */
+#define LIMIT_SINGLE_PROCESS 0.03    /* mean per-step replay error, one process */
+#define LIMIT_ONE_RANK 0.05          /* mean per-step replay error, one rank of a larger job */
+#define LIMIT_CLOCK_SHIFT 0.01       /* largest per-step move under a clock shift */
+#define LIMIT_IDLE_NS 5000000        /* largest move of the total under an inserted idle */
+#define LIMIT_SPEEDUP_MOVE 0.02      /* largest relative move of a GPU what-if's speedup */
+
+/* One trace, as measured. */
+typedef struct {
+    char *name;                 /* relative to the traces folder */
+    gboolean one_rank;          /* a rank of a job of several (distributedInfo) */
+    guint steps;
+    double mean_error, worst_error;
+    int64_t unexplained_gpu_ns, unexplained_cpu_ns, recorded_total_ns;
+    /* perturbations: -1 where the trace has no GPU events to move */
+    double shift_plus_worst, shift_minus_worst;   /* largest per-step move */
+    int64_t idle30_move_ns, idle70_move_ns;       /* move of the total */
+    double speedup;                               /* kernels x0.5, unperturbed */
+    double speedup_move_worst;                    /* over the four perturbations */
+    char *failure;              /* NULL when the trace could not be measured */
+} trace_row;
+
+/* One prediction of a recorded pair. */
+typedef struct {
+    char *pair, *baseline, *variant, *opt, *judge; /* judge: "step" or "gpu" */
+    double limit;                                   /* on |error| */
+    double recorded_us, predicted_us, error, no_change_error;
+    double low_us, high_us;     /* the predicted range; high < 0 when the what-if gives none */
+    char *failure;
+} pair_row;
+
+/* A folder of ranks replayed jointly. */
+typedef struct {
+    char *name;
+    guint ranks;
+    double mean_error, worst_error;  /* over every rank's steps */
+    char *failure;
+} job_row;
+
+typedef struct {
+    GArray *traces;   /* trace_row */
+    GArray *pairs;    /* pair_row */
+    GArray *jobs;     /* job_row */
+} accuracy_report;
+
+void accuracy_report_init(accuracy_report *report);
+void accuracy_report_clear(accuracy_report *report);
+
+/* g_ptr_array_sort's comparison of two names. */
+gint accuracy_compare_names(gconstpointer a, gconstpointer b);
+/* Every *.json.gz under dir, relative, sorted (g_ptr_array_unref). */
+GPtrArray *accuracy_trace_paths(const char *dir);
+void accuracy_measure_trace(accuracy_report *report, const char *dir, const char *name);
+/* traces/pairs/NAME/pair.json says which what-if predicts which file. */
+void accuracy_measure_pairs(accuracy_report *report, const char *dir, const char *reverie);
+/* Each folder holding rank*.json.gz. */
+void accuracy_measure_jobs(accuracy_report *report, const char *dir, const char *reverie);
+
+/* Print, write the Markdown, compare with docs; the exit status. */
+int accuracy_report_finish(const accuracy_report *report, const char *output, const char *docs);
+
+#endif

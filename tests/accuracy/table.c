@@ -1,0 +1,227 @@
+/*
+ * table.c - the accuracy corpus's tables: each row's verdict against the
+ * limits of accuracy.h, the Markdown that becomes docs/accuracy.md, and
+ * the check that the documentation shows these very figures.
+ */
+#include "accuracy.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void accuracy_report_init(accuracy_report *report)
+{
+    report->traces = g_array_new(FALSE, TRUE, sizeof(trace_row));
+    report->pairs = g_array_new(FALSE, TRUE, sizeof(pair_row));
+    report->jobs = g_array_new(FALSE, TRUE, sizeof(job_row));
+}
+
+void accuracy_report_clear(accuracy_report *report)
+{
+    for (guint i = 0; i < report->traces->len; i++) {
+        trace_row *row = &g_array_index(report->traces, trace_row, i);
+        g_free(row->name);
+        g_free(row->failure);
+    }
+    for (guint i = 0; i < report->pairs->len; i++) {
+        pair_row *row = &g_array_index(report->pairs, pair_row, i);
+        g_free(row->pair);
+        g_free(row->baseline);
+        g_free(row->variant);
+        g_free(row->opt);
+        g_free(row->judge);
+        g_free(row->failure);
+    }
+    for (guint i = 0; i < report->jobs->len; i++) {
+        job_row *row = &g_array_index(report->jobs, job_row, i);
+        g_free(row->name);
+        g_free(row->failure);
+    }
+    g_array_unref(report->traces);
+    g_array_unref(report->pairs);
+    g_array_unref(report->jobs);
+}
+
+/* What is wrong with a trace's figures, or NULL (g_free). */
+static char *trace_verdict(const trace_row *row)
+{
+    if (row->failure) return g_strdup_printf("not replayed: %s", row->failure);
+    GString *wrong = g_string_new(NULL);
+    double limit = row->one_rank ? LIMIT_ONE_RANK : LIMIT_SINGLE_PROCESS;
+    if (row->mean_error > limit) g_string_append_printf(wrong, "mean error over %.0f%%; ", 100 * limit);
+    if (row->shift_plus_worst > LIMIT_CLOCK_SHIFT || row->shift_minus_worst > LIMIT_CLOCK_SHIFT)
+        g_string_append_printf(wrong, "a clock shift moves a step over %.0f%%; ", 100 * LIMIT_CLOCK_SHIFT);
+    if (llabs(row->idle30_move_ns) >= LIMIT_IDLE_NS || llabs(row->idle70_move_ns) >= LIMIT_IDLE_NS)
+        g_string_append_printf(wrong, "an inserted idle moves the total %d ms or more; ", LIMIT_IDLE_NS / 1000000);
+    if (row->speedup_move_worst > LIMIT_SPEEDUP_MOVE)
+        g_string_append_printf(wrong, "a perturbation moves the what-if over %.0f%%; ", 100 * LIMIT_SPEEDUP_MOVE);
+    if (wrong->len == 0) return g_string_free(wrong, TRUE), NULL;
+    g_string_truncate(wrong, wrong->len - 2);
+    return g_string_free(wrong, FALSE);
+}
+
+static char *pair_verdict(const pair_row *row)
+{
+    if (row->failure) return g_strdup_printf("not measured: %s", row->failure);
+    if (fabs(row->error) > row->limit) return g_strdup_printf("error over %.0f%%", 100 * row->limit);
+    if (fabs(row->error) > fabs(row->no_change_error)) return g_strdup("further off than no change");
+    return NULL;
+}
+
+static char *job_verdict(const job_row *row)
+{
+    if (row->failure) return g_strdup_printf("not replayed: %s", row->failure);
+    if (row->mean_error > LIMIT_ONE_RANK) return g_strdup_printf("mean error over %.0f%%", 100 * LIMIT_ONE_RANK);
+    return NULL;
+}
+
+static void cell_percent(GString *out, double value)
+{
+    if (value < 0) g_string_append(out, " - |");
+    else g_string_append_printf(out, " %.2f%% |", 100 * value);
+}
+
+static void cell_ms(GString *out, int64_t ns, gboolean measured)
+{
+    if (!measured) g_string_append(out, " - |");
+    else g_string_append_printf(out, " %+.3f ms |", ns / 1e6);
+}
+
+static void cell_verdict(GString *out, char *wrong, guint *failures)
+{
+    if (wrong) (*failures)++;
+    g_string_append_printf(out, " %s |\n", wrong ? wrong : "ok");
+    g_free(wrong);
+}
+
+static void trace_table(GString *out, const accuracy_report *report, guint *failures)
+{
+    g_string_append(out,
+        "## Replay\n\n"
+        "Every trace in `traces/`, built and replayed by the rules. *mean* and *worst* are per-step errors "
+        "against the recording; *unexplained* is recorded time the rules have no cause for (GPU: tasks "
+        "starting later than the rules allow; CPU: blocking calls that returned later than what they "
+        "waited for). The perturbation columns say how far the replay moves when every GPU event is "
+        "moved +10 ms or -5 ms (the largest move of a step) and when 20 ms of GPU idle is inserted at "
+        "30% or 70% of the GPU time range (the move of the total); *what-if* is the speedup of every "
+        "kernel twice as fast, and *moved* its largest relative move under the four perturbations.\n\n"
+        "| trace | kind | steps | mean | worst | unexplained GPU | unexplained CPU | +10 ms clock | -5 ms clock "
+        "| idle at 30% | idle at 70% | what-if | moved | verdict |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (guint i = 0; i < report->traces->len; i++) {
+        const trace_row *row = &g_array_index(report->traces, trace_row, i);
+        g_string_append_printf(out, "| `%s` | %s |", row->name, row->one_rank ? "one rank" : "one process");
+        if (row->failure) {
+            g_string_append(out, " | | | | | | | | | | |");
+        } else {
+            g_string_append_printf(out, " %u |", row->steps);
+            cell_percent(out, row->mean_error);
+            cell_percent(out, row->worst_error);
+            g_string_append_printf(out, " %.3f ms | %.3f ms |", row->unexplained_gpu_ns / 1e6, row->unexplained_cpu_ns / 1e6);
+            cell_percent(out, row->shift_plus_worst);
+            cell_percent(out, row->shift_minus_worst);
+            cell_ms(out, row->idle30_move_ns, row->shift_plus_worst >= 0);
+            cell_ms(out, row->idle70_move_ns, row->shift_plus_worst >= 0);
+            g_string_append_printf(out, " %.3fx |", row->speedup);
+            cell_percent(out, row->speedup_move_worst);
+        }
+        cell_verdict(out, trace_verdict(row), failures);
+    }
+}
+
+static void pair_table(GString *out, const accuracy_report *report, guint *failures)
+{
+    g_string_append(out,
+        "\n## Recorded pairs\n\n"
+        "Each pair in `traces/pairs/` is one job recorded twice, differing in one knob; `pair.json` in its "
+        "folder names the what-if that predicts the second recording from the first. The commands are "
+        "`reverie validate BASELINE VARIANT --opt ...`. *step* judges the steady step (the median of the "
+        "steps after the first); *gpu* judges the GPU kernel time, for pairs recorded on different hosts, "
+        "whose step the host decides. *range* is the prediction with every estimate at its low and at its "
+        "high end, where the what-if gives one, and whether the recorded value lies inside. *no change* is the "
+        "error of predicting the baseline unchanged.\n\n"
+        "| pair | baseline -> variant | what-if | judged | recorded | predicted | range | error | no change | limit | verdict |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (guint i = 0; i < report->pairs->len; i++) {
+        const pair_row *row = &g_array_index(report->pairs, pair_row, i);
+        g_string_append_printf(out, "| %s | %s -> %s | %s | %s |", row->pair, row->baseline ? row->baseline : "",
+                               row->variant ? row->variant : "", row->opt ? row->opt : "", row->judge ? row->judge : "");
+        if (row->failure) {
+            g_string_append(out, " | | | | | |");
+        } else {
+            g_string_append_printf(out, " %.3f ms | %.3f ms |", row->recorded_us / 1e3, row->predicted_us / 1e3);
+            if (row->high_us >= 0)
+                g_string_append_printf(out, " %.3f-%.3f ms (%s) |", row->low_us / 1e3, row->high_us / 1e3,
+                                       row->recorded_us >= row->low_us && row->recorded_us <= row->high_us ? "holds it" : "misses it");
+            else
+                g_string_append(out, " - |");
+            g_string_append_printf(out, " %+.2f%% | %+.2f%% | %.0f%% |", 100 * row->error, 100 * row->no_change_error,
+                                   100 * row->limit);
+        }
+        cell_verdict(out, pair_verdict(row), failures);
+    }
+}
+
+static void job_table(GString *out, const accuracy_report *report, guint *failures)
+{
+    g_string_append(out,
+        "\n## Jobs replayed jointly\n\n"
+        "Each folder of ranks (`rank0.json.gz`, ...) replayed as one job (`reverie simulate FOLDER`): "
+        "per-step errors over every rank's steps.\n\n"
+        "| folder | ranks | mean | worst | verdict |\n|---|---|---|---|---|\n");
+    for (guint i = 0; i < report->jobs->len; i++) {
+        const job_row *row = &g_array_index(report->jobs, job_row, i);
+        g_string_append_printf(out, "| `%s` | %u |", row->name, row->ranks);
+        cell_percent(out, row->failure ? -1 : row->mean_error);
+        cell_percent(out, row->failure ? -1 : row->worst_error);
+        cell_verdict(out, job_verdict(row), failures);
+    }
+}
+
+static GString *render(const accuracy_report *report, guint *failures)
+{
+    GString *out = g_string_new(NULL);
+    g_string_append_printf(out,
+        "# Accuracy\n\n"
+        "This page is written by the test suite's `accuracy` suite (`meson test -C build --suite accuracy`; "
+        "`ninja -C build accuracy-docs` rewrites it), which fails when a figure passes its limit or this "
+        "page no longer shows what the suite measures. Limits: mean per-step replay error %.0f%% for one "
+        "process and %.0f%% for one rank of a larger job replayed without its peers; a clock shift may move "
+        "no step more than %.0f%%; an inserted idle may move the total less than %d ms; no perturbation may "
+        "move a GPU what-if's speedup %.0f%% or more; each pair's limit is in its row.\n\n",
+        100 * LIMIT_SINGLE_PROCESS, 100 * LIMIT_ONE_RANK, 100 * LIMIT_CLOCK_SHIFT, LIMIT_IDLE_NS / 1000000,
+        100 * LIMIT_SPEEDUP_MOVE);
+    trace_table(out, report, failures);
+    pair_table(out, report, failures);
+    job_table(out, report, failures);
+    return out;
+}
+
+/* Write text to path through a temporary beside it. */
+static gboolean write_file(const char *path, const GString *text)
+{
+    GError *error = NULL;
+    if (g_file_set_contents(path, text->str, (gssize)text->len, &error)) return TRUE;
+    fprintf(stderr, "accuracy: %s\n", error->message);
+    g_error_free(error);
+    return FALSE;
+}
+
+int accuracy_report_finish(const accuracy_report *report, const char *output, const char *docs)
+{
+    guint failures = 0;
+    GString *text = render(report, &failures);
+    fputs(text->str, stdout);
+    int status = write_file(output, text) ? 0 : 1;
+    if (failures) {
+        fprintf(stderr, "accuracy: %u rows over their limits (see the verdict column)\n", failures);
+        status = 1;
+    }
+    char *shown = NULL;
+    if (docs != NULL && (!g_file_get_contents(docs, &shown, NULL, NULL) || strcmp(shown, text->str) != 0)) {
+        fprintf(stderr, "accuracy: %s does not show these figures: run `ninja -C build accuracy-docs`\n", docs);
+        status = 1;
+    }
+    g_free(shown);
+    g_string_free(text, TRUE);
+    return status;
+}

@@ -1,0 +1,520 @@
+/*
+ * test_projection.c - the terms of the projection to another GPU
+ * (costmodel.h, ANOTHER GPU), each on a synthetic kernel mix where it alone
+ * decides: waves (a grid of SMs + 1 blocks), the fixed per-kernel cost
+ * (1 us kernels), the cache (a working set under and over the target's
+ * last-level cache); occupancy; the efficiency tables (efficiency.h):
+ * measuring, the file and its refusals, views that leave out recordings of
+ * the projected job; ranges (range.h); and how launches are read from a
+ * trace (grid, block, registers, shared memory, ROCm's work-item grids).
+ *
+ * The GPUs are made up in the test, so that exactly one figure differs
+ * between source and target in each case.
+ */
+#include <check.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+#include "plugin_harness.h"
+#include "tiny_trace.h"
+#include "reverie/costmodel.h"
+#include "reverie/efficiency.h"
+#include "reverie/range.h"
+#include <jansson.h>
+
+/* A made-up GPU: `sms` SMs of one block each, 1 TFLOP/s of bf16 matrix
+ * math per SM, `bandwidth` bytes/s of memory and `cache` bytes of last-level cache. */
+static rv_gpu make_gpu(const char *id, const char *vendor, int sms, double bandwidth, double cache)
+{
+    rv_gpu gpu;
+    memset(&gpu, 0, sizeof gpu);
+    gpu.id = (char *)id;
+    gpu.name = (char *)id;
+    gpu.vendor = (char *)vendor;
+    gpu.matrix_flops[RV_DTYPE_BF16] = sms * 1e12;
+    gpu.vector_flops[RV_DTYPE_FP32] = sms * 0.1e12;
+    gpu.matrix_any_shape = TRUE;
+    gpu.memory_Bps = bandwidth;
+    gpu.pcie_Bps = 32e9;
+    gpu.sm_count = sms;
+    gpu.sm_max_threads = 2048;
+    gpu.sm_max_blocks = 1;
+    gpu.sm_registers = 65536;
+    gpu.sm_shared_bytes = 228 * 1024;
+    gpu.warp_size = 32;
+    gpu.cache_bytes = cache;
+    return gpu;
+}
+
+/* One kernel launched from the CPU, with its operator, shapes and launch. */
+static int32_t add_kernel(tiny *t, const char *name, const char *op, const char *dims, int64_t ns, uint32_t blocks)
+{
+    int32_t id = tiny_launch(t, name, 1000, ns, RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    rv_task *task = rv_graph_task(t->graph, id);
+    task->op = rv_strings_intern(t->graph->strings, op);
+    task->input_dims = rv_strings_intern(t->graph->strings, dims);
+    if (blocks > 0) {
+        if (t->graph->launches->len <= (guint)id) g_array_set_size(t->graph->launches, (guint)id + 1);
+        g_array_index(t->graph->launches, rv_launch, id) = (rv_launch){ blocks, 128, 32, 0 };
+    }
+    return id;
+}
+
+typedef struct {
+    const rv_gpu *target;
+    const rv_gpu_efficiency *source_efficiency, *target_efficiency;
+} move;
+
+static gboolean move_to(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
+                        gpointer data)
+{
+    const move *m = data;
+    change->gpu = m->target;
+    change->source_efficiency = m->source_efficiency;
+    change->target_efficiency = m->target_efficiency;
+    return TRUE;
+}
+
+static rv_cost_plan *project(const rv_graph *graph, const rv_gpu *source, const move *m, rv_cost_model **model)
+{
+    *model = rv_cost_model_new(graph, source, FALSE);
+    return rv_cost_model_plan(*model, move_to, (gpointer)m);
+}
+
+static double planned(const rv_cost_plan *plan, int32_t task) { return g_array_index(plan->new_ns, double, task); }
+static rv_cost_term term_of(const rv_cost_plan *plan, int32_t task)
+{
+    return (rv_cost_term)g_array_index(plan->terms, uint8_t, task);
+}
+
+/* ---- waves ------------------------------------------------------------------ */
+
+/* A compute-bound kernel whose grid comes from the problem (a Triton GEMM)
+ * with SMs + 1 blocks of one block per SM: two waves on the source, one on
+ * a target with one more SM of the same speed.  The roofline alone says 1%
+ * faster; waves say twice as fast. */
+START_TEST(waves_decide_a_grid_of_sms_plus_one)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e18, 0), b = make_gpu("B", "nvidia", 101, 1e18, 0);
+    tiny t = tiny_new();
+    const char *dims = "[[1024,1024],[1024,1024]]";
+    int32_t two_waves = add_kernel(&t, "triton_mm_bf16_kernel", "aten::mm", dims, US(1000), 101);
+    int32_t one_wave = add_kernel(&t, "triton_mm_bf16_kernel", "aten::mm", dims, US(1000), 50);
+    ck_assert_double_eq_tol(rv_cost_wave_utilization(&a, rv_task_launch(t.graph, two_waves), TRUE), 101.0 / 200, 1e-9);
+    ck_assert_double_eq_tol(rv_cost_wave_utilization(&b, rv_task_launch(t.graph, two_waves), TRUE), 1.0, 1e-9);
+    move m = { &b, NULL, NULL };
+    rv_cost_model *model;
+    rv_cost_plan *plan = project(t.graph, &a, &m, &model);
+    double fixed = (double)rv_cost_model_fixed_ns(model);
+    double variable = US(1000) - fixed;
+    /* two waves -> one: the variable time halves (0.505 of the slots busy before, 1.01x the peak after) */
+    ck_assert_double_eq_tol(planned(plan, two_waves), fixed + variable * (101.0 / 200) / 1.01, 1);
+    ck_assert_int_eq(term_of(plan, two_waves), RV_TERM_WAVES);
+    /* one wave on both: only the peak ratio (50/100 busy before, 50/101 after at 1.01x the peak) */
+    ck_assert_double_eq_tol(planned(plan, one_wave), fixed + variable, 1);
+    ck_assert_int_eq(term_of(plan, one_wave), RV_TERM_PEAK);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* Another vendor's GEMM library picks its own tiles: its utilization stays. */
+START_TEST(waves_leave_a_library_gemm_to_its_library)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e18, 0), b = make_gpu("B", "amd", 101, 1e18, 0);
+    tiny t = tiny_new();
+    int32_t gemm = add_kernel(&t, "sm90_xmma_gemm_bf16bf16_bf16f32", "aten::mm", "[[1024,1024],[1024,1024]]", US(1000), 101);
+    move m = { &b, NULL, NULL };
+    rv_cost_model *model;
+    rv_cost_plan *plan = project(t.graph, &a, &m, &model);
+    ck_assert(rv_cost_model_kernel(model, gemm)->library);
+    double fixed = (double)rv_cost_model_fixed_ns(model);
+    ck_assert_double_eq_tol(planned(plan, gemm), fixed + (US(1000) - fixed) / 1.01, 1);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+START_TEST(occupancy_from_threads_registers_and_shared_memory)
+{
+    rv_gpu h = make_gpu("H", "nvidia", 132, 3.35e12, 50e6);
+    h.sm_max_blocks = 32;
+    rv_launch plain = { 264, 256, 0, 0 }, registers = { 264, 256, 128, 0 }, shared = { 264, 256, 0, 100 * 1024 };
+    ck_assert_int_eq(rv_cost_blocks_per_sm(&h, &plain, TRUE), 8);      /* 2048 threads / 256 */
+    ck_assert_int_eq(rv_cost_blocks_per_sm(&h, &registers, TRUE), 2);  /* 65536 / (128 x 256) */
+    ck_assert_int_eq(rv_cost_blocks_per_sm(&h, &registers, FALSE), 8); /* another compiler's registers */
+    ck_assert_int_eq(rv_cost_blocks_per_sm(&h, &shared, TRUE), 2);     /* 228 KiB / 100 KiB */
+    rv_launch odd = { 10, 33, 0, 0 };                                  /* 33 threads take two warps */
+    ck_assert_int_eq(rv_cost_blocks_per_sm(&h, &odd, TRUE), 32);
+    ck_assert(rv_cost_wave_utilization(&h, NULL, TRUE) == 1);
+}
+END_TEST
+
+/* ---- efficiency tables built from synthetic recordings ---------------------- */
+
+/* A recording of a job ("op", with shapes of n elements) on gpu: `count`
+ * elementwise kernels of each of the sizes given, each taking
+ * fixed + roofline / efficiency, efficiency depending on whether the
+ * working set fits the GPU's cache. */
+typedef struct {
+    const char *op;
+    int64_t fixed_ns;
+    double efficiency, in_cache_efficiency;
+} recording_spec;
+
+static rv_graph *synthetic_recording(const rv_gpu *gpu, const recording_spec *spec, const int64_t *elements, int sizes,
+                                     int count)
+{
+    tiny t = tiny_new();
+    for (int s = 0; s < sizes; s++)
+        for (int i = 0; i < count; i++) {
+            char *dims = g_strdup_printf("[[%" G_GINT64_FORMAT "],[%" G_GINT64_FORMAT "]]", elements[s], elements[s]);
+            double bytes = 3.0 * elements[s] * 2; /* two bf16 inputs read, one written */
+            double efficiency = bytes <= gpu->cache_bytes ? spec->in_cache_efficiency : spec->efficiency;
+            int64_t ns = spec->fixed_ns + (int64_t)llround(bytes / gpu->memory_Bps * 1e9 / efficiency);
+            add_kernel(&t, "vectorized_elementwise_kernel<BFloat16 add>", spec->op, dims, ns, 0);
+            g_free(dims);
+        }
+    return t.graph;
+}
+
+static void add_recording(rv_efficiency_table *table, const rv_gpu *gpu, const recording_spec *spec,
+                          const int64_t *elements, int sizes, const char *label)
+{
+    rv_graph *graph = synthetic_recording(gpu, spec, elements, sizes, 4);
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    GError *error = NULL;
+    gboolean replaced = TRUE;
+    ck_assert_msg(rv_efficiency_table_add(table, model, label, label, &replaced, &error), "%s",
+                  error ? error->message : "");
+    ck_assert(!replaced);
+    rv_cost_model_free(model);
+    rv_graph_free(graph);
+}
+
+/* The fixed cost alone decides 1 us kernels: a pair (the same job on both
+ * GPUs) shows B's shortest kernels lasting twice A's, so another job's 1 us
+ * kernels take 2 us on B; without tables they keep A's microsecond. */
+START_TEST(fixed_cost_decides_one_microsecond_kernels)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
+    const int64_t tiny_sizes[] = { 16 };
+    recording_spec on_a = { "aten::add", US(1), 0.5, 0.5 }, on_b = { "aten::add", US(2), 0.5, 0.5 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &on_a, tiny_sizes, 1, "job X on A");
+    add_recording(table, &b, &on_b, tiny_sizes, 1, "job X on B");
+    /* another job: 1 us kernels doing nothing */
+    recording_spec job_y = { "aten::mul", US(1), 0.5, 0.5 };
+    rv_graph *y = synthetic_recording(&a, &job_y, tiny_sizes, 1, 8);
+    rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", y, NULL), *vb = rv_efficiency_for_gpu(table, "B", y, NULL);
+    double ratio, low, high;
+    guint pairs = 0;
+    ck_assert(rv_efficiency_fixed_ratio(va, vb, &ratio, &low, &high, &pairs));
+    ck_assert_uint_eq(pairs, 1);
+    ck_assert_double_eq_tol(ratio, 2.0, 0.01);
+    move m = { &b, va, vb };
+    rv_cost_model *model;
+    rv_cost_plan *plan = project(y, &a, &m, &model);
+    for (int32_t id = 0; id < rv_graph_task_count(y); id++) {
+        if (rv_cost_model_kernel(model, id) == NULL) continue;
+        ck_assert_double_eq_tol(planned(plan, id), US(2), 20);
+        ck_assert_int_eq(term_of(plan, id), RV_TERM_FIXED);
+        ck_assert(g_array_index(plan->low_ns, double, id) < US(2) && g_array_index(plan->high_ns, double, id) > US(2));
+    }
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    /* no tables: the source's own fixed cost stays */
+    move bare = { &b, NULL, NULL };
+    plan = project(y, &a, &bare, &model);
+    for (int32_t id = 0; id < rv_graph_task_count(y); id++)
+        if (rv_cost_model_kernel(model, id) != NULL) ck_assert_double_eq_tol(planned(plan, id), US(1), 20);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_gpu_efficiency_free(va);
+    rv_gpu_efficiency_free(vb);
+    rv_efficiency_table_free(table);
+    rv_graph_free(y);
+}
+END_TEST
+
+/* The cache alone decides: B's recordings serve working sets that fit its
+ * last-level cache 5x faster than its memory bandwidth, A (no cache)
+ * serves everything from memory; the two GPUs have the same bandwidth.  A
+ * 12 MB working set gets 5x faster on B, a 1.2 GB one does not move. */
+START_TEST(cache_decides_working_sets_under_and_over_it)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 100e6);
+    /* do-nothing kernels (so that the fixed cost is 2 us), 12 MB and 1.2 GB of traffic in bf16 */
+    const int64_t sizes[] = { 16, 2000000, 200000000 };
+    recording_spec on_a = { "aten::add", US(2), 0.8, 0.8 }, on_b = { "aten::add", US(2), 0.8, 4.0 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &on_a, sizes, 3, "recording on A");
+    add_recording(table, &b, &on_b, sizes, 3, "recording on B");
+    recording_spec job = { "aten::mul", US(2), 0.8, 0.8 };
+    rv_graph *y = synthetic_recording(&a, &job, sizes, 3, 2);
+    int32_t small = -1, large = -1;
+    for (int32_t id = 0; id < rv_graph_task_count(y); id++)
+        if (rv_graph_task(y, id)->kind == RV_TASK_KERNEL) {
+            int64_t ns = rv_graph_task(y, id)->duration_ns;
+            if (ns > US(10) && ns < US(100)) small = id;
+            if (ns > US(1000)) large = id;
+        }
+    ck_assert(small >= 0 && large >= 0);
+    rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", y, NULL), *vb = rv_efficiency_for_gpu(table, "B", y, NULL);
+    move m = { &b, va, vb };
+    rv_cost_model *model;
+    rv_cost_plan *plan = project(y, &a, &m, &model);
+    double fixed_a = (double)rv_cost_model_fixed_ns(model), fixed_b = plan->target_fixed_ns;
+    ck_assert(fixed_b > 0);
+    double small_variable = (double)rv_graph_task(y, small)->duration_ns - fixed_a;
+    double large_variable = (double)rv_graph_task(y, large)->duration_ns - fixed_a;
+    ck_assert_double_eq_tol((planned(plan, small) - fixed_b) / small_variable, 0.8 / 4.0, 0.01);
+    ck_assert_double_eq_tol((planned(plan, large) - fixed_b) / large_variable, 1.0, 0.01);
+    ck_assert_int_eq(term_of(plan, small), RV_TERM_CACHE);
+    ck_assert_int_eq(term_of(plan, large), RV_TERM_BANDWIDTH);
+    ck_assert_uint_eq(plan->classes[RV_COST_ELEMENTWISE].by_table, 4);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_gpu_efficiency_free(va);
+    rv_gpu_efficiency_free(vb);
+    rv_efficiency_table_free(table);
+    rv_graph_free(y);
+}
+END_TEST
+
+/* A view never reads a recording of the job it projects. */
+START_TEST(views_leave_out_the_projected_job)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
+    const int64_t sizes[] = { 1000000 };
+    recording_spec x = { "aten::add", US(2), 0.8, 0.8 }, other = { "aten::mul", US(2), 0.5, 0.5 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x, sizes, 1, "job X on A");
+    add_recording(table, &b, &x, sizes, 1, "job X on B");
+    add_recording(table, &b, &other, sizes, 1, "job Y on B");
+    rv_graph *job_x = synthetic_recording(&a, &x, sizes, 1, 2);
+    GPtrArray *excluded = g_ptr_array_new_with_free_func(g_free);
+    rv_gpu_efficiency *vb = rv_efficiency_for_gpu(table, "B", job_x, excluded);
+    ck_assert_uint_eq(rv_gpu_efficiency_recordings(vb), 1);
+    ck_assert_uint_eq(excluded->len, 1);
+    ck_assert_str_eq(g_ptr_array_index(excluded, 0), "job X on B");
+    char *labels = rv_gpu_efficiency_labels(vb);
+    ck_assert_str_eq(labels, "job Y on B");
+    ck_assert(rv_efficiency_job_similarity(job_x, job_x) == 1.0);
+    g_free(labels);
+    g_ptr_array_unref(excluded);
+    rv_gpu_efficiency_free(vb);
+    rv_efficiency_table_free(table);
+    rv_graph_free(job_x);
+}
+END_TEST
+
+/* ---- the table file ------------------------------------------------------- */
+
+START_TEST(table_file_round_trip_and_refusals)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
+    const int64_t sizes[] = { 1000000, 100 };
+    recording_spec x = { "aten::add", US(2), 0.8, 0.8 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x, sizes, 2, "x");
+    char *text = rv_efficiency_table_to_json(table);
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    ck_assert(g_file_set_contents(path, text, -1, NULL));
+    GError *error = NULL;
+    rv_efficiency_table *loaded = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(loaded != NULL, "%s", error ? error->message : "");
+    char *again = rv_efficiency_table_to_json(loaded);
+    ck_assert_str_eq(text, again);
+    rv_efficiency_recording r = rv_efficiency_table_recording(loaded, 0);
+    ck_assert_str_eq(r.gpu, "A");
+    ck_assert_uint_eq(r.kernels, 8);
+    rv_efficiency_table_free(loaded);
+    static const char *const cases[][3] = {
+        { "\"fixed_us\"", "\"fixed_seconds\"", "unknown key 'fixed_seconds'" },
+        { "\"class\": \"elementwise\"", "\"class\": \"comm\"", "a re-costed kernel class" },
+        { "\"unit\": \"vector\"", "\"unit\": \"scalar\"", "'unit' must be vector or matrix" },
+        { "\"format\": \"reverie-efficiency\"", "\"format\": \"other\"", "not an efficiency table" },
+        { "\"version\": 1", "\"version\": 2", "efficiency table version" },
+        { "\"kernels\": 4", "\"kernels\": -4", "'kernels' must be a number" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char **parts = g_strsplit(text, cases[i][0], 2);
+        ck_assert_msg(parts[1] != NULL, "%s not in the table", cases[i][0]);
+        char *bad = g_strconcat(parts[0], cases[i][1], parts[1], NULL);
+        ck_assert(g_file_set_contents(path, bad, -1, NULL));
+        g_clear_error(&error);
+        ck_assert(rv_efficiency_table_load(path, &error) == NULL);
+        ck_assert_msg(strstr(error->message, cases[i][2]) && strstr(error->message, path) &&
+                          !strchr(error->message, '\n'), "case %zu: %s", i, error->message);
+        g_free(bad);
+        g_strfreev(parts);
+    }
+    /* the same file twice */
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_array_append_new(recordings, json_deep_copy(json_array_get(recordings, 0)));
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    g_clear_error(&error);
+    ck_assert(rv_efficiency_table_load(path, &error) == NULL);
+    ck_assert_msg(strstr(error->message, "recording 2: the same file"), "%s", error->message);
+    g_clear_error(&error);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(again);
+    g_free(text);
+    rv_efficiency_table_free(table);
+}
+END_TEST
+
+START_TEST(a_recording_of_the_same_file_is_replaced)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
+    const int64_t sizes[] = { 1000000 };
+    recording_spec x = { "aten::add", US(2), 0.8, 0.8 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x, sizes, 1, "x");
+    rv_graph *graph = synthetic_recording(&a, &x, sizes, 1, 7);
+    rv_cost_model *model = rv_cost_model_new(graph, &a, FALSE);
+    gboolean replaced = FALSE;
+    ck_assert(rv_efficiency_table_add(table, model, "x again", "x", &replaced, NULL));
+    ck_assert(replaced);
+    ck_assert_uint_eq(rv_efficiency_table_count(table), 1);
+    ck_assert_uint_eq(rv_efficiency_table_recording(table, 0).kernels, 7);
+    rv_cost_model_free(model);
+    rv_graph_free(graph);
+    /* a recording with nothing to measure is refused */
+    tiny t = tiny_new();
+    tiny_task(&t, t.cpu, RV_TASK_CPU, "cudaMalloc", US(5), RV_PHASE_OTHER);
+    model = rv_cost_model_new(t.graph, &a, FALSE);
+    GError *error = NULL;
+    ck_assert(!rv_efficiency_table_add(table, model, "empty", "e", NULL, &error));
+    ck_assert(strstr(error->message, "no GPU kernel to calibrate on"));
+    g_error_free(error);
+    rv_cost_model_free(model);
+    rv_graph_free(t.graph);
+    rv_efficiency_table_free(table);
+}
+END_TEST
+
+/* ---- ranges ---------------------------------------------------------------- */
+
+START_TEST(ranges_compound_and_move_durations)
+{
+    tiny t = tiny_new();
+    int32_t k = tiny_launch(&t, "kernel", 1000, US(100), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    int32_t exact = tiny_launch(&t, "other", 1000, US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_close_step(&t);
+    ck_assert(!rv_graph_has_duration_ranges(t.graph));
+    rv_duration_range_set(t.graph, k, 0.5, 2.0);
+    rv_duration_range_set(t.graph, k, 0.8, 1.5);
+    rv_duration_range r = rv_duration_range_of(t.graph, k);
+    ck_assert_double_eq_tol(r.low, 0.4, 1e-6);
+    ck_assert_double_eq_tol(r.high, 3.0, 1e-6);
+    ck_assert(rv_graph_has_duration_ranges(t.graph));
+    rv_graph *low = rv_graph_copy(t.graph), *high = rv_graph_copy(t.graph);
+    ck_assert(rv_graph_to_range_end(low, FALSE, NULL) && rv_graph_to_range_end(high, TRUE, NULL));
+    ck_assert_int_eq(rv_graph_task(low, k)->duration_ns, US(40));
+    ck_assert_int_eq(rv_graph_task(high, k)->duration_ns, US(300));
+    ck_assert_int_eq(rv_graph_task(low, exact)->duration_ns, US(10));
+    ck_assert_int_eq(rv_graph_task(high, exact)->duration_ns, US(10));
+    rv_graph_free(low);
+    rv_graph_free(high);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* A plan's range holds its value, and applying it records the range. */
+START_TEST(a_projection_carries_its_range_into_the_graph)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 2e12, 0);
+    tiny t = tiny_new();
+    int32_t k = add_kernel(&t, "vectorized_elementwise_kernel<BFloat16 add>", "aten::add", "[[1000000],[1000000]]",
+                           US(50), 0);
+    tiny_close_step(&t);
+    move m = { &b, NULL, NULL };
+    rv_cost_model *model;
+    rv_cost_plan *plan = project(t.graph, &a, &m, &model);
+    double ns = planned(plan, k), low = g_array_index(plan->low_ns, double, k), high = g_array_index(plan->high_ns, double, k);
+    ck_assert(low < ns && ns < high);
+    ck_assert(rv_cost_plan_apply(t.graph, plan, "test", NULL));
+    rv_duration_range r = rv_duration_range_of(t.graph, k);
+    ck_assert_double_eq_tol(r.low, low / ns, 1e-3);
+    ck_assert_double_eq_tol(r.high, high / ns, 1e-3);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* ---- launches from a trace ---------------------------------------------------- */
+
+START_TEST(launches_are_read_from_the_trace)
+{
+    tt_trace *trace = tt_new(1.7e15);
+    tt_runtime(trace, 1, "cudaLaunchKernel", 0, 5, 11);
+    tt_event(trace, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 7, \"ts\": %.3f, "
+                    "\"dur\": 4, \"args\": {\"correlation\": 11, \"stream\": 7, \"grid\": [4, 2, 1], \"block\": [128, 1, 1], "
+                    "\"registers per thread\": 40, \"shared memory\": 8192}}", tt_base(trace) + 10);
+    tt_runtime(trace, 1, "hipExtModuleLaunchKernel", 20, 5, 12);
+    tt_event(trace, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"Cijk_Alik_Bljk_BBS\", \"pid\": 0, \"tid\": 7, "
+                    "\"ts\": %.3f, \"dur\": 4, \"args\": {\"correlation\": 12, \"stream\": 7, \"grid\": [73728, 1, 1], "
+                    "\"block\": [256, 1, 1]}}", tt_base(trace) + 30);
+    tt_event(trace, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k3\", \"pid\": 0, \"tid\": 7, \"ts\": %.3f, "
+                    "\"dur\": 4, \"args\": {\"stream\": 7, \"grid\": \"big\", \"block\": [0, 1, 1]}}", tt_base(trace) + 40);
+    rv_graph *graph = tt_build(trace);
+    int found = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = rv_graph_task(graph, id);
+        const char *name = rv_strings_get(graph->strings, task->name);
+        const rv_launch *launch = rv_task_launch(graph, id);
+        if (strcmp(name, "k1") == 0) {
+            ck_assert(launch && launch->blocks == 8 && launch->threads == 128 && launch->registers == 40 &&
+                      launch->shared_bytes == 8192);
+            found++;
+        } else if (strcmp(name, "Cijk_Alik_Bljk_BBS") == 0) {
+            ck_assert(launch && launch->blocks == 288 && launch->threads == 256 && launch->registers == 0);
+            found++;
+        } else if (strcmp(name, "k3") == 0) {
+            ck_assert(launch == NULL); /* a grid that is not three numbers is no launch */
+            found++;
+        }
+    }
+    ck_assert_int_eq(found, 3);
+    rv_graph_free(graph);
+    tt_free(trace);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *suite = suite_create("projection");
+    TCase *terms = tcase_create("terms");
+    tcase_add_test(terms, waves_decide_a_grid_of_sms_plus_one);
+    tcase_add_test(terms, waves_leave_a_library_gemm_to_its_library);
+    tcase_add_test(terms, occupancy_from_threads_registers_and_shared_memory);
+    tcase_add_test(terms, fixed_cost_decides_one_microsecond_kernels);
+    tcase_add_test(terms, cache_decides_working_sets_under_and_over_it);
+    suite_add_tcase(suite, terms);
+    TCase *tables = tcase_create("tables");
+    tcase_add_test(tables, views_leave_out_the_projected_job);
+    tcase_add_test(tables, table_file_round_trip_and_refusals);
+    tcase_add_test(tables, a_recording_of_the_same_file_is_replaced);
+    suite_add_tcase(suite, tables);
+    TCase *ranges = tcase_create("ranges");
+    tcase_add_test(ranges, ranges_compound_and_move_durations);
+    tcase_add_test(ranges, a_projection_carries_its_range_into_the_graph);
+    tcase_add_test(ranges, launches_are_read_from_the_trace);
+    suite_add_tcase(suite, ranges);
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? 0 : 1;
+}
