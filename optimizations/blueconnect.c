@@ -38,7 +38,7 @@
 
 static const rv_param_spec blueconnect_params[] = {
     { "world", RV_PARAM_INTEGER, "0", "GPUs", "data-parallel ranks (gpus_per_node x nodes); 0: the trace's world size", NULL },
-    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "first level of the factorization: GPUs on the intra-node link", NULL },
+    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "first level of the factorization: GPUs on the intra-node link (an 8-GPU DGX/HGX node)", NULL },
     RV_CLUSTER_LINK_PARAM_SPECS,
     { NULL }
 };

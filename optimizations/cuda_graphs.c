@@ -67,7 +67,7 @@ static const rv_param_spec cuda_graphs_params[] = {
       "check|assume" },
     { "launch_cost", RV_PARAM_DURATION, "0us", "us", "CPU time of one cudaGraphLaunch (0: the trace's median kernel launch)",
       NULL },
-    { "node_cost", RV_PARAM_DURATION, "0us", "us", "extra launch CPU time per GPU task in the graph", NULL },
+    { "node_cost", RV_PARAM_DURATION, "0us", "us", "extra launch CPU time per GPU task in the graph (0: one graph launch replaces all; measure yours if the graph is large)", NULL },
     { "gap", RV_PARAM_DURATION, "0us", "us",
       "inter-kernel gap inside a graph (0: per stream, the 5th percentile of the trace's back-to-back gaps)", NULL },
     { NULL }

@@ -41,7 +41,7 @@
 static const rv_param_spec dataloader_params[] = {
     { "workers", RV_PARAM_INTEGER, "0", NULL,
       "DataLoader worker processes (0: keep loading in the training process, shrunk to `remaining`)", NULL },
-    { "remaining", RV_PARAM_DURATION, "1ms", "ns", "workers=0: data-loading CPU time left per step", NULL },
+    { "remaining", RV_PARAM_DURATION, "1ms", "ns", "workers=0: data-loading CPU time left per step (an example: give yours)", NULL },
     { "prefetch", RV_PARAM_INTEGER, "2", NULL, "batches each worker loads ahead (PyTorch's prefetch_factor)", NULL },
     { "handoff", RV_PARAM_DURATION, "150us", "ns",
       "training-process time per batch to take it from a worker (queue get, unpickling its tensors); a prior: "

@@ -52,14 +52,14 @@
 #include <string.h>
 
 static const rv_param_spec ddp_params[] = {
-    { "world", RV_PARAM_INTEGER, "8", "GPUs", "number of data-parallel ranks", NULL },
+    { "world", RV_PARAM_INTEGER, "8", "GPUs", "number of data-parallel ranks (an example: give yours)", NULL },
     { "bucket_cap", RV_PARAM_BYTES, "25MiB", "bytes", "DDP bucket size (bucket_cap_mb)", NULL },
     { "bandwidth", RV_PARAM_BANDWIDTH, "100Gbps", "B/s", "inter-node link bandwidth per direction (IB EDR)", NULL },
-    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency", NULL },
+    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency (the ib-edr link preset: NCCL's per-step cost over InfiniBand, a few us)", NULL },
     { "algorithm", RV_PARAM_CHOICE, "ring", NULL, "all-reduce algorithm", "ring|tree|hierarchical" },
-    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link", NULL },
+    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link (an 8-GPU DGX/HGX node)", NULL },
     { "intra_bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "intra-node bandwidth (NVLink V100: 6 links x 25 GB/s)", NULL },
-    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency", NULL },
+    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency (the nvlink-v100 link preset: NCCL's per-step cost over NVLink)", NULL },
     { "efficiency", RV_PARAM_NUMBER, "1", "x", "bandwidth derating in (0,1] (Daydream saw ~0.66 under compute)", NULL },
     { "param_sizes", RV_PARAM_STRING, "", NULL, "JSON file: list of gradient byte counts in forward order", NULL },
     { NULL }

@@ -42,9 +42,9 @@
 
 static const rv_param_spec dgc_params[] = {
     { "density", RV_PARAM_NUMBER, "0.001", "x", "share of the gradient values sent (DGC: 0.001)", NULL },
-    { "passes", RV_PARAM_NUMBER, "2", "x", "times compression reads and writes the gradient", NULL },
+    { "passes", RV_PARAM_NUMBER, "2", "x", "times compression reads and writes the gradient (DGC: top-k selection reads it, the residual update reads and writes it)", NULL },
     { "world", RV_PARAM_INTEGER, "0", "GPUs", "data-parallel ranks N; 0: the trace's world size", NULL },
-    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link", NULL },
+    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link (an 8-GPU DGX/HGX node)", NULL },
     RV_CLUSTER_LINK_PARAM_SPECS,
     { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
     { NULL }

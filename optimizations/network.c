@@ -32,7 +32,7 @@
 
 static const rv_param_spec network_params[] = {
     { "bandwidth_factor", RV_PARAM_NUMBER, "1", "x", "multiply the link bandwidth by this (2: twice as fast)", NULL },
-    { "fixed_latency", RV_PARAM_DURATION, "0us", "ns", "part of each recorded collective that is latency, not bandwidth", NULL },
+    { "fixed_latency", RV_PARAM_DURATION, "0us", "ns", "part of each recorded collective that is latency, not bandwidth (0: all bandwidth, the optimistic bound)", NULL },
     { "added_latency", RV_PARAM_DURATION, "0us", "ns", "extra latency per collective (a longer path, a slower switch)", NULL },
     { NULL }
 };

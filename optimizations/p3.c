@@ -58,8 +58,8 @@
  * P3's kvstore (dist_p3) in MXNet.  10 Gbps: P3's and Daydream's cluster. */
 static const rv_param_spec p3_params[] = {
     { "slice_size", RV_PARAM_BYTES, "160KB", "bytes", "largest slice (40,000 fp32 parameters, P3's MXNet default)", NULL },
-    { "bandwidth", RV_PARAM_BANDWIDTH, "10Gbps", "B/s", "worker link bandwidth per direction", NULL },
-    { "latency", RV_PARAM_DURATION, "5us", "ns", "per-slice message latency", NULL },
+    { "bandwidth", RV_PARAM_BANDWIDTH, "10Gbps", "B/s", "worker link bandwidth per direction (P3's evaluation: 10 Gbps Ethernet)", NULL },
+    { "latency", RV_PARAM_DURATION, "5us", "ns", "per-slice message latency (the ib-edr link preset, a few us per message)", NULL },
     { "priority", RV_PARAM_CHOICE, "on", NULL, "on: layers nearer the input first (P3); off: first come first served",
       "on|off" },
     { "param_sizes", RV_PARAM_STRING, "", NULL, "JSON file: weight bytes per weighted layer in forward order", NULL },

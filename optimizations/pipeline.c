@@ -72,7 +72,7 @@ static const rv_param_spec pipeline_params[] = {
     { "activation_bytes", RV_PARAM_BYTES, "0B", "bytes",
       "activation bytes per micro-batch at every stage boundary; 0: from the Input Dims", NULL },
     { "bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "stage-to-stage bandwidth per direction (NVLink V100)", NULL },
-    { "latency", RV_PARAM_DURATION, "2us", "ns", "stage-to-stage per-message latency", NULL },
+    { "latency", RV_PARAM_DURATION, "2us", "ns", "stage-to-stage per-message latency (the nvlink-v100 link preset)", NULL },
     { "source_gpu", RV_PARAM_STRING, "", NULL, "the trace's GPU when its deviceProperties name none the catalogue knows", NULL },
     { NULL }
 };

@@ -22,7 +22,7 @@
 
 static const rv_param_spec straggler_params[] = {
     { "rank", RV_PARAM_INTEGER, NULL, "", "the slow rank (its distributedInfo rank; required)", NULL },
-    { "factor", RV_PARAM_NUMBER, "2", "x", "its compute takes this many times as long", NULL },
+    { "factor", RV_PARAM_NUMBER, "2", "x", "its compute takes this many times as long (an example: give yours)", NULL },
     { "part", RV_PARAM_CHOICE, "all", NULL, "what is slower: the GPU, the host, or both (a slower node)", "all|gpu|cpu" },
     { NULL }
 };

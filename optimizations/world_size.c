@@ -40,11 +40,11 @@
 
 static const rv_param_spec world_size_params[] = {
     { "world", RV_PARAM_INTEGER, NULL, "GPUs", "the new number of ranks (required)", NULL },
-    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link", NULL },
+    { "gpus_per_node", RV_PARAM_INTEGER, "8", "GPUs", "GPUs sharing the intra-node link (an 8-GPU DGX/HGX node)", NULL },
     { "bandwidth", RV_PARAM_BANDWIDTH, "100Gbps", "B/s", "inter-node link bandwidth per GPU and direction (IB EDR)", NULL },
-    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency", NULL },
+    { "latency", RV_PARAM_DURATION, "5us", "ns", "inter-node per-message latency (the ib-edr link preset: NCCL's per-step cost over InfiniBand, a few us)", NULL },
     { "intra_bandwidth", RV_PARAM_BANDWIDTH, "150GB/s", "B/s", "intra-node bandwidth (NVLink V100: 6 links x 25 GB/s)", NULL },
-    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency", NULL },
+    { "intra_latency", RV_PARAM_DURATION, "2us", "ns", "intra-node per-message latency (the nvlink-v100 link preset: NCCL's per-step cost over NVLink)", NULL },
     { "algorithm", RV_PARAM_CHOICE, "recorded", NULL,
       "all-reduce algorithm at the new size: as recorded (ring or tree, from the kernel), or another",
       "recorded|ring|tree|hierarchical" },
