@@ -83,6 +83,13 @@ printf 'scale:factor=0.5\n' >"$work/variants.txt"
 cp "$work/variants.txt" "$work/variants.kept"
 expect_status 1 "$reverie" sweep "$trace" --variants "$work/variants.txt" -o "$work/variants.txt" --force
 cmp -s "$work/variants.txt" "$work/variants.kept" || fail "--variants file replaced by -o"
+# A table a plugin reads is an input too, though read after -o was opened.
+cp "$root/data/efficiency.json" "$work/table.json"
+cp "$work/table.json" "$work/table.kept"
+expect_status 1 "$reverie" whatif "$trace" --opt "hardware:gpu=A100-40GB,source_gpu=V100-SXM2,efficiency=$work/table.json" \
+    -o "$work/table.json" --force
+expect_in "$work/err" "is an input of this run"
+cmp -s "$work/table.json" "$work/table.kept" || fail "an efficiency= table replaced by -o"
 
 # Two outputs of one run may not be one file; an existing file needs --force.
 expect_status 1 "$reverie" simulate "$trace" --timeline "$work/same.out" --plot "$work/same.out"

@@ -112,6 +112,29 @@ START_TEST(inputs_are_refused_through_links_and_folders)
 }
 END_TEST
 
+/* A file the run reads after the output was opened (a plugin's table) is
+ * still never replaced. */
+START_TEST(an_input_read_while_writing_is_kept)
+{
+    char *table = in_folder("table.json");
+    write_text(table, "the table\n");
+    rv_output *out = rv_output_open(table, RV_OUTPUT_REPLACE, NULL);
+    ck_assert_ptr_nonnull(out);
+    fputs("a report\n", rv_output_stream(out));
+    rv_output_note_input(table);
+    GError *error = NULL;
+    ck_assert(!rv_output_commit(out, &error));
+    ck_assert_int_eq(error->code, RV_ERROR_USAGE);
+    ck_assert_ptr_nonnull(strstr(error->message, "is an input of this run"));
+    g_error_free(error);
+    char *text = read_text(table);
+    ck_assert_str_eq(text, "the table\n");
+    ck_assert_uint_eq(entries(), 1);
+    g_free(text);
+    g_free(table);
+}
+END_TEST
+
 START_TEST(an_existing_file_needs_replace)
 {
     char *path = in_folder("old.txt");
@@ -240,6 +263,7 @@ static Suite *output_suite(void)
     TCase *tc = tcase_create("writer");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, inputs_are_refused_through_links_and_folders);
+    tcase_add_test(tc, an_input_read_while_writing_is_kept);
     tcase_add_test(tc, an_existing_file_needs_replace);
     tcase_add_test(tc, a_failed_fill_keeps_the_old_file);
     tcase_add_test(tc, named_temporaries_too);

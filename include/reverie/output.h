@@ -8,7 +8,9 @@
  *     and the graph store do it themselves), and a target is compared with
  *     them as a file, after following symbolic links: the trace itself, a
  *     hard link or a symbolic link to it, a rank inside a folder, the file
- *     standard input was redirected from.  Refused with RV_ERROR_USAGE;
+ *     standard input was redirected from.  Refused with RV_ERROR_USAGE,
+ *     when opened and again just before the file is replaced (a table a
+ *     plugin reads is noted only once it is read);
  *   - a file is replaced atomically: the bytes go to a temporary file in
  *     the target's folder (unnamed where the file system allows O_TMPFILE,
  *     so that not even SIGKILL leaves one behind), which is flushed to disk
@@ -72,7 +74,8 @@ FILE *rv_output_stream(rv_output *out);
 /* The path as given, for messages. */
 const char *rv_output_path(const rv_output *out);
 /* Flush, sync and put the file in place; either way `out` is freed.  On
- * failure the target is as it was before rv_output_open. */
+ * failure the target is as it was before rv_output_open; a target that
+ * became an input since (rv_output_note_input) is refused, RV_ERROR_USAGE. */
 gboolean rv_output_commit(rv_output *out, GError **error);
 /* Give up: the temporary is removed, the target untouched; frees `out`. */
 void rv_output_abort(rv_output *out);

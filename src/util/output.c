@@ -127,6 +127,9 @@ uint64_t rv_output_max_bytes(void) { return __atomic_load_n(&max_bytes, __ATOMIC
 
 /* ---- checking a target ------------------------------------------------------ */
 
+#define INPUT_REFUSED "is an input of this run (the input file itself, a link to it, or a rank of its folder); " \
+                      "writing it would destroy the input - give another output name"
+
 static gboolean refuse(GError **error, int code, const char *path, const char *what)
 {
     g_set_error(error, RV_ERROR, code, "%s: %s", path, what);
@@ -166,9 +169,7 @@ static gboolean check_target(const char *path, const char *target, rv_output_fla
         g_free(folder);
         return there;
     }
-    if (is_input(info))
-        return refuse(error, RV_ERROR_USAGE, path, "is an input of this run (the input file itself, a link to it, "
-                      "or a rank of its folder); writing it would destroy the input - give another output name");
+    if (is_input(info)) return refuse(error, RV_ERROR_USAGE, path, INPUT_REFUSED);
     if (S_ISDIR(info->st_mode)) return refuse(error, RV_ERROR_USAGE, path, "is a directory; give a file name");
     if (S_ISREG(info->st_mode) && !(flags & RV_OUTPUT_REPLACE))
         return refuse(error, RV_ERROR_USAGE, path, "already exists; give --force to replace it");
@@ -476,8 +477,22 @@ static int put_in_place(rv_output *out)
     return 0;
 }
 
+/* A file read after its output was opened (a table a plugin's parameter
+ * names, read while the report is written) is an input too: checked again
+ * just before anything replaces the target. */
+static gboolean became_input(const rv_output *out)
+{
+    struct stat info;
+    return !out->direct && stat(out->target, &info) == 0 && is_input(&info);
+}
+
 gboolean rv_output_commit(rv_output *out, GError **error)
 {
+    if (became_input(out)) {
+        refuse(error, RV_ERROR_USAGE, shown_name(out), INPUT_REFUSED);
+        rv_output_abort(out);
+        return FALSE;
+    }
     int failure = close_stream(out);
     if (failure == 0 && !out->direct && fsync(out->fd) != 0) failure = errno;
     if (failure == 0 && !out->direct) failure = put_in_place(out);
