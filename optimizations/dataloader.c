@@ -283,7 +283,8 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
                            rv_params_number(params, "interference") };
     if (model.workers < 0 || model.workers > 4096 || model.prefetch < 1 || model.prefetch > 1024 ||
         model.interference < 0 || model.interference > 100) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+        /* a value out of range is the user's (exit 1), not the plugin's */
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
                     "workers must be 0 to 4096, prefetch 1 to 1024 and interference 0 to 100");
         return FALSE;
     }

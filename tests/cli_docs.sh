@@ -40,7 +40,7 @@ complete_words() {
 }
 complete_words wha | grep -qx whatif || fail "completion: 'wha' does not give whatif"
 complete_words whatif t.json --o | grep -qx -- --opt || fail "completion: whatif --o does not give --opt"
-complete_words sweep g.rvg --j | grep -qx -- --jsonl || fail "completion: sweep --j does not give --jsonl"
+complete_words sweep g.rvg --j | grep -qx -- --json || fail "completion: sweep --j does not give --json"
 complete_words whatif t.json --opt fused | grep -qx fused-adam || fail "completion: --opt fused does not give fused-adam"
 complete_words whatif t.json --opt ddp:wor | grep -qx ddp:world= || fail "completion: --opt ddp:wor does not give ddp:world="
 complete_words whatif t.json --opt ddp:world=8,band | grep -qx ddp:world=8,bandwidth= ||

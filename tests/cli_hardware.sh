@@ -126,10 +126,10 @@ expect_status 1 "$reverie" calibrate "$bert/h100.json.gz" -o "$work/table.json"
 expect_in "$work/err" "already exists; give --force"
 one_line
 expect_status 1 "$reverie" calibrate "$bert/h100.json.gz" -o "$bert/h100.json.gz" --force
-expect_in "$work/err" "is the input file itself"
+expect_in "$work/err" "is an input of this run"
 one_line
 expect_status 1 "$reverie" calibrate "$bert/h100.json.gz" --from "$work/table.json" -o "$work/table.json" --force
-expect_in "$work/err" "is the input file itself"
+expect_in "$work/err" "is an input of this run"
 expect_status 0 "$reverie" calibrate "$bert/h100.json.gz" "$bert/mi300x.json.gz" --from "$work/table.json" -o "$work/refined.json"
 expect_in "$work/out" "(replaced)"
 expect_in "$work/out" "3 recordings"

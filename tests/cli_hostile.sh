@@ -283,21 +283,21 @@ fi
 
 # ---- output files -----------------------------------------------------------
 
-hostile import-onto-input     1 "is the input file itself" bash -c 'cd "$W/in" && "$R" import trace.json -o ./trace.json'
-hostile import-onto-hardlink  1 "is the input file itself" "$R" import "$in/trace.json" -o "$in/hardlink.json" --force
-hostile import-onto-symlink   1 "is the input file itself" "$R" import "$in/trace.json" -o "$in/symlink.json" --force
+hostile import-onto-input     1 "is an input of this run" bash -c 'cd "$W/in" && "$R" import trace.json -o ./trace.json'
+hostile import-onto-hardlink  1 "is an input of this run" "$R" import "$in/trace.json" -o "$in/hardlink.json" --force
+hostile import-onto-symlink   1 "is an input of this run" "$R" import "$in/trace.json" -o "$in/symlink.json" --force
 hostile import-existing       1 "already exists; give --force" "$R" import "$trace" -o "$in/existing.rvg"
 hostile import-into-directory 1 "is a directory"           "$R" import "$trace" -o "$in"
 hostile import-force          0 "wrote"  bash -c 'cp "$W/in/existing.rvg" "$W/scratch/old.rvg" && "$R" import "$T" -o "$W/scratch/old.rvg" --force && "$R" info "$W/scratch/old.rvg" >/dev/null'
 hostile import-dev-full       2 "No space left on device"  "$R" import "$trace" -o /dev/full
 hostile import-dev-null       0 ""  bash -c '"$R" import --quiet "$T" -o /dev/null && test -c /dev/null'
-hostile import-missing-folder 2 "No such file or directory" "$R" import "$trace" -o "$work/scratch/none/g.rvg"
+hostile import-missing-folder 2 "its folder" "$R" import "$trace" -o "$work/scratch/none/g.rvg"
 hostile import-stdin-needs-o  1 "give the output with -o"  "$R" import -
 hostile import-empty-name     1 "give an output file name" "$R" import "$trace" -o ""
 hostile import-stdin          0 "wrote"  bash -c 'zcat "$T" | "$R" import - -o "$W/scratch/stdin.rvg"'
 hostile import-size-limit     2 "File too large"  bash -c 'cp "$W/in/existing.rvg" "$W/scratch/kept.rvg"; ulimit -f 16; "$R" import "$T" -o "$W/scratch/kept.rvg" --force; s=$?; cmp -s "$W/scratch/kept.rvg" "$W/in/existing.rvg" || exit 9; exit $s'
 hostile import-through-link   0 ""  bash -c 'cp "$W/in/existing.rvg" "$W/scratch/target.rvg" && ln -sf "$W/scratch/target.rvg" "$W/scratch/link.rvg" && "$R" import --quiet "$T" -o "$W/scratch/link.rvg" --force && test -L "$W/scratch/link.rvg" && "$R" info "$W/scratch/target.rvg" >/dev/null'
-hostile export-onto-input     1 "is the input file itself" "$R" export-graph "$in/graph.rvg" -o "$in/graph.rvg" --format dot --force
+hostile export-onto-input     1 "is an input of this run" "$R" export-graph "$in/graph.rvg" -o "$in/graph.rvg" --format dot --force
 hostile export-existing       1 "already exists; give --force" "$R" export-graph "$trace" -o "$in/existing.graphml" --steps 1
 hostile export-dev-full       2 "No space left on device"  "$R" export-graph "$trace" -o /dev/full --format dot --steps 1
 hostile export-size-limit     2 "File too large (the existing file is unchanged)"  bash -c 'cp "$W/in/existing.graphml" "$W/scratch/old.graphml"; ulimit -f 8; "$R" export-graph "$T" -o "$W/scratch/old.graphml" --force; s=$?; cmp -s "$W/scratch/old.graphml" "$W/in/existing.graphml" || exit 9; exit $s'

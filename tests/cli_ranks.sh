@@ -128,7 +128,7 @@ plot_check() {
 expect_status 0 "$reverie" simulate "$job" --plot "$work/job.svg"
 expect_status 0 "$reverie" simulate "$job" --json
 plot_check "$work/job.svg" "$work/out" recorded_us simulated_us
-expect_status 0 "$reverie" whatif "$job" --opt straggler:rank=3,factor=1.5 --plot "$work/job.svg"
+expect_status 0 "$reverie" whatif "$job" --opt straggler:rank=3,factor=1.5 --plot "$work/job.svg" --force
 expect_status 0 "$reverie" whatif "$job" --opt straggler:rank=3,factor=1.5 --json
 plot_check "$work/job.svg" "$work/out" baseline_us predicted_us
 

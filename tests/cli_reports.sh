@@ -106,10 +106,10 @@ expect_status 1 "$reverie" critical-path "$trace" --top -1
 expect_status 1 "$reverie" simulate "$trace" --json --csv
 expect_status 2 "$reverie" breakdown "$work/missing.json"
 expect_status 2 "$reverie" simulate "$trace" --timeline /nonexistent-folder/t.json
-expect_in "$work/err" "cannot write the timeline"
+expect_in "$work/err" "cannot write /nonexistent-folder/t.json"
 [ "$(grep -vc "reverie: note:" "$work/err")" -eq 1 ] || fail "unwritable timeline: more than one error line"
 expect_status 2 "$reverie" breakdown "$trace" --plot /nonexistent-folder/p.svg
-expect_in "$work/err" "cannot write the plot"
+expect_in "$work/err" "cannot write /nonexistent-folder/p.svg"
 expect_status 1 "$reverie" critical-path "$trace" --opt no-such-plugin
 
 if [ "$failures" -ne 0 ]; then

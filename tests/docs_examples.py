@@ -6,7 +6,9 @@ An example is a line "$ COMMAND" inside a fenced block whose command uses
 build/ (build/reverie, build/tests/gen/reverie-gentrace, an output under
 build/).  Each runs with bash from SOURCE_DIR, build/ standing for
 BUILD_DIR, in the order of its page (a page's later examples may use what
-its earlier ones made); pages run side by side.  It must exit 0, unless
+its earlier ones made); pages run side by side, each page that writes
+under build/ in a build/ of its own, so that no page sees (or must
+--force over) what another page wrote.  It must exit 0, unless
 the page shows it failing: an error line ("reverie: ..." that is not a
 note) right after it, or a comment "# exit status N" on it.  Afterwards the
 source tree holds no new file outside build*/: examples write under build/
@@ -90,6 +92,17 @@ def units(found):
     return work
 
 
+def run_unit(source, build, page, items):
+    """run_examples, in a fresh build/ of its own when the unit writes."""
+    if not any(writes(item[2]) for item in items):
+        return run_examples(source, build, page, items)
+    own = scratch_build(build)
+    try:
+        return run_examples(source, own, page, items)
+    finally:
+        shutil.rmtree(own)
+
+
 def run_examples(source, build, page, items):
     """Run examples in order: (failures, [(seconds, where)])."""
     failures, times = [], []
@@ -130,11 +143,12 @@ def tree_files(source):
 
 
 def scratch_build(build):
-    """A temporary folder of links to the build folder's programs."""
+    """A temporary folder of links to the build folder's programs (build
+    may itself be such a folder: the links lead to the programs)."""
     folder = tempfile.mkdtemp(prefix="reverie-docs-")
     for program in PROGRAMS:
         os.makedirs(os.path.dirname(os.path.join(folder, program)), exist_ok=True)
-        os.symlink(os.path.join(build, program), os.path.join(folder, program))
+        os.symlink(os.path.realpath(os.path.join(build, program)), os.path.join(folder, program))
     return folder
 
 
@@ -153,7 +167,7 @@ def run(source, build):
     started = time.monotonic()
     failures, times, by_page = [], [], {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {pool.submit(run_examples, source, build, page, items): page for page, items in units(found)}
+        futures = {pool.submit(run_unit, source, build, page, items): page for page, items in units(found)}
         for future in concurrent.futures.as_completed(futures):
             unit_failures, unit_times = future.result()
             failures += unit_failures

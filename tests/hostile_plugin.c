@@ -18,12 +18,21 @@
  *                      tell whether it was loaded
  *   ESCAPES            a correct plugin whose name, summary and notes hold
  *                      terminal escapes
+ *   SELF_LOOP          adds an edge from a task to itself
+ *   FOREIGN_ERROR      fails with an error of GLib's file domain
+ *   CRASH              dies of SIGSEGV
+ *   HANG               never returns
+ *   EXIT               calls exit(0)
+ *   SOMETIMES          for sweeps: with n equal to crash, hang or exit it
+ *                      does that (as above), otherwise nothing
  */
 #include "reverie/error.h"
 #include "reverie/plugin.h"
 #include "reverie/transform.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <unistd.h>
 
 #ifdef HOSTILE_NOT_A_PLUGIN
 
@@ -40,8 +49,20 @@ int hostile_not_a_plugin(void) { return 0; }
 
 static const rv_param_spec hostile_params[] = {
     { "task", RV_PARAM_INTEGER, "0", NULL, "which task to damage", NULL },
+#ifdef HOSTILE_SOMETIMES
+    { "n", RV_PARAM_INTEGER, "0", NULL, "the variant", NULL },
+    { "crash", RV_PARAM_INTEGER, "-1", NULL, "crash when n is this", NULL },
+    { "hang", RV_PARAM_INTEGER, "-1", NULL, "never return when n is this", NULL },
+    { "exit", RV_PARAM_INTEGER, "-1", NULL, "call exit(0) when n is this", NULL },
+#endif
     { NULL }
 };
+
+/* What CRASH, HANG and EXIT do.  The crash is SIGSEGV, as a plugin's bad
+ * pointer would give, but raised: a null store is undefined behaviour,
+ * which the sanitizer build would report instead of crashing. */
+static void crash(void) { raise(SIGSEGV); }
+static void hang(void) { for (;;) pause(); }
 
 /* The first edge, whose reverse closes a cycle. */
 static const rv_edge *first_edge(const rv_graph *graph)
@@ -76,7 +97,25 @@ static gboolean hostile_apply(rv_graph *graph, const rv_params *params, rv_plugi
     task->resource = (int32_t)graph->resources->len + 1000;
 #elif defined(HOSTILE_ESCAPES)
     g_string_append(output->notes, "    note with \033]0;pwned\007 a title and \033[2J a clear\n");
+#elif defined(HOSTILE_SELF_LOOP)
+    rv_graph_add_edge(graph, id, id, RV_EDGE_PLUGIN, FALSE);
+#elif defined(HOSTILE_FOREIGN_ERROR)
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "rules.json: No such file or directory");
+    return FALSE;
+#elif defined(HOSTILE_CRASH)
+    crash();
+#elif defined(HOSTILE_HANG)
+    hang();
+#elif defined(HOSTILE_EXIT)
+    exit(0);
+#elif defined(HOSTILE_SOMETIMES)
+    int64_t n = rv_params_integer(params, "n");
+    if (n == rv_params_integer(params, "crash")) crash();
+    if (n == rv_params_integer(params, "hang")) hang();
+    if (n == rv_params_integer(params, "exit")) exit(0);
 #endif
+    (void)crash;
+    (void)hang;
     return TRUE;
 }
 

@@ -41,6 +41,8 @@ gboolean rv_checked_mul(int64_t a, int64_t b, int64_t *out);
 
 /* a + b, clamped to [INT64_MIN, INT64_MAX]: for totals that are only shown. */
 int64_t rv_saturating_add(int64_t a, int64_t b);
+/* a - b, clamped the same way. */
+int64_t rv_saturating_sub(int64_t a, int64_t b);
 
 /* value rounded to the nearest integer, or FALSE if it is NaN, infinite or
  * outside int64 (a plain cast would be undefined behaviour). */

@@ -5,8 +5,9 @@
  * schemas are in docs/commands.md.
  *
  * Each builder returns a new jansson object (json_decref it).  Text from a
- * trace that is not valid UTF-8 (a forged saved graph) is escaped
- * (escape.h) rather than refused.  Reals print with RV_DOCUMENT_DIGITS
+ * trace is bounded as escape.h's rv_bounded_name does: bytes that are not
+ * valid UTF-8 (a forged saved graph) escaped rather than refused, a name
+ * longer than RV_NAME_BOUND cut with its length said.  Reals print with RV_DOCUMENT_DIGITS
  * significant digits, except the critical path's, which holds absolute
  * trace timestamps (RV_DOCUMENT_TIMESTAMP_DIGITS).
  */
@@ -28,7 +29,8 @@ G_BEGIN_DECLS
 /* microseconds since the epoch, to the nanosecond's first digit */
 #define RV_DOCUMENT_TIMESTAMP_DIGITS 16
 
-/* A json_t string of text, escaped if it is not valid UTF-8.  Never NULL. */
+/* A json_t string of text, bounded (escape.h's rv_bounded_name: valid
+ * UTF-8, at most RV_NAME_BOUND bytes and the length said).  Never NULL. */
 json_t *rv_json_text(const char *text);
 
 /* `simulate`: each step recorded and simulated, its error and unexplained

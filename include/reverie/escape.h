@@ -39,6 +39,23 @@ gboolean rv_text_needs_escape(const char *text);
  * For printing loops that should not allocate for every clean name. */
 const char *rv_escape_if_needed(const char *text, char **scratch);
 
+/*
+ * Names copied into every event of an output (a timeline, a critical-path
+ * listing, a query, an exported graph) are bounded, so that one long name
+ * cannot multiply an output's size by its number of events (a 50 MB step
+ * name in each of a timeline's events).  RV_NAME_BOUND is about three
+ * times the longest real name in the traces we have: a 5,123-byte PyTorch
+ * kernel name (distribution_elementwise_grid_stride_kernel<...>, HTA's
+ * AlexNet trace on an A100).
+ */
+#define RV_NAME_BOUND 16384
+
+/* text when it is valid UTF-8 of at most RV_NAME_BOUND bytes; else a copy
+ * in *scratch (g_free it; NULL when nothing was copied): bytes that are not
+ * UTF-8 escaped as \xNN, and a longer text cut at a character boundary
+ * with " [... N bytes in all]" after it, so the full length is said. */
+const char *rv_bounded_name(const char *text, char **scratch);
+
 G_END_DECLS
 
 #endif

@@ -138,6 +138,14 @@ GPtrArray *rv_params_describe(const rv_params *params);
 gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
                          rv_plugin_output *output, GError **error);
 
+/* Told before and after every rv_plugin_apply (entering TRUE, then FALSE),
+ * whoever calls it: the command line's isolated children (src/cli/isolate.c)
+ * tell their parent which plugin a crash or a hang belongs to.  One watch
+ * per process, set before any plugin runs (not thread-safe to change);
+ * NULL: none. */
+typedef void (*rv_plugin_apply_watch)(const char *plugin, gboolean entering);
+void rv_plugin_watch_apply(rv_plugin_apply_watch watch);
+
 /* Every plugin found on the search path, sorted by name (loaded).  A file
  * is loaded - which runs its code - only when its ELF symbol table defines
  * rv_plugin_descriptor.  A file of REVERIE_PLUGIN_PATH named like a

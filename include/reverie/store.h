@@ -6,13 +6,20 @@
 #define REVERIE_STORE_H
 
 #include <glib.h>
+#include <stdio.h>
 #include "reverie/graph.h"
 
 G_BEGIN_DECLS
 
 /* TRUE if the file starts with the .rvg magic number (content, not name). */
 gboolean rv_store_is_graph_file(const char *path);
+/* Save to path through the one output writer (output.h): atomically,
+ * never over an input of the run, replacing an existing file. */
 gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error);
+/* The same bytes to a stream (*bytes: how many, when not NULL); FALSE
+ * with an error when the graph is inconsistent, or with the stream's error
+ * flag set when a write failed. */
+gboolean rv_store_write(const rv_graph *graph, FILE *file, guint64 *bytes, GError **error);
 /* Load a saved graph; every corruption is an RV_ERROR_INPUT error, never a crash. */
 rv_graph *rv_store_load(const char *path, GError **error);
 /* The same for a file already in memory; name is used in messages only.

@@ -56,6 +56,23 @@ void rv_string_memo_init(rv_string_memo *memo, const rv_strings *strings, rv_str
 int rv_string_memo_get(rv_string_memo *memo, int32_t id);
 void rv_string_memo_clear(rv_string_memo *memo);
 
+/*
+ * Every string of a table bounded for an output that copies names per task
+ * or event (escape.h's rv_bounded_name: valid UTF-8, a long one cut with
+ * its length said), each worked out once: a 50 MB name costs its length
+ * once per output, not once per task that carries it.
+ */
+typedef struct {
+    const char **texts;  /* per id: the text to write */
+    char **copies;       /* per id: the cut or escaped copy texts[id] points to, or NULL */
+    int32_t count;
+} rv_bounded_strings;
+
+void rv_bounded_strings_init(rv_bounded_strings *bounded, const rv_strings *strings);
+/* The bounded text of id; "" for an id out of range. */
+const char *rv_bounded_strings_get(const rv_bounded_strings *bounded, int32_t id);
+void rv_bounded_strings_clear(rv_bounded_strings *bounded);
+
 G_END_DECLS
 
 #endif

@@ -21,7 +21,6 @@ Long calls release the GIL.  The worked example is docs/python.md.
 
 import json
 import os
-import tempfile
 
 from . import _core
 from ._core import Error, InputError, PluginError, UsageError
@@ -44,39 +43,6 @@ def _specs(opts):
     return specs
 
 
-def _write_beside(path, write):
-    """Write path through a temporary file in its folder, renamed over it
-    once complete: an existing file is never left half-written."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
-    # keep the suffix: the timeline writer compresses a .gz
-    handle, temporary = tempfile.mkstemp(prefix=f".{base}.", suffix=base[base.find('.'):] if '.' in base else "",
-                                         dir=folder)
-    os.close(handle)
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _refuse_input(path, graph):
-    """An output must not replace one of the graph's inputs (a rank's file
-    inside a folder included)."""
-    if not os.path.exists(path):
-        return
-    for given in graph._inputs:
-        inputs = [os.path.join(given, name) for name in os.listdir(given)] if os.path.isdir(given) else [given]
-        for source in inputs:
-            if os.path.exists(source) and os.path.samefile(path, source):
-                raise UsageError(f"{os.fspath(path)} is an input of the graph ({source}): write elsewhere")
-
-
 def load(path, *more, max_bytes=None, max_events=None, read_timeout=None):
     """Load a trace (.json, .json.gz), a saved graph (.rvg), or the ranks of
     one job: a folder of their traces or graphs, or several paths.
@@ -87,7 +53,7 @@ def load(path, *more, max_bytes=None, max_events=None, read_timeout=None):
     paths = [os.fspath(path)] + [os.fspath(p) for p in more]
     timeout_ms = 0 if read_timeout is None else (-1 if read_timeout == 0 else max(1, int(read_timeout * 1000)))
     core = _core.load(paths, max_bytes=max_bytes or 0, max_events=max_events or 0, read_timeout_ms=timeout_ms)
-    return Graph(core, paths)
+    return Graph(core)
 
 
 def plugins(name=None):
@@ -106,9 +72,8 @@ class Graph:
     It is never changed: what-ifs transform copies, so one Graph answers
     any number of questions, from several threads if you like."""
 
-    def __init__(self, core, inputs=()):
+    def __init__(self, core):
         self._core = core
-        self._inputs = list(inputs)
 
     source = property(lambda self: self._core.source, doc="the input's path (or folder of ranks)")
     tasks = property(lambda self: self._core.tasks, doc="live tasks (CPU calls, kernels, copies...)")
@@ -141,7 +106,7 @@ class Graph:
         """Many what-ifs: every combination of the values in `vary`
         ({"NAME.PARAM": [values...]} or {"NAME.PARAM": "lo..hi/N"}), each
         after the fixed `opts`.  One dict per variant, in order, as
-        `reverie sweep --jsonl` prints them (variant, opts, params,
+        `reverie sweep --json` prints them (variant, opts, params,
         predicted_us, baseline_us, speedup, the peaks, steps with
         steps=True, and error: None, or the message of a variant that
         failed).  jobs: variants run in parallel (0: one per core)."""
@@ -159,9 +124,10 @@ class Graph:
 
     def save(self, path):
         """Save the graph (.rvg) so that later loads skip the trace's JSON.
-        The file is written beside its target and renamed over it."""
-        _refuse_input(path, self)
-        _write_beside(path, self._core.save)
+        Written as the command line writes (a temporary beside the target,
+        renamed over it once complete); never over a file this process
+        has read (UsageError)."""
+        self._core.save(os.fspath(path))
 
 
 class Result:
@@ -228,9 +194,8 @@ class Result:
     def timeline(self, path):
         """Write the replay (and a what-if's prediction beside it) as Chrome
         trace JSON for ui.perfetto.dev, as --timeline does (.gz compresses).
-        The file is written beside its target and renamed over it."""
-        _refuse_input(path, self.graph)
-        _write_beside(path, lambda temporary: self.graph._core.timeline(self.opts, temporary))
+        Written as save() writes."""
+        self.graph._core.timeline(self.opts, os.fspath(path))
 
     def to_dataframe(self):
         """The steps as a pandas DataFrame (needs pandas)."""

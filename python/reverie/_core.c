@@ -388,7 +388,7 @@ typedef struct {
     char **rows;               /* per variant: its JSON text */
 } sweep_run;
 
-/* A variant's row: what `reverie sweep --jsonl` prints for it, read from
+/* A variant's row: what `reverie sweep --json` prints for it, read from
  * its what-if document. */
 static json_t *sweep_row(const sweep_run *run, uint64_t v, GPtrArray *specs, json_t *document, const GError *error)
 {
@@ -443,7 +443,7 @@ static void sweep_variant(gpointer item, gpointer data)
 }
 
 /* Graph.sweep(opts, varies, jobs, steps): one JSON line per variant, in
- * variant order, as `reverie sweep --jsonl` prints them. */
+ * variant order, as `reverie sweep --json` prints them. */
 static PyObject *graph_sweep(GraphObject *self, PyObject *args)
 {
     PyObject *opts_object, *varies_object;

@@ -135,6 +135,15 @@ static int report(const rv_runs *runs, const void *data)
     rv_run list[3];
     guint count = rv_runs_list(runs, TRUE, list);
     rv_breakdown *breakdowns[3];
+    /* --json's document holds its own; the plot and the tables need them */
+    for (guint i = 0; i < count; i++)
+        breakdowns[i] = options->as_json && !options->plot ? NULL : rv_run_breakdown(&list[i]);
+    /* the plot first: the report reaches stdout only once it is safe */
+    GError *error = NULL;
+    if (options->plot && !rv_runs_plot(options->plot, runs->baseline, list, breakdowns, count, &error)) {
+        for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
+        return rv_cli_fail(error);
+    }
     if (options->as_json) rv_cli_print_json(rv_breakdown_document(runs));
     if (options->as_csv) {
         const char *header[] = { "run", "step", "section", "name", "part", "us", "share_of_step" };
@@ -144,20 +153,14 @@ static int report(const rv_runs *runs, const void *data)
         if (runs->notes->len) printf("%s", runs->notes->str);
     }
     for (guint i = 0; i < count; i++) {
-        /* --json's document holds its own; the plot needs them too */
-        breakdowns[i] = options->as_json && !options->plot ? NULL : rv_run_breakdown(&list[i]);
         if (options->as_csv) {
             print_csv(&list[i], breakdowns[i]);
         } else if (!options->as_json) {
             print_run(&list[i], breakdowns[i]);
         }
     }
-    int status = RV_EXIT_OK;
-    GError *error = NULL;
-    if (options->plot && !rv_runs_plot(options->plot, runs->baseline, list, breakdowns, count, &error))
-        status = rv_cli_fail(error);
     for (guint i = 0; i < count; i++) rv_breakdown_free(breakdowns[i]);
-    return status;
+    return RV_EXIT_OK;
 }
 
 int rv_cmd_breakdown(int argc, char **argv)
@@ -173,7 +176,7 @@ int rv_cmd_breakdown(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - where each step's time went");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "For the recording, the baseline replay and (with --opt) the prediction, each step split\n"
         "into CPU only, GPU only, CPU+GPU overlap and idle (Daydream's breakdown; CPU busy\n"
@@ -186,6 +189,8 @@ int rv_cmd_breakdown(int argc, char **argv)
         "  reverie breakdown trace.json.gz --csv > breakdown.csv\n");
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
+    GError *error = NULL;
+    if (!rv_cli_check_output(options.plot, &error)) { status = rv_cli_fail(error); goto out; }
     status = rv_cli_report_runs("breakdown", argc, argv, specs, options.as_json, options.as_csv, report, &options);
 out:
     g_strfreev(specs);

@@ -9,11 +9,14 @@
  * it is added under the path given.  --from starts from an existing table
  * (refining it: a recording of the same file, by SHA-256, is replaced).
  * All traces are measured before anything is written; the table is
- * written atomically (output.c) and never over an input.
+ * written by the one writer (output.h): atomically, and never over an
+ * input (a trace, the --from table).  -o and --force are the options every
+ * command shares (output.c).
  */
 #include "cli.h"
 #include "reverie/documents.h"
 #include "reverie/efficiency.h"
+#include "reverie/output.h"
 #include <jansson.h>
 #include <string.h>
 
@@ -123,36 +126,22 @@ static void report_clear(GArray *report)
     g_array_unref(report);
 }
 
-/* The output may be none of the inputs: not a trace, not the table refined. */
-static gboolean prepare_output(rv_cli_output *out, const char *output, char **traces, int count, const char *from,
-                               gboolean force, GError **error)
-{
-    if (!rv_cli_output_prepare(out, output, from ? from : traces[0], force, error)) return FALSE;
-    for (int i = 0; i < count; i++) {
-        rv_cli_output check;
-        gboolean ok = rv_cli_output_prepare(&check, output, traces[i], TRUE, error);
-        rv_cli_output_clear(&check);
-        if (!ok) return FALSE;
-    }
-    return TRUE;
-}
-
 static int run_calibrate(char **traces, int count, const char *output, const char *from, const char *source_gpu,
-                         gboolean force, gboolean as_json)
+                         gboolean as_json)
 {
     GError *error = NULL;
-    rv_cli_output out;
-    if (!prepare_output(&out, output, traces, count, from, force, &error)) {
-        rv_cli_output_clear(&out);
-        return rv_cli_fail(error);
-    }
+    /* the traces are the run's inputs already (rv_cli_parse); so is the
+     * table refined, which may not be replaced either - said before any
+     * trace is measured */
+    if (from) rv_output_note_input(from);
+    if (!rv_output_check(output, rv_cli_output_flags(), &error)) return rv_cli_fail(error);
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(&error);
     rv_efficiency_table *table = catalogue == NULL ? NULL
                                  : from ? rv_efficiency_table_load(from, &error) : rv_efficiency_table_new();
     GArray *report = g_array_new(FALSE, FALSE, sizeof(added));
     gboolean ok = table != NULL;
     for (int i = 0; ok && i < count; i++) ok = measure(table, catalogue, traces[i], source_gpu, report, &error);
-    ok = ok && rv_cli_output_write(&out, write_table, table, &error);
+    ok = ok && rv_output_write(output, rv_cli_output_flags(), write_table, table, &error);
     int status = RV_EXIT_OK;
     if (!ok) status = rv_cli_fail(error);
     else if (as_json) rv_cli_print_json(json_report(report, table, output));
@@ -160,27 +149,24 @@ static int run_calibrate(char **traces, int count, const char *output, const cha
     report_clear(report);
     rv_efficiency_table_free(table);
     rv_gpu_catalogue_free(catalogue);
-    rv_cli_output_clear(&out);
     return status;
 }
 
 int rv_cmd_calibrate(int argc, char **argv)
 {
-    char *output = NULL, *from = NULL, *source_gpu = NULL;
-    gboolean force = FALSE, as_json = FALSE;
+    char *from = NULL, *source_gpu = NULL;
+    gboolean as_json = FALSE;
     GOptionEntry entries[] = {
-        { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "the table to write (required)", "TABLE.json" },
         { "from", 0, 0, G_OPTION_ARG_FILENAME, &from, "start from this table and add to it (a trace it already "
           "holds, by SHA-256, is measured again and replaced)", "TABLE.json" },
         { "source-gpu", 0, 0, G_OPTION_ARG_STRING, &source_gpu, "the traces' GPU, when their deviceProperties name "
           "none the catalogue knows", "NAME" },
-        { "force", 'f', 0, G_OPTION_ARG_NONE, &force, "replace the output if it exists", NULL },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH... -o TABLE.json - measure per-GPU kernel "
                                                    "efficiencies for hardware:gpu=");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Each trace is a recording of some job on some GPU. Per recording: its fixed per-kernel\n"
         "cost (us), the idle gap between back-to-back kernels (us), and for each size bucket of\n"
@@ -196,10 +182,10 @@ int rv_cmd_calibrate(int argc, char **argv)
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc < 2) { status = rv_cli_usage("calibrate", "give one or more traces or graphs"); goto out; }
+    const char *output = rv_cli_output_path();
     if (output == NULL) { status = rv_cli_usage("calibrate", "give the table to write with -o TABLE.json"); goto out; }
-    status = run_calibrate(argv + 1, argc - 1, output, from, source_gpu, force, as_json);
+    status = run_calibrate(argv + 1, argc - 1, output, from, source_gpu, as_json);
 out:
-    g_free(output);
     g_free(from);
     g_free(source_gpu);
     g_option_context_free(context);

@@ -16,11 +16,24 @@
 #include "reverie/plugin.h"
 #include "reverie/report.h"
 
+/* What a command does with the options every command shares (main.c's table). */
+typedef enum {
+    RV_CLI_REPORT_TO_O = 1 << 0,  /* -o FILE takes the report; without it, -o is a file the command writes */
+    RV_CLI_OPTIMIZES = 1 << 1,    /* takes --opt: --isolate runs it supervised, with --time-limit */
+    RV_CLI_VARIANTS = 1 << 2,     /* sweep: isolates each variant itself (--no-isolate, --time-limit) */
+} rv_cli_traits;
+
 typedef struct {
     const char *name;
     const char *summary;
     int (*run)(int argc, char **argv);
+    unsigned traits;              /* rv_cli_traits */
+    const char *output_help;      /* -o's help when it is not the report */
 } rv_command;
+
+/* The command being run, for the options every command shares; main.c
+ * sets it before running the command. */
+void rv_cli_begin_command(const rv_command *command);
 
 int rv_cmd_info(int argc, char **argv);
 int rv_cmd_simulate(int argc, char **argv);
@@ -66,6 +79,10 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
 void rv_cli_print_job_summary(const rv_graph *graph);
 void *rv_cli_json_job_summary(const rv_graph *graph);
 
+/* "reverie: note: ..." on stderr; from an isolated child, sent to the
+ * parent, which prints each text once. */
+void rv_cli_note(const char *format, ...) G_GNUC_PRINTF(1, 2);
+
 /* Print, one line each on stderr, what the timing model had to assume about
  * the graph (explain.h's rv_timing_notes); nothing when there is nothing. */
 void rv_cli_print_notes(const rv_graph *graph);
@@ -110,42 +127,71 @@ gboolean rv_cli_apply_opts(rv_graph *graph, GPtrArray *opts, gboolean count_chan
                            GError **error);
 /* That note, for opts applied elsewhere (optimize.h's rv_opts_unchanged). */
 void rv_cli_note_unchanged(const GPtrArray *opts);
+/* A trace or graph with the optimizations applied, for the commands that
+ * look at the graph rather than replay it (query, export-graph): the
+ * plugins stay loaded until the graph is cleared. */
+typedef struct {
+    rv_graph *graph;
+    GHashTable *plugins;
+} rv_cli_optimized;
+gboolean rv_cli_load_optimized(const char *path, char **specs, rv_cli_optimized *out, GError **error);
+void rv_cli_optimized_clear(rv_cli_optimized *optimized);
 /* Replay and measure the steps (report.h's rv_step_time; g_array_unref; a
  * job's are its slowest rank's, report.h's rv_job_step_times);
  * `structure` (sim.h) may be NULL.  A replay that had to drop the
  * launch-queue rule says so once per run on stderr. */
 GArray *rv_cli_replay_steps(const rv_graph *graph, const rv_sim_structure *structure, const rv_policy *policy,
                             GError **error);
-/* Text from a trace for a terminal: itself when clean, else escaped
+/* Text from a trace for a terminal: bounded (rv_cli_bounded), then itself when clean, else escaped
  * (escape.h) into one of RV_CLI_SHOWN_SLOTS buffers that the following
  * calls reuse, so that one printf can show a few names without a free.
  * Not thread-safe: the command line prints from one thread. */
 #define RV_CLI_SHOWN_SLOTS 8
 const char *rv_cli_shown(const char *text);
+/* A name for an output that copies it per task or event: itself, or cut
+ * to escape.h's RV_NAME_BOUND with its full length said and bytes that are
+ * not UTF-8 escaped (each text cut once, kept for the process). */
+const char *rv_cli_bounded(const char *text);
 
+/* ---- output files (output.c; the writer is reverie/output.h) ---- */
 
-/* ---- output files (output.c) ---- */
+/* The shared -o, --force and --max-output; rv_cli_parse adds them. */
+void rv_cli_add_output_entries(GOptionContext *context, const char *output_help);
+/* -o as given (NULL without it) and --force. */
+const char *rv_cli_output_path(void);
+gboolean rv_cli_force(void);
+/* The writer's flags for a file the command writes: replace it with --force. */
+int rv_cli_output_flags(void);
+/* Check an output option's file (NULL: none given) before any slow work:
+ * an input of the run, a directory, or an existing file without --force
+ * is refused (RV_ERROR_USAGE). */
+gboolean rv_cli_check_output(const char *path, GError **error);
+/* Remember the inputs named on the command line (files, each file of a
+ * folder, "-": the file standard input comes from) so that no output
+ * replaces them; rv_cli_parse does it for every argument. */
+void rv_cli_note_inputs(char **paths, int count);
+/* After parsing: -o checked, and for a report opened with standard output
+ * pointed at it.  FALSE with an error when -o may not be written. */
+gboolean rv_cli_output_begin(gboolean report, GError **error);
+/* At the end of every command (main.c): the report put in place if the
+ * command succeeded (else the old file kept), standard output and error
+ * flushed and checked.  Returns the final exit status: 2 and one line
+ * when a write failed. */
+int rv_cli_finish(int status);
+/* Once, first thing in main: standard output becomes a checked stream,
+ * and exit() from elsewhere (GLib's --help) still checks it. */
+void rv_cli_output_init(void);
+void rv_cli_output_clear(void);
 
-typedef struct {
-    const char *path;    /* as given, for messages */
-    char *target;        /* the file written: path, or where its symbolic link points */
-    gboolean to_stdout;  /* path is "-" */
-    gboolean direct;     /* an existing device or FIFO: written in place */
-} rv_cli_output;
+/* Text options: like g_option_context_add_main_entries, but values are
+ * taken as bytes and checked to be UTF-8 (not converted from the locale's
+ * character set); callbacks get the bytes as given. */
+void rv_cli_add_entries(GOptionContext *context, const GOptionEntry *entries);
 
-/* Decide where an output goes, before anything slow: refuses the input
- * itself (input: its path, "-" for standard input, or NULL), a directory,
- * and an existing regular file unless force (RV_ERROR_USAGE, exit 1). */
-gboolean rv_cli_output_prepare(rv_cli_output *out, const char *path, const char *input, gboolean force,
-                               GError **error);
-void rv_cli_output_clear(rv_cli_output *out);
-
-/* Fills an output file; FALSE with *error, or with errno set by stdio. */
-typedef gboolean (*rv_cli_write_fn)(FILE *file, gpointer data, GError **error);
-/* Write the output atomically (a temporary file renamed over the target),
- * or in place for standard output, a device or a FIFO.  A failure leaves an
- * existing file unchanged and says which file and why. */
-gboolean rv_cli_output_write(const rv_cli_output *out, rv_cli_write_fn write_fn, gpointer data, GError **error);
+/* --isolate, --no-isolate and --time-limit (isolate.h): does a sweep run
+ * its variants in child processes, and for how long each may run. */
+gboolean rv_cli_isolate_variants(void);
+double rv_cli_time_limit_s(void);
 
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);

@@ -197,7 +197,7 @@ static void print_table(const rv_graph *graph, const GArray *rows)
         printf("  (no communication in this graph: add some with --opt ddp:... or --opt tp-allreduce:...)\n");
 }
 
-static void print_json(const rv_graph *graph, const GArray *rows)
+static void print_json(const rv_graph *graph, const GArray *rows, gboolean as_csv)
 {
     json_t *list = json_array();
     for (guint i = 0; i < rows->len; i++) {
@@ -214,10 +214,11 @@ static void print_json(const rv_graph *graph, const GArray *rows)
     json_t *root = json_object();
     json_object_set_new(root, "source", rv_json_text(graph->source));
     json_object_set_new(root, "scenarios", list);
-    rv_cli_print_json(root);
+    if (as_csv) rv_cli_print_json_as_csv(root);
+    else rv_cli_print_json(root);
 }
 
-static int run(const char *path, char **specs, char **scales, gboolean as_json)
+static int run(const char *path, char **specs, char **scales, gboolean as_json, gboolean as_csv)
 {
     GError *error = NULL;
     GArray *rows = plan_scenarios(scales, &error);
@@ -228,7 +229,7 @@ static int run(const char *path, char **specs, char **scales, gboolean as_json)
         run_scenario(graph, plugins, specs, &g_array_index(rows, scenario, i), &error);
     int status = RV_EXIT_OK;
     if (error) status = rv_cli_fail(error);
-    else if (as_json) print_json(graph, rows);
+    else if (as_json || as_csv) print_json(graph, rows, as_csv);
     else print_table(graph, rows);
     rv_graph_free(graph);
     free_scenarios(rows);
@@ -238,7 +239,7 @@ static int run(const char *path, char **specs, char **scales, gboolean as_json)
 
 int rv_cmd_comm_fraction(int argc, char **argv)
 {
-    gboolean as_json = FALSE;
+    gboolean as_json = FALSE, as_csv = FALSE;
     char **specs = NULL, **scales = NULL;
     GOptionEntry entries[] = {
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs, "a what-if applied first, in the order given", "NAME[:k=v,...]" },
@@ -246,11 +247,12 @@ int rv_cmd_comm_fraction(int argc, char **argv)
           "a scenario: compute (peaks and memory bandwidth) COMPUTE times faster, links LINKS times faster "
           "(default: 2:1 and 4:1, the paper's flop-vs-bw ratios)", "COMPUTE:LINKS" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print what --json holds as CSV rows of field,value", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH [--opt ...] [--scale F:B]... - communication's share of "
                                                    "the step, today and on faster hardware");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Tale of Two Cs' report: per scenario the step, compute (GPU kernels that are not\n"
         "collectives), communication, exposed communication (no compute runs: on the\n"
@@ -263,7 +265,8 @@ int rv_cmd_comm_fraction(int argc, char **argv)
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("comm-fraction", "give exactly one trace or graph"); goto out; }
-    status = run(argv[1], specs, scales, as_json);
+    if (as_json && as_csv) { status = rv_cli_usage("comm-fraction", "give --json or --csv, not both"); goto out; }
+    status = run(argv[1], specs, scales, as_json, as_csv);
 out:
     g_strfreev(specs);
     g_strfreev(scales);

@@ -8,7 +8,9 @@
  * here until rv_cli_load uses them.
  */
 #include "cli.h"
+#include "isolate.h"
 #include "reverie/documents.h"
+#include "reverie/output.h"
 #include "reverie/escape.h"
 #include "reverie/explain.h"
 #include "reverie/input.h"
@@ -57,14 +59,25 @@ static gboolean parse_max_events(const char *option, const char *value, gpointer
     return TRUE;
 }
 
-/* Seconds ("30", "0.5") or a duration with its unit ("30s", "500ms"). */
+/* Seconds ("30", "0.5") or a duration with its unit ("30s", "500ms"),
+ * from 0 to 10^6; `zero` says what 0 means, for the message. */
+static gboolean parse_seconds(const char *option, const char *value, const char *zero, double *seconds,
+                              GError **error)
+{
+    int64_t ns = 0;
+    *seconds = -1;
+    if (!rv_parse_number(value, seconds, NULL) && rv_parse_duration_ns(value, &ns, NULL)) *seconds = ns / 1e9;
+    if (*seconds >= 0 && *seconds <= 1e6) return TRUE;
+    char *expected = g_strdup_printf("seconds from 0 (%s) to 1000000, such as 30 or 500ms", zero);
+    bad_option_value(error, option, value, expected);
+    g_free(expected);
+    return FALSE;
+}
+
 static gboolean parse_read_timeout(const char *option, const char *value, gpointer data, GError **error)
 {
-    double seconds = -1;
-    int64_t ns = 0;
-    if (!rv_parse_number(value, &seconds, NULL) && rv_parse_duration_ns(value, &ns, NULL)) seconds = ns / 1e9;
-    if (!(seconds >= 0 && seconds <= 1e6))
-        return bad_option_value(error, option, value, "seconds from 0 (wait forever) to 1000000, such as 30 or 500ms");
+    double seconds;
+    if (!parse_seconds(option, value, "wait forever", &seconds, error)) return FALSE;
     input_limits.read_timeout_ms = seconds == 0 ? -1 : MAX(1, (int)(seconds * 1000));
     return TRUE;
 }
@@ -72,11 +85,11 @@ static gboolean parse_read_timeout(const char *option, const char *value, gpoint
 static GOptionGroup *input_option_group(void)
 {
     static const GOptionEntry entries[] = {
-        { "max-bytes", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)parse_max_bytes,
+        { "max-bytes", 0, G_OPTION_FLAG_FILENAME, G_OPTION_ARG_CALLBACK, (gpointer)parse_max_bytes,
           "refuse a trace of more than SIZE bytes of JSON, counted after decompression (default 4GiB)", "SIZE" },
-        { "max-events", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)parse_max_events,
+        { "max-events", 0, G_OPTION_FLAG_FILENAME, G_OPTION_ARG_CALLBACK, (gpointer)parse_max_events,
           "refuse a trace of more than N events (default 10000000)", "N" },
-        { "read-timeout", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer)parse_read_timeout,
+        { "read-timeout", 0, G_OPTION_FLAG_FILENAME, G_OPTION_ARG_CALLBACK, (gpointer)parse_read_timeout,
           "give up on a pipe or FIFO that sends nothing for SECONDS (default 60; 0 waits forever)", "SECONDS" },
         { NULL }
     };
@@ -189,27 +202,170 @@ void rv_cli_catch_fatal_errors(void)
 
 /* ---- options and errors --------------------------------------------------- */
 
-static gboolean parse_options(GOptionContext *context, int *argc, char ***argv, int *status)
+static const rv_command *current_command;
+
+void rv_cli_begin_command(const rv_command *command)
 {
-    GError *error = NULL;
-    if (g_option_context_parse(context, argc, argv, &error)) return TRUE;
+    current_command = command;
+}
+
+/* The options whose values are text: GLib would convert them from the
+ * locale's character set, which in the C locale (no setlocale: numbers
+ * must print with a '.') refuses every byte above 127, so a selection
+ * could never name a non-ASCII kernel.  They are taken as bytes instead
+ * (G_OPTION_ARG_FILENAME) and checked to be UTF-8 after parsing. */
+typedef struct {
+    const char *long_name;
+    GOptionArg arg;
+    gpointer data;
+} text_option;
+
+static GArray *text_options;
+
+void rv_cli_add_entries(GOptionContext *context, const GOptionEntry *entries)
+{
+    gsize count = 0;
+    while (entries[count].long_name != NULL) count++;
+    GOptionEntry *copy = g_memdup2(entries, (count + 1) * sizeof *entries);
+    if (text_options == NULL) text_options = g_array_new(FALSE, FALSE, sizeof(text_option));
+    for (gsize i = 0; i < count; i++) {
+        GOptionEntry *entry = &copy[i];
+        if (entry->arg == G_OPTION_ARG_STRING) entry->arg = G_OPTION_ARG_FILENAME;
+        else if (entry->arg == G_OPTION_ARG_STRING_ARRAY) entry->arg = G_OPTION_ARG_FILENAME_ARRAY;
+        else if (entry->arg == G_OPTION_ARG_CALLBACK) entry->flags |= G_OPTION_FLAG_FILENAME;
+        else continue;
+        if (entries[i].arg == G_OPTION_ARG_CALLBACK) continue; /* the callback checks its own value */
+        text_option text = { entry->long_name, entry->arg, entry->arg_data };
+        g_array_append_val(text_options, text);
+    }
+    g_option_context_add_main_entries(context, copy, NULL);
+    g_free(copy);
+}
+
+static gboolean check_utf8(const char *name, const char *value, GError **error)
+{
+    const char *end = NULL;
+    if (value == NULL || g_utf8_validate(value, -1, &end)) return TRUE;
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--%s: the value is not UTF-8 text (byte %d is \\x%02x)",
+                name, (int)(end - value) + 1, (guint8)*end);
+    return FALSE;
+}
+
+static gboolean check_text_options(GError **error)
+{
+    for (guint i = 0; text_options && i < text_options->len; i++) {
+        const text_option *option = &g_array_index(text_options, text_option, i);
+        if (option->arg == G_OPTION_ARG_FILENAME) {
+            if (!check_utf8(option->long_name, *(char **)option->data, error)) return FALSE;
+            continue;
+        }
+        for (char **value = *(char ***)option->data; value && *value; value++)
+            if (!check_utf8(option->long_name, *value, error)) return FALSE;
+    }
+    return TRUE;
+}
+
+static void print_option_error(GError *error, int *status)
+{
     char *message = rv_escape_text(error->message);
     fprintf(stderr, "reverie: %s (see --help)\n", message);
     g_free(message);
     g_error_free(error);
     *status = RV_EXIT_USAGE;
-    return FALSE;
+}
+
+/* ---- plugin isolation (isolate.c) ----------------------------------------- */
+
+static struct {
+    gboolean isolate, no_isolate;
+    double time_limit_s;
+} isolation = { FALSE, FALSE, RV_CLI_DEFAULT_TIME_LIMIT_S };
+
+static gboolean parse_time_limit(const char *option, const char *value, gpointer data, GError **error)
+{
+    return parse_seconds(option, value, "no limit", &isolation.time_limit_s, error);
+}
+
+static void add_isolation_entries(GOptionContext *context, gboolean variants)
+{
+    const GOptionEntry entries[] = {
+        { "isolate", 0, 0, G_OPTION_ARG_NONE, &isolation.isolate,
+          variants ? "run each variant's plugins in a child process of its own (the default)"
+                   : "run the optimizations in a child process, so that one that crashes, hangs or calls exit() "
+                     "is an error (exit 3), not the end of reverie", NULL },
+        { "time-limit", 0, G_OPTION_FLAG_FILENAME, G_OPTION_ARG_CALLBACK, (gpointer)parse_time_limit,
+          variants ? "stop an isolated variant that takes longer than SECONDS (default 300; 0: no limit)"
+                   : "with --isolate: stop the optimizations (and what follows them) after SECONDS (default 300; "
+                     "0: no limit)", "SECONDS" },
+        { NULL }
+    };
+    g_option_context_add_main_entries(context, entries, NULL);
+    if (!variants) return;
+    const GOptionEntry trusted[] = {
+        { "no-isolate", 0, 0, G_OPTION_ARG_NONE, &isolation.no_isolate,
+          "run the variants in threads of this process: faster, for plugins you trust", NULL },
+        { NULL }
+    };
+    g_option_context_add_main_entries(context, trusted, NULL);
+}
+
+gboolean rv_cli_isolate_variants(void) { return !isolation.no_isolate; }
+double rv_cli_time_limit_s(void) { return isolation.time_limit_s; }
+
+/* ---- parsing ------------------------------------------------------------------ */
+
+static gboolean parse_options(GOptionContext *context, int *argc, char ***argv, int *status)
+{
+    GError *error = NULL;
+    if (!g_option_context_parse(context, argc, argv, &error) || !check_text_options(&error)) {
+        print_option_error(error, status);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* After the options: the inputs remembered and -o opened before any slow
+ * work, then, with --isolate, the rest of the command in a child process
+ * (this process only waits for it and returns its status). */
+static gboolean prepare_run(int argc, char **argv, unsigned traits, int *status)
+{
+    GError *error = NULL;
+    rv_cli_note_inputs(argv + 1, argc - 1);
+    /* the GPU catalogue and the efficiency table are read by the run too
+     * (their loaders note them as well, but only once they are read) */
+    if (g_getenv("REVERIE_GPU_CATALOGUE")) rv_output_note_input(g_getenv("REVERIE_GPU_CATALOGUE"));
+    if (g_getenv("REVERIE_EFFICIENCY")) rv_output_note_input(g_getenv("REVERIE_EFFICIENCY"));
+    if (isolation.isolate && isolation.no_isolate) {
+        *status = rv_cli_usage(current_command->name, "give --isolate or --no-isolate, not both");
+        return FALSE;
+    }
+    if (!rv_cli_output_begin((traits & RV_CLI_REPORT_TO_O) != 0, &error)) {
+        *status = rv_cli_fail(error);
+        return FALSE;
+    }
+    if (!(traits & RV_CLI_OPTIMIZES) || !isolation.isolate) return TRUE;
+    gboolean in_child = FALSE;
+    *status = rv_cli_supervise(isolation.time_limit_s, &in_child);
+    return in_child;
+}
+
+static gboolean parse_command(GOptionContext *context, int *argc, char ***argv, int *status, gboolean reads_input)
+{
+    unsigned traits = current_command ? current_command->traits : RV_CLI_REPORT_TO_O;
+    if (reads_input) g_option_context_add_group(context, input_option_group());
+    rv_cli_add_output_entries(context, current_command ? current_command->output_help : NULL);
+    if (traits & (RV_CLI_OPTIMIZES | RV_CLI_VARIANTS)) add_isolation_entries(context, (traits & RV_CLI_VARIANTS) != 0);
+    return parse_options(context, argc, argv, status) && prepare_run(*argc, *argv, traits, status);
 }
 
 gboolean rv_cli_parse(GOptionContext *context, int *argc, char ***argv, int *status)
 {
-    g_option_context_add_group(context, input_option_group());
-    return parse_options(context, argc, argv, status);
+    return parse_command(context, argc, argv, status, TRUE);
 }
 
 gboolean rv_cli_parse_without_input(GOptionContext *context, int *argc, char ***argv, int *status)
 {
-    return parse_options(context, argc, argv, status);
+    return parse_command(context, argc, argv, status, FALSE);
 }
 
 int rv_cli_fail(GError *error)
@@ -248,11 +404,27 @@ void rv_cli_print_json_digits(void *root, int digits)
     json_decref(root);
 }
 
+const char *rv_cli_bounded(const char *text)
+{
+    /* names repeat (one per task): each long one is cut once */
+    static GHashTable *cut;
+    if (text == NULL) return "";
+    const char *known = cut ? g_hash_table_lookup(cut, text) : NULL;
+    if (known) return known;
+    char *copy = NULL;
+    const char *bounded = rv_bounded_name(text, &copy);
+    if (copy == NULL) return bounded;
+    if (cut == NULL) cut = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    g_hash_table_insert(cut, (gpointer)text, copy);
+    return copy;
+}
+
 const char *rv_cli_shown(const char *text)
 {
     static char *ring[RV_CLI_SHOWN_SLOTS];
     static guint next;
-    if (!rv_text_needs_escape(text)) return text ? text : "";
+    text = rv_cli_bounded(text);
+    if (!rv_text_needs_escape(text)) return text;
     guint slot = next++ % RV_CLI_SHOWN_SLOTS;
     g_free(ring[slot]);
     ring[slot] = rv_escape_text(text);
@@ -262,6 +434,18 @@ const char *rv_cli_shown(const char *text)
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)
 {
     g_snprintf(buffer, size, "%.3f ms", ns / 1e6);
+}
+
+void rv_cli_note(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    char *text = g_strdup_vprintf(format, args);
+    va_end(args);
+    char *line = g_strdup_printf("reverie: note: %s", rv_cli_shown(text));
+    if (!rv_cli_isolation_note(line)) fprintf(stderr, "%s\n", line);
+    g_free(line);
+    g_free(text);
 }
 
 void rv_cli_print_notes(const rv_graph *graph)
@@ -277,9 +461,8 @@ void rv_cli_note_launch_queue(const rv_graph *graph, gboolean launch_queue_ignor
     /* once per run: a sweep replays thousands of variants of one graph */
     static gint noted = 0;
     if (launch_queue_ignored && g_atomic_int_compare_and_exchange(&noted, 0, 1))
-        fprintf(stderr, "reverie: note: %s: the launch-queue rule would have deadlocked this graph (its queue "
-                        "order contradicts its edges, e.g. after a plugin's rewrite): replayed without it\n",
-                graph->source);
+        rv_cli_note("%s: the launch-queue rule would have deadlocked this graph (its queue order contradicts its "
+                    "edges, e.g. after a plugin's rewrite): replayed without it", graph->source);
 }
 
 void rv_cli_note_replay(const rv_graph *graph, const rv_sim_result *sim)

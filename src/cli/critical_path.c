@@ -14,7 +14,8 @@ typedef struct {
     char *timeline;
 } path_options;
 
-static const char *text_of(const rv_graph *graph, int32_t id) { return rv_strings_get(graph->strings, id); }
+/* Names go into a row per link: bounded (cli.h). */
+static const char *text_of(const rv_graph *graph, int32_t id) { return rv_cli_bounded(rv_strings_get(graph->strings, id)); }
 
 static const char *layer_label(const rv_graph *graph, int32_t layer)
 {
@@ -149,6 +150,12 @@ static int report(const rv_runs *runs, const void *data)
     guint count = rv_runs_list(runs, FALSE, list);
     rv_critical_path *paths[3] = { NULL, NULL, NULL };
     for (guint i = 0; i < count; i++) paths[i] = rv_critical_path_find(list[i].graph, list[i].sim);
+    /* the timeline first: the report reaches stdout only once it is safe */
+    GError *error = NULL;
+    if (options->timeline && !rv_runs_write_timeline(options->timeline, list, count, &error)) {
+        for (guint i = 0; i < count; i++) rv_critical_path_free(paths[i]);
+        return rv_cli_fail(error);
+    }
     if (options->as_json) rv_cli_print_json_digits(rv_critical_path_document(runs), RV_DOCUMENT_TIMESTAMP_DIGITS);
     if (options->as_csv) rv_cli_csv_row(csv_header, G_N_ELEMENTS(csv_header));
     for (guint i = 0; i < count && !options->as_json; i++) {
@@ -160,12 +167,8 @@ static int report(const rv_runs *runs, const void *data)
             print_run(&list[i], paths[i], options->top);
         }
     }
-    GError *error = NULL;
-    int status = RV_EXIT_OK;
-    if (options->timeline && !rv_runs_write_timeline(options->timeline, list, count, &error))
-        status = rv_cli_fail(error);
     for (guint i = 0; i < count; i++) rv_critical_path_free(paths[i]);
-    return status;
+    return RV_EXIT_OK;
 }
 
 int rv_cmd_critical_path(int argc, char **argv)
@@ -183,7 +186,7 @@ int rv_cmd_critical_path(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - the chain of tasks that decides each step's end");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Walks back from the task that ends each step through the constraint that set each\n"
         "start: the previous task on its thread or stream, a dependency (launch, sync,\n"
@@ -197,6 +200,8 @@ int rv_cmd_critical_path(int argc, char **argv)
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (options.top < 0) { status = rv_cli_usage("critical-path", "--top takes a count of 0 or more"); goto out; }
+    GError *error = NULL;
+    if (!rv_cli_check_output(options.timeline, &error)) { status = rv_cli_fail(error); goto out; }
     status = rv_cli_report_runs("critical-path", argc, argv, specs, options.as_json, options.as_csv, report, &options);
 out:
     g_strfreev(specs);

@@ -10,11 +10,12 @@
  *
  * Names come from the trace: they are escaped (escape.h) before they reach
  * the file, because XML 1.0 cannot hold most control characters at all.
- * The file is written by output.c's rules (atomic, never the input, an
- * existing file only with --force).
+ * The file is written by the one output writer (reverie/output.h: atomic,
+ * never an input of the run, an existing file only with --force).
  */
 #include "cli.h"
 #include "reverie/escape.h"
+#include "reverie/output.h"
 #include "reverie/select.h"
 #include <igraph.h>
 #include <string.h>
@@ -24,11 +25,12 @@ enum { MAX_VERTICES = 200000, DOT_LABEL_WIDTH = 40 };
 typedef enum { FORMAT_GRAPHML, FORMAT_DOT } export_format;
 
 typedef struct {
-    char *output;
+    const char *output;   /* -o (shared: output.c) */
     char *format;
     char **select;
+    char **opts;          /* --opt: export the graph the optimizations leave */
     gint steps; /* -1: all */
-    gboolean force;
+    gboolean force;       /* --force (shared) */
 } export_options;
 
 /* Which tasks are written, and each one's vertex number (-1: left out). */
@@ -139,7 +141,7 @@ static igraph_error_t set_vertex_text(igraph_t *ig, const char *attribute, const
     igraph_error_t code = igraph_strvector_init(&values, subset->tasks->len);
     for (guint v = 0; code == IGRAPH_SUCCESS && v < subset->tasks->len; v++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, g_array_index(subset->tasks, int32_t, v));
-        code = igraph_strvector_set(&values, v, rv_escape_if_needed(text_of(graph, task), &escaped));
+        code = igraph_strvector_set(&values, v, rv_escape_if_needed(rv_cli_bounded(text_of(graph, task)), &escaped));
     }
     g_free(escaped);
     if (code == IGRAPH_SUCCESS) code = SETVASV(ig, attribute, &values);
@@ -246,7 +248,7 @@ static gboolean check_size(const export_subset *subset, const export_options *op
 }
 
 static gboolean export_graph(const rv_graph *graph, const rv_selection *sel, const export_options *options,
-                             const rv_cli_output *out, export_format format, GError **error)
+                             export_format format, GError **error)
 {
     export_subset subset = choose_tasks(graph, sel, options->steps);
     gboolean ok = check_size(&subset, options, error);
@@ -254,9 +256,9 @@ static gboolean export_graph(const rv_graph *graph, const rv_selection *sel, con
     if (ok) ok = build_igraph(&ig, graph, &subset, format, error);
     if (ok) {
         igraph_file file = { &ig, format };
-        ok = rv_cli_output_write(out, write_igraph, &file, error);
-        if (ok && !out->to_stdout) {
-            char *shown = rv_escape_text(out->path);
+        ok = rv_output_write(options->output, rv_cli_output_flags(), write_igraph, &file, error);
+        if (ok && strcmp(options->output, "-") != 0) {
+            char *shown = rv_escape_text(options->output);
             fprintf(stderr, "wrote %s: %" G_GINT64_FORMAT " vertices, %" G_GINT64_FORMAT " edges\n", shown,
                     (gint64)igraph_vcount(&ig), (gint64)igraph_ecount(&ig));
             g_free(shown);
@@ -296,52 +298,52 @@ static int run_export(const export_options *options, int argc, char **argv)
     GError *error = NULL;
     export_format format;
     rv_selection *sel = NULL;
-    rv_cli_output out;
-    /* The output is checked before the (slow) load: a refusal costs nothing. */
-    if (!choose_format(options, &format, &error) || !rv_cli_output_prepare(&out, options->output, argv[1],
-                                                                          options->force, &error))
-        return rv_cli_fail(error);
-    rv_graph *graph = NULL;
+    /* -o was checked with the options, before the (slow) load. */
+    if (!choose_format(options, &format, &error)) return rv_cli_fail(error);
+    rv_cli_optimized optimized = { 0 };
     int status = RV_EXIT_OK;
-    if (!(sel = parse_selection(options, argc, argv, &error)) || !(graph = rv_cli_load(argv[1], &error)) ||
-        !export_graph(graph, sel, options, &out, format, &error))
+    if (!(sel = parse_selection(options, argc, argv, &error)) ||
+        !rv_cli_load_optimized(argv[1], options->opts, &optimized, &error) ||
+        !export_graph(optimized.graph, sel, options, format, &error))
         status = rv_cli_fail(error);
-    rv_graph_free(graph);
+    rv_cli_optimized_clear(&optimized);
     rv_selection_free(sel);
-    rv_cli_output_clear(&out);
     return status;
 }
 
 int rv_cmd_export_graph(int argc, char **argv)
 {
-    export_options options = { NULL, NULL, NULL, -1, FALSE };
+    export_options options = { NULL, NULL, NULL, NULL, -1, FALSE };
     GOptionEntry entries[] = {
-        { "output", 'o', 0, G_OPTION_ARG_FILENAME, &options.output, "write to FILE (- for standard output)", "FILE" },
         { "format", 'f', 0, G_OPTION_ARG_STRING, &options.format, "graphml or dot (default: from the file name)", "FORMAT" },
         { "steps", 0, 0, G_OPTION_ARG_INT, &options.steps, "keep only the tasks of the first N steps", "N" },
         { "select", 's', 0, G_OPTION_ARG_STRING_ARRAY, &options.select, "keep only matching tasks (repeatable)", "SELECT" },
-        { "force", 0, 0, G_OPTION_ARG_NONE, &options.force, "replace FILE if it exists, and write more than 200000 "
-          "vertices", NULL },
+        { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &options.opts,
+          "export the graph after this optimization (repeatable, applied in order)", "NAME[:k=v,...]" },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("GRAPH|TRACE -o FILE [SELECT...] - write the dependency graph");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Writes GraphML (.graphml) or Graphviz DOT (.dot, .gv) with igraph. Vertices carry\n"
         "name, kind, phase, layer, resource, duration_us, step and task (the task id);\n"
         "edges carry kind. Only edges between written tasks are kept. Words after GRAPH\n"
-        "are added to the selection. GRAPH may be - (standard input).\n\n"
+        "are added to the selection. GRAPH may be - (standard input). With --opt, the graph\n"
+        "the optimizations leave is written (their inserted tasks included).\n\n"
         "FILE is written to a temporary file beside it and renamed when complete, so a\n"
-        "failure leaves an existing FILE as it was; FILE is never the input itself, and an\n"
-        "existing FILE is replaced only with --force.\n\n" RV_SELECTION_HELP);
+        "failure leaves an existing FILE as it was; FILE is never an input of the run, and an\n"
+        "existing FILE is replaced only with --force (which also allows more than 200000\n"
+        "vertices).\n\n" RV_SELECTION_HELP);
     int status = RV_EXIT_OK;
     if (rv_cli_parse(context, &argc, &argv, &status)) {
+        options.output = rv_cli_output_path();
+        options.force = rv_cli_force();
         prepare_igraph();
         status = run_export(&options, argc, argv);
     }
-    g_free(options.output);
     g_free(options.format);
     g_strfreev(options.select);
+    g_strfreev(options.opts);
     g_option_context_free(context);
     return status;
 }

@@ -13,6 +13,11 @@ gboolean rv_cli_extras_need_baseline(const rv_cli_extras *extras)
     return extras->timeline || extras->plot || extras->diff;
 }
 
+gboolean rv_cli_extras_check(const rv_cli_extras *extras, GError **error)
+{
+    return rv_cli_check_output(extras->timeline, error) && rv_cli_check_output(extras->plot, error);
+}
+
 void rv_cli_extras_clear(rv_cli_extras *extras)
 {
     g_free(extras->timeline);

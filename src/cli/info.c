@@ -382,7 +382,7 @@ int rv_cmd_info(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH|FOLDER... - what the dependency graph holds");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Tasks by kind and phase, resources (each GPU stream with its launch latency, idle gap\n"
         "and launch-queue depth), edges by kind, steps, what the import skipped, how many waits\n"

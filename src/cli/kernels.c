@@ -383,7 +383,7 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling, json_
 
 typedef struct {
     const char *source_gpu, *target, *efficiency;
-    gboolean scaling, as_json;
+    gboolean scaling, as_json, as_csv;
     int top;
 } kernels_options;
 
@@ -417,6 +417,8 @@ static int report(const char *path, const kernels_options *o)
     }
     if (o->as_json) {
         rv_cli_print_json(json_view(&v, o->scaling ? rows : NULL, plan ? json_target(plan, target, &views) : NULL));
+    } else if (o->as_csv) {
+        rv_cli_print_json_as_csv(json_view(&v, o->scaling ? rows : NULL, plan ? json_target(plan, target, &views) : NULL));
     } else {
         printf("%s: %s (%s), kernel fixed cost %.1f us, usual dtype %s, datasheet peaks\n", rv_cli_shown(graph->source),
                gpu->id, gpu->name, rv_cost_model_fixed_ns(v.model) / 1e3,
@@ -438,7 +440,7 @@ static int report(const char *path, const kernels_options *o)
 
 int rv_cmd_kernels(int argc, char **argv)
 {
-    gboolean as_json = FALSE, scaling = FALSE;
+    gboolean as_json = FALSE, as_csv = FALSE, scaling = FALSE;
     char *source_gpu = NULL, *target = NULL, *efficiency = NULL;
     int top = 10;
     GOptionEntry entries[] = {
@@ -451,10 +453,11 @@ int rv_cmd_kernels(int argc, char **argv)
           "from reverie calibrate, or none; default the shipped data/efficiency.json)", "FILE|none" },
         { "unknown", 0, 0, G_OPTION_ARG_INT, &top, "list this many unknown kernel names (default 10)", "N" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print what --json holds as CSV rows of field,value", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - the kernel cost model's view of a trace");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Per class (gemm, conv, attention, elementwise, reduction, norm, copy, host_copy, comm,\n"
         "other, unknown): kernels, time, how many have shapes, the main dtype, how many run on\n"
@@ -473,7 +476,8 @@ int rv_cmd_kernels(int argc, char **argv)
     if (argc != 2) { status = rv_cli_usage("kernels", "give exactly one trace or graph"); goto out; }
     if (top < 0) { status = rv_cli_usage("kernels", "--unknown takes a count of 0 or more"); goto out; }
     if (efficiency && !target) { status = rv_cli_usage("kernels", "--efficiency goes with --target"); goto out; }
-    kernels_options options = { source_gpu, target, efficiency ? efficiency : "", scaling, as_json, top };
+    if (as_json && as_csv) { status = rv_cli_usage("kernels", "give --json or --csv, not both"); goto out; }
+    kernels_options options = { source_gpu, target, efficiency ? efficiency : "", scaling, as_json, as_csv, top };
     status = report(argv[1], &options);
 out:
     g_free(source_gpu);

@@ -3,34 +3,41 @@
  * Each subcommand lives in its own file (git style).
  */
 #include "cli.h"
+#include "isolate.h"
 #include "version.h"
 #include "reverie/escape.h"
+#include "reverie/output.h"
 #include "reverie/suggest.h"
 #include <signal.h>
 #include <string.h>
 
+#define REPORT RV_CLI_REPORT_TO_O
+#define OPTIMIZES (RV_CLI_REPORT_TO_O | RV_CLI_OPTIMIZES)
+
 static const rv_command commands[] = {
-    { "import", "build the dependency graph of a trace and save it (.rvg)", rv_cmd_import },
-    { "info", "what a trace or saved graph holds: tasks, resources, edges, steps", rv_cmd_info },
-    { "simulate", "replay: per-step recorded vs simulated time", rv_cmd_simulate },
-    { "whatif", "predict step times after optimizations (--opt NAME[:k=v,...])", rv_cmd_whatif },
-    { "validate", "predict a recorded variant of the job from its baseline and compare", rv_cmd_validate },
+    { "import", "build the dependency graph of a trace and save it (.rvg)", rv_cmd_import, 0,
+      "where to write the graph (default: the trace's path with .json or .json.gz replaced by .rvg; - for standard output)" },
+    { "info", "what a trace or saved graph holds: tasks, resources, edges, steps", rv_cmd_info, REPORT, NULL },
+    { "simulate", "replay: per-step recorded vs simulated time", rv_cmd_simulate, REPORT, NULL },
+    { "whatif", "predict step times after optimizations (--opt NAME[:k=v,...])", rv_cmd_whatif, OPTIMIZES, NULL },
+    { "validate", "predict a recorded variant of the job from its baseline and compare", rv_cmd_validate, OPTIMIZES, NULL },
     { "breakdown", "per step: CPU only / GPU only / overlap / idle, per phase and per stream",
-      rv_cmd_breakdown },
+      rv_cmd_breakdown, OPTIMIZES, NULL },
     { "critical-path", "the chain of tasks that decides each step's end, with totals by kind, phase, layer",
-      rv_cmd_critical_path },
+      rv_cmd_critical_path, OPTIMIZES, NULL },
     { "comm-fraction", "communication's share of the step (exposed, overlapped), today and with compute N x faster",
-      rv_cmd_comm_fraction },
+      rv_cmd_comm_fraction, OPTIMIZES, NULL },
     { "kernels", "how the kernel cost model sees a trace: classes, dtypes, efficiencies, operator-model errors",
-      rv_cmd_kernels },
+      rv_cmd_kernels, REPORT, NULL },
     { "calibrate", "measure per-GPU kernel efficiencies from recordings of a GPU, for hardware:gpu= (-o TABLE)",
-      rv_cmd_calibrate },
+      rv_cmd_calibrate, 0, "the efficiency table to write (required)" },
     { "memory", "a step's GPU memory at its peak: estimated from shapes, recorded, and whether it fits (--gpu)",
-      rv_cmd_memory },
-    { "sweep", "many what-ifs in one run: --vary NAME.PARAM=LIST, CSV or JSON Lines", rv_cmd_sweep },
-    { "plugins", "list the optimizations and their parameters", rv_cmd_plugins },
-    { "query", "list the tasks matching a selection, with totals", rv_cmd_query },
-    { "export-graph", "write the dependency graph as GraphML or DOT", rv_cmd_export_graph },
+      rv_cmd_memory, OPTIMIZES, NULL },
+    { "sweep", "many what-ifs in one run: --vary NAME.PARAM=LIST, CSV or JSON Lines", rv_cmd_sweep, RV_CLI_REPORT_TO_O | RV_CLI_VARIANTS, NULL },
+    { "plugins", "list the optimizations and their parameters", rv_cmd_plugins, REPORT, NULL },
+    { "query", "list the tasks matching a selection, with totals", rv_cmd_query, OPTIMIZES, NULL },
+    { "export-graph", "write the dependency graph as GraphML or DOT", rv_cmd_export_graph, RV_CLI_OPTIMIZES,
+      "write the graph to FILE (- for standard output)" },
 };
 
 static void print_usage(FILE *out)
@@ -47,12 +54,32 @@ static void print_usage(FILE *out)
                  "that cannot be written), 3 an optimization plugin failed\n");
 }
 
-int main(int argc, char **argv)
+/* SIGINT, SIGTERM and the like end reverie as they would have, but first
+ * remove the temporary files of outputs being written (the old files stay
+ * as they were) and pass the signal on to a supervised child. */
+static void on_fatal_signal(int number)
 {
-    rv_cli_catch_fatal_errors();
+    rv_output_remove_temporaries();
+    rv_cli_isolation_forward(number);
+    signal(number, SIG_DFL);
+    raise(number);
+}
+
+static void catch_signals(void)
+{
+    static const int fatal[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
+    struct sigaction action = { 0 };
+    action.sa_handler = on_fatal_signal;
+    sigemptyset(&action.sa_mask);
+    for (gsize i = 0; i < G_N_ELEMENTS(fatal); i++) sigaddset(&action.sa_mask, fatal[i]);
+    for (gsize i = 0; i < G_N_ELEMENTS(fatal); i++) sigaction(fatal[i], &action, NULL);
     /* Past a file size limit (ulimit -f) a write must fail with EFBIG, which
-     * output.c reports, rather than kill the process mid-file. */
+     * the writer reports, rather than kill the process mid-file. */
     signal(SIGXFSZ, SIG_IGN);
+}
+
+static int run(int argc, char **argv)
+{
     if (argc < 2) {
         print_usage(stderr);
         return RV_EXIT_USAGE;
@@ -70,7 +97,10 @@ int main(int argc, char **argv)
     }
     const char *names[G_N_ELEMENTS(commands)];
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
-        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(commands[i].name, name) == 0) {
+            rv_cli_begin_command(&commands[i]);
+            return commands[i].run(argc - 1, argv + 1);
+        }
         names[i] = commands[i].name;
     }
     char *shown = rv_escape_text(name);
@@ -79,4 +109,14 @@ int main(int argc, char **argv)
     else fprintf(stderr, "reverie: unknown command '%s' (see reverie --help)\n", shown);
     g_free(shown);
     return RV_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    rv_cli_catch_fatal_errors();
+    catch_signals();
+    rv_cli_output_init();
+    int status = rv_cli_finish(run(argc, argv));
+    rv_cli_output_clear();
+    return status;
 }

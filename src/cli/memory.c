@@ -237,7 +237,7 @@ static gboolean optimize(rv_graph *graph, GPtrArray *opts, char **specs, memory_
     return ok;
 }
 
-static int report(const char *path, const char *gpu_name, char **specs, gboolean as_json)
+static int report(const char *path, const char *gpu_name, char **specs, gboolean as_json, gboolean as_csv)
 {
     GError *error = NULL;
     rv_gpu_catalogue *catalogue = NULL;
@@ -275,6 +275,8 @@ static int report(const char *path, const char *gpu_name, char **specs, gboolean
         status = rv_cli_fail(error);
     } else if (as_json) {
         rv_cli_print_json(json_view(&v));
+    } else if (as_csv) {
+        rv_cli_print_json_as_csv(json_view(&v));
     } else {
         printf("%s\n", rv_cli_shown(graph->source));
         if (v.estimated) print_estimate(&v);
@@ -294,7 +296,7 @@ static int report(const char *path, const char *gpu_name, char **specs, gboolean
 
 int rv_cmd_memory(int argc, char **argv)
 {
-    gboolean as_json = FALSE;
+    gboolean as_json = FALSE, as_csv = FALSE;
     char *gpu = NULL;
     char **specs = NULL;
     GOptionEntry entries[] = {
@@ -302,10 +304,11 @@ int rv_cmd_memory(int argc, char **argv)
         { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &specs,
           "estimate the job after this optimization (as whatif --opt; repeatable, applied in order)", "NAME[:k=v,...]" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "print JSON (schema in docs/commands.md)", NULL },
+        { "csv", 0, 0, G_OPTION_ARG_NONE, &as_csv, "print what --json holds as CSV rows of field,value", NULL },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH - a step's GPU memory at its peak");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "The estimate from shapes (record_shapes=True): weights, gradients, optimizer state,\n"
         "activations kept for backward and the largest operator's workspace, per phase at its\n"
@@ -321,7 +324,8 @@ int rv_cmd_memory(int argc, char **argv)
     int status = RV_EXIT_OK;
     if (!rv_cli_parse(context, &argc, &argv, &status)) goto out;
     if (argc != 2) { status = rv_cli_usage("memory", "give exactly one trace or graph"); goto out; }
-    status = report(argv[1], gpu, specs, as_json);
+    if (as_json && as_csv) { status = rv_cli_usage("memory", "give --json or --csv, not both"); goto out; }
+    status = report(argv[1], gpu, specs, as_json, as_csv);
 out:
     g_free(gpu);
     g_strfreev(specs);

@@ -1,161 +1,244 @@
 /*
- * output.c - where the commands' output files go, and how they get there.
+ * output.c - where the commands' output goes, with the library's one
+ * writer (reverie/output.h) doing the writing.
  *
- * Three promises, for users who run reverie unattended:
- *   - an output never replaces the input it was made from: the two are
- *     compared as files (device and inode, symbolic links followed), not as
- *     strings, so "-o ./in.json" and a hard link are caught too;
- *   - an existing regular file is replaced only with --force;
- *   - a file is replaced atomically: the bytes go to a temporary file beside
- *     it, which is flushed to disk and renamed over the old one only when
- *     complete.  A full disk or a size limit leaves the old file as it was
- *     and no temporary behind, and the message names the file and the cause.
- * Devices and FIFOs (/dev/null, a pipe to another program) cannot be
- * replaced and are written in place; "-" is standard output.
+ * Every command takes the same output options: -o FILE (the report, or
+ * for import and export-graph the graph they write), --force to replace
+ * an existing file, and --max-output SIZE.  Before any slow work:
+ *   - every input named on the command line (a file, each file of a
+ *     folder, the file standard input comes from) is remembered, so that
+ *     no output - -o, --timeline, --plot - can replace it;
+ *   - -o is checked and, for a report, opened: standard output is pointed
+ *     at the writer's stream, so the report is written to a temporary file
+ *     and put in place only when the command succeeded (rv_cli_finish);
+ *     a failed command leaves the old file as it was.
+ * At the end every write is checked: standard output (a full disk, a
+ * closed pipe, /dev/full) and standard error are flushed, and a failure is
+ * one line and exit status 2.  The files a command writes besides its
+ * report (--timeline, --plot) are written before it prints its report.
  */
+#define _GNU_SOURCE
 #include "cli.h"
+#include "isolate.h"
+#include "reverie/output.h"
+#include "reverie/units.h"
 #include <errno.h>
-#include <fcntl.h>
-#include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-static gboolean output_error(GError **error, int code, const char *path, const char *what)
-{
-    g_set_error(error, RV_ERROR, code, "%s: %s", path, what);
-    return FALSE;
-}
+static struct {
+    char *path;            /* -o */
+    gboolean force;        /* --force */
+    rv_output *report;     /* -o of a report, while it is written */
+    FILE *real_stdout;     /* standard output while stdout points at the report */
+    gboolean finished;     /* rv_cli_finish ran */
+} output;
 
-/* Device and inode of the input ("-": standard input), if it exists. */
-static gboolean input_identity(const char *input, struct stat *info)
+static gboolean parse_max_output(const char *option, const char *value, gpointer data, GError **error)
 {
-    if (input == NULL) return FALSE;
-    return strcmp(input, "-") == 0 ? fstat(STDIN_FILENO, info) == 0 : g_stat(input, info) == 0;
-}
-
-/* Where the bytes go when path is a symbolic link: the file it points to. */
-static gboolean resolve_target(rv_cli_output *out, GError **error)
-{
-    char *resolved = realpath(out->path, NULL);
-    if (resolved == NULL)
-        return output_error(error, RV_ERROR_USAGE, out->path, "is a symbolic link to nothing; give a real path");
-    out->target = g_strdup(resolved);
-    free(resolved);
+    int64_t bytes = 0;
+    if (!rv_parse_bytes(value, &bytes, NULL) || bytes < 0) {
+        char *shown = g_strdup(rv_cli_shown(value));
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "%s %s: expected a size such as 16GiB or 500MB (0: no limit)", option, shown);
+        g_free(shown);
+        return FALSE;
+    }
+    rv_output_set_max_bytes((uint64_t)bytes);
     return TRUE;
 }
 
-gboolean rv_cli_output_prepare(rv_cli_output *out, const char *path, const char *input, gboolean force,
-                               GError **error)
+void rv_cli_add_output_entries(GOptionContext *context, const char *output_help)
 {
-    memset(out, 0, sizeof *out);
-    out->path = path;
-    if (*path == '\0') return output_error(error, RV_ERROR_USAGE, "(empty name)", "give an output file name");
-    if (strcmp(path, "-") == 0) {
-        out->to_stdout = TRUE;
-        return TRUE;
+    const GOptionEntry entries[] = {
+        { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output.path,
+          output_help ? output_help : "write the report to FILE instead of standard output (written whole, or not at all)",
+          "FILE" },
+        { "force", 0, 0, G_OPTION_ARG_NONE, &output.force,
+          "replace output files that exist (never an input of the run)", NULL },
+        { "max-output", 0, G_OPTION_FLAG_FILENAME, G_OPTION_ARG_CALLBACK, (gpointer)parse_max_output,
+          "refuse to write an output file larger than SIZE (default 16GiB; 0: no limit)", "SIZE" },
+        { NULL }
+    };
+    g_option_context_add_main_entries(context, entries, NULL);
+}
+
+const char *rv_cli_output_path(void) { return output.path; }
+gboolean rv_cli_force(void) { return output.force; }
+
+int rv_cli_output_flags(void)
+{
+    return output.force ? RV_OUTPUT_REPLACE : 0;
+}
+
+/* Where a path leads, as one name: its real path, or its folder's real
+ * path and its name when it does not exist yet (g_free). */
+static char *where(const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (real == NULL) {
+        char *folder = g_path_get_dirname(path), *base = g_path_get_basename(path);
+        char *real_folder = realpath(folder, NULL);
+        real = real_folder ? g_build_filename(real_folder, base, NULL) : g_strdup(path);
+        free(real_folder);
+        g_free(folder);
+        g_free(base);
+        return real;
     }
-    struct stat link_info, info, input_info;
-    if (g_lstat(path, &link_info) != 0) {
-        out->target = g_strdup(path); /* a new file; its folder is checked when written */
-        return TRUE;
+    char *copy = g_strdup(real);
+    free(real);
+    return copy;
+}
+
+/* Two options of one run may not name one file: the second would replace
+ * the first. */
+static gboolean claim(const char *path, GError **error)
+{
+    static GPtrArray *claimed;
+    if (strcmp(path, "-") == 0) return TRUE;
+    if (claimed == NULL) claimed = g_ptr_array_new_with_free_func(g_free);
+    char *name = where(path);
+    for (guint i = 0; i < claimed->len; i++) {
+        if (strcmp(g_ptr_array_index(claimed, i), name) != 0) continue;
+        g_free(name);
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "%s: given as two outputs of this run; give each its own name", path);
+        return FALSE;
     }
-    if (S_ISLNK(link_info.st_mode)) {
-        if (!resolve_target(out, error)) return FALSE;
-    } else {
-        out->target = g_strdup(path);
-    }
-    if (g_stat(out->target, &info) != 0) return output_error(error, RV_ERROR_INPUT, path, g_strerror(errno));
-    if (input_identity(input, &input_info) && input_info.st_dev == info.st_dev && input_info.st_ino == info.st_ino)
-        return output_error(error, RV_ERROR_USAGE, path, "is the input file itself; writing it would destroy the "
-                            "input - give another output name");
-    if (S_ISDIR(info.st_mode)) return output_error(error, RV_ERROR_USAGE, path, "is a directory; give a file name");
-    out->direct = !S_ISREG(info.st_mode);
-    if (S_ISREG(info.st_mode) && !force)
-        return output_error(error, RV_ERROR_USAGE, path, "already exists; give --force to replace it");
+    g_ptr_array_add(claimed, name);
     return TRUE;
 }
 
-void rv_cli_output_clear(rv_cli_output *out)
+gboolean rv_cli_check_output(const char *path, GError **error)
 {
-    g_free(out->target);
-    out->target = NULL;
+    return path == NULL || (rv_output_check(path, rv_cli_output_flags(), error) && claim(path, error));
 }
 
-static gboolean write_failed(GError **error, const rv_cli_output *out, int code_errno, gboolean replacing)
+void rv_cli_note_inputs(char **paths, int count)
 {
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s%s", out->path, g_strerror(code_errno),
-                replacing ? " (the existing file is unchanged)" : "");
-    return FALSE;
+    for (int i = 0; i < count; i++) {
+        if (strcmp(paths[i], "-") == 0) rv_output_note_input_fd(STDIN_FILENO);
+        else rv_output_note_input(paths[i]);
+    }
 }
 
-/* Let write_fn fill file, then flush it: errno of the first failure, or 0
- * (with *error set when write_fn failed for a reason of its own).  An I/O
- * error says more than a writer's "could not write", so it wins. */
-static int fill_file(FILE *file, rv_cli_write_fn write_fn, gpointer data, gboolean sync, GError **error)
+gboolean rv_cli_output_begin(gboolean report, GError **error)
 {
+    /* `reverie info t.json >> t.json` would append the report to the trace */
+    if (rv_output_fd_is_input(STDOUT_FILENO)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "standard output is an input of this run: writing to it would "
+                    "damage the input - send the output elsewhere");
+        return FALSE;
+    }
+    if (output.path == NULL) return TRUE;
+    if (!report) return rv_cli_check_output(output.path, error);
+    if (strcmp(output.path, "-") == 0) return TRUE; /* standard output already */
+    if (!claim(output.path, error)) return FALSE;
+    output.report = rv_output_open(output.path, rv_cli_output_flags(), error);
+    if (output.report == NULL) return FALSE;
+    fflush(stdout);
+    output.real_stdout = stdout;
+    stdout = rv_output_stream(output.report);
+    return TRUE;
+}
+
+/* Put standard output back; commit the report when the command succeeded. */
+static int finish_report(int status)
+{
+    if (output.report == NULL) return status;
+    rv_output *report = output.report;
+    output.report = NULL;
+    stdout = output.real_stdout;
+    if (status != RV_EXIT_OK) {
+        rv_output_abort(report);
+        return status;
+    }
+    GError *error = NULL;
+    return rv_output_commit(report, &error) ? status : rv_cli_fail(error);
+}
+
+/* Standard output is a stream of our own over descriptor 1, so that the
+ * cause of the first failed write is kept until it is reported. */
+static int stdout_failure;
+
+static ssize_t write_stdout(void *cookie, const char *buffer, size_t size)
+{
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(STDOUT_FILENO, buffer + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (stdout_failure == 0) stdout_failure = n < 0 ? errno : EIO;
+            errno = stdout_failure;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)size;
+}
+
+static void wrap_stdout(void)
+{
+    cookie_io_functions_t functions = { NULL, write_stdout, NULL, NULL };
+    FILE *stream = fopencookie(NULL, "w", functions);
+    if (stream == NULL) return; /* keep libc's: failures are still caught, their cause may be lost */
+    setvbuf(stream, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1 << 16);
+    fflush(stdout);
+    stdout = stream;
+}
+
+/* Standard output and error flushed: exit status 2 and one line when a
+ * write failed and nothing else had (a failed command already said why). */
+static int check_standard_streams(int status)
+{
+    gboolean failed = fflush(stdout) != 0 || ferror(stdout);
+    int failure = stdout_failure ? stdout_failure : errno;
+    if (failed && status == RV_EXIT_OK) {
+        const char *why = failure ? g_strerror(failure) : "a write failed";
+        fprintf(stderr, "reverie: cannot write standard output: %s\n", why);
+        status = RV_EXIT_INPUT;
+    }
+    if ((fflush(stderr) != 0 || ferror(stderr)) && status == RV_EXIT_OK) status = RV_EXIT_INPUT;
+    return status;
+}
+
+int rv_cli_finish(int status)
+{
+    output.finished = TRUE;
+    if (rv_cli_isolated()) {
+        /* a supervised command's child: the parent owns the report file */
+        errno = 0;
+        status = check_standard_streams(status);
+        rv_cli_isolation_done(status);
+        _exit(status);
+    }
+    status = finish_report(status);
     errno = 0;
-    if (!write_fn(file, data, error)) {
-        int failure = errno ? errno : EIO;
-        if (ferror(file)) g_clear_error(error);
-        return failure;
-    }
-    if (fflush(file) != 0 || ferror(file)) return errno ? errno : EIO;
-    if (sync && fsync(fileno(file)) != 0) return errno;
-    return 0;
+    return check_standard_streams(status);
 }
 
-/* A device or a FIFO: written in place; a FIFO without a reader fails at once. */
-static gboolean write_direct(const rv_cli_output *out, rv_cli_write_fn write_fn, gpointer data, GError **error)
+/* exit() from elsewhere - GLib's --help ends the process itself - must not
+ * hide a failed write either. */
+static void check_at_exit(void)
 {
-    int fd = out->to_stdout ? STDOUT_FILENO : open(out->target, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return write_failed(error, out, errno, FALSE);
-    if (!out->to_stdout) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    FILE *file = out->to_stdout ? stdout : fdopen(fd, "w");
-    GError *inner = NULL;
-    int failure = fill_file(file, write_fn, data, FALSE, &inner);
-    if (!out->to_stdout && fclose(file) != 0 && failure == 0) failure = errno;
-    if (inner != NULL) {
-        g_propagate_error(error, inner);
-        return FALSE;
+    if (output.finished) return;
+    output.finished = TRUE;
+    if (output.report) {
+        rv_output_abort(output.report);
+        output.report = NULL;
+        stdout = output.real_stdout;
     }
-    return failure == 0 ? TRUE : write_failed(error, out, failure, FALSE);
+    errno = 0;
+    if (check_standard_streams(RV_EXIT_OK) != RV_EXIT_OK) _exit(RV_EXIT_INPUT);
 }
 
-/* The mode a new file gets: 0666 less the umask, as open(2) would give. */
-static mode_t new_file_mode(void)
+void rv_cli_output_init(void)
 {
-    mode_t mask = umask(0);
-    umask(mask);
-    return 0666 & ~mask;
+    wrap_stdout();
+    atexit(check_at_exit);
 }
 
-gboolean rv_cli_output_write(const rv_cli_output *out, rv_cli_write_fn write_fn, gpointer data, GError **error)
+void rv_cli_output_clear(void)
 {
-    if (out->to_stdout || out->direct) return write_direct(out, write_fn, data, error);
-    gboolean replacing = g_file_test(out->target, G_FILE_TEST_EXISTS);
-    char *folder = g_path_get_dirname(out->target), *base = g_path_get_basename(out->target);
-    char *temporary = g_strdup_printf("%s/.%s.reverie-XXXXXX", folder, base);
-    g_free(folder);
-    g_free(base);
-    int fd = g_mkstemp_full(temporary, O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int failure = errno;
-        g_free(temporary);
-        return write_failed(error, out, failure, replacing);
-    }
-    fchmod(fd, new_file_mode());
-    FILE *file = fdopen(fd, "w");
-    GError *inner = NULL;
-    int failure = fill_file(file, write_fn, data, TRUE, &inner);
-    if (fclose(file) != 0 && failure == 0) failure = errno;
-    if (failure == 0 && inner == NULL && rename(temporary, out->target) != 0) failure = errno;
-    if (failure != 0 || inner != NULL) g_unlink(temporary);
-    g_free(temporary);
-    if (inner != NULL) {
-        g_propagate_error(error, inner);
-        return FALSE;
-    }
-    return failure == 0 ? TRUE : write_failed(error, out, failure, replacing);
+    g_clear_pointer(&output.path, g_free);
 }

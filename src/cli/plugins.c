@@ -183,7 +183,7 @@ int rv_cmd_plugins(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("[NAME] - list optimizations and their parameters");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Plugins are found by name in REVERIE_PLUGIN_PATH, the build tree (when reverie\n"
         "runs from one) and the install folder. Listing them loads them, which runs their\n"

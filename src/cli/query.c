@@ -215,16 +215,20 @@ static json_t *json_groups(const GPtrArray *groups, const query_totals *totals, 
     return list;
 }
 
+/* A name in each task's entry: bounded once per name (rv_cli_bounded), not
+ * once per task that carries it. */
+static json_t *task_text(const char *text) { return rv_json_text(rv_cli_bounded(text)); }
+
 static json_t *json_task(const rv_graph *graph, int32_t id)
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
     return json_pack("{s:i,s:s,s:s,s:i,s:o,s:f,s:o,s:o,s:o,s:o}", "id", id, "kind", rv_task_kind_name(task->kind),
                      "phase", rv_phase_name(task->phase), "step", task->step,
-                     "step_name", rv_json_text(step_name(graph, task->step)), "duration_us", task->duration_ns / 1e3,
-                     "resource", rv_json_text(resource_name(graph, task->resource)),
-                     "layer", rv_json_text(rv_strings_get(graph->strings, task->layer)),
-                     "op", rv_json_text(rv_strings_get(graph->strings, task->op)),
-                     "name", rv_json_text(rv_strings_get(graph->strings, task->name)));
+                     "step_name", task_text(step_name(graph, task->step)), "duration_us", task->duration_ns / 1e3,
+                     "resource", task_text(resource_name(graph, task->resource)),
+                     "layer", task_text(rv_strings_get(graph->strings, task->layer)),
+                     "op", task_text(rv_strings_get(graph->strings, task->op)),
+                     "name", task_text(rv_strings_get(graph->strings, task->name)));
 }
 
 static json_t *json_tasks(const rv_graph *graph, const GArray *ids, guint limit)
@@ -299,13 +303,18 @@ typedef struct {
     char *group_by;
     gboolean as_json, as_csv;
     gint limit;
+    char **opts;   /* --opt: query the graph the optimizations leave */
 } query_options;
 
 static int run_query(const char *path, const rv_selection *sel, group_by by, const query_options *options)
 {
     GError *error = NULL;
-    rv_graph *graph = rv_cli_load(path, &error);
-    if (graph == NULL) return rv_cli_fail(error);
+    rv_cli_optimized optimized;
+    if (!rv_cli_load_optimized(path, options->opts, &optimized, &error)) {
+        rv_cli_optimized_clear(&optimized);
+        return rv_cli_fail(error);
+    }
+    const rv_graph *graph = optimized.graph;
     GArray *ids = rv_select(graph, sel);
     query_totals totals = sum_selection(graph, ids);
     GPtrArray *groups = by != GROUP_NONE ? collect_groups(graph, ids, by) : NULL;
@@ -321,7 +330,7 @@ static int run_query(const char *path, const rv_selection *sel, group_by by, con
     }
     if (groups) g_ptr_array_unref(groups);
     g_array_unref(ids);
-    rv_graph_free(graph);
+    rv_cli_optimized_clear(&optimized);
     return RV_EXIT_OK;
 }
 
@@ -345,17 +354,20 @@ static int check_options(const query_options *options, int argc, group_by *by)
 
 int rv_cmd_query(int argc, char **argv)
 {
-    query_options options = { NULL, FALSE, FALSE, DEFAULT_LIMIT };
+    query_options options = { NULL, FALSE, FALSE, DEFAULT_LIMIT, NULL };
     GOptionEntry entries[] = {
         { "group-by", 'g', 0, G_OPTION_ARG_STRING, &options.group_by, "sum by " GROUP_LIST, "KEY" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &options.as_json, "print JSON", NULL },
         { "csv", 0, 0, G_OPTION_ARG_NONE, &options.as_csv,
           "print the groups or tasks as CSV (durations in us; -n 0 for all rows)", NULL },
         { "limit", 'n', 0, G_OPTION_ARG_INT, &options.limit, "list at most N tasks or groups (default 20, 0: all)", "N" },
+        { "opt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &options.opts,
+          "query the graph after this optimization (repeatable, applied in order; its inserted tasks included)",
+          "NAME[:k=v,...]" },
         { NULL }
     };
     GOptionContext *context = g_option_context_new("GRAPH|TRACE [SELECT...] - tasks a selection picks, with totals");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context, RV_SELECTION_HELP
         "\nWithout SELECT every task is selected. Durations are the tasks' own (a blocking\n"
         "call's wait is not included). --json: {source, selection, count, total_us, mean_us,\n"
@@ -371,6 +383,7 @@ int rv_cmd_query(int argc, char **argv)
     rv_selection_free(sel);
 out:
     g_free(options.group_by);
+    g_strfreev(options.opts);
     g_option_context_free(context);
     return status;
 }

@@ -31,6 +31,8 @@ typedef struct {
 /* Does the command need the baseline graph kept before optimizations? */
 gboolean rv_cli_extras_need_baseline(const rv_cli_extras *extras);
 void rv_cli_extras_clear(rv_cli_extras *extras);
+/* Check --timeline and --plot before any slow work (rv_cli_check_output). */
+gboolean rv_cli_extras_check(const rv_cli_extras *extras, GError **error);
 
 /* simulate: the replay's timeline, and the recording against it in a plot.
  * Returns the exit status. */

@@ -139,6 +139,9 @@ static void print_job_table(const rv_graph *graph, const rv_replay *job)
 
 static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_cli_extras *extras)
 {
+    /* the files first: the report reaches stdout only once they are safe */
+    int status = rv_cli_simulate_extras(graph, extras);
+    if (status != RV_EXIT_OK) return status;
     GError *error = NULL;
     rv_replay job;
     if (!rv_cli_replay_job(graph, NULL, &job, &error)) {
@@ -162,7 +165,7 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_c
     }
     rv_explanation_free(x);
     rv_replay_clear(&job);
-    return rv_cli_simulate_extras(graph, extras);
+    return RV_EXIT_OK;
 }
 
 int rv_cmd_simulate(int argc, char **argv)
@@ -182,7 +185,7 @@ int rv_cmd_simulate(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH|FOLDER... - replay by the timing rules and compare with the recording");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "For each step: the recorded time (the ProfilerStep annotation, extended to the end\n"
         "of the GPU work it launched), the simulated time, the error, and the unexplained\n"
@@ -202,6 +205,7 @@ int rv_cmd_simulate(int argc, char **argv)
     if (as_json && extras.csv) { status = rv_cli_usage("simulate", "give --json or --csv, not both"); goto out; }
     if (explain_top < 0) { status = rv_cli_usage("simulate", "--explain takes a count of 0 or more"); goto out; }
     GError *error = NULL;
+    if (!rv_cli_extras_check(&extras, &error)) { status = rv_cli_fail(error); goto out; }
     rv_graph *graph = rv_cli_load_job(argv + 1, argc - 1, TRUE, &error);
     if (graph == NULL) { status = rv_cli_fail(error); goto out; }
     status = report(graph, as_json, explain_top, &extras);

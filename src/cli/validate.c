@@ -340,7 +340,7 @@ int rv_cmd_validate(int argc, char **argv)
     };
     GOptionContext *context = g_option_context_new("BASELINE VARIANT [--opt NAME[:k=v,...]]... - predict a recorded "
                                                    "variant and compare");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "BASELINE and VARIANT are two recordings (traces or saved graphs) of one job that differ\n"
         "in one knob. The --opt specs predict VARIANT from BASELINE; the prediction's steady step\n"

@@ -196,7 +196,7 @@ int rv_cmd_whatif(int argc, char **argv)
         { NULL }
     };
     GOptionContext *context = g_option_context_new("TRACE|GRAPH|FOLDER... --opt NAME[:k=v,...]... - predict an optimization");
-    g_option_context_add_main_entries(context, entries, NULL);
+    rv_cli_add_entries(context, entries);
     g_option_context_set_description(context,
         "Examples:\n"
         "  reverie whatif trace.json.gz --opt amp\n"
@@ -212,6 +212,8 @@ int rv_cmd_whatif(int argc, char **argv)
     if (argc < 2) { status = rv_cli_usage("whatif", "give a trace or graph, or several (the ranks of one job)"); goto out; }
     if (specs == NULL || specs[0] == NULL) { status = rv_cli_usage("whatif", "give at least one --opt"); goto out; }
     if (as_json && extras.csv) { status = rv_cli_usage("whatif", "give --json or --csv, not both"); goto out; }
+    GError *error = NULL;
+    if (!rv_cli_extras_check(&extras, &error)) { status = rv_cli_fail(error); goto out; }
     status = run_whatif(argv + 1, argc - 1, specs, as_json, &extras);
 out:
     rv_cli_extras_clear(&extras);

@@ -203,6 +203,32 @@ static rv_matched_collective *new_match(rv_match_rule rule, guint size)
     return matched;
 }
 
+/* Do the ranks of one job agree on a collective?  The same operation (any
+ * all-reduce algorithm is an all-reduce) and, where both recorded it, the
+ * same payload. */
+static gboolean same_collective(const rv_collective_info *a, const rv_collective_info *b)
+{
+    return same_operation(a, b) && (a->bytes <= 0 || b->bytes <= 0 || a->bytes == b->bytes);
+}
+
+/* One line for the first collective two ranks disagree on (`what`: its
+ * position, e.g. "collective 3" or "sequence number 17"). */
+static void disagree(const rv_graph *graph, const kernel_group *group, const char *what, int32_t rank_a, int32_t kernel_a,
+                     int32_t rank_b, int32_t kernel_b, GError **error)
+{
+    const rv_collective_info *a = info_of(graph, kernel_a), *b = info_of(graph, kernel_b);
+    char *detail = same_operation(a, b)
+        ? g_strdup_printf("moves %" G_GINT64_FORMAT " bytes on rank %" G_GINT64_FORMAT " (%s) but %" G_GINT64_FORMAT
+                          " bytes on rank %" G_GINT64_FORMAT " (%s)", a->bytes, rank_number(graph, rank_a),
+                          source_of(graph, rank_a), b->bytes, rank_number(graph, rank_b), source_of(graph, rank_b))
+        : g_strdup_printf("is %s on rank %" G_GINT64_FORMAT " (%s) but %s on rank %" G_GINT64_FORMAT " (%s)",
+                          operation_name(a), rank_number(graph, rank_a), source_of(graph, rank_a), operation_name(b),
+                          rank_number(graph, rank_b), source_of(graph, rank_b));
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "collectives do not line up: %s on \"%s\" %s - these traces are not one job",
+                what, group_name(graph, group), detail);
+    g_free(detail);
+}
+
 /* The k-th kernel of the group on every participant. */
 static gboolean match_by_order(const rv_graph *graph, const kernel_group *group, const GArray *ranks, GPtrArray *out,
                                GError **error)
@@ -227,12 +253,10 @@ static gboolean match_by_order(const rv_graph *graph, const kernel_group *group,
             int32_t r = g_array_index(ranks, int32_t, i);
             int32_t kernel = g_array_index((GArray *)g_ptr_array_index(group->per_rank, r), int32_t, k);
             const rv_collective_info *info = info_of(graph, kernel);
-            if (!same_operation(info, expected)) {
-                g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                            "collectives do not line up: collective %u on \"%s\" is %s on rank %" G_GINT64_FORMAT
-                            " (%s) but %s on rank %" G_GINT64_FORMAT " (%s) - these traces are not one job",
-                            k + 1, group_name(graph, group), operation_name(expected), rank_number(graph, first),
-                            source_of(graph, first), operation_name(info), rank_number(graph, r), source_of(graph, r));
+            if (!same_collective(expected, info)) {
+                char *what = g_strdup_printf("collective %u", k + 1);
+                disagree(graph, group, what, first, g_array_index(reference, int32_t, k), r, kernel, error);
+                g_free(what);
                 free_matched(matched);
                 return FALSE;
             }
@@ -243,31 +267,72 @@ static gboolean match_by_order(const rv_graph *graph, const kernel_group *group,
     return TRUE;
 }
 
-/* Kernels of equal sequence number on every participant; a number some
- * participants lack (a recording window that cut it off) stays unmatched. */
-static void match_by_sequence(const rv_graph *graph, const kernel_group *group, const GArray *ranks, GPtrArray *out)
+/* Every participant has as many collectives in the group as the first. */
+static gboolean same_counts(const rv_graph *graph, const kernel_group *group, const GArray *ranks, GError **error)
 {
+    int32_t first = g_array_index(ranks, int32_t, 0);
+    guint expected = ((GArray *)g_ptr_array_index(group->per_rank, first))->len;
+    for (guint i = 1; i < ranks->len; i++) {
+        int32_t r = g_array_index(ranks, int32_t, i);
+        guint count = ((GArray *)g_ptr_array_index(group->per_rank, r))->len;
+        if (count == expected) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "collectives do not line up: rank %" G_GINT64_FORMAT " (%s) has %u collectives on \"%s\" but rank %"
+                    G_GINT64_FORMAT " (%s) has %u - these traces are not one job (or not the same steps of it)",
+                    rank_number(graph, first), source_of(graph, first), expected, group_name(graph, group),
+                    rank_number(graph, r), source_of(graph, r), count);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Kernels of equal sequence number on every participant.  The ranks of one
+ * job run the same collectives: the same number of them per group, and at
+ * each sequence number the same operation and payload.  Anything else is
+ * ranks of different jobs (a 4-layer and a 6-layer run, an all-gather
+ * against an all-reduce, numbers no two ranks share), refused with the
+ * first collective that differs. */
+static gboolean match_by_sequence(const rv_graph *graph, const kernel_group *group, const GArray *ranks, GPtrArray *out,
+                                  GError **error)
+{
+    if (!same_counts(graph, group, ranks, error)) return FALSE;
     GHashTable *by_seq = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, free_matched);
     GArray *order = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (guint i = 0; i < ranks->len; i++) {
-        GArray *list = g_ptr_array_index(group->per_rank, g_array_index(ranks, int32_t, i));
-        for (guint k = 0; k < list->len; k++) {
+    gboolean ok = TRUE;
+    for (guint i = 0; i < ranks->len && ok; i++) {
+        int32_t r = g_array_index(ranks, int32_t, i);
+        GArray *list = g_ptr_array_index(group->per_rank, r);
+        for (guint k = 0; k < list->len && ok; k++) {
             int32_t kernel = g_array_index(list, int32_t, k);
             int64_t seq = info_of(graph, kernel)->seq;
             rv_matched_collective *matched = g_hash_table_lookup(by_seq, &seq);
-            if (matched == NULL) {
+            char *what = g_strdup_printf("the collective with sequence number %" G_GINT64_FORMAT, seq);
+            if (matched == NULL && i > 0) {
+                int32_t first = g_array_index(ranks, int32_t, 0);
+                g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                            "collectives do not line up: rank %" G_GINT64_FORMAT " (%s) has %s on \"%s\" (%s), which rank %"
+                            G_GINT64_FORMAT " (%s) does not have - these traces are not one job",
+                            rank_number(graph, r), source_of(graph, r), what, group_name(graph, group),
+                            operation_name(info_of(graph, kernel)), rank_number(graph, first), source_of(graph, first));
+                ok = FALSE;
+            } else if (matched == NULL) {
                 matched = new_match(RV_MATCH_SEQUENCE, ranks->len);
                 g_hash_table_insert(by_seq, g_memdup2(&seq, sizeof seq), matched);
                 g_array_append_val(order, seq);
+            } else if (!same_collective(info_of(graph, g_array_index(matched->kernels, int32_t, 0)), info_of(graph, kernel))) {
+                disagree(graph, group, what, g_array_index(ranks, int32_t, 0), g_array_index(matched->kernels, int32_t, 0),
+                         r, kernel, error);
+                ok = FALSE;
             }
+            g_free(what);
             /* one kernel per rank: a repeated number keeps the first */
-            if (matched->kernels->len == i) g_array_append_val(matched->kernels, kernel);
+            if (ok && matched->kernels->len == i) g_array_append_val(matched->kernels, kernel);
         }
     }
-    for (guint s = 0; s < order->len; s++) {
+    for (guint s = 0; ok && s < order->len; s++) {
         int64_t seq = g_array_index(order, int64_t, s);
         rv_matched_collective *matched = g_hash_table_lookup(by_seq, &seq);
-        if (matched->kernels->len != ranks->len) continue;
+        if (matched->kernels->len != ranks->len) continue; /* a number repeated on the first rank */
         gpointer key = NULL;
         g_hash_table_steal_extended(by_seq, &seq, &key, NULL);
         g_free(key);
@@ -275,6 +340,7 @@ static void match_by_sequence(const rv_graph *graph, const kernel_group *group, 
     }
     g_array_unref(order);
     g_hash_table_destroy(by_seq);
+    return ok;
 }
 
 static gboolean has_sequence_numbers(const rv_graph *graph, const kernel_group *group, const GArray *ranks)
@@ -312,7 +378,7 @@ static gboolean match_group(const rv_graph *graph, const kernel_group *group, GP
     if (ranks->len < 2) {
         /* a group of one rank in this graph: nothing to meet */
     } else if (!group->point_to_point && has_sequence_numbers(graph, group, ranks)) {
-        match_by_sequence(graph, group, ranks, out);
+        ok = match_by_sequence(graph, group, ranks, out, error);
     } else {
         ok = match_by_order(graph, group, ranks, out, error);
     }

@@ -284,8 +284,27 @@ static void report_cycle(const rv_graph *graph, const gboolean *unordered, GErro
  * variants from several threads, so one check runs at a time. */
 G_LOCK_DEFINE_STATIC(igraph_lock);
 
+/* An edge from a task to itself is a cycle of one, which igraph's
+ * topological sort passes over (it ignores loops); the replay would wait
+ * for that task forever. */
+static gboolean check_self_loops(const rv_graph *graph, GError **error)
+{
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        if (edge->from != edge->to) continue;
+        GString *name = g_string_new(NULL);
+        rv_escape_append(name, rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, edge->from).name));
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: the dependency graph has a cycle: edge %u makes #%d %s "
+                    "wait for itself", graph->source, e, edge->from, name->str);
+        g_string_free(name, TRUE);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error)
 {
+    if (!check_self_loops(graph, error)) return FALSE;
     int32_t n = rv_graph_task_count(graph);
     G_LOCK(igraph_lock);
     igraph_vector_int_t edge_list, order;

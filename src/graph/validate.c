@@ -170,6 +170,40 @@ static gboolean check_edges(const rv_graph *graph, GError **error)
     return TRUE;
 }
 
+/* Where a step's annotation ends: its end marker's recorded time. */
+static int64_t annotation_end(const rv_graph *graph, const rv_step *step)
+{
+    return g_array_index(graph->tasks, rv_task, step->end_marker).recorded_start_ns;
+}
+
+/* The reports time a step from the previous step's end to its own (one
+ * rank's steps in order): a ProfilerStep inside another, or two that
+ * overlap, would give a negative or meaningless step time. */
+static gboolean check_step_order(const rv_graph *graph, guint s, int32_t previous, GError **error)
+{
+    const rv_step *step = &g_array_index(graph->steps, rv_step, s);
+    const rv_step *before = &g_array_index(graph->steps, rv_step, previous);
+    int64_t before_end = annotation_end(graph, before);
+    if (step->recorded_begin_ns >= before_end && annotation_end(graph, step) >= step->recorded_begin_ns) return TRUE;
+    char *name = rv_escape_text(rv_strings_get(graph->strings, step->name));
+    char *outer = rv_escape_text(rv_strings_get(graph->strings, before->name));
+    gboolean ok;
+    if (annotation_end(graph, step) < step->recorded_begin_ns)
+        ok = invalid(error, "step %u (%s) ends before it begins", s, name);
+    else if (annotation_end(graph, step) <= before_end)
+        ok = invalid(error, "step %u (%s, at %.3f us) is nested inside step %d (%s, %.3f .. %.3f us): nested "
+                     "ProfilerStep annotations are not steps of one loop - profile one loop, or remove the inner ones",
+                     s, name, step->recorded_begin_ns / 1e3, previous, outer, before->recorded_begin_ns / 1e3,
+                     before_end / 1e3);
+    else
+        ok = invalid(error, "step %u (%s) begins at %.3f us, before step %d (%s) ends at %.3f us: ProfilerStep "
+                     "annotations that overlap are not steps of one loop", s, name, step->recorded_begin_ns / 1e3,
+                     previous, outer, before_end / 1e3);
+    g_free(name);
+    g_free(outer);
+    return ok;
+}
+
 static gboolean check_steps(const rv_graph *graph, GError **error)
 {
     for (guint s = 0; s < graph->steps->len; s++) {
@@ -179,7 +213,21 @@ static gboolean check_steps(const rv_graph *graph, GError **error)
             return invalid(error, "step %u has a marker task that does not exist (#%d, #%d)", s, step->begin_marker,
                            step->end_marker);
     }
-    return TRUE;
+    /* each rank's steps one after the other (the markers' resources, checked
+     * before this runs, say the rank) */
+    guint ranks = MAX(graph->ranks->len, 1);
+    int32_t *last = g_new(int32_t, ranks + 1);
+    for (guint r = 0; r <= ranks; r++) last[r] = -1;
+    gboolean ok = TRUE;
+    for (guint s = 0; s < graph->steps->len && ok; s++) {
+        const rv_task *marker = &g_array_index(graph->tasks, rv_task, g_array_index(graph->steps, rv_step, s).begin_marker);
+        int32_t rank = rv_task_rank_index(graph, marker);
+        guint slot = rank >= 0 && (guint)rank < ranks ? (guint)rank : ranks;
+        if (last[slot] >= 0) ok = check_step_order(graph, s, last[slot], error);
+        last[slot] = (int32_t)s;
+    }
+    g_free(last);
+    return ok;
 }
 
 /* rv_graph_check_acyclic names the graph's source first; validate.h
@@ -199,9 +247,10 @@ static gboolean check_acyclic(const rv_graph *graph, GError **error)
 
 gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error)
 {
-    /* Order matters: later checks index with ids the earlier ones vouched for. */
-    return check_resources(graph, error) && check_steps(graph, error) && check_collectives(graph, error) &&
-           check_tasks(graph, error) && check_edges(graph, error);
+    /* Order matters: later checks index with ids the earlier ones vouched for
+     * (the steps' order reads their markers' resources). */
+    return check_resources(graph, error) && check_tasks(graph, error) && check_steps(graph, error) &&
+           check_collectives(graph, error) && check_edges(graph, error);
 }
 
 gboolean rv_graph_validate(const rv_graph *graph, GError **error)

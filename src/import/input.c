@@ -11,6 +11,7 @@
  */
 #include "reverie/input.h"
 #include "reverie/error.h"
+#include "reverie/output.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -76,6 +77,8 @@ rv_input *rv_input_open(const char *path, int timeout_ms, GError **error)
         if (!from_stdin) close(fd);
         return NULL;
     }
+    /* no output of this run may replace what it reads (output.h) */
+    rv_output_note_input_fd(fd);
     rv_input *input = g_new0(rv_input, 1);
     input->name = g_strdup(name);
     input->fd = fd;

@@ -11,6 +11,7 @@
  */
 #include "reverie/efficiency.h"
 #include "reverie/error.h"
+#include "reverie/output.h"
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -547,6 +548,7 @@ static gboolean read_table(rv_efficiency_table *table, json_t *root, GError **er
 
 rv_efficiency_table *rv_efficiency_table_load(const char *path, GError **error)
 {
+    rv_output_note_input(path); /* no output of this run may replace it (calibrate --from) */
     json_error_t parse_error;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &parse_error);
     if (root == NULL) {

@@ -11,6 +11,7 @@
 #include "reverie/gpus.h"
 #include "reverie/paths.h"
 #include "reverie/error.h"
+#include "reverie/output.h"
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -328,6 +329,7 @@ static gboolean read_catalogue(rv_gpu_catalogue *catalogue, json_t *root, GError
 
 rv_gpu_catalogue *rv_gpu_catalogue_load(const char *path, GError **error)
 {
+    rv_output_note_input(path); /* no output of this run may replace it */
     json_error_t parse_error;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &parse_error);
     if (root == NULL) {

@@ -61,7 +61,8 @@ static void credit(const GArray *windows, guint *first, int64_t from, int64_t to
 static void sweep(GArray *points, int labels, const GArray *windows, visit_fn visit, void *user)
 {
     if (windows->len == 0) return;
-    qsort(points->data, points->len, sizeof(point), compare_points);
+    /* qsort's array may not be NULL, even empty: no interval left, no sort */
+    if (points->len > 1) qsort(points->data, points->len, sizeof(point), compare_points);
     int32_t *counts = g_new0(int32_t, labels);
     guint first = 0;
     int64_t cursor = g_array_index(windows, rv_window, 0).begin_ns;

@@ -12,12 +12,12 @@
 
 json_t *rv_json_text(const char *text)
 {
-    json_t *value = json_string(text ? text : "");
-    if (value != NULL) return value;
-    /* Not UTF-8 (a forged saved graph): jansson refuses it, so escape it. */
-    char *escaped = rv_escape_text(text);
-    value = json_string(escaped);
-    g_free(escaped);
+    /* Bounded (escape.h): valid UTF-8, which jansson needs (a forged saved
+     * graph may hold other bytes), and no name copied per task can
+     * multiply a document's size. */
+    char *copy = NULL;
+    json_t *value = json_string(rv_bounded_name(text, &copy));
+    g_free(copy);
     return value;
 }
 
@@ -108,23 +108,28 @@ static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
 {
     json_t *resources = json_object(), *top = json_array();
     for (guint r = 0; r < graph->resources->len; r++)
-        if (x->by_resource[r])
-            json_object_set_new(resources, resource_label(graph, (int32_t)r), json_real(x->by_resource[r] / 1e3));
+        if (x->by_resource[r]) {
+            char *copy = NULL;
+            json_object_set_new(resources, rv_bounded_name(resource_label(graph, (int32_t)r), &copy),
+                                json_real(x->by_resource[r] / 1e3));
+            g_free(copy);
+        }
     for (guint i = 0; i < x->top->len; i++) {
         const rv_unexplained_task *item = &g_array_index(x->top, rv_unexplained_task, i);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, item->task);
-        json_t *entry = json_pack("{s:s,s:s,s:s,s:f,s:f}", "name", task_name(graph, item->task), "resource",
-                                  resource_label(graph, task->resource), "step", task_step_label(graph, task->step),
+        json_t *entry = json_pack("{s:o,s:o,s:o,s:f,s:f}", "name", rv_json_text(task_name(graph, item->task)), "resource",
+                                  rv_json_text(resource_label(graph, task->resource)), "step",
+                                  rv_json_text(task_step_label(graph, task->step)),
                                   "recorded_start_us", task->recorded_start_ns / 1e3, "unexplained_us",
                                   item->unexplained_ns / 1e3);
-        if (item->binding >= 0) json_object_set_new(entry, "after", json_string(task_name(graph, item->binding)));
+        if (item->binding >= 0) json_object_set_new(entry, "after", rv_json_text(task_name(graph, item->binding)));
         json_array_append_new(top, entry);
     }
     json_t *sites = json_array();
     for (guint i = 0; i < x->cpu_sites->len; i++) {
         const rv_unexplained_site *site = &g_array_index(x->cpu_sites, rv_unexplained_site, i);
-        json_array_append_new(sites, json_pack("{s:s,s:s,s:I,s:f}", "call", rv_strings_get(graph->strings, site->name),
-                                               "operator", site->op > 0 ? rv_strings_get(graph->strings, site->op) : "",
+        json_array_append_new(sites, json_pack("{s:o,s:o,s:I,s:f}", "call", rv_json_text(rv_strings_get(graph->strings, site->name)),
+                                               "operator", rv_json_text(site->op > 0 ? rv_strings_get(graph->strings, site->op) : ""),
                                                "calls", (json_int_t)site->calls, "unexplained_us", site->total_ns / 1e3));
     }
     return json_pack("{s:f,s:I,s:o,s:f,s:I,s:I,s:I,s:f,s:I,s:f,s:f,s:o,s:o}", "cpu_total_us", x->cpu_total_ns / 1e3,
@@ -165,11 +170,11 @@ json_t *rv_simulate_document(const rv_graph *graph, const rv_replay *replay, con
     rv_steps_summary summary = rv_steps_summarize(steps);
     json_t *root = json_object(), *list = json_array();
     GArray *peer_waits = rv_peer_waits_by_step(graph);
-    json_object_set_new(root, "source", json_string(graph->source));
+    json_object_set_new(root, "source", rv_json_text(graph->source));
     for (guint i = 0; i < steps->len; i++) {
         const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
         json_t *item = json_object();
-        json_object_set_new(item, "name", json_string(step->name));
+        json_object_set_new(item, "name", rv_json_text(step->name));
         json_object_set_new(item, "recorded_us", json_real(step->recorded_ns / 1e3));
         json_object_set_new(item, "simulated_us", json_real(step->simulated_ns / 1e3));
         json_object_set_new(item, "error", json_real(rv_relative_error(step->recorded_ns, step->simulated_ns)));
@@ -307,7 +312,7 @@ static json_t *json_step(const rv_graph *graph, const rv_breakdown *breakdown, g
     const rv_step_breakdown *step = &g_array_index(breakdown->steps, rv_step_breakdown, s);
     int64_t total = step->end_ns - step->begin_ns;
     json_t *item = json_split(total, step->split_ns, step->exposed_comm_ns);
-    json_object_set_new(item, "name", json_string(step_label(graph, s)));
+    json_object_set_new(item, "name", rv_json_text(step_label(graph, s)));
     json_object_set_new(item, "communication_us", json_real(step->comm_ns / 1e3));
     json_t *phases = json_object(), *streams = json_array();
     for (int p = 0; p < RV_PHASE_COUNT; p++) {
@@ -318,7 +323,7 @@ static json_t *json_step(const rv_graph *graph, const rv_breakdown *breakdown, g
     }
     for (guint r = 0; r < breakdown->resource_count; r++) {
         if (!rv_breakdown_has_uses(graph, (int32_t)r)) continue;
-        json_t *stream = json_pack("{s:s}", "resource", resource_label(graph, r));
+        json_t *stream = json_pack("{s:o}", "resource", rv_json_text(resource_label(graph, r)));
         for (int u = 0; u < RV_USE_COUNT; u++) {
             char *key = g_strdup_printf("%s_us", rv_stream_use_name(u));
             json_object_set_new(stream, key, json_real(step->use_ns[r * RV_USE_COUNT + u] / 1e3));
@@ -348,14 +353,23 @@ json_t *rv_breakdown_document(const rv_runs *runs)
 
 /* ---- critical path -------------------------------------------------------------- */
 
-static json_t *json_link(const rv_graph *graph, const rv_sim_result *sim, const rv_path_link *link, guint step)
+/* The path lists a name per link: each one bounded once per run (strings.h). */
+static const char *path_text(const rv_bounded_strings *names, int32_t id) { return rv_bounded_strings_get(names, id); }
+
+static const char *path_step(const rv_graph *graph, const rv_bounded_strings *names, guint step)
+{
+    return graph->steps->len ? path_text(names, g_array_index(graph->steps, rv_step, step).name) : "(whole trace)";
+}
+
+static json_t *json_link(const rv_graph *graph, const rv_bounded_strings *names, const rv_sim_result *sim,
+                         const rv_path_link *link, guint step)
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, link->task);
     const rv_resource *resource = &g_array_index(graph->resources, rv_resource, task->resource);
     json_t *item = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "name",
-                             text_of(graph, task->name), "kind", rv_task_kind_name(task->kind), "resource",
-                             text_of(graph, resource->name), "layer", text_of(graph, task->layer), "phase",
-                             rv_phase_name(task->phase), "step", step_label(graph, step), "start_us",
+                             path_text(names, task->name), "kind", rv_task_kind_name(task->kind), "resource",
+                             path_text(names, resource->name), "layer", path_text(names, task->layer), "phase",
+                             rv_phase_name(task->phase), "step", path_step(graph, names, step), "start_us",
                              sim->start_ns[link->task] / 1e3, "duration_us",
                              (sim->end_ns[link->task] - sim->start_ns[link->task]) / 1e3, "on_path_us",
                              link->run_ns / 1e3, "host_overhead_us", link->host_overhead_ns / 1e3, "wait_us",
@@ -365,8 +379,8 @@ static json_t *json_link(const rv_graph *graph, const rv_sim_result *sim, const 
                                                        ? json_null() : json_real(task->recorded_start_ns / 1e3));
     if (link->via == RV_VIA_EDGE) json_object_set_new(item, "edge", json_string(rv_edge_kind_name(link->edge_kind)));
     if (link->predecessor >= 0)
-        json_object_set_new(item, "after", json_string(text_of(graph, g_array_index(graph->tasks, rv_task,
-                                                                                     link->predecessor).name)));
+        json_object_set_new(item, "after", json_string(path_text(names, g_array_index(graph->tasks, rv_task,
+                                                                                       link->predecessor).name)));
     return item;
 }
 
@@ -382,13 +396,13 @@ static const char *kind_name(int k) { return rv_task_kind_name(k); }
 static const char *wait_name(int w) { return rv_wait_kind_name(w); }
 static const char *phase_name(int p) { return rv_phase_name(p); }
 
-static json_t *json_totals(const rv_graph *graph, const rv_path_totals *totals)
+static json_t *json_totals(const rv_bounded_strings *names, const rv_path_totals *totals)
 {
     json_t *layers = json_array();
     GArray *order = rv_path_totals_layers(totals);
     for (guint i = 0; i < order->len; i++) {
         int32_t layer = g_array_index(order, int32_t, i);
-        json_array_append_new(layers, json_pack("{s:s,s:f}", "layer", text_of(graph, layer), "us",
+        json_array_append_new(layers, json_pack("{s:s,s:f}", "layer", path_text(names, layer), "us",
                                                 rv_path_totals_layer_ns(totals, layer) / 1e3));
     }
     g_array_unref(order);
@@ -400,21 +414,25 @@ static json_t *json_totals(const rv_graph *graph, const rv_path_totals *totals)
 
 static json_t *json_run(const rv_run *run, const rv_critical_path *path)
 {
+    rv_bounded_strings names;
+    rv_bounded_strings_init(&names, run->graph->strings);
     json_t *steps = json_array(), *tasks = json_array();
     rv_path_totals all;
     rv_path_totals_init(&all);
     for (guint s = 0; s < path->steps->len; s++) {
         const rv_step_path *step = &g_array_index(path->steps, rv_step_path, s);
         rv_path_totals_add(&all, run->graph, step);
-        json_array_append_new(steps, json_pack("{s:s,s:f,s:f,s:f,s:I}", "name", step_label(run->graph, s), "begin_us",
+        json_array_append_new(steps, json_pack("{s:s,s:f,s:f,s:f,s:I}", "name", path_step(run->graph, &names, s), "begin_us",
                                                step->begin_ns / 1e3, "end_us", step->end_ns / 1e3, "before_chain_us",
                                                step->before_chain_ns / 1e3, "links", (json_int_t)step->links->len));
         for (guint i = 0; i < step->links->len; i++)
-            json_array_append_new(tasks, json_link(run->graph, run->sim, &g_array_index(step->links, rv_path_link, i), s));
+            json_array_append_new(tasks, json_link(run->graph, &names, run->sim, &g_array_index(step->links, rv_path_link, i),
+                                                   s));
     }
     json_t *root = json_pack("{s:s,s:o,s:o,s:o}", "run", run->label, "steps", steps, "totals",
-                             json_totals(run->graph, &all), "tasks", tasks);
+                             json_totals(&names, &all), "tasks", tasks);
     rv_path_totals_clear(&all);
+    rv_bounded_strings_clear(&names);
     return root;
 }
 

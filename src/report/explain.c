@@ -5,8 +5,14 @@
  * readiness and the predecessor behind it; stream order comes from the
  * order edges.  Then each task's recorded start is compared with the
  * earliest start the rules allow.
+ *
+ * Recorded times are only bounded one by one (a task's start, its
+ * duration), so every sum and difference of them here saturates
+ * (checked.h): a forged or absurd trace gives an absurd figure, never
+ * undefined behaviour or a wrapped negative one.
  */
 #include "reverie/explain.h"
+#include "reverie/checked.h"
 #include "reverie/job.h"
 #include <math.h>
 
@@ -22,7 +28,7 @@ static gboolean counts(const rv_task *task)
 
 static int64_t recorded_end(const rv_task *task)
 {
-    return task->recorded_start_ns + task->duration_ns;
+    return rv_saturating_add(task->recorded_start_ns, task->duration_ns);
 }
 
 static void raise_to(readiness *ready, int64_t at, int32_t by)
@@ -48,9 +54,9 @@ static readiness *rule_starts(const rv_graph *graph)
         const rv_resource *stream = &resources[to->resource];
         if (from->resource == to->resource) {
             /* stream order: the previous task's end plus the idle gap */
-            raise_to(&ready[edge->to], recorded_end(from) + stream->idle_gap_ns, -1);
+            raise_to(&ready[edge->to], rv_saturating_add(recorded_end(from), stream->idle_gap_ns), -1);
         } else if (edge->kind == RV_EDGE_LAUNCH && !edge->from_start) {
-            raise_to(&ready[edge->to], recorded_end(from) + stream->launch_latency_ns, edge->from);
+            raise_to(&ready[edge->to], rv_saturating_add(recorded_end(from), stream->launch_latency_ns), edge->from);
         } else {
             raise_to(&ready[edge->to], edge->from_start ? from->recorded_start_ns : recorded_end(from), edge->from);
         }
@@ -91,7 +97,7 @@ static void count_suspect_host_gaps(const rv_graph *graph, rv_explanation *x)
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         if (task->host_overhead_ns < SUSPECT_GAP_MIN_NS || (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)))
             continue;
-        int64_t start = task->recorded_start_ns, gap_begin = start - task->host_overhead_ns;
+        int64_t start = task->recorded_start_ns, gap_begin = rv_saturating_sub(start, task->host_overhead_ns);
         guint low = 0, high = ends->len; /* the last GPU end at or before the call's start */
         while (low < high) {
             guint middle = (low + high) / 2;
@@ -101,9 +107,9 @@ static void count_suspect_host_gaps(const rv_graph *graph, rv_explanation *x)
         x->suspect_by_chance += 1.0 - exp(-rate * (double)MIN(SUSPECT_RELEASE_NS, task->host_overhead_ns));
         if (low == 0) continue;
         int64_t released = g_array_index(ends, int64_t, low - 1);
-        if (released > gap_begin && start - released <= SUSPECT_RELEASE_NS) {
+        if (released > gap_begin && rv_saturating_sub(start, released) <= SUSPECT_RELEASE_NS) {
             x->suspect_host_gaps++;
-            x->suspect_host_ns += task->host_overhead_ns;
+            x->suspect_host_ns = rv_saturating_add(x->suspect_host_ns, task->host_overhead_ns);
         }
     }
     g_array_unref(ends);
@@ -134,12 +140,13 @@ static void explain_cpu_waits(const rv_graph *graph, rv_explanation *x)
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         if (task->kind != RV_TASK_SYNC || (task->flags & (RV_TASK_FLAG_GPU | RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)))
             continue;
-        int64_t excess = task->duration_ns - typical;
+        int64_t excess = rv_saturating_sub(task->duration_ns, typical);
         if (excess <= RV_EXPLAIN_TOLERANCE_NS || rv_call_works_after_wait(rv_strings_get(graph->strings, task->name)))
             continue;
-        x->cpu_total_ns += excess;
+        x->cpu_total_ns = rv_saturating_add(x->cpu_total_ns, excess);
         x->cpu_calls++;
-        x->cpu_by_step[task->step >= 0 ? (guint)task->step : graph->steps->len] += excess;
+        int64_t *step = &x->cpu_by_step[task->step >= 0 ? (guint)task->step : graph->steps->len];
+        *step = rv_saturating_add(*step, excess);
         int64_t key = ((int64_t)task->name << 32) | (uint32_t)task->op;
         gpointer slot = g_hash_table_lookup(sites, &key);
         if (slot == NULL) {
@@ -150,7 +157,7 @@ static void explain_cpu_waits(const rv_graph *graph, rv_explanation *x)
         }
         rv_unexplained_site *site = &g_array_index(x->cpu_sites, rv_unexplained_site, GPOINTER_TO_UINT(slot) - 1);
         site->calls++;
-        site->total_ns += excess;
+        site->total_ns = rv_saturating_add(site->total_ns, excess);
     }
     GList *keys = g_hash_table_get_keys(sites);
     g_list_free_full(keys, g_free);
@@ -173,18 +180,19 @@ rv_explanation *rv_explain(const rv_graph *graph, guint top)
         if (!counts(task)) continue;
         x->gpu_tasks++;
         if (ready[t].ready_ns == G_MININT64) continue; /* nothing before it: no rule to compare with */
-        int64_t difference = task->recorded_start_ns - ready[t].ready_ns;
+        int64_t difference = rv_saturating_sub(task->recorded_start_ns, ready[t].ready_ns);
         if (difference < -RV_EXPLAIN_TOLERANCE_NS) {
             x->early_tasks++;
-            x->early_ns -= difference;
+            x->early_ns = rv_saturating_sub(x->early_ns, difference);
         }
         if (difference <= 0) continue;
         rv_unexplained_task item = { t, difference, ready[t].ready_ns, ready[t].binding };
         g_array_append_val(late, item);
         if (difference > RV_EXPLAIN_TOLERANCE_NS) x->late_tasks++;
-        x->total_ns += difference;
-        x->by_step[task->step >= 0 ? (guint)task->step : graph->steps->len] += difference;
-        x->by_resource[task->resource] += difference;
+        x->total_ns = rv_saturating_add(x->total_ns, difference);
+        int64_t *step = &x->by_step[task->step >= 0 ? (guint)task->step : graph->steps->len];
+        *step = rv_saturating_add(*step, difference);
+        x->by_resource[task->resource] = rv_saturating_add(x->by_resource[task->resource], difference);
     }
     count_suspect_host_gaps(graph, x);
     explain_cpu_waits(graph, x);

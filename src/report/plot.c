@@ -6,6 +6,7 @@
  * gets round tick values in milliseconds.
  */
 #include "reverie/plot.h"
+#include "reverie/output.h"
 #include "reverie/job.h"
 #include "reverie/error.h"
 #include <cairo-svg.h>
@@ -286,18 +287,36 @@ static void draw_curve(cairo_t *cr, const curve *c)
 
 typedef void (*draw_fn)(cairo_t *cr, const void *data);
 
-static gboolean write_svg(const char *path, draw_fn draw_it, const void *data, GError **error)
+static cairo_status_t write_to_stream(void *file, const unsigned char *data, unsigned int length)
 {
-    cairo_surface_t *surface = cairo_svg_surface_create(path, WIDTH, HEIGHT);
+    return fwrite(data, 1, length, file) == length ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+}
+
+typedef struct {
+    draw_fn draw_it;
+    const void *data;
+} drawing;
+
+static gboolean fill_svg(FILE *file, gpointer data, GError **error)
+{
+    const drawing *d = data;
+    cairo_surface_t *surface = cairo_svg_surface_create_for_stream(write_to_stream, file, WIDTH, HEIGHT);
     cairo_t *cr = cairo_create(surface);
-    draw_it(cr, data);
+    d->draw_it(cr, d->data);
     cairo_destroy(cr);
     cairo_surface_finish(surface);
     cairo_status_t status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);
     if (status == CAIRO_STATUS_SUCCESS) return TRUE;
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: cannot write the plot: %s", path, cairo_status_to_string(status));
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot draw the plot: %s", cairo_status_to_string(status));
     return FALSE;
+}
+
+/* Through the one writer (output.h): atomic, never over an input. */
+static gboolean write_svg(const char *path, draw_fn draw_it, const void *data, GError **error)
+{
+    drawing d = { draw_it, data };
+    return rv_output_write(path, RV_OUTPUT_REPLACE, fill_svg, &d, error);
 }
 
 typedef struct {

@@ -102,6 +102,10 @@ GArray *rv_step_windows(const rv_graph *graph, const rv_sim_result *sim)
             window.begin_ns = before < 0 ? sim->start_ns[step->begin_marker] : simulated_ends[before];
             window.end_ns = simulated_ends[s];
         }
+        /* A step ends no earlier than the one before it: when the previous
+         * step's GPU work outlasts this whole step, this step takes no time
+         * of its own (never a negative time). */
+        window.end_ns = MAX(window.end_ns, window.begin_ns);
         g_array_append_val(windows, window);
     }
     g_free(previous);

@@ -10,6 +10,8 @@
  */
 #include "reverie/timeline.h"
 #include "reverie/error.h"
+#include "reverie/escape.h"
+#include "reverie/output.h"
 #include "reverie/report.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -24,17 +26,37 @@
 #define CRITICAL_FLOW ((int64_t)1 << 37)         /* + link number */
 
 typedef struct {
-    FILE *file;
-    gzFile gz;
+    rv_output *output;     /* the one writer (output.h): atomic, bounded, never an input */
+    FILE *file;            /* its stream */
+    z_stream *gz;          /* a .gz name: deflated into the stream */
     gboolean failed;
     gboolean first_event;
 } writer;
+
+/* Deflate buffer into the stream (flush: Z_NO_FLUSH, or Z_FINISH at the end). */
+static gboolean deflate_into(writer *out, const char *buffer, size_t size, int flush)
+{
+    unsigned char chunk[1 << 16];
+    out->gz->next_in = (unsigned char *)buffer;
+    out->gz->avail_in = (uInt)size;
+    int status;
+    do {
+        out->gz->next_out = chunk;
+        out->gz->avail_out = sizeof chunk;
+        status = deflate(out->gz, flush);
+        if (status == Z_STREAM_ERROR) return FALSE;
+        size_t produced = sizeof chunk - out->gz->avail_out;
+        if (produced > 0 && fwrite(chunk, 1, produced, out->file) != produced) return FALSE;
+    } while (out->gz->avail_out == 0 || (flush == Z_FINISH && status != Z_STREAM_END));
+    return TRUE;
+}
 
 static int write_bytes(const char *buffer, size_t size, void *data)
 {
     writer *out = data;
     if (out->failed || size == 0) return out->failed ? -1 : 0;
-    if (out->gz) out->failed = gzwrite(out->gz, buffer, (unsigned)size) != (int)size;
+    /* a JSON text is far below 4 GiB per call: jansson writes in pieces */
+    if (out->gz) out->failed = size > G_MAXUINT32 || !deflate_into(out, buffer, size, Z_NO_FLUSH);
     else out->failed = fwrite(buffer, 1, size, out->file) != size;
     return out->failed ? -1 : 0;
 }
@@ -64,9 +86,12 @@ typedef struct {
     uint64_t left_out;
     guint8 *critical;          /* per task, or NULL */
     int64_t *external_id;      /* per task: its cpu_op event's id, or -1 */
+    rv_bounded_strings names;  /* the texts as written (strings.h) */
 } run_context;
 
-static const char *text_of(const rv_graph *graph, int32_t id) { return rv_strings_get(graph->strings, id); }
+/* Names are copied into every event: bounded (strings.h), so that one long
+ * name cannot multiply the file's size, and valid UTF-8, which JSON needs. */
+static const char *text_of(const run_context *c, int32_t id) { return rv_bounded_strings_get(&c->names, id); }
 static const rv_task *task_at(const rv_graph *graph, int32_t id) { return &g_array_index(graph->tasks, rv_task, id); }
 static double us(int64_t ns) { return ns / 1e3; }
 
@@ -81,8 +106,10 @@ static json_t *metadata(const char *name, int64_t pid, int64_t tid, json_t *args
 static void emit_tracks(writer *out, const run_context *c, guint run_index)
 {
     const rv_graph *graph = c->graph;
+    char *source = NULL;
     char *process = g_strdup_printf("%s rank %" G_GINT64_FORMAT " (reverie replay of %s)", c->run->label,
-                                    MAX(graph->rank, 0), graph->source);
+                                    MAX(graph->rank, 0), rv_bounded_name(graph->source, &source));
+    g_free(source);
     emit(out, metadata("process_name", c->pid, 0, json_pack("{s:s}", "name", process)));
     emit(out, metadata("process_sort_index", c->pid, 0, json_pack("{s:i}", "sort_index", (int)run_index)));
     emit(out, metadata("process_labels", c->pid, 0, json_pack("{s:s}", "labels", c->run->label)));
@@ -90,7 +117,7 @@ static void emit_tracks(writer *out, const run_context *c, guint run_index)
     for (guint r = 0; r < graph->resources->len; r++) {
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
         emit(out, metadata("thread_name", c->pid, tid_of((int32_t)r),
-                           json_pack("{s:s}", "name", text_of(graph, resource->name))));
+                           json_pack("{s:s}", "name", text_of(c, resource->name))));
         emit(out, metadata("thread_sort_index", c->pid, tid_of((int32_t)r),
                            json_pack("{s:i}", "sort_index", (int)(resource->kind * 10000 + r))));
     }
@@ -123,12 +150,13 @@ static json_t *complete_event(const char *category, const char *name, int64_t pi
                      (json_int_t)pid, "tid", (json_int_t)tid, "ts", us(begin), "dur", us(end - begin), "args", args);
 }
 
-static void add_tags(json_t *args, const rv_graph *graph, const rv_task *task)
+static void add_tags(json_t *args, const run_context *c, const rv_task *task)
 {
-    json_object_set_new(args, "layer", json_string(text_of(graph, task->layer)));
+    const rv_graph *graph = c->graph;
+    json_object_set_new(args, "layer", json_string(text_of(c, task->layer)));
     json_object_set_new(args, "phase", json_string(rv_phase_name(task->phase)));
     json_object_set_new(args, "step", json_string(task->step >= 0 && (guint)task->step < graph->steps->len
-                                                      ? text_of(graph, g_array_index(graph->steps, rv_step, task->step).name)
+                                                      ? text_of(c, g_array_index(graph->steps, rv_step, task->step).name)
                                                       : ""));
 }
 
@@ -173,11 +201,11 @@ static void emit_task(writer *out, const run_context *c, int32_t id)
     }
     if (task->bytes > 0) json_object_set_new(args, "bytes", json_integer(task->bytes));
     if (task->host_overhead_ns > 0) json_object_set_new(args, "host_overhead_us", json_real(us(task->host_overhead_ns)));
-    add_tags(args, graph, task);
+    add_tags(args, c, task);
     json_object_set_new(args, "kind", json_string(rv_task_kind_name(task->kind)));
     json_object_set_new(args, "reverie_task", json_integer(id));
     if (c->critical && c->critical[id]) json_object_set_new(args, "critical", json_integer(1));
-    json_t *event = complete_event(category_of(task), text_of(graph, task->name), c->pid, tid_of(task->resource),
+    json_t *event = complete_event(category_of(task), text_of(c, task->name), c->pid, tid_of(task->resource),
                                    c->sim->start_ns[id], c->sim->end_ns[id], args);
     mark_change(c, id, event);
     emit(out, event);
@@ -203,8 +231,8 @@ static void emit_thread_ops(writer *out, run_context *c, GArray *order, int64_t 
         if (first >= 0) {
             const rv_task *head = task_at(graph, first);
             json_t *args = json_pack("{s:I}", "External id", (json_int_t)*next_op_id);
-            add_tags(args, graph, head);
-            emit(out, complete_event("cpu_op", text_of(graph, head->op), c->pid, tid_of(head->resource),
+            add_tags(args, c, head);
+            emit(out, complete_event("cpu_op", text_of(c, head->op), c->pid, tid_of(head->resource),
                                      rv_busy_from(graph, c->sim, first), c->sim->end_ns[last], args));
             (*next_op_id)++;
         }
@@ -238,8 +266,8 @@ static void emit_steps(writer *out, const run_context *c)
         const rv_step *step = &g_array_index(graph->steps, rv_step, s);
         int64_t begin = c->sim->start_ns[step->begin_marker], end = c->sim->end_ns[step->end_marker];
         if (begin < 0 || end < begin) continue;
-        json_t *args = json_pack("{s:s}", "step", text_of(graph, step->name));
-        emit(out, complete_event("user_annotation", text_of(graph, step->name), c->pid,
+        json_t *args = json_pack("{s:s}", "step", text_of(c, step->name));
+        emit(out, complete_event("user_annotation", text_of(c, step->name), c->pid,
                                  tid_of(task_at(graph, step->begin_marker)->resource), begin, end, args));
     }
 }
@@ -313,8 +341,10 @@ static void emit_critical_flows(writer *out, const run_context *c)
 static json_t *emit_run(writer *out, const rv_timeline_run *run, guint index)
 {
     int32_t n = rv_graph_task_count(run->graph);
-    run_context c = { run, run->graph, run->sim, (int64_t)index + 1, (int64_t)index << RUN_ID_SHIFT, 0, 0, 0, NULL, NULL };
+    run_context c = { run, run->graph, run->sim, (int64_t)index + 1, (int64_t)index << RUN_ID_SHIFT, 0, 0, 0, NULL, NULL,
+                      { NULL, NULL, 0 } };
     find_span(&c);
+    rv_bounded_strings_init(&c.names, run->graph->strings);
     c.critical = run->critical ? rv_critical_path_members(run->critical, n) : NULL;
     c.external_id = g_new(int64_t, n);
     for (int32_t t = 0; t < n; t++) c.external_id[t] = -1;
@@ -336,6 +366,7 @@ static json_t *emit_run(writer *out, const rv_timeline_run *run, guint index)
     emit_critical_flows(out, &c);
     g_free(c.critical);
     g_free(c.external_id);
+    rv_bounded_strings_clear(&c.names);
     return json_pack("{s:s,s:I,s:I,s:I,s:f,s:f}", "label", run->label, "pid", (json_int_t)c.pid, "tasks",
                      (json_int_t)written, "tasks_outside_steps", (json_int_t)c.left_out, "steps_begin_us",
                      c.from_ns == G_MININT64 ? 0.0 : us(c.from_ns), "steps_end_us",
@@ -346,12 +377,17 @@ static json_t *emit_run(writer *out, const rv_timeline_run *run, guint index)
 static void write_header(writer *out, const rv_graph *graph)
 {
     json_t *devices = json_array();
-    for (guint i = 0; i < graph->device_names->len; i++)
-        json_array_append_new(devices, json_pack("{s:i,s:s}", "id", (int)i, "name",
-                                                 (const char *)g_ptr_array_index(graph->device_names, i)));
+    char *scratch = NULL;
+    for (guint i = 0; i < graph->device_names->len; i++) {
+        const char *name = rv_bounded_name(g_ptr_array_index(graph->device_names, i), &scratch);
+        json_array_append_new(devices, json_pack("{s:i,s:s}", "id", (int)i, "name", name));
+        g_free(scratch);
+    }
     /* first, so that reverie refuses the file as input at its first key */
     json_t *head = json_pack("{s:s,s:i,s:s,s:s,s:o}", "reverie_timeline", REVERIE_VERSION, "schemaVersion", 1,
-                             "displayTimeUnit", "ns", "traceName", graph->source, "deviceProperties", devices);
+                             "displayTimeUnit", "ns", "traceName", rv_bounded_name(graph->source, &scratch),
+                             "deviceProperties", devices);
+    g_free(scratch);
     if (graph->rank >= 0)
         json_object_set_new(head, "distributedInfo",
                             json_pack("{s:I,s:I,s:s}", "rank", (json_int_t)graph->rank, "world_size",
@@ -369,18 +405,30 @@ static gboolean open_writer(writer *out, const char *path, GError **error)
 {
     memset(out, 0, sizeof *out);
     out->first_event = TRUE;
-    if (g_str_has_suffix(path, ".gz")) out->gz = gzopen(path, "wb6");
-    else out->file = fopen(path, "wb");
-    if (out->gz || out->file) return TRUE;
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: cannot write the timeline: %s", path, g_strerror(errno));
+    out->output = rv_output_open(path, RV_OUTPUT_REPLACE, error);
+    if (out->output == NULL) return FALSE;
+    out->file = rv_output_stream(out->output);
+    if (!g_str_has_suffix(path, ".gz")) return TRUE;
+    out->gz = g_new0(z_stream, 1);
+    /* 15 + 16: a gzip header and trailer, as gzip(1) writes */
+    if (deflateInit2(out->gz, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK) return TRUE;
+    g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "%s: cannot start gzip compression", path);
+    g_clear_pointer(&out->gz, g_free);
+    rv_output_abort(out->output);
     return FALSE;
 }
 
 static gboolean close_writer(writer *out, const char *path, GError **error)
 {
-    gboolean closed = out->gz ? gzclose(out->gz) == Z_OK : fclose(out->file) == 0;
-    if (!out->failed && closed) return TRUE;
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: writing the timeline failed (disk full?)", path);
+    if (out->gz) {
+        if (!out->failed && !deflate_into(out, "", 0, Z_FINISH)) out->failed = TRUE;
+        deflateEnd(out->gz);
+        g_free(out->gz);
+    }
+    /* a failed write of the stream is named by the writer, with its cause */
+    if (!out->failed || ferror(out->file)) return rv_output_commit(out->output, error);
+    rv_output_abort(out->output);
+    g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "%s: the timeline could not be encoded", path);
     return FALSE;
 }
 

@@ -140,6 +140,7 @@
  * do not understand may change what the graph means.
  */
 #include "reverie/store.h"
+#include "reverie/output.h"
 #include "reverie/validate.h"
 #include "reverie/error.h"
 #include "reverie/checked.h"
@@ -780,35 +781,39 @@ static GString *encode_graph(const rv_graph *graph)
     return out;
 }
 
-gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error)
+/* The graph as the bytes of a .rvg file, or NULL when the graph is not
+ * one the reader would accept (name: for the message). */
+static GString *encode_checked(const rv_graph *graph, const char *name, GError **error)
 {
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);
-    if (section != NULL) {
+    if (section != NULL)
         g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot save %s: the graph is inconsistent (%s: %s)",
-                    path, section, why->str);
-        g_string_free(why, TRUE);
-        return FALSE;
-    }
+                    name, section, why->str);
     g_string_free(why, TRUE);
-    /* GLib renames a new file over the target: as root that would replace a
-     * device such as /dev/null with a regular file. */
-    if (g_file_test(path, G_FILE_TEST_EXISTS) && !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: it exists and is not a regular file", path);
-        return FALSE;
-    }
-    GString *file = encode_graph(graph);
-    GError *io_error = NULL;
-    /* CONSISTENT: GLib writes a temporary file beside the target and renames
-     * it, so a failed write never leaves half a graph under the name. */
-    gboolean ok = g_file_set_contents_full(path, file->str, (gssize)file->len, G_FILE_SET_CONTENTS_CONSISTENT,
-                                           0666, &io_error);
-    if (!ok) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "cannot write %s: %s", path, io_error->message);
-        g_error_free(io_error);
-    }
-    g_string_free(file, TRUE);
+    return section == NULL ? encode_graph(graph) : NULL;
+}
+
+gboolean rv_store_write(const rv_graph *graph, FILE *file, guint64 *bytes, GError **error)
+{
+    GString *encoded = encode_checked(graph, "the graph", error);
+    if (encoded == NULL) return FALSE;
+    gboolean ok = fwrite(encoded->str, 1, encoded->len, file) == encoded->len;
+    if (bytes) *bytes = encoded->len;
+    g_string_free(encoded, TRUE);
     return ok;
+}
+
+static gboolean fill_graph(FILE *file, gpointer graph, GError **error)
+{
+    return rv_store_write(graph, file, NULL, error);
+}
+
+gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error)
+{
+    /* output.h: a temporary beside the file, renamed when complete, never
+     * over an input of the run; a device is written in place. */
+    return rv_output_write(path, RV_OUTPUT_REPLACE, fill_graph, (gpointer)graph, error);
 }
 
 /* ---- reading: bounds-checked little-endian cursor ----------------------- */
@@ -1401,6 +1406,7 @@ rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *nam
 
 rv_graph *rv_store_load(const char *path, GError **error)
 {
+    rv_output_note_input(path); /* no output of this run may replace it */
     gchar *contents = NULL;
     gsize length = 0;
     GError *io_error = NULL;

@@ -340,8 +340,16 @@ GPtrArray *rv_plugin_discover(GPtrArray *skipped)
 
 /* ---- applying ------------------------------------------------------- */
 
-gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
-                         rv_plugin_output *output, GError **error)
+/* Set once, before any plugin runs (plugin.h): read without a lock. */
+static rv_plugin_apply_watch apply_watch;
+
+void rv_plugin_watch_apply(rv_plugin_apply_watch watch)
+{
+    apply_watch = watch;
+}
+
+static gboolean apply_and_check(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
+                                rv_plugin_output *output, GError **error)
 {
     const rv_plugin *descriptor = plugin->descriptor;
     GError *failure = NULL;
@@ -366,6 +374,12 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
         g_set_error(&failure, RV_ERROR, RV_ERROR_PLUGIN, "failed without saying why (apply() returned FALSE "
                     "and set no error) - %s", plugin->path);
     if (!ok) {
+        /* Whatever domain the plugin used (a GLib file error, its own), its
+         * failure is a plugin error: exit status 3, as documented. */
+        if (failure->domain != RV_ERROR) {
+            failure->domain = RV_ERROR;
+            failure->code = RV_ERROR_PLUGIN;
+        }
         g_prefix_error(&failure, "%s: ", descriptor->name);
         g_propagate_error(error, failure);
         return FALSE;
@@ -380,6 +394,15 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
     }
     rv_compose_record(graph, descriptor->name, descriptor->effects);
     return TRUE;
+}
+
+gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
+                         rv_plugin_output *output, GError **error)
+{
+    if (apply_watch) apply_watch(plugin->descriptor->name, TRUE);
+    gboolean ok = apply_and_check(plugin, graph, params, output, error);
+    if (apply_watch) apply_watch(plugin->descriptor->name, FALSE);
+    return ok;
 }
 
 /* ---- parameters ----------------------------------------------------- */

@@ -251,13 +251,33 @@ static gboolean check_specs(GPtrArray *specs, GHashTable *plugins, GError **erro
     return TRUE;
 }
 
+/* A --variants file is text: a NUL byte would silently end a line early
+ * (C strings), and specs are UTF-8 like every option value. */
+static gboolean check_text(const char *path, const char *text, gsize length, GError **error)
+{
+    const char *nul = memchr(text, '\0', length), *bad = NULL;
+    if (nul == NULL && g_utf8_validate(text, (gssize)length, &bad)) return TRUE;
+    const char *at = nul ? nul : bad;
+    guint line = 1;
+    for (const char *c = text; c < at; c++) line += *c == '\n';
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s:%u: %s at byte %" G_GSIZE_FORMAT " - give a text file of --opt specs, "
+                "one variant per line", path, line, nul ? "a NUL byte" : "text that is not UTF-8",
+                (gsize)(at - text));
+    return FALSE;
+}
+
 static gboolean read_variants(rv_sweep_plan *plan, const char *path, GHashTable *plugins, GError **error)
 {
     char *text = NULL;
+    gsize length = 0;
     GError *io = NULL;
-    if (!g_file_get_contents(path, &text, NULL, &io)) {
+    if (!g_file_get_contents(path, &text, &length, &io)) {
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "--variants: %s", io->message);
         g_error_free(io);
+        return FALSE;
+    }
+    if (!check_text(path, text, length, error)) {
+        g_free(text);
         return FALSE;
     }
     char **lines = g_strsplit(text, "\n", -1);

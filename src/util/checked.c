@@ -31,6 +31,13 @@ int64_t rv_saturating_add(int64_t a, int64_t b)
     return b > 0 ? INT64_MAX : INT64_MIN;
 }
 
+int64_t rv_saturating_sub(int64_t a, int64_t b)
+{
+    int64_t difference;
+    if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+    return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
 gboolean rv_checked_round(double value, int64_t *out)
 {
     if (!isfinite(value)) return FALSE;

@@ -86,3 +86,35 @@ const char *rv_escape_if_needed(const char *text, char **scratch)
     *scratch = rv_escape_text(text);
     return *scratch;
 }
+
+/* Append text with bytes that are not UTF-8 as \xNN, stopping before the
+ * character that would take it past `limit` bytes; returns how much of
+ * text was consumed. */
+static gsize append_valid(GString *out, const char *text, gsize length, gsize limit)
+{
+    gsize at = 0;
+    while (at < length) {
+        gunichar c = g_utf8_get_char_validated(text + at, (gssize)(length - at));
+        gboolean valid = c != (gunichar)-1 && c != (gunichar)-2;
+        gsize step = valid ? (gsize)(g_utf8_next_char(text + at) - (text + at)) : 1;
+        gsize grows = valid ? step : 4;
+        if (out->len + grows > limit) break;
+        if (valid) g_string_append_len(out, text + at, (gssize)step);
+        else g_string_append_printf(out, "\\x%02x", (unsigned char)text[at]);
+        at += step;
+    }
+    return at;
+}
+
+const char *rv_bounded_name(const char *text, char **scratch)
+{
+    *scratch = NULL;
+    if (text == NULL) return "";
+    gsize length = strlen(text);
+    if (length <= RV_NAME_BOUND && g_utf8_validate(text, (gssize)length, NULL)) return text;
+    GString *out = g_string_sized_new(MIN(length, RV_NAME_BOUND) + 48);
+    gsize consumed = append_valid(out, text, length, RV_NAME_BOUND);
+    if (consumed < length) g_string_append_printf(out, " [... %" G_GSIZE_FORMAT " bytes in all]", length);
+    *scratch = g_string_free(out, FALSE);
+    return *scratch;
+}

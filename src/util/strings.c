@@ -10,6 +10,7 @@
  * pointer that is swapped only after the new array is filled.
  */
 #include "reverie/strings.h"
+#include "reverie/escape.h"
 #include <string.h>
 
 struct rv_strings {
@@ -147,4 +148,26 @@ void rv_string_memo_clear(rv_string_memo *memo)
     g_free(memo->verdicts);
     memo->verdicts = NULL;
     memo->count = 0;
+}
+
+void rv_bounded_strings_init(rv_bounded_strings *bounded, const rv_strings *strings)
+{
+    bounded->count = rv_strings_count(strings);
+    bounded->texts = g_new(const char *, bounded->count);
+    bounded->copies = g_new0(char *, bounded->count);
+    for (int32_t id = 0; id < bounded->count; id++)
+        bounded->texts[id] = rv_bounded_name(rv_strings_get(strings, id), &bounded->copies[id]);
+}
+
+const char *rv_bounded_strings_get(const rv_bounded_strings *bounded, int32_t id)
+{
+    return id >= 0 && id < bounded->count ? bounded->texts[id] : "";
+}
+
+void rv_bounded_strings_clear(rv_bounded_strings *bounded)
+{
+    for (int32_t id = 0; id < bounded->count; id++) g_free(bounded->copies[id]);
+    g_free(bounded->copies);
+    g_free(bounded->texts);
+    memset(bounded, 0, sizeof *bounded);
 }

@@ -15,6 +15,7 @@
 #   fuzz_elf     ELF reader           elf-
 #   fuzz_params  parameters, escaping params-
 #   fuzz_metaflow metaflow rule files metaflow-
+#   fuzz_forge   forged saved graphs  forge-  (valid checksums, every report)
 set -eu
 seconds=${1:-60}
 build=${2:-build}
@@ -70,8 +71,24 @@ seed_params() {
     printf 's=\033]0;x\007\342\200\256\377' >"$1/seed-escapes"
 }
 
+# Edits of 14 bytes (fuzz_forge.c): a self-loop, steps inside each other,
+# the extreme times, a long name, and an edge appended.
+seed_forge() {
+    # edges (2), field 1 (to) := field 0 (from) of edge 0: a self-loop
+    printf '\002\001\000\000\003\000\000\000\000\000\000\000\000\000' >"$1/seed-self-loop"
+    # steps (3), field 3 (begin marker) of step 1 := the begin marker of step 0
+    printf '\003\003\001\000\003\000\000\000\000\000\003\000\000\000' >"$1/seed-steps-share-a-marker"
+    # tasks (1): start of task 3 := the largest time; duration of task 5 := an extreme
+    printf '\001\002\003\000\002\000\007\000\000\000\000\000\000\000\001\000\005\000\002\000\001\000\000\000\000\000\000\000' >"$1/seed-extreme-times"
+    # string 2 becomes 65280 bytes of 'x'
+    printf '\340\000\001\000\170\000\000\377\000\000\000\000\000\000' >"$1/seed-long-name"
+    # a new edge from task 1 to task 2
+    printf '\300\004\000\000\000\000\001\000\000\000\002\000\000\000' >"$1/seed-new-edge"
+    return 0
+}
+
 crashes=""
-for harness in fuzz_store fuzz_import fuzz_elf fuzz_params fuzz_metaflow; do
+for harness in fuzz_store fuzz_import fuzz_elf fuzz_params fuzz_metaflow fuzz_forge; do
     work=$out/$harness
     rm -rf "$work/crashes" # an earlier run's, already kept under regressions/
     mkdir -p "$work/corpus" "$work/crashes"
