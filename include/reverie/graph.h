@@ -360,6 +360,13 @@ typedef struct {
      * applied so far in order, so that the composition law can refuse an
      * order; empty in a built graph. */
     GArray *applied;
+    /* Appended in ABI 9 (contention.h): whether compute kernels of
+     * different streams of one GPU share its SMs and memory bandwidth while
+     * they overlap (off in a built graph, turned on by concurrent-kernels),
+     * and what each kernel asks of its GPU (rv_kernel_demand per task id;
+     * empty in a built graph; a task past its end asks for all of it). */
+    rv_sharing sharing;
+    GArray *kernel_demands;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered

@@ -94,6 +94,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->launches = g_array_new(FALSE, TRUE, sizeof(rv_launch));
     graph->duration_ranges = g_array_new(FALSE, FALSE, sizeof(rv_duration_range));
     graph->applied = g_array_new(FALSE, FALSE, sizeof(rv_applied_plugin));
+    graph->kernel_demands = g_array_new(FALSE, FALSE, sizeof(rv_kernel_demand));
     return graph;
 }
 
@@ -116,6 +117,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->launches);
     g_array_unref(graph->duration_ranges);
     g_array_unref(graph->applied);
+    g_array_unref(graph->kernel_demands);
     g_free(graph);
 }
 
@@ -166,6 +168,8 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->launches, source->launches);
     assign_array(target->duration_ranges, source->duration_ranges);
     assign_array(target->applied, source->applied);
+    target->sharing = source->sharing;
+    assign_array(target->kernel_demands, source->kernel_demands);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

@@ -147,6 +147,15 @@ void rv_graph_index_set_edge_source(rv_graph *graph, int32_t edge, int32_t from)
     insert_in_order(index, OUT, from, edge);
 }
 
+void rv_graph_index_set_edge_target(rv_graph *graph, int32_t edge, int32_t to)
+{
+    rv_graph_index *index = rv_graph_index_sync(graph);
+    rv_edge *changed = &g_array_index(graph->edges, rv_edge, edge);
+    unlink_from_list(index, IN, changed->to, edge);
+    changed->to = to;
+    insert_in_order(index, IN, to, edge);
+}
+
 void rv_task_marks_begin(rv_task_marks *marks, int32_t tasks)
 {
     if (tasks > marks->capacity) {

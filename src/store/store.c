@@ -233,8 +233,9 @@ G_STATIC_ASSERT(sizeof(rv_launch) == 16);
  * 616) is not saved either: plugins make them.  graph->launches (at 624)
  * is the launches section; graph->duration_ranges (at 632) is not saved:
  * plugins make them; nor graph->applied (at 640), the plugins applied so
- * far. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 648);
+ * far; nor graph->sharing and graph->kernel_demands (at 648 and 656),
+ * which only plugins set. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 664);
 #endif
 
 typedef struct {
