@@ -46,12 +46,12 @@ static void replay(const rv_graph *graph, rv_sim_result *sim)
     ck_assert_msg(rv_simulate(graph, NULL, sim, &error), "simulate: %s", error ? error->message : "");
 }
 
-/* Demands by hand: every kernel asks what `threads` says of the threads
- * (the other occupancy resources a little) and the bandwidth share given. */
-static void ask(rv_graph *graph, int32_t task, double threads, double bandwidth)
+/* Demands by hand: a kernel asks `threads` of the threads, `others` of
+ * the other occupancy resources and `bandwidth` of the bandwidth. */
+static void ask(rv_graph *graph, int32_t task, double threads, double others, double bandwidth)
 {
     if (graph->kernel_demands->len <= (guint)task) g_array_set_size(graph->kernel_demands, (guint)task + 1);
-    rv_kernel_demand demand = { { (float)threads, 0.05f, 0.05f, 0.05f }, 0, 0 };
+    rv_kernel_demand demand = { { (float)threads, (float)others, (float)others, (float)others }, 0, 0 };
     demand.bandwidth_ns = (float)(bandwidth * (double)rv_graph_task(graph, task)->duration_ns);
     g_array_index(graph->kernel_demands, rv_kernel_demand, task) = demand;
 }
@@ -83,9 +83,9 @@ START_TEST(overlapping_kernels_share_by_the_most_loaded_resource)
     double cases[3][4] = { { 0.6, 0.6, 0, 0 }, { 0.6, 0.3, 0, 0 }, { 0.1, 0.1, 0.7, 0.6 } };
     int64_t expected[3] = { US(120), US(100), US(130) };
     for (int k = 0; k < 3; k++) {
-        ask(graph, a, cases[k][0], cases[k][2]);
-        ask(graph, b, cases[k][1], cases[k][3]);
-        ask(graph, c, 1.0, 1.0);
+        ask(graph, a, cases[k][0], 0.05, cases[k][2]);
+        ask(graph, b, cases[k][1], 0.05, cases[k][3]);
+        ask(graph, c, 1.0, 1.0, 1.0);
         replay(graph, &sim);
         ck_assert_int_eq(sim.end_ns[a], expected[k]);
         ck_assert_int_eq(sim.end_ns[b], expected[k]);
@@ -110,12 +110,9 @@ START_TEST(a_kernel_joining_later_costs_only_its_overlap)
     int32_t lead = kernel(graph, s8, "tiny", NULL, RV_PHASE_FORWARD, US(40), -1);
     int32_t b = kernel(graph, s8, "gemm_b", NULL, RV_PHASE_FORWARD, US(50), lead);
     graph->sharing.enabled = TRUE;
-    ask(graph, a, 0.6, 0);
-    ask(graph, lead, 0, 0);
-    g_array_index(graph->kernel_demands, rv_kernel_demand, lead).occupancy[1] = 0;
-    g_array_index(graph->kernel_demands, rv_kernel_demand, lead).occupancy[2] = 0;
-    g_array_index(graph->kernel_demands, rv_kernel_demand, lead).occupancy[3] = 0;
-    ask(graph, b, 0.6, 0);
+    ask(graph, a, 0.6, 0.05, 0);
+    ask(graph, lead, 0, 0, 0);
+    ask(graph, b, 0.6, 0.05, 0);
     rv_sim_result sim = { 0 };
     replay(graph, &sim);
     ck_assert_int_eq(sim.start_ns[b], US(40));

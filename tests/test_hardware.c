@@ -238,14 +238,6 @@ static int64_t gemm_ns(const rv_graph *graph, guint *count)
     return total;
 }
 
-static guint count_named(const rv_graph *graph, const char *words)
-{
-    guint count = 0;
-    for (int32_t t = 0; t < rv_graph_task_count(graph); t++)
-        count += strstr(rv_strings_get(graph->strings, rv_graph_task((rv_graph *)graph, t)->name), words) != NULL;
-    return count;
-}
-
 /* fp8 on the H100 TimeSformer (bf16 inference): each GEMM on the fp8
  * Tensor Cores, twice the bf16 datasheet peak and half the bytes, so their
  * time falls by just under 2x (the fixed cost stays); a scaling kernel
@@ -262,15 +254,15 @@ START_TEST(precision_fp8_matmuls_and_their_scaling)
     g_printerr("precision:dtype=fp8 on the H100 TimeSformer: %u GEMMs %.3fx faster\n", before_count, ratio);
     ck_assert_uint_eq(before_count, after_count);
     ck_assert_msg(ratio > 1.6 && ratio < 2.0, "%.3fx", ratio);
-    ck_assert_uint_eq(count_named(graph, "fp8 scaling"), before_count);
-    ck_assert_uint_eq(count_named(graph, "scale update"), 0);
+    ck_assert_uint_eq(count_tasks_named(graph, "fp8 scaling"), before_count);
+    ck_assert_uint_eq(count_tasks_named(graph, "scale update"), 0);
     ck_assert_int_lt(gpu_kernel_ns(graph), gpu_kernel_ns(base));  /* scaling included, the GPU does less */
     rv_graph_free(graph);
     rv_graph_free(base);
 
     graph = load_trace("tracelens_mi300x_resnet_act_checkpoint.json.gz");
     apply_ok(graph, "precision", "dtype=fp8");
-    ck_assert_uint_eq(count_named(graph, "scale update"), graph->steps->len);
+    ck_assert_uint_eq(count_tasks_named(graph, "scale update"), graph->steps->len);
     rv_graph_free(graph);
 }
 END_TEST

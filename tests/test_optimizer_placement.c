@@ -97,16 +97,6 @@ END_TEST
 
 /* ---- offload ---------------------------------------------------------------------- */
 
-static guint count_named(const rv_graph *graph, const char *words)
-{
-    guint count = 0;
-    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
-        count += !(task->flags & RV_TASK_FLAG_REMOVED) && strstr(rv_strings_get(graph->strings, task->name), words) != NULL;
-    }
-    return count;
-}
-
 static rv_memory_estimate estimate(const rv_graph *graph)
 {
     rv_memory_estimate e;
@@ -141,9 +131,9 @@ START_TEST(offload_on_one_v100)
     char *notes = apply_notes(graph, "zero", "offload=cpu");
     ck_assert_msg(strstr(notes, "offload to host memory in 2 steps") != NULL, "%s", notes);
     g_free(notes);
-    ck_assert_uint_eq(count_named(graph, "optimizer step on the host"), 2);
-    ck_assert_uint_eq(count_named(graph, "gradients to the host"), 2);
-    ck_assert_uint_eq(count_named(graph, "parameters to the GPU"), 2);
+    ck_assert_uint_eq(count_tasks_named(graph, "optimizer step on the host"), 2);
+    ck_assert_uint_eq(count_tasks_named(graph, "gradients to the host"), 2);
+    ck_assert_uint_eq(count_tasks_named(graph, "parameters to the GPU"), 2);
     for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
         const rv_task *task = rv_graph_task(graph, t);
         ck_assert(!(is_optimizer_kernel(task) && (task->flags & RV_TASK_FLAG_GPU)));
@@ -165,7 +155,7 @@ START_TEST(offload_on_one_v100)
     /* NVMe keeps the state on a drive: never faster than host memory */
     rv_graph *nvme = rv_graph_copy(base);
     apply_ok(nvme, "zero", "offload=nvme");
-    ck_assert_uint_eq(count_named(nvme, "optimizer state from NVMe"), 2);
+    ck_assert_uint_eq(count_tasks_named(nvme, "optimizer state from NVMe"), 2);
     ck_assert_int_ge(step_total(nvme), predicted);
     rv_graph_free(nvme);
     rv_graph_free(graph);
@@ -181,12 +171,12 @@ START_TEST(offload_with_sharding)
     rv_graph *sharded = rv_graph_copy(base), *offloaded = rv_graph_copy(base), *infinity = rv_graph_copy(base);
     apply_ok(sharded, "zero", "stage=2,world=8");
     apply_ok(offloaded, "zero", "stage=2,world=8,offload=cpu");
-    ck_assert_uint_eq(count_named(offloaded, "gradients to the host"), count_named(offloaded, "ReduceScatter (zero)"));
+    ck_assert_uint_eq(count_tasks_named(offloaded, "gradients to the host"), count_tasks_named(offloaded, "ReduceScatter (zero)"));
     ck_assert_int_gt(step_total(offloaded), step_total(sharded));
     apply_ok(infinity, "zero", "stage=3,world=8,offload=cpu,offload_params=cpu");
-    ck_assert_uint_eq(count_named(infinity, "parameters to the GPU"), count_named(infinity, "zero layer parameters") +
-                                                                         count_named(infinity, "zero forward parameters") +
-                                                                         count_named(infinity, "zero backward parameters"));
+    ck_assert_uint_eq(count_tasks_named(infinity, "parameters to the GPU"), count_tasks_named(infinity, "zero layer parameters") +
+                                                                         count_tasks_named(infinity, "zero forward parameters") +
+                                                                         count_tasks_named(infinity, "zero backward parameters"));
     rv_memory_estimate e = estimate(infinity);
     ck_assert_int_gt(e.offloaded_states, 0);
     ck_assert_int_gt(e.gathered, 0);
