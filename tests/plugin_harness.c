@@ -266,6 +266,16 @@ int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kern
     return gpu;
 }
 
+guint count_tasks_named(const rv_graph *graph, const char *words)
+{
+    guint count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        count += !(task->flags & RV_TASK_FLAG_REMOVED) && strstr(rv_strings_get(graph->strings, task->name), words) != NULL;
+    }
+    return count;
+}
+
 gboolean has_edge(const rv_graph *graph, int32_t from, int32_t to)
 {
     for (guint e = 0; e < graph->edges->len; e++) {

@@ -45,6 +45,8 @@ void apply_and_replay(rv_graph *graph, const char *name, const char *text, rv_si
 void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
                         int64_t *step_total_ns);
 int64_t makespan(const rv_graph *graph);
+/* Live tasks whose name contains `words`. */
+guint count_tasks_named(const rv_graph *graph, const char *words);
 /* Is there an edge from -> to (any kind)? */
 gboolean has_edge(const rv_graph *graph, int32_t from, int32_t to);
 /* Sum of the simulated step times (the what-if "total" line). */

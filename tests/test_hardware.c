@@ -10,6 +10,7 @@
  */
 #include "plugin_harness.h"
 #include "reverie/costmodel.h"
+#include "reverie/memory.h"
 #include "reverie/range.h"
 #include <math.h>
 #include <string.h>
@@ -219,6 +220,76 @@ START_TEST(precision_nothing_to_cast)
 }
 END_TEST
 
+/* GEMM kernels (by name and operator) of the recording, and their time. */
+static int64_t gemm_ns(const rv_graph *graph, guint *count)
+{
+    int64_t total = 0;
+    *count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (!(task->flags & RV_TASK_FLAG_GPU) || (task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED))) continue;
+        rv_cost_class cls = rv_cost_classify_name(rv_strings_get(graph->strings, task->name),
+                                                  task->op > 0 ? rv_strings_get(graph->strings, task->op) : NULL,
+                                                  (rv_task_kind)task->kind);
+        if (cls != RV_COST_GEMM) continue;
+        total += task->duration_ns;
+        (*count)++;
+    }
+    return total;
+}
+
+/* fp8 on the H100 TimeSformer (bf16 inference): each GEMM on the fp8
+ * Tensor Cores, twice the bf16 datasheet peak and half the bytes, so their
+ * time falls by just under 2x (the fixed cost stays); a scaling kernel
+ * before each, no scale update (no backward); other kernels as they were.
+ * On the MI300X ResNet (training) a scale update per step. */
+START_TEST(precision_fp8_matmuls_and_their_scaling)
+{
+    rv_graph *base = load_trace(TIMESFORMER "h100.json.gz"), *graph = rv_graph_copy(base);
+    char *notes = apply_notes(graph, "precision", "dtype=fp8");
+    ck_assert_msg(strstr(notes, "H100-SXM's fp8 matrix units (datasheet peaks)") != NULL, "%s", notes);
+    g_free(notes);
+    guint before_count = 0, after_count = 0;
+    double ratio = (double)gemm_ns(base, &before_count) / (double)gemm_ns(graph, &after_count);
+    g_printerr("precision:dtype=fp8 on the H100 TimeSformer: %u GEMMs %.3fx faster\n", before_count, ratio);
+    ck_assert_uint_eq(before_count, after_count);
+    ck_assert_msg(ratio > 1.6 && ratio < 2.0, "%.3fx", ratio);
+    ck_assert_uint_eq(count_tasks_named(graph, "fp8 scaling"), before_count);
+    ck_assert_uint_eq(count_tasks_named(graph, "scale update"), 0);
+    ck_assert_int_lt(gpu_kernel_ns(graph), gpu_kernel_ns(base));  /* scaling included, the GPU does less */
+    rv_graph_free(graph);
+    rv_graph_free(base);
+
+    graph = load_trace("tracelens_mi300x_resnet_act_checkpoint.json.gz");
+    apply_ok(graph, "precision", "dtype=fp8");
+    ck_assert_uint_eq(count_tasks_named(graph, "scale update"), graph->steps->len);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* int8 on the MI300X TimeSformer: GEMMs and convolutions, the weights in
+ * one byte (a lower memory peak); refused where the units or an inference
+ * trace are missing. */
+START_TEST(precision_int8_and_refusals)
+{
+    rv_graph *base = load_trace(TIMESFORMER "mi300x.json.gz"), *graph = rv_graph_copy(base);
+    char *notes = apply_notes(graph, "precision", "dtype=int8");
+    ck_assert_msg(strstr(notes, "MI300X's int8 matrix units") != NULL && strstr(notes, "conv") != NULL, "%s", notes);
+    g_free(notes);
+    rv_memory_estimate before, after;
+    ck_assert(rv_memory_estimate_graph(base, &before, NULL) && rv_memory_estimate_graph(graph, &after, NULL));
+    ck_assert_int_lt(after.bytes[after.peak_phase][RV_MEM_WEIGHTS], before.bytes[before.peak_phase][RV_MEM_WEIGHTS]);
+    rv_graph_free(graph);
+    rv_graph_free(base);
+    graph = load_trace("hta_resnet50_v100.json.gz");
+    assert_apply_fails(graph, "precision", "dtype=fp8", RV_ERROR_PLUGIN, "V100-SXM2 has no fp8 matrix units");
+    rv_graph_free(graph);
+    graph = load_trace("tracelens_mi300x_resnet_act_checkpoint.json.gz");
+    assert_apply_fails(graph, "precision", "dtype=int8", RV_ERROR_PLUGIN, "int8 is for inference");
+    rv_graph_free(graph);
+}
+END_TEST
+
 /* ---- amp ---------------------------------------------------------------------- */
 
 START_TEST(amp_on_half_precision_traces)
@@ -307,7 +378,7 @@ int main(void)
                                           WEIGHTS "bf16.json.gz", "hta_resnet50_v100.json.gz",
                                           "kineto_legacy_resnet50_v100.2steps.json.gz",
                                           "pairs/dataloader_workers_v100/num_workers_0.json.gz", "hta_minitoy_mi250.json.gz",
-                                          NULL };
+                                          "tracelens_mi300x_resnet_act_checkpoint.json.gz", NULL };
     require_project_traces(traces);
     Suite *suite = suite_create("hardware");
     TCase *hardware = tcase_create("hardware");
@@ -323,6 +394,8 @@ int main(void)
     tcase_set_timeout(precision, 300);
     tcase_add_test(precision, precision_weights_pair);
     tcase_add_test(precision, precision_nothing_to_cast);
+    tcase_add_test(precision, precision_fp8_matmuls_and_their_scaling);
+    tcase_add_test(precision, precision_int8_and_refusals);
     tcase_add_test(precision, amp_on_half_precision_traces);
     tcase_add_test(precision, amp_on_fp32_traces);
     tcase_add_test(precision, amp_adds_casts_and_scaler);

@@ -64,6 +64,8 @@ static const known_plugin known[] = {
     { "dgc", "world=8" },
     { "gist", "" },
     { "batchnorm-restructure", "" },
+    { "concurrent-kernels", "" },
+    { "nmc-optimizer", "" },
 };
 
 typedef struct {

@@ -191,6 +191,14 @@ double rv_cost_model_efficiency(const rv_cost_model *model, rv_cost_class cls, r
  * this trace's elementwise kernels show (else its copies', else 0.7), for
  * kernels a plugin inserts (casts, gradient unscaling). */
 double rv_cost_model_streaming_ns(const rv_cost_model *model, double bytes);
+/* That efficiency: the share of the memory bandwidth a streaming kernel
+ * of this trace reaches. */
+double rv_cost_model_streaming_efficiency(const rv_cost_model *model);
+/* The share of its unit's peak a matmul kernel of `cls` reaches on the
+ * source GPU when its own shapes do not say: the class's calibrated
+ * efficiency there (3 shaped kernels or more), else the GPU's measured
+ * matmul peak over its datasheet peak (gpus.h), else 0.8. */
+double rv_cost_model_matmul_efficiency(const rv_cost_model *model, rv_cost_class cls, rv_unit unit, rv_dtype dtype);
 
 /* Roofline seconds of `flops` and `bytes` on gpu with that unit and dtype
  * (flops_scale and memory_scale multiply the peaks). */
@@ -209,6 +217,14 @@ int rv_cost_blocks_per_sm(const rv_gpu *gpu, const rv_launch *launch, gboolean r
 /* The share of gpu's compute units a launch keeps busy over its waves,
  * blocks / (waves x SMs x blocks per SM), in (0, 1]; 1 when unknown. */
 double rv_cost_wave_utilization(const rv_gpu *gpu, const rv_launch *launch, gboolean registers);
+/* The share of each of gpu's per-SM resources - threads, block slots,
+ * registers, shared memory, in contention.h's RV_SHARE_* order - that
+ * `launch` holds over the whole GPU while it runs: u x blocks per SM x one
+ * block's use / one SM's, u being its wave utilization; u on a resource
+ * that limits its blocks per SM (one more block would not fit there).
+ * FALSE, shares untouched, when the GPU's limits or the launch are
+ * unknown. */
+gboolean rv_cost_occupancy_shares(const rv_gpu *gpu, const rv_launch *launch, double shares[4]);
 /* rv_cost_roofline_s with the compute term divided by `utilization`. */
 double rv_cost_wave_roofline_s(const rv_gpu *gpu, rv_unit unit, rv_dtype dtype, double flops, double bytes,
                                double utilization, gboolean achievable, double flops_scale, double memory_scale);

@@ -367,11 +367,18 @@ typedef struct {
      * applied so far in order, so that the composition law can refuse an
      * order; empty in a built graph. */
     GArray *applied;
-    /* Appended in ABI 8 (profiler.c): uint32_t per task id, how many
+    /* Appended in ABI 9 (profiler.c): uint32_t per task id, how many
      * operators the profiler recorded in that CPU task's host overhead
      * (between the previous call on its thread and it); shorter than tasks
      * when the last tasks have none.  Use rv_task_profiler_overhead_ns(). */
     GArray *host_operators;
+    /* Appended in ABI 9 (contention.h): whether compute kernels of
+     * different streams of one GPU share its SMs and memory bandwidth while
+     * they overlap (off in a built graph, turned on by concurrent-kernels),
+     * and what each kernel asks of its GPU (rv_kernel_demand per task id;
+     * empty in a built graph; a task past its end asks for all of it). */
+    rv_sharing sharing;
+    GArray *kernel_demands;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered

@@ -83,7 +83,13 @@
  *    bits: ZeRO's stages); sharded weights are gathered a layer at a time
  *    while it runs, so the largest layer's whole weights count as
  *    workspace, and sharded gradients are whole for the layer whose
- *    backward makes them until they are reduce-scattered.
+ *    backward makes them until they are reduce-scattered;
+ *  - OFFLOAD (every call only): the model states `segment` names (RV_SHARD_*
+ *    bits) live in host memory or on NVMe (ZeRO-Offload, ZeRO-Infinity):
+ *    the GPU holds none of them but what a layer needs while it runs, as
+ *    for sharding (offloaded weights come in a layer at a time, offloaded
+ *    gradients leave once their layer's backward made them); what left
+ *    the GPU is offloaded_states.
  * Scales of one kind multiply (SHARD factors too, per state); a later
  * RECOMPUTED replaces an earlier one.
  * Inserted calls are not read (they copy a recorded call's shapes), so
@@ -127,6 +133,7 @@ typedef enum {
     RV_MEM_EFFECT_STAGE,
     RV_MEM_EFFECT_MOVED,
     RV_MEM_EFFECT_SHARD,
+    RV_MEM_EFFECT_OFFLOAD,
     RV_MEM_EFFECT_KIND_COUNT
 } rv_memory_effect_kind;
 
@@ -168,6 +175,9 @@ typedef struct {
     int element_bytes;                    /* of the trace's usual dtype */
     int optimizer_factor;                 /* state bytes per parameter byte; -1 if no optimizer was named */
     char optimizer[32];                   /* its name ("Adam"), "" if none */
+    /* Appended in ABI 9: model states held off the GPU (OFFLOAD), this
+     * rank's share of them. */
+    int64_t offloaded_states;
 } rv_memory_estimate;
 
 /* Estimate every step's peak and keep the highest.  RV_ERROR_INPUT when no

@@ -28,7 +28,7 @@
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 8u  /* 2: rv_priority_fn became a rank (sim.h);
+#define RV_PLUGIN_ABI_VERSION 9u  /* 2: rv_priority_fn became a rank (sim.h);
                                      3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
                                      4: several ranks in one graph (rv_resource.rank_index,
                                         rv_task.collective, graph->collectives and graph->ranks);
@@ -38,7 +38,12 @@ G_BEGIN_DECLS
                                      8: timing estimates with their evidence (rv_estimate in rv_timing
                                         and rv_resource), graph->launches and graph->duration_ranges
                                         (costmodel.h, range.h), rv_plugin.effects and graph->applied
-                                        (the composition law, compose.h) */
+                                        (the composition law, compose.h);
+                                     9: rv_graph.host_operators and rv_timing.profiler_op_cost (the
+                                        profiler's own time, graph.h), rv_graph.sharing and
+                                        rv_graph.kernel_demands (the sharing rule,
+                                        contention.h), RV_MEM_EFFECT_OFFLOAD and
+                                        rv_memory_estimate.offloaded_states (memory.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

@@ -91,6 +91,31 @@ int32_t rv_transform_insert(rv_graph *graph, const rv_insert_spec *spec, GError 
 int32_t rv_transform_replace(rv_graph *graph, const GArray *gpu_tasks, const rv_insert_spec *spec, rv_remove_mode mode,
                              int *removed, GError **error);
 
+/*
+ * Move a run of tasks - `first` .. `last`, consecutive in their resource's
+ * order - onto another resource (GPU kernels onto another stream of their
+ * GPU, to run beside the ones they followed: concurrent-kernels; or onto a
+ * channel: nmc-optimizer's memory-side compute), right after `after` in
+ * that resource's order (-1: the run begins its order there).  A CPU
+ * thread's tasks stay on threads, others off them.  The run leaves its old
+ * resource's order: the task before it there is followed by the task after
+ * it.  What the run waited for there, and what waited for it, stay as
+ * dependencies (it keeps waiting for the end of the task before it, and
+ * the task after it for its end), except where the caller says:
+ *   beside   the run may start as soon as this task starts, instead of
+ *            after the task before it ended (-1: no change): it runs
+ *            beside that task and waits, through it, for all it waits for;
+ *   release  this task, instead of the task after it, waits for the run's
+ *            end (-1: no change), so that the tasks in between need not.
+ * Its other edges (launch, sync, cross-stream, plugin) and its flags stay.
+ * FALSE with RV_ERROR_PLUGIN when the tasks are no such run, or
+ * `resource`, `after`, `beside` or `release` do not fit (one of the run's
+ * own tasks).  A release ordered before the run closes a cycle, which the
+ * host's check after the plugin reports.
+ */
+gboolean rv_transform_move_run(rv_graph *graph, int32_t first, int32_t last, int32_t resource, int32_t after,
+                               int32_t beside, int32_t release, GError **error);
+
 /* An extra dependency: `to` may not start before `from` ends. */
 void rv_transform_add_edge(rv_graph *graph, int32_t from, int32_t to);
 
@@ -101,11 +126,11 @@ void rv_transform_invalidate(rv_graph *graph);
 int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
 
 /*
- * A stream of its own for communication on the GPU that runs `like` (a GPU
- * task), for the collectives a plugin inserts: NCCL runs its kernels on a
- * stream of its own, so they overlap compute on the same GPU, and the
- * contention rule (contention.h) and every report see them as that GPU's
- * communication.  The stream is named "gpu D NAME" (D: like's device), has
+ * A stream of its own on the GPU that runs `like` (a GPU task): for the
+ * collectives a plugin inserts (NCCL runs its kernels on a stream of its
+ * own, so they overlap compute on the same GPU, and the contention rule,
+ * contention.h, and every report see them as that GPU's communication),
+ * or for kernels a plugin runs beside the others (concurrent-kernels).  The stream is named "gpu D NAME" (D: like's device), has
  * the timing of like's stream (launch latency, idle gap, launch queue) and
  * its rank; the same name on the same device and rank gives the same
  * stream.  -1 when `like` does not run on a GPU stream.

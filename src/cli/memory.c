@@ -75,6 +75,7 @@ static void print_estimate(const memory_view *v)
     if (e->stages > 0) printf(" on pipeline stage %d of %d (the busiest GPU; the table is its)", e->stage, e->stages);
     if (e->offloaded > 0) printf(" (%.1f MiB of activations offloaded)", mib(e->offloaded));
     if (e->recomputed > 0) printf(" (%.1f MiB of activations recomputed in backward)", mib(e->recomputed));
+    if (e->offloaded_states > 0) printf(" (%.1f MiB of model states off the GPU)", mib(e->offloaded_states));
     printf("\n");
 }
 
@@ -168,6 +169,7 @@ static json_t *json_estimate(const memory_view *v)
                      rv_phase_name((rv_phase)e->peak_phase), "offloaded_bytes", (json_int_t)e->offloaded, "shaped_ops",
                      (int)e->shaped_ops, "unshaped_ops", (int)e->unshaped_ops);
     json_object_set_new(root, "recomputed_bytes", json_integer(e->recomputed));
+    json_object_set_new(root, "offloaded_states_bytes", json_integer(e->offloaded_states));
     json_object_set_new(root, "pipeline_stage", e->stages > 0 ? json_integer(e->stage) : json_null());
     json_object_set_new(root, "pipeline_stages", json_integer(e->stages));
     return root;

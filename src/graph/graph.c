@@ -95,6 +95,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->duration_ranges = g_array_new(FALSE, FALSE, sizeof(rv_duration_range));
     graph->applied = g_array_new(FALSE, FALSE, sizeof(rv_applied_plugin));
     graph->host_operators = g_array_new(FALSE, TRUE, sizeof(uint32_t));
+    graph->kernel_demands = g_array_new(FALSE, FALSE, sizeof(rv_kernel_demand));
     return graph;
 }
 
@@ -118,6 +119,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->duration_ranges);
     g_array_unref(graph->applied);
     g_array_unref(graph->host_operators);
+    g_array_unref(graph->kernel_demands);
     g_free(graph);
 }
 
@@ -169,6 +171,8 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->duration_ranges, source->duration_ranges);
     assign_array(target->applied, source->applied);
     assign_array(target->host_operators, source->host_operators);
+    target->sharing = source->sharing;
+    assign_array(target->kernel_demands, source->kernel_demands);
     /* same arrays, new contents: the index must not trust what it saw */
     rv_graph_index_reset(target);
 }

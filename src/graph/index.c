@@ -138,13 +138,25 @@ static void insert_in_order(rv_graph_index *index, int d, int32_t task, int32_t 
     if (e < 0) index->last[d][task] = edge;
 }
 
-void rv_graph_index_set_edge_source(rv_graph *graph, int32_t edge, int32_t from)
+/* Move one end of an edge (OUT: its source, IN: its target) to `task`. */
+static void move_edge_end(rv_graph *graph, int32_t edge, int d, int32_t task)
 {
     rv_graph_index *index = rv_graph_index_sync(graph);
     rv_edge *changed = &g_array_index(graph->edges, rv_edge, edge);
-    unlink_from_list(index, OUT, changed->from, edge);
-    changed->from = from;
-    insert_in_order(index, OUT, from, edge);
+    int32_t *end = d == OUT ? &changed->from : &changed->to;
+    unlink_from_list(index, d, *end, edge);
+    *end = task;
+    insert_in_order(index, d, task, edge);
+}
+
+void rv_graph_index_set_edge_source(rv_graph *graph, int32_t edge, int32_t from)
+{
+    move_edge_end(graph, edge, OUT, from);
+}
+
+void rv_graph_index_set_edge_target(rv_graph *graph, int32_t edge, int32_t to)
+{
+    move_edge_end(graph, edge, IN, to);
 }
 
 void rv_task_marks_begin(rv_task_marks *marks, int32_t tasks)

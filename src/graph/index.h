@@ -11,7 +11,7 @@
  *
  * Invariants relied on:
  *  - edges change only by being appended (rv_graph_add_edge, or any append
- *    to graph->edges) or through rv_graph_index_set_edge_source; appended
+ *    to graph->edges) or through rv_graph_index_set_edge_source or _target; appended
  *    edges and tasks are taken in lazily by the next rv_graph_index_sync.
  *    Anything else (an edge rewritten in place) must be followed by
  *    rv_transform_invalidate(); replaced or shrunk arrays are noticed;
@@ -65,6 +65,8 @@ static inline int32_t rv_graph_index_next(const rv_graph_index *index, int32_t e
 
 /* Move edge `edge` to start at `from`, in the graph and in the lists. */
 void rv_graph_index_set_edge_source(rv_graph *graph, int32_t edge, int32_t from);
+/* Move edge `edge` to end at `to`, in the graph and in the lists. */
+void rv_graph_index_set_edge_target(rv_graph *graph, int32_t edge, int32_t to);
 
 /* Scratch marks: start a new walk over a graph of `tasks` tasks (the
  * arrays grow on first use), and read or set a task's value in it (unset

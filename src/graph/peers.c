@@ -108,7 +108,7 @@ void rv_graph_split_peer_waits(rv_graph *graph)
     if (!has_peers(graph)) return;
     GHashTable *durations = durations_by_signature(graph);
     int32_t count = rv_graph_task_count(graph);
-    int32_t *wait_of = g_new(int32_t, count);
+    int32_t *wait_of = g_new(int32_t, MAX(count, 1));
     int32_t wait_name = rv_strings_intern(graph->strings, "wait for peers");
     gboolean any = FALSE;
     for (int32_t t = 0; t < count; t++) {
@@ -155,7 +155,7 @@ static gboolean is_peer_wait(const rv_task *task)
 void rv_graph_merge_peer_waits(rv_graph *graph)
 {
     int32_t count = rv_graph_task_count(graph);
-    int32_t *kernel_of = g_new(int32_t, count);
+    int32_t *kernel_of = g_new(int32_t, MAX(count, 1));
     for (int32_t t = 0; t < count; t++) kernel_of[t] = -1;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);

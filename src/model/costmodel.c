@@ -305,12 +305,18 @@ double rv_cost_model_efficiency(const rv_cost_model *model, rv_cost_class cls, r
     return efficiency < EFFICIENCY_MIN ? EFFICIENCY_MIN : efficiency > 1 ? 1 : efficiency;
 }
 
-double rv_cost_model_streaming_ns(const rv_cost_model *model, double bytes)
+double rv_cost_model_streaming_efficiency(const rv_cost_model *model)
 {
     guint samples = 0;
     double efficiency = rv_cost_model_efficiency(model, RV_COST_ELEMENTWISE, RV_UNIT_VECTOR, &samples);
     if (samples < CALIBRATION_MIN_SAMPLES) efficiency = rv_cost_model_efficiency(model, RV_COST_COPY, RV_UNIT_VECTOR, &samples);
     if (samples < CALIBRATION_MIN_SAMPLES) efficiency = STREAMING_EFFICIENCY_DEFAULT;
+    return efficiency;
+}
+
+double rv_cost_model_streaming_ns(const rv_cost_model *model, double bytes)
+{
+    double efficiency = rv_cost_model_streaming_efficiency(model);
     return (double)model->fixed_ns + (bytes > 0 ? bytes / (model->source->memory_Bps * efficiency) * 1e9 : 0);
 }
 

@@ -77,8 +77,10 @@ void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind k
 {
     rv_memory_effect effect = { call < 0 ? -1 : call, (uint8_t)kind, MAX(segment, 0), factor };
     if (kind >= RV_MEM_EFFECT_KIND_COUNT) return;
-    gboolean scale = kind != RV_MEM_EFFECT_RECOMPUTED && kind != RV_MEM_EFFECT_STAGE && kind != RV_MEM_EFFECT_MOVED;
+    gboolean scale = kind != RV_MEM_EFFECT_RECOMPUTED && kind != RV_MEM_EFFECT_STAGE && kind != RV_MEM_EFFECT_MOVED &&
+                     kind != RV_MEM_EFFECT_OFFLOAD;
     if (kind == RV_MEM_EFFECT_SHARD && (call >= 0 || !(factor <= 1))) return; /* the whole model's states only */
+    if (kind == RV_MEM_EFFECT_OFFLOAD && call >= 0) return;
     if (scale && !(isfinite(factor) && factor >= 0)) return;
     g_array_append_val(graph->memory_effects, effect);
 }
@@ -170,22 +172,31 @@ static void apply_effects(GHashTable *effects, op_call *call, int32_t marked)
     call->marked = mine != NULL;
 }
 
-/* What of the model's states each rank holds (SHARD effects, multiplied). */
+/* What of the model's states each rank holds (SHARD effects, multiplied),
+ * and which of them are off the GPU (OFFLOAD, RV_SHARD_* bits). */
 typedef struct {
     double weights, grads, state;
+    int offloaded;
 } model_shard;
 
 static model_shard shard_of(const rv_graph *graph)
 {
-    model_shard shard = { 1.0, 1.0, 1.0 };
+    model_shard shard = { 1.0, 1.0, 1.0, 0 };
     for (guint i = 0; i < graph->memory_effects->len; i++) {
         const rv_memory_effect *effect = &g_array_index(graph->memory_effects, rv_memory_effect, i);
+        if (effect->kind == RV_MEM_EFFECT_OFFLOAD) shard.offloaded |= effect->segment;
         if (effect->kind != RV_MEM_EFFECT_SHARD) continue;
         if (effect->segment & RV_SHARD_WEIGHTS) shard.weights *= effect->factor;
         if (effect->segment & RV_SHARD_GRADIENTS) shard.grads *= effect->factor;
         if (effect->segment & RV_SHARD_OPTIMIZER_STATE) shard.state *= effect->factor;
     }
     return shard;
+}
+
+/* The share of a state the GPU holds: its shard, or none when offloaded. */
+static double held(const model_shard *shard, int state, double share)
+{
+    return shard->offloaded & state ? 0.0 : share;
 }
 
 /* Was a removed call's work moved (to a pipeline stage, into a fused
@@ -799,12 +810,20 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     int64_t full_state = walk.training && factor > 0 ? saturating_mul(walk.weights, factor) : 0;
     int64_t full_grads = walk.training ? walk.weights : 0;
     e->model_states = rv_saturating_add(rv_saturating_add(walk.weights, full_grads), full_state);
-    /* sharded weights: a layer's whole weights are gathered while it runs (per layer: walk.grads) */
+    /* offloaded states leave the GPU: this rank's share of them */
+    e->offloaded_states = rv_saturating_add(
+        rv_saturating_add(shard->offloaded & RV_SHARD_WEIGHTS ? scaled_bytes(walk.weights, shard->weights) : 0,
+                          shard->offloaded & RV_SHARD_GRADIENTS ? scaled_bytes(full_grads, shard->grads) : 0),
+        shard->offloaded & RV_SHARD_OPTIMIZER_STATE ? scaled_bytes(full_state, shard->state) : 0);
+    double weights_held = held(shard, RV_SHARD_WEIGHTS, shard->weights);
+    double grads_held = held(shard, RV_SHARD_GRADIENTS, shard->grads);
+    /* sharded or offloaded weights: a layer's whole weights come in while it runs (per layer: walk.grads) */
     int64_t largest_layer = 0;
     for (guint j = 0; j < walk.grads->len; j++) largest_layer = MAX(largest_layer, g_array_index(walk.grads, int64_t, j));
-    e->gathered = shard->weights < 1 ? largest_layer : 0;
-    int64_t weights = rv_saturating_add(scaled_bytes(walk.weights, shard->weights), e->gathered);
-    int64_t state = scaled_bytes(full_state, shard->state), grads = scaled_bytes(full_grads, shard->grads);
+    e->gathered = weights_held < 1 ? largest_layer : 0;
+    int64_t weights = rv_saturating_add(scaled_bytes(walk.weights, weights_held), e->gathered);
+    int64_t state = scaled_bytes(full_state, held(shard, RV_SHARD_OPTIMIZER_STATE, shard->state));
+    int64_t grads = scaled_bytes(full_grads, grads_held);
     int64_t kept = MAX(resident_after_forward(&walk, walk.kept->len), 0);
     if (!walk.training) kept = walk.batch; /* inference keeps only its input */
     memset(e->bytes, 0, sizeof e->bytes);
@@ -817,9 +836,9 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
          * sharded gradients are whole for layer j until reduce-scattered */
         int64_t best = -1, best_acts = 0, best_grads = 0, best_work = walk.workspace[RV_PHASE_BACKWARD];
         for (guint j = walk.kept->len; j-- > 0;) {
-            int64_t acts = activations_at(&walk, j), g = scaled_bytes(sum_of(walk.grads, j, walk.grads->len), shard->grads);
-            if (shard->grads < 1 && j < walk.grads->len)
-                g = rv_saturating_add(g, scaled_bytes(g_array_index(walk.grads, int64_t, j), 1.0 - shard->grads));
+            int64_t acts = activations_at(&walk, j), g = scaled_bytes(sum_of(walk.grads, j, walk.grads->len), grads_held);
+            if (grads_held < 1 && j < walk.grads->len)
+                g = rv_saturating_add(g, scaled_bytes(g_array_index(walk.grads, int64_t, j), 1.0 - grads_held));
             int64_t work = walk.workspace[RV_PHASE_BACKWARD];
             if (j < walk.transient->len) work = MAX(work, g_array_index(walk.transient, int64_t, j));
             if (acts + g + work > best) { best = acts + g + work; best_acts = acts; best_grads = g; best_work = work; }

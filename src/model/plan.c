@@ -102,6 +102,11 @@ static double efficiency_cap(const rv_cost_model *model, const rv_gpu *target, r
     return MATRIX_EFFICIENCY_DEFAULT;
 }
 
+double rv_cost_model_matmul_efficiency(const rv_cost_model *model, rv_cost_class cls, rv_unit unit, rv_dtype dtype)
+{
+    return efficiency_cap(model, model->source, cls, unit, dtype);
+}
+
 static void find_fixed_rule(fixed_cache *c, const rv_cost_change *change, rv_cost_plan *plan, double model_fixed)
 {
     guint pairs = 0;

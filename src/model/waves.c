@@ -40,6 +40,24 @@ double rv_cost_wave_utilization(const rv_gpu *gpu, const rv_launch *launch, gboo
     return launch->blocks / (waves * slots);
 }
 
+gboolean rv_cost_occupancy_shares(const rv_gpu *gpu, const rv_launch *launch, double shares[4])
+{
+    int per_sm = rv_cost_blocks_per_sm(gpu, launch, TRUE);
+    if (per_sm <= 0 || gpu->sm_count <= 0 || gpu->sm_max_threads <= 0) return FALSE;
+    double u = rv_cost_wave_utilization(gpu, launch, TRUE);
+    int warp = gpu->warp_size > 0 ? gpu->warp_size : 32;
+    double threads = (double)(((int64_t)launch->threads + warp - 1) / warp * warp);
+    /* one block's use of each resource, as a share of one SM's */
+    double use[4] = { threads / gpu->sm_max_threads, gpu->sm_max_blocks > 0 ? 1.0 / gpu->sm_max_blocks : 0,
+                      launch->registers > 0 && gpu->sm_registers > 0 ? launch->registers * threads / gpu->sm_registers : 0,
+                      launch->shared_bytes > 0 && gpu->sm_shared_bytes > 0 ? (double)launch->shared_bytes / gpu->sm_shared_bytes : 0 };
+    for (int r = 0; r < 4; r++) {
+        gboolean limits = use[r] > 0 && (per_sm + 1) * use[r] > 1;  /* another block would not fit */
+        shares[r] = limits ? u : MIN(1.0, u * per_sm * use[r]);
+    }
+    return TRUE;
+}
+
 /* Only the compute term waits on waves: a memory-bound kernel's achieved
  * bandwidth as a function of its size is what the efficiency tables'
  * byte buckets measure (efficiency.h). */

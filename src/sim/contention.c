@@ -1,6 +1,7 @@
 /*
- * contention.c - the defaults and the checks of the contention rule
- * (contention.h); the replay itself is in sim.c.
+ * contention.c - the defaults and the checks of the contention rule, and
+ * what a kernel asks of its GPU under the sharing rule (contention.h); the
+ * replay itself is in sim.c.
  */
 #include "reverie/contention.h"
 #include "reverie/error.h"
@@ -21,4 +22,18 @@ gboolean rv_contention_check(double comm_slowdown, double compute_slowdown, GErr
                 "contention slowdowns must lie in [1, 100] (1: no slowdown), got comm %g and compute %g",
                 comm_slowdown, compute_slowdown);
     return FALSE;
+}
+
+rv_kernel_demand rv_kernel_demand_whole(int64_t duration_ns)
+{
+    rv_kernel_demand demand = { { 1, 1, 1, 1 }, (float)duration_ns, (float)duration_ns };
+    return demand;
+}
+
+double rv_kernel_demand_share(const rv_kernel_demand *demand, int share, int64_t duration_ns)
+{
+    if (share < RV_SHARE_OCCUPANCY_COUNT) return CLAMP((double)demand->occupancy[share], 0.0, 1.0);
+    double ns = share == RV_SHARE_BANDWIDTH ? demand->bandwidth_ns : demand->compute_ns;
+    if (duration_ns <= 0 || !(ns > 0)) return 0;
+    return MIN(1.0, ns / (double)duration_ns);
 }

@@ -38,8 +38,9 @@
  * reconnects their neighbours before marking them).
  * Every time is checked against RV_SIM_TIME_MAX_NS, so a graph whose
  * durations add up past it fails with an error instead of wrapping.
- * Contention (contention.h), when the graph turns it on, is a replay of its
- * own (run_contended below): the plain replays above are not touched.
+ * Contention and sharing (contention.h), when the graph turns either on,
+ * are a replay of their own (run_contended below): the plain replays above
+ * are not touched.
  *
  * Cost: O((V + E) log V) time, O(V + E) memory.
  */
@@ -399,11 +400,11 @@ typedef struct {
     waiting_queue *waiting; /* per resource: tasks blocked by it */
     gboolean *is_waiting;   /* per task: in its resource's waiting queue */
     gboolean borrowed;      /* adj belongs to an rv_sim_structure */
-    struct contended *contended; /* with contention only (graph->contention.enabled) */
+    struct contended *contended; /* with contention or sharing only (contention.h) */
 } replay;
 
 typedef struct contended contended;
-static contended *contended_new(const rv_graph *graph, const task_key *keys);
+static contended *contended_new(const rv_graph *graph, const task_key *keys, const task_time *times);
 static void contended_free(contended *c);
 
 static void replay_init(replay *r, const rv_graph *graph, const rv_policy *policy, const rv_sim_structure *structure,
@@ -423,7 +424,8 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
         build_adjacency(graph, r->keys, &r->adj, with_queue);
     }
     /* With a policy a task can also leave one superseded entry behind (run_policy). */
-    gboolean queues = policy != NULL || graph->contention.enabled;
+    gboolean rules = graph->contention.enabled || graph->sharing.enabled;
+    gboolean queues = policy != NULL || rules;
     r->heap.entries = g_new(heap_entry, queues ? 2 * (gsize)n + 1 : (gsize)n + 1);
     if (queues) {
         r->version = g_new0(int32_t, n);
@@ -436,7 +438,7 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
     r->end = g_new(int64_t, n);
     r->resource_free = g_new0(int64_t, graph->resources->len + 1);
     for (int32_t t = 0; t < n; t++) r->start[t] = r->end[t] = -1;
-    if (graph->contention.enabled) r->contended = contended_new(graph, r->keys);
+    if (rules) r->contended = contended_new(graph, r->keys, r->times);
 }
 
 static void replay_clear(replay *r)
@@ -577,11 +579,11 @@ static void run_policy(replay *r)
     }
 }
 
-/* ---- contention (contention.h) ---------------------------------------- */
+/* ---- contention and sharing (contention.h) ------------------------------ */
 
 /*
- * With contention a GPU task's end is not known when it starts: a kernel
- * that starts later on the same GPU can slow it down.  So a task under the
+ * With contention or sharing a GPU task's end is not known when it starts:
+ * a kernel that starts later on the same GPU can slow it down.  So a task under the
  * rule holds its resource and its successors until it really ends; it
  * waits in a heap of tentative ends, which every change of who runs on its
  * GPU revises.  Starts and ends are taken in time order (an end first when
@@ -597,10 +599,13 @@ typedef struct {
     int32_t *running;         /* tasks under the rule running on this GPU */
     int32_t count, capacity;
     int32_t comm, compute;    /* how many of each */
+    double load[RV_SHARE_COUNT]; /* sharing: the running compute kernels' demands, summed */
 } gpu_load;
 
 struct contended {
-    double comm_rate, compute_rate; /* 1 / slowdown */
+    double comm_rate, compute_rate; /* 1 / slowdown; 1 without contention */
+    gboolean sharing;         /* the sharing rule is on */
+    float *demand;            /* sharing: per task, RV_SHARE_COUNT shares of its GPU */
     int32_t *gpu_of;          /* per resource: its GPU, -1 outside the rule */
     uint8_t *role;            /* per task */
     gpu_load *gpus;
@@ -636,12 +641,31 @@ static int32_t *map_gpus(const rv_graph *graph, int32_t *count)
     return gpu_of;
 }
 
-static contended *contended_new(const rv_graph *graph, const task_key *keys)
+/* Each compute kernel's shares of its GPU (contention.h), from the
+ * demands the plugin recorded and the durations the replay runs. */
+static float *share_demands(const rv_graph *graph, const uint8_t *role, const task_time *times)
+{
+    int32_t n = rv_graph_task_count(graph);
+    float *demand = g_new0(float, (gsize)(n + 1) * RV_SHARE_COUNT);
+    for (int32_t t = 0; t < n; t++) {
+        if (role[t] != ROLE_COMPUTE) continue;
+        rv_kernel_demand asked = (guint)t < graph->kernel_demands->len
+                                     ? g_array_index(graph->kernel_demands, rv_kernel_demand, t)
+                                     : rv_kernel_demand_whole(times[t].duration);
+        for (int d = 0; d < RV_SHARE_COUNT; d++)
+            demand[(gsize)t * RV_SHARE_COUNT + d] = (float)rv_kernel_demand_share(&asked, d, times[t].duration);
+    }
+    return demand;
+}
+
+static contended *contended_new(const rv_graph *graph, const task_key *keys, const task_time *times)
 {
     int32_t n = rv_graph_task_count(graph), gpus = 0;
     struct contended *c = g_new0(struct contended, 1);
-    c->comm_rate = 1.0 / MAX(1.0, graph->contention.comm_slowdown);
-    c->compute_rate = 1.0 / MAX(1.0, graph->contention.compute_slowdown);
+    gboolean contention = graph->contention.enabled;
+    c->comm_rate = contention ? 1.0 / MAX(1.0, graph->contention.comm_slowdown) : 1.0;
+    c->compute_rate = contention ? 1.0 / MAX(1.0, graph->contention.compute_slowdown) : 1.0;
+    c->sharing = graph->sharing.enabled;
     c->gpu_of = map_gpus(graph, &gpus);
     c->gpus = g_new0(gpu_load, gpus + 1);
     c->gpu_count = gpus;
@@ -649,9 +673,11 @@ static contended *contended_new(const rv_graph *graph, const task_key *keys)
     const rv_task *tasks = (const rv_task *)graph->tasks->data;
     for (int32_t t = 0; t < n; t++) {
         if (!keys[t].live || c->gpu_of[keys[t].resource] < 0 || (tasks[t].flags & RV_TASK_FLAG_RENDEZVOUS)) continue;
-        if (tasks[t].kind == RV_TASK_COMM) c->role[t] = ROLE_COMM;
+        /* without contention communication runs as in the plain replay */
+        if (tasks[t].kind == RV_TASK_COMM && contention) c->role[t] = ROLE_COMM;
         else if (tasks[t].kind == RV_TASK_KERNEL) c->role[t] = ROLE_COMPUTE;
     }
+    if (c->sharing) c->demand = share_demands(graph, c->role, times);
     c->work = g_new0(double, n + 1);
     c->since = g_new0(int64_t, n + 1);
     c->rate = g_new0(double, n + 1);
@@ -668,6 +694,7 @@ static void contended_free(contended *c)
     g_free(c->gpus);
     g_free(c->gpu_of);
     g_free(c->role);
+    g_free(c->demand);
     g_free(c->work);
     g_free(c->since);
     g_free(c->rate);
@@ -676,11 +703,36 @@ static void contended_free(contended *c)
     g_free(c);
 }
 
-/* The speed of a task of `role` on a GPU with this load. */
-static inline double rate_on(const struct contended *c, const gpu_load *load, uint8_t role)
+/* Sharing: how far the most loaded resource that t asks for is over
+ * the GPU's capacity (1: not at all). */
+static inline double sharing_pressure(const struct contended *c, const gpu_load *load, int32_t t)
 {
-    if (role == ROLE_COMM) return load->compute > 0 ? c->comm_rate : 1.0;
-    return load->comm > 0 ? c->compute_rate : 1.0;
+    const float *mine = &c->demand[(gsize)t * RV_SHARE_COUNT];
+    double worst = 1.0;
+    for (int d = 0; d < RV_SHARE_COUNT; d++)
+        if (mine[d] > 0 && load->load[d] > worst) worst = load->load[d];
+    return worst;
+}
+
+/* The speed of task t on a GPU with this load. */
+static inline double rate_on(const struct contended *c, const gpu_load *load, int32_t t)
+{
+    if (c->role[t] == ROLE_COMM) return load->compute > 0 ? c->comm_rate : 1.0;
+    double rate = load->comm > 0 ? c->compute_rate : 1.0;
+    return c->sharing ? rate / sharing_pressure(c, load, t) : rate;
+}
+
+/* Sharing: the loads of a GPU, summed afresh over what runs on it (a few
+ * kernels), so that no rounding accumulates over a long replay. */
+static void sum_loads(const struct contended *c, gpu_load *load)
+{
+    if (!c->sharing) return;
+    memset(load->load, 0, sizeof load->load);
+    for (int32_t i = 0; i < load->count; i++) {
+        int32_t t = load->running[i];
+        if (c->role[t] != ROLE_COMPUTE) continue;
+        for (int d = 0; d < RV_SHARE_COUNT; d++) load->load[d] += c->demand[(gsize)t * RV_SHARE_COUNT + d];
+    }
 }
 
 /* File t's tentative end: since + work / rate. */
@@ -709,7 +761,7 @@ static void rerate(struct contended *c, const gpu_load *load, int64_t now)
 {
     for (int32_t i = 0; i < load->count; i++) {
         int32_t t = load->running[i];
-        double rate = rate_on(c, load, c->role[t]);
+        double rate = rate_on(c, load, t);
         if (rate != c->rate[t]) change_rate(c, t, rate, now);
     }
 }
@@ -733,10 +785,11 @@ static void start_contended(replay *r, int32_t t, int64_t begin)
     load->running[load->count++] = t;
     if (c->role[t] == ROLE_COMM) load->comm++;
     else load->compute++;
-    rerate(c, load, begin);
+    sum_loads(c, load);
     c->work[t] = (double)r->times[t].duration;
     c->since[t] = begin;
-    c->rate[t] = rate_on(c, load, c->role[t]);
+    c->rate[t] = rate_on(c, load, t);
+    rerate(c, load, begin);
     push_end(c, t);
 }
 
@@ -756,6 +809,7 @@ static void finish_contended(replay *r, int32_t t, int64_t now)
         }
     if (c->role[t] == ROLE_COMM) load->comm--;
     else load->compute--;
+    sum_loads(c, load);
     rerate(c, load, now);
     for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++)
         if (r->adj.how[slot] != READY_AT_START) ready_through(r, t, slot);

@@ -242,8 +242,10 @@ G_STATIC_ASSERT(sizeof(rv_launch) == 16);
  * 656) is not saved either: plugins make them.  graph->launches (at 664)
  * is the launches section; graph->duration_ranges (at 672) is not saved:
  * plugins make them; nor graph->applied (at 680), the plugins applied so
- * far.  graph->host_operators (at 688) is the host operators section. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 696);
+ * far.  graph->host_operators (at 688) is the host operators section.
+ * graph->sharing and graph->kernel_demands (at 696 and 704) are not saved:
+ * only plugins set them. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 712);
 #endif
 
 typedef struct {

@@ -88,10 +88,11 @@ void rv_opts_policy_clear(rv_plugin_output *policy)
     memset(policy, 0, sizeof *policy);
 }
 
-/* What an optimization may change about a task: how long it takes and
- * whether it is there. */
+/* What an optimization may change about a task: how long it takes,
+ * whether it is there and where it runs. */
 typedef struct {
     int64_t duration_ns, host_overhead_ns;
+    int32_t resource;
     uint16_t flags;
 } task_timing;
 
@@ -100,16 +101,16 @@ static GArray *snapshot(const rv_graph *graph)
     GArray *tasks = g_array_sized_new(FALSE, FALSE, sizeof(task_timing), graph->tasks->len);
     for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
-        task_timing timing = { task->duration_ns, task->host_overhead_ns, task->flags };
+        task_timing timing = { task->duration_ns, task->host_overhead_ns, task->resource, task->flags };
         g_array_append_val(tasks, timing);
     }
     return tasks;
 }
 
-/* Tasks added, retimed or removed since the snapshot; a new policy, or
- * contention turned on or changed (contention.h), counts as a change of
- * every task (reported as the whole graph), and a change of edges alone as
- * one. */
+/* Tasks added, retimed, moved or removed since the snapshot; a new
+ * policy, or contention or sharing turned on or changed (contention.h),
+ * counts as a change of every task (reported as the whole graph), and a
+ * change of edges alone as one. */
 static uint64_t changed_since(const rv_graph *graph, const GArray *before, guint edges_before, gboolean new_policy)
 {
     if (new_policy) return (uint64_t)rv_graph_task_count(graph);
@@ -118,7 +119,7 @@ static uint64_t changed_since(const rv_graph *graph, const GArray *before, guint
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         const task_timing *was = &g_array_index(before, task_timing, t);
         if (task->duration_ns != was->duration_ns || task->host_overhead_ns != was->host_overhead_ns ||
-            task->flags != was->flags)
+            task->resource != was->resource || task->flags != was->flags)
             changed++;
     }
     return changed == 0 && graph->edges->len != edges_before ? 1 : changed;
@@ -133,6 +134,7 @@ gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes,
         GArray *before = count_changes ? snapshot(graph) : NULL;
         guint edges_before = graph->edges->len;
         rv_contention contention_before = graph->contention;
+        gboolean sharing_before = graph->sharing.enabled;
         /* rv_plugin_apply also checks the graph the plugin left */
         if (!rv_plugin_apply(opt->loaded, graph, opt->params, &output, error)) {
             if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
@@ -143,7 +145,8 @@ gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes,
         if (before) {
             gboolean new_rule = contention_before.enabled != graph->contention.enabled ||
                                 contention_before.comm_slowdown != graph->contention.comm_slowdown ||
-                                contention_before.compute_slowdown != graph->contention.compute_slowdown;
+                                contention_before.compute_slowdown != graph->contention.compute_slowdown ||
+                                sharing_before != graph->sharing.enabled;
             opt->changed_tasks = changed_since(graph, before, edges_before, output.policy.priority != NULL || new_rule);
             opt->counted = TRUE;
             g_array_unref(before);

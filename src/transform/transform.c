@@ -564,6 +564,105 @@ static void splice_after(rv_graph *graph, int32_t after, int32_t task)
     rv_graph_add_edge(graph, after, task, kind, FALSE);
 }
 
+/* ---- moving a run to another resource -------------------------------- */
+
+/* The order edge from `from` to `to` (same resource), or -1. */
+static int32_t order_edge_between(const rv_graph *graph, int32_t from, int32_t to)
+{
+    const rv_graph_index *index = rv_graph_index_sync(graph);
+    for (int32_t e = rv_graph_index_first(index, to, FALSE); e >= 0; e = rv_graph_index_next(index, e, FALSE))
+        if (edge_at(graph, e)->from == from && is_order_kind(edge_at(graph, e)->kind)) return e;
+    return -1;
+}
+
+/* The run first .. last on first's resource, or NULL (its length bounded by the graph's tasks). */
+static GArray *run_of(const rv_graph *graph, int32_t first, int32_t last)
+{
+    GArray *run = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int32_t t = first; t >= 0 && run->len <= (guint)rv_graph_task_count(graph); t = rv_graph_resource_next(graph, t)) {
+        g_array_append_val(run, t);
+        if (t == last) return run;
+    }
+    g_array_unref(run);
+    return NULL;
+}
+
+static gboolean move_fits(const rv_graph *graph, int32_t first, int32_t last, int32_t resource, int32_t after,
+                          int32_t beside, int32_t release, GError **error)
+{
+    int32_t count = rv_graph_task_count(graph);
+    const char *problem = NULL;
+    if (first < 0 || first >= count || last < 0 || last >= count || removed(graph, first) || removed(graph, last))
+        problem = "the run's ends are not live tasks";
+    else if (resource < 0 || resource >= (int32_t)graph->resources->len)
+        problem = "no such resource";
+    else if (rv_graph_task((rv_graph *)graph, first)->resource == resource)
+        problem = "the run is on that resource already";
+    else if ((g_array_index(graph->resources, rv_resource, resource).kind == RV_RES_CPU_THREAD) !=
+             (g_array_index(graph->resources, rv_resource, rv_graph_task((rv_graph *)graph, first)->resource).kind ==
+              RV_RES_CPU_THREAD))
+        problem = "a CPU thread's tasks move to threads only, and others never onto one";
+    else if (after >= count || (after >= 0 && (removed(graph, after) || rv_graph_task((rv_graph *)graph, after)->resource != resource)))
+        problem = "`after` is not a live task of that resource";
+    else if (beside >= count || (beside >= 0 && removed(graph, beside)))
+        problem = "`beside` is not a live task";
+    else if (release >= count || (release >= 0 && removed(graph, release)))
+        problem = "`release` is not a live task";
+    if (problem) g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "move: %s", problem);
+    return problem == NULL;
+}
+
+gboolean rv_transform_move_run(rv_graph *graph, int32_t first, int32_t last, int32_t resource, int32_t after,
+                               int32_t beside, int32_t release, GError **error)
+{
+    if (!move_fits(graph, first, last, resource, after, beside, release, error)) return FALSE;
+    GArray *run = run_of(graph, first, last);
+    if (run == NULL) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "move: task %d does not follow task %d on its resource", last, first);
+        return FALSE;
+    }
+    for (guint i = 0; i < run->len; i++) {
+        int32_t t = g_array_index(run, int32_t, i);
+        if (t != beside && t != release) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "move: task %d is in the run it would %s", t,
+                    t == beside ? "run beside" : "release");
+        g_array_unref(run);
+        return FALSE;
+    }
+    int32_t before = rv_graph_resource_previous(graph, first), behind = rv_graph_resource_next(graph, last);
+    int32_t in = before >= 0 ? order_edge_between(graph, before, first) : -1;
+    int32_t out = behind >= 0 ? order_edge_between(graph, last, behind) : -1;
+    rv_edge_kind old_order = (rv_graph_task(graph, first)->flags & RV_TASK_FLAG_GPU) ? RV_EDGE_STREAM : RV_EDGE_THREAD;
+    for (guint i = 0; i < run->len; i++) rv_graph_task(graph, g_array_index(run, int32_t, i))->resource = resource;
+    g_array_unref(run);
+    /* what the run waited for and what waited for it, as plain dependencies */
+    if (in >= 0) {
+        rv_edge *edge = &g_array_index(graph->edges, rv_edge, in);
+        edge->kind = RV_EDGE_PLUGIN;
+        if (beside >= 0) {
+            if (beside != before) rv_graph_index_set_edge_source(graph, in, beside);
+            g_array_index(graph->edges, rv_edge, in).from_start = 1;
+        }
+    } else if (beside >= 0) {
+        rv_graph_add_edge(graph, beside, first, RV_EDGE_PLUGIN, TRUE);
+    }
+    if (out >= 0) {
+        if (release >= 0 && release != behind) rv_graph_index_set_edge_target(graph, out, release);
+        g_array_index(graph->edges, rv_edge, out).kind = RV_EDGE_PLUGIN;
+    }
+    /* the old resource's order closes over the gap */
+    if (before >= 0 && behind >= 0) rv_graph_add_edge(graph, before, behind, old_order, FALSE);
+    /* the new one's order takes the run after `after` */
+    if (after >= 0) {
+        int32_t following = rv_graph_resource_next(graph, after);
+        int32_t link = following >= 0 && following != first ? order_edge_between(graph, after, following) : -1;
+        if (link >= 0) rv_graph_index_set_edge_source(graph, link, last);
+        rv_graph_add_edge(graph, after, first, (rv_graph_task(graph, after)->flags & RV_TASK_FLAG_GPU) ? RV_EDGE_STREAM : RV_EDGE_THREAD,
+                          FALSE);
+    }
+    return TRUE;
+}
+
 static int32_t insert_launch(rv_graph *graph, int32_t after, const rv_task *gpu_task)
 {
     rv_task call = *gpu_task;
