@@ -77,6 +77,10 @@ static const rv_param_spec tp_params[] = {
     { "batch", RV_PARAM_INTEGER, "0", "", "B, micro-batch size (0: from the trace's shapes)", NULL },
     { "seq", RV_PARAM_INTEGER, "0", "", "S, sequence length (0: from the trace's shapes)", NULL },
     { "hidden", RV_PARAM_INTEGER, "0", "", "H, hidden size (0: from the trace's shapes)", NULL },
+    { "embedding", RV_PARAM_CHOICE, "vocab", NULL,
+      "vocab: the embedding and output layer split by vocabulary (Megatron-LM's VocabParallelEmbedding), "
+      "an all-reduce after the lookup and after the head's input gradient; replicated: both whole on every GPU",
+      "vocab|replicated" },
     { NULL }
 };
 
@@ -97,12 +101,15 @@ static gboolean has_word(const char *text, const char *const *words)
 }
 
 /* What a kernel name says (bits), and what an operator says (bits). */
-enum { NAME_COMPUTE = 1, NAME_ATTENTION = 2 };
-enum { OP_COMPUTE = 1, OP_ATTENTION = 2, OP_NORM = 4, OP_SOFTMAX = 8, OP_ACTIVATION = 16 };
+enum { NAME_COMPUTE = 1, NAME_ATTENTION = 2, NAME_DROPOUT = 4 };
+enum { OP_COMPUTE = 1, OP_ATTENTION = 2, OP_NORM = 4, OP_SOFTMAX = 8, OP_ACTIVATION = 16, OP_DROPOUT = 32,
+       OP_EMBEDDING = 64 };
 
 static int kernel_name_bits(const char *name)
 {
-    return (rv_kernel_name_is_compute(name) ? NAME_COMPUTE : 0) | (rv_op_is_attention(name) ? NAME_ATTENTION : 0);
+    static const char *const dropout[] = { "dropout", NULL };
+    return (rv_kernel_name_is_compute(name) ? NAME_COMPUTE : 0) | (rv_op_is_attention(name) ? NAME_ATTENTION : 0) |
+           (has_word(name, dropout) ? NAME_DROPOUT : 0);
 }
 
 static int op_bits(const char *op)
@@ -110,9 +117,12 @@ static int op_bits(const char *op)
     static const char *const norms[] = { "norm", "aten::var", NULL };
     static const char *const softmax[] = { "softmax", NULL };
     static const char *const activations[] = { "gelu", "relu", "tanh", "sigmoid", "silu", NULL };
+    static const char *const dropout[] = { "dropout", NULL };
+    static const char *const embedding[] = { "embedding", NULL };
     return (rv_op_is_compute(op) ? OP_COMPUTE : 0) | (rv_op_is_attention(op) ? OP_ATTENTION : 0) |
            (has_word(op, norms) ? OP_NORM : 0) | (has_word(op, softmax) ? OP_SOFTMAX : 0) |
-           (has_word(op, activations) ? OP_ACTIVATION : 0);
+           (has_word(op, activations) ? OP_ACTIVATION : 0) | (has_word(op, dropout) ? OP_DROPOUT : 0) |
+           (has_word(op, embedding) ? OP_EMBEDDING : 0);
 }
 
 /* Each name read once: a step repeats the same few hundred (strings.h). */
@@ -144,6 +154,7 @@ static char token_of(token_memo *memo, const rv_task *task)
     if ((name & NAME_COMPUTE) ||
         ((op & OP_COMPUTE) && rv_kernel_classifier_classify(&memo->classes, task) == RV_KERNEL_HALF))
         return (op & OP_ATTENTION) || (name & NAME_ATTENTION) ? 'A' : 'L';
+    if (op & (OP_DROPOUT | OP_EMBEDDING)) return 0; /* not part of the block pattern (below) */
     if (op & OP_NORM) return 'N';
     if (op & OP_SOFTMAX) return 'S';
     if (op & OP_ACTIVATION) return 'G';
@@ -282,6 +293,11 @@ typedef struct {
     guint steps;
     guint allreduces;
     guint sliced;
+    guint between;                        /* sliced kernels of the attention core and activations */
+    guint softmax, activation, dropout;   /* of these: softmaxes, activations, dropouts */
+    guint embedding, head;                /* vocabulary-parallel: embedding and output-layer kernels */
+    gboolean vocabulary;                  /* embedding=vocab */
+    gboolean vocabulary_found;            /* this step's forward has an embedding lookup before its blocks */
     token_memo tokens;
     GHashTable *ranges_of;    /* token string -> its block ranges: steps repeat */
 } tp_state;
@@ -373,46 +389,99 @@ static GArray *block_ranges(tp_state *state, const GString *letters)
 }
 
 
-/* What a rank holds of a sliced block (memory.h): 1/degree of each linear
- * GEMM's weights (and so of their gradients and optimizer state), and of
- * the attention GEMMs' and softmaxes' tensors (each rank has 1/degree of
- * the heads).  The
- * linear layers' inputs and the block's norms and dropouts are replicated
- * on every rank, and stay (Korthikanti et al. 2022 count 10 of a layer's
- * 34 s*b*h activation bytes as replicated; this keeps all of a linear
- * layer's inputs, an upper bound). */
-static void shard_tensors(rv_graph *graph, const GArray *gemms, const GArray *scores, int64_t degree)
+/* What one phase of one step slices, as Megatron-LM splits a block and
+ * its vocabulary. */
+typedef struct {
+    GArray *sliced;       /* kernels whose work divides by the degree */
+    GArray *weights;      /* of these, calls whose parameters split: linear GEMMs, the embedding table */
+    GArray *activations;  /* of these, calls whose activations split: attention GEMMs, softmax, activation, dropout */
+} phase_cut;
+
+/* What a rank holds of what is sliced (memory.h): 1/degree of each linear
+ * GEMM's and the embedding's weights (and so of their gradients and
+ * optimizer state), and of the activations of the attention GEMMs,
+ * softmaxes, attention dropouts and the MLP's activation (each rank has
+ * 1/degree of the heads and of FC1's columns).  The linear layers' inputs
+ * and the block's norms and other dropouts are replicated on every rank,
+ * and stay (Korthikanti et al. 2022 count 10 of a layer's 34 s*b*h
+ * activation bytes as replicated; this keeps all of a linear layer's
+ * inputs, an upper bound). */
+static void shard_tensors(rv_graph *graph, const phase_cut *cut, int64_t degree)
 {
-    GArray *linear = g_array_new(FALSE, FALSE, sizeof(int32_t)), *attention = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    g_array_append_vals(attention, scores->data, scores->len);
-    for (guint i = 0; i < gemms->len; i++) {
-        int32_t id = g_array_index(gemms, int32_t, i);
-        const rv_task *task = rv_graph_task(graph, id);
-        const char *op = rv_strings_get(graph->strings, task->op);
-        gboolean batched = op && (strstr(op, "bmm") || strstr(op, "attention") || strstr(op, "baddbmm"));
-        g_array_append_val(batched ? attention : linear, id);
-    }
-    rv_memory_effect_add_for_tasks(graph, linear, RV_MEM_EFFECT_PARAM_SCALE, 1.0 / (double)degree, 0);
-    rv_memory_effect_add_for_tasks(graph, attention, RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / (double)degree, 0);
-    g_array_unref(linear);
-    g_array_unref(attention);
+    rv_memory_effect_add_for_tasks(graph, cut->weights, RV_MEM_EFFECT_PARAM_SCALE, 1.0 / (double)degree, 0);
+    rv_memory_effect_add_for_tasks(graph, cut->activations, RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / (double)degree, 0);
 }
 
-/* Slice the blocks' GEMMs of one phase and note where all-reduces go. */
-static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboolean forward, GArray *cuts)
+static void cut_add(phase_cut *cut, int32_t id, gboolean weights)
 {
-    GString *letters = g_string_new(NULL);
-    GArray *ids = tokenize(graph, &state->tokens, kernels, letters);
-    GArray *ranges = block_ranges(state, letters);
-    GArray *gemms = g_array_new(FALSE, FALSE, sizeof(int32_t)), *scores = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    g_array_append_val(cut->sliced, id);
+    g_array_append_val(weights ? cut->weights : cut->activations, id);
+}
+
+static gboolean batched_gemm(const rv_graph *graph, int32_t id)
+{
+    const char *op = rv_strings_get(graph->strings, rv_graph_task((rv_graph *)graph, id)->op);
+    return op && (strstr(op, "bmm") || strstr(op, "attention") || strstr(op, "baddbmm"));
+}
+
+/* Where each token sits in the phase's kernels (sorted). */
+static guint *token_positions(const GArray *kernels, const GArray *ids)
+{
+    guint *position = g_new(guint, MAX(ids->len, 1));
+    for (guint k = 0, next = 0; k < kernels->len && next < ids->len; k++)
+        if (g_array_index(kernels, int32_t, k) == g_array_index(ids, int32_t, next)) position[next++] = k;
+    return position;
+}
+
+static void count_sliced(tp_state *state, const rv_task *task, char letter)
+{
+    int op = rv_string_memo_get(&state->tokens.ops, task->op);
+    int name = rv_string_memo_get(&state->tokens.names, task->name);
+    state->softmax += letter == 'S';
+    state->activation += letter == 'G';
+    state->dropout += (op & OP_DROPOUT) || (name & NAME_DROPOUT);
+    state->between++;
+}
+
+/*
+ * A block as Megatron-LM splits it: each GPU has 1/degree of the attention
+ * heads and of FC1's columns.  So every GEMM of the block, everything
+ * between its first and last attention GEMM (the scores' scaling, masking,
+ * softmax and dropout, per head) and its activations (GeLU on FC1's
+ * columns) do 1/degree of the work.  The norms, residual adds and the
+ * dropouts after the row-parallel GEMMs' all-reduces are replicated and
+ * stay.  In the backward the same kernels run in reverse order.  Also
+ * notes where the all-reduces go and the first linear GEMM's activation size.
+ */
+static void cut_blocks(rv_graph *graph, tp_state *state, const GString *letters, const GArray *ids,
+                       const GArray *kernels, const GArray *ranges, gboolean forward, phase_cut *cut, GArray *cuts)
+{
+    guint *position = token_positions(kernels, ids);
     for (guint r = 0; r < ranges->len; r += 2) {
         guint from = g_array_index(ranges, guint, r), to = g_array_index(ranges, guint, r + 1);
-        for (guint i = from; i < to; i++)
-            if (letters->str[i] == 'L' || letters->str[i] == 'A') g_array_append_val(gemms, g_array_index(ids, int32_t, i));
-            else if (letters->str[i] == 'S') g_array_append_val(scores, g_array_index(ids, int32_t, i));
-        int32_t cut[2];
-        block_cut_points(letters, ids, from, to, cut);
-        for (int h = 0; h < 2; h++) if (cut[h] >= 0) g_array_append_val(cuts, cut[h]);
+        guint first_a = to, last_a = from;
+        for (guint i = from; i < to; i++) {
+            int32_t id = g_array_index(ids, int32_t, i);
+            char letter = letters->str[i];
+            if (letter == 'L' || letter == 'A') cut_add(cut, id, letter == 'L' && !batched_gemm(graph, id));
+            if (letter == 'G') {
+                cut_add(cut, id, FALSE);
+                count_sliced(state, rv_graph_task(graph, id), letter);
+            }
+            if (letter == 'A') { first_a = MIN(first_a, i); last_a = i; }
+        }
+        guint token = first_a + 1;
+        for (guint k = first_a < last_a ? position[first_a] + 1 : 1; first_a < last_a && k < position[last_a]; k++) {
+            int32_t id = g_array_index(kernels, int32_t, k);
+            gboolean is_token = token < ids->len && g_array_index(ids, int32_t, token) == id;
+            char letter = is_token ? letters->str[token++] : 0;
+            if (letter == 'L' || letter == 'A' || letter == 'G') continue; /* counted above */
+            cut_add(cut, id, FALSE);
+            count_sliced(state, rv_graph_task(graph, id), letter);
+        }
+        int32_t allreduce[2];
+        block_cut_points(letters, ids, from, to, allreduce);
+        for (int h = 0; h < 2; h++) if (allreduce[h] >= 0) g_array_append_val(cuts, allreduce[h]);
         for (guint i = from; forward && i < to; i++) {
             if (letters->str[i] != 'L') continue;
             int64_t elements = activation_elements(graph, g_array_index(ids, int32_t, i));
@@ -420,12 +489,77 @@ static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboo
             break;
         }
     }
-    rv_transform_scale(graph, gemms, 1.0 / (double)state->degree);
-    if (forward) shard_tensors(graph, gemms, scores, state->degree);
-    g_array_unref(scores);
-    state->sliced += gemms->len;
+    g_free(position);
+}
+
+/* The embedding lookup and its gradient work on the rank's 1/degree of the
+ * vocabulary.  Returns the forward's last embedding kernel before the
+ * first block (its output is all-reduced), or -1. */
+static int32_t cut_embedding(rv_graph *graph, tp_state *state, const GArray *ids, const GArray *kernels,
+                             const GArray *ranges, gboolean forward, phase_cut *cut)
+{
+    int32_t embedding = -1;
+    guint next = 0, first_block = g_array_index(ranges, guint, 0);
+    for (guint k = 0; k < kernels->len; k++) {
+        int32_t id = g_array_index(kernels, int32_t, k);
+        if (next < ids->len && g_array_index(ids, int32_t, next) == id) { next++; continue; }
+        const rv_task *task = rv_graph_task(graph, id);
+        if (!(rv_string_memo_get(&state->tokens.ops, task->op) & OP_EMBEDDING)) continue;
+        cut_add(cut, id, TRUE);
+        state->embedding++;
+        if (forward && next <= first_block) embedding = id;
+    }
+    return embedding;
+}
+
+/* The output layer, vocabulary-parallel when the embedding is: the GEMMs
+ * and softmax after the last block in the forward (logits, the loss's
+ * softmax over the vocabulary), before the first in the backward.  The
+ * backward's last such GEMM makes the head's input gradient, which is
+ * all-reduced: returned, or -1. */
+static int32_t cut_head(rv_graph *graph, tp_state *state, const GString *letters, const GArray *ids,
+                        const GArray *ranges, gboolean forward, phase_cut *cut)
+{
     guint blocks = ranges->len / 2;
-    g_array_unref(gemms);
+    guint from = forward ? g_array_index(ranges, guint, 2 * blocks - 1) : 0;
+    guint to = forward ? (guint)letters->len : g_array_index(ranges, guint, 0);
+    int32_t last = -1;
+    for (guint i = from; i < to; i++) {
+        char letter = letters->str[i];
+        if (letter != 'L' && letter != 'S') continue;
+        int32_t id = g_array_index(ids, int32_t, i);
+        cut_add(cut, id, letter == 'L' && !batched_gemm(graph, id));
+        state->head++;
+        if (letter == 'L') last = id;
+    }
+    return forward ? -1 : last;
+}
+
+/* Slice the blocks (and the vocabulary) of one phase and note where
+ * all-reduces go; returns the blocks found. */
+static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboolean forward, GArray *cuts)
+{
+    GString *letters = g_string_new(NULL);
+    GArray *ids = tokenize(graph, &state->tokens, kernels, letters);
+    GArray *ranges = block_ranges(state, letters);
+    phase_cut cut = { g_array_new(FALSE, FALSE, sizeof(int32_t)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
+                      g_array_new(FALSE, FALSE, sizeof(int32_t)) };
+    if (ranges->len > 0) {
+        cut_blocks(graph, state, letters, ids, kernels, ranges, forward, &cut, cuts);
+        int32_t embedding = state->vocabulary ? cut_embedding(graph, state, ids, kernels, ranges, forward, &cut) : -1;
+        /* an embedding of this step's forward, or any: the backward has its own gradient kernel */
+        if (forward) state->vocabulary_found = embedding >= 0;
+        if (embedding >= 0) g_array_append_val(cuts, embedding);
+        int32_t head = state->vocabulary_found ? cut_head(graph, state, letters, ids, ranges, forward, &cut) : -1;
+        if (head >= 0) g_array_append_val(cuts, head);
+    }
+    rv_transform_scale(graph, cut.sliced, 1.0 / (double)state->degree);
+    if (forward) shard_tensors(graph, &cut, state->degree);
+    state->sliced += cut.sliced->len;
+    guint blocks = ranges->len / 2;
+    g_array_unref(cut.sliced);
+    g_array_unref(cut.weights);
+    g_array_unref(cut.activations);
     g_array_unref(ranges);
     g_array_unref(ids);
     g_string_free(letters, TRUE);
@@ -473,6 +607,7 @@ static gboolean check_params(const rv_params *params, tp_state *state, GError **
                     "need 1 <= degree <= 4096, 0 < efficiency <= 1, 1 <= dtype_bytes <= 16 and batch, seq, hidden >= 0");
         return FALSE;
     }
+    state->vocabulary = strcmp(rv_params_string(params, "embedding"), "vocab") == 0;
     state->link = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"),
                                efficiency);
     return rv_link_check(&state->link, error);
@@ -484,11 +619,19 @@ static void write_notes(const tp_state *state, GString *notes)
     char *bw = rv_format_bandwidth(state->link.bandwidth_Bps);
     g_string_append_printf(notes,
                            "    found %u Transformer blocks per step in the forward, %u in the backward (%u steps)\n"
-                           "    sliced %u GEMM and optimizer kernels by 1/%" G_GINT64_FORMAT "; inserted %u all-reduces "
-                           "of %s, %s each (ring over %" G_GINT64_FORMAT " GPUs at %s)\n",
+                           "    sliced %u kernels by 1/%" G_GINT64_FORMAT ": the blocks' GEMMs, the optimizer's, and %u "
+                           "of the attention core and activations (%u softmax, %u activation, %u dropout)\n",
                            state->steps ? state->blocks[0] / state->steps : 0,
                            state->steps ? state->blocks[1] / state->steps : 0, state->steps, state->sliced,
-                           state->degree, state->allreduces, size, each, state->degree, bw);
+                           state->degree, state->between, state->softmax, state->activation, state->dropout);
+    if (state->embedding > 0)
+        g_string_append_printf(notes, "    vocabulary-parallel: %u embedding and %u output-layer kernels sliced\n",
+                               state->embedding, state->head);
+    else if (state->vocabulary)
+        g_string_append(notes, "    no embedding lookup (an operator named embedding) before the blocks: the "
+                               "embedding and output layer stay whole\n");
+    g_string_append_printf(notes, "    inserted %u all-reduces of %s, %s each (ring over %" G_GINT64_FORMAT
+                           " GPUs at %s)\n", state->allreduces, size, each, state->degree, bw);
     g_free(size); g_free(each); g_free(bw);
 }
 
