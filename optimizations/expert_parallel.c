@@ -57,7 +57,6 @@
 #include "reverie/inserted.h"
 #include "reverie/memory.h"
 #include "reverie/recost.h"
-#include "reverie/shapes.h"
 #include "reverie/stats.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
@@ -112,25 +111,6 @@ typedef struct {
 
 /* ---- finding the FFNs --------------------------------------------------------- */
 
-/* FC1's output width from its Input Dims: the weight's other extent
- * (addmm's input 2 is [H, F], linear's input 1 is [F, H]); 0 if unknown. */
-static int64_t gemm_width(const rv_graph *graph, int32_t task)
-{
-    int64_t hidden, width = 0;
-    rv_shapes shapes;
-    if (rv_block_gemm_input(graph, task, &hidden) <= 0 || hidden <= 0 || !rv_shapes_of_task(graph, task, &shapes))
-        return 0;
-    const char *op = rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).op);
-    gboolean addmm = op && strstr(op, "addmm");
-    guint weight = addmm ? 2 : 1;
-    if (rv_shapes_rank(&shapes, weight) == 2) {
-        int64_t a = rv_shapes_extent(&shapes, weight, 0), b = rv_shapes_extent(&shapes, weight, 1);
-        width = addmm ? (a == hidden ? b : 0) : (b == hidden ? a : 0);
-    }
-    rv_shapes_clear(&shapes);
-    return width;
-}
-
 /* Note the FFN of block b (its MLP half) in one phase. */
 static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *blocks, const GArray *kernels, guint b,
                      gboolean forward)
@@ -153,10 +133,12 @@ static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *bloc
         if (token && !rv_block_gemm_batched(graph, id)) g_array_append_val(state->forward_weights, id);
     }
     if (!forward) return;
-    int64_t hidden, elements = rv_block_gemm_input(graph, span.first, &hidden), width = gemm_width(graph, span.first);
-    if (elements > 0) g_array_append_val(state->inputs, elements);
-    if (hidden > 0) g_array_append_val(state->hiddens, hidden);
-    if (width > 0) g_array_append_val(state->widths, width);
+    rv_gemm_dims dims;
+    if (!rv_block_gemm_dims(graph, span.first, &dims)) return;
+    int64_t elements = dims.tokens * dims.hidden;
+    g_array_append_val(state->inputs, elements);
+    g_array_append_val(state->hiddens, dims.hidden);
+    if (dims.out > 0) g_array_append_val(state->widths, dims.out);
 }
 
 static void find_ffns(rv_graph *graph, expert_state *state)

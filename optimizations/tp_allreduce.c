@@ -199,8 +199,11 @@ static void cut_blocks(rv_graph *graph, tp_state *state, const rv_blocks *blocks
         for (int h = 0; h < 2; h++) if (allreduce[h] >= 0) g_array_append_val(cuts, allreduce[h]);
         for (guint i = from; forward && i < to; i++) {
             if (letters[i] != 'L') continue;
-            int64_t elements = rv_block_gemm_input(graph, rv_blocks_token(blocks, i), NULL);
-            if (elements > 0) g_array_append_val(state->activation_elements, elements);
+            rv_gemm_dims dims;
+            if (rv_block_gemm_dims(graph, rv_blocks_token(blocks, i), &dims)) {
+                int64_t elements = dims.tokens * dims.hidden;
+                g_array_append_val(state->activation_elements, elements);
+            }
             break;
         }
     }

@@ -7,7 +7,8 @@
  * models have no fixed operator sequence.  So the phase's GPU kernels, in
  * recorded order, become a token string - L for a linear GEMM (one per
  * GEMM kernel, by kernel name: an operator's epilogue kernels do not
- * count), A for an attention / batched GEMM, N for a norm, S for a softmax,
+ * count), A for an attention / batched GEMM or a fused attention kernel
+ * (FlashAttention), N for a norm, S for a softmax,
  * G for an activation - and the blocks are the repeats of that string: the
  * k-gram (4 <= k <= 48, holding at least one L and one A) whose
  * non-overlapping occurrences are evenly spaced (largest gap <= 1.5x the
@@ -77,10 +78,18 @@ int rv_block_finder_traits(rv_block_finder *finder, const rv_task *task);
 
 /* A batched (attention) GEMM by its operator: bmm, baddbmm, attention. */
 gboolean rv_block_gemm_batched(const rv_graph *graph, int32_t task);
-/* The activation entering a linear GEMM from its Input Dims (B*S x H for a
- * block's first: addmm's input 1, the others' input 0): its elements, and
- * in *hidden (may be NULL) its last extent; 0 when the shapes do not say. */
-int64_t rv_block_gemm_input(const rv_graph *graph, int32_t task, int64_t *hidden);
+/* A linear GEMM's sizes from its Input Dims, by their layout - addmm
+ * [bias, x, W[K, N]], linear [x, W[N, K], bias], mm and matmul [x, W[K, N]]
+ * - whatever the operator's name (the dims are the launch's outermost
+ * operator's).  FALSE when the shapes do not say. */
+typedef struct {
+    int64_t tokens;       /* rows of the activation x: B*S for a block's first GEMM */
+    int64_t hidden;       /* its last extent, K (H for a block's first GEMM) */
+    int64_t out;          /* the output width N; 0 where the weight does not say */
+    int64_t weights;      /* elements of the weight and bias */
+    int64_t batch, seq;   /* x of rank 3, [B, S, H]: B and S; else 0 */
+} rv_gemm_dims;
+gboolean rv_block_gemm_dims(const rv_graph *graph, int32_t task, rv_gemm_dims *out);
 
 G_END_DECLS
 

@@ -4,6 +4,7 @@
  * cut points, and the activation entering a block's first GEMM.
  */
 #include "reverie/blocks.h"
+#include "reverie/costmodel.h"
 #include "reverie/kernels.h"
 #include "reverie/shapes.h"
 #include "reverie/strings.h"
@@ -15,8 +16,6 @@
 
 /* ---- tokens ----------------------------------------------------------- */
 
-static const char *text_of(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
-
 static gboolean has_word(const char *text, const char *const *words)
 {
     char *lower = g_ascii_strdown(text, -1);
@@ -27,7 +26,7 @@ static gboolean has_word(const char *text, const char *const *words)
 }
 
 /* What a kernel name says (bits), and what an operator says (bits). */
-enum { NAME_COMPUTE = 1, NAME_ATTENTION = 2, NAME_DROPOUT = 4 };
+enum { NAME_COMPUTE = 1, NAME_ATTENTION = 2, NAME_DROPOUT = 4, NAME_FUSED_ATTENTION = 8 };
 enum { OP_COMPUTE = 1, OP_ATTENTION = 2, OP_NORM = 4, OP_SOFTMAX = 8, OP_ACTIVATION = 16, OP_DROPOUT = 32,
        OP_EMBEDDING = 64 };
 
@@ -35,7 +34,7 @@ static int kernel_name_bits(const char *name)
 {
     static const char *const dropout[] = { "dropout", NULL };
     return (rv_kernel_name_is_compute(name) ? NAME_COMPUTE : 0) | (rv_op_is_attention(name) ? NAME_ATTENTION : 0) |
-           (has_word(name, dropout) ? NAME_DROPOUT : 0);
+           (has_word(name, dropout) ? NAME_DROPOUT : 0) | (rv_cost_name_is_fused_attention(name) ? NAME_FUSED_ATTENTION : 0);
 }
 
 static int op_bits(const char *op)
@@ -84,8 +83,15 @@ void rv_block_finder_free(rv_block_finder *memo)
 int rv_block_finder_traits(rv_block_finder *memo, const rv_task *task)
 {
     int op = rv_string_memo_get(&memo->ops, task->op), name = rv_string_memo_get(&memo->names, task->name);
+    /* the layer is the innermost module, or without one the outermost
+     * operator (aten::embedding over an index_select): torch.nn.Embedding
+     * or the operator counts, not a module that holds an embedding among
+     * norms and dropouts (BertEmbeddings) */
+    const char *layer = task->layer > 0 ? rv_strings_get(memo->graph->strings, task->layer) : "";
+    gboolean embedding = (op & OP_EMBEDDING) || g_str_has_prefix(layer, "nn.Module: Embedding") ||
+                         (g_str_has_prefix(layer, "aten::") && (rv_string_memo_get(&memo->ops, task->layer) & OP_EMBEDDING));
     return ((op & OP_DROPOUT) || (name & NAME_DROPOUT) ? RV_BLOCK_TRAIT_DROPOUT : 0) |
-           (op & OP_EMBEDDING ? RV_BLOCK_TRAIT_EMBEDDING : 0);
+           (embedding ? RV_BLOCK_TRAIT_EMBEDDING : 0);
 }
 
 /* One letter per kernel that shapes a block, 0 for the rest: a GEMM kernel
@@ -97,6 +103,7 @@ static char token_of(token_memo *memo, const rv_task *task)
     if ((name & NAME_COMPUTE) ||
         ((op & OP_COMPUTE) && rv_kernel_classifier_classify(&memo->classes, task) == RV_KERNEL_HALF))
         return (op & OP_ATTENTION) || (name & NAME_ATTENTION) ? 'A' : 'L';
+    if (name & NAME_FUSED_ATTENTION) return 'A'; /* FlashAttention and the like: the block's attention in one kernel */
     if (op & (OP_DROPOUT | OP_EMBEDDING)) return 0; /* not part of the block pattern (below) */
     if (op & OP_NORM) return 'N';
     if (op & OP_SOFTMAX) return 'S';
@@ -245,20 +252,36 @@ gboolean rv_block_gemm_batched(const rv_graph *graph, int32_t task)
     return op && (strstr(op, "bmm") || strstr(op, "attention") || strstr(op, "baddbmm"));
 }
 
-int64_t rv_block_gemm_input(const rv_graph *graph, int32_t task, int64_t *hidden)
+/* The layout is read from the shapes, not the operator's name: a launch's
+ * Input Dims are its outermost operator's (aten::linear), its op the
+ * innermost (aten::addmm), and they need not agree. */
+gboolean rv_block_gemm_dims(const rv_graph *graph, int32_t task, rv_gemm_dims *out)
 {
+    memset(out, 0, sizeof *out);
     rv_shapes shapes;
-    int64_t elements = 0;
-    if (hidden) *hidden = 0;
-    if (rv_shapes_of_task(graph, task, &shapes)) {
-        gboolean addmm = strstr(text_of(graph, g_array_index(graph->tasks, rv_task, task).op), "addmm") != NULL;
-        guint input = addmm ? 1 : 0;
-        elements = rv_shapes_elements(&shapes, input);
-        guint rank = rv_shapes_rank(&shapes, input);
-        if (hidden && rank > 0) *hidden = rv_shapes_extent(&shapes, input, rank - 1);
+    if (!rv_shapes_of_task(graph, task, &shapes)) {
+        rv_shapes_clear(&shapes);
+        return FALSE;
+    }
+    gboolean addmm = rv_shapes_rank(&shapes, 0) == 1 && rv_shapes_rank(&shapes, 1) == 2 && rv_shapes_rank(&shapes, 2) == 2;
+    guint x = addmm ? 1 : 0, w = addmm ? 2 : 1, bias = addmm ? 0 : 2;
+    guint rank = rv_shapes_rank(&shapes, x);
+    gboolean ok = rank >= 2 && rv_shapes_rank(&shapes, w) == 2;
+    if (ok) {
+        out->hidden = rv_shapes_extent(&shapes, x, rank - 1);
+        out->tokens = rv_shapes_elements(&shapes, x) / MAX(out->hidden, 1);
+        if (rank == 3) {
+            out->batch = rv_shapes_extent(&shapes, x, 0);
+            out->seq = rv_shapes_extent(&shapes, x, 1);
+        }
+        int64_t w0 = rv_shapes_extent(&shapes, w, 0), w1 = rv_shapes_extent(&shapes, w, 1);
+        /* addmm and mm take W as [K, N]; linear as [N, K] */
+        out->out = !addmm && w1 == out->hidden ? w0 : w0 == out->hidden ? w1 : 0;
+        out->weights = rv_shapes_elements(&shapes, w) + (rv_shapes_rank(&shapes, bias) == 1 ? rv_shapes_elements(&shapes, bias) : 0);
+        ok = out->hidden > 0 && out->tokens > 0;
     }
     rv_shapes_clear(&shapes);
-    return elements;
+    return ok;
 }
 
 /* Linear GEMMs of tokens [from, to): the last of each half gets an all-reduce. */
