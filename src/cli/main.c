@@ -27,6 +27,8 @@ static const rv_command commands[] = {
       rv_cmd_calibrate },
     { "memory", "a step's GPU memory at its peak: estimated from shapes, recorded, and whether it fits (--gpu)",
       rv_cmd_memory },
+    { "plan", "how to split the job over N GPUs: tensor x pipeline x data, ZeRO, micro-batches, checkpointing that fit",
+      rv_cmd_plan },
     { "seqpoint", "a sequence model's epoch from a few representative iterations (SeqPoint): which, and the projection",
       rv_cmd_seqpoint },
     { "sweep", "many what-ifs in one run: --vary NAME.PARAM=LIST, CSV or JSON Lines", rv_cmd_sweep },
