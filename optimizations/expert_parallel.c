@@ -45,7 +45,8 @@
  * padding, dropped tokens and the all-to-all's dependence on how tokens
  * spread over nodes are not modelled.  The dense layers' data-parallel
  * all-reduce is ddp's to add (it would count the experts' gradients too,
- * an overestimate).  experts=1 and gpus=1 leave the graph unchanged.
+ * an overestimate).  experts=1,gpus=1,top_k=1 (one expert: the dense FFN)
+ * leaves the graph unchanged.
  */
 #include "reverie/plugin.h"
 #include "reverie/blocks.h"
