@@ -8,8 +8,9 @@
  *   reverie whatif trace.json.gz --opt expert-parallel:experts=8,gpus=8,top_k=1 --opt fused-collective
  *
  * MODEL.  The blocks are found as tp-allreduce finds them (blocks.h); a
- * block's FFN is its MLP half, FC1 .. FC2 with every kernel between (in the
- * backward the same kernels, reversed, open the block).  Each GPU keeps
+ * block's FFN is its last two linear GEMMs, FC1 .. FC2, with every kernel
+ * between (in the backward their gradients, reversed, open the block).  A
+ * gated FFN (SwiGLU: gate, up, down) is taken as its last two.  Each GPU keeps
  * its T tokens (data parallel over the G GPUs) and holds E/G experts, each
  * the size of the dense FFN.  A router sends each token to its top_k
  * experts, each expert taking at most capacity x its fair share (tokens
@@ -107,20 +108,59 @@ typedef struct {
     GArray *inputs, *hiddens;  /* int64 per block, from shapes */
     GArray *widths;            /* int64 per block: FC1's output width, from shapes */
     guint blocks[2], steps, inserted_kernels, all_to_alls;
+    guint forward_linear;      /* linear GEMMs of a forward block */
     rv_block_finder *finder;
 } expert_state;
 
 /* ---- finding the FFNs --------------------------------------------------------- */
 
-/* Note the FFN of block b (its MLP half) in one phase. */
+/* Block b's linear GEMMs (token positions), in order. */
+static GArray *linear_tokens(const rv_blocks *blocks, guint b)
+{
+    GArray *linear = g_array_new(FALSE, FALSE, sizeof(guint));
+    for (guint i = rv_blocks_from(blocks, b); i < rv_blocks_to(blocks, b); i++)
+        if (blocks->letters->str[i] == 'L') g_array_append_val(linear, i);
+    return linear;
+}
+
+/*
+ * The FFN of block b, as token positions [*from, *to]: in the forward its
+ * last two linear GEMMs (FC1, FC2); in the backward, which runs the MLP's
+ * gradients first, its first linear GEMMs, as many as the forward's two
+ * make there (each linear layer's gradients are one or two GEMM kernels:
+ * the backward's linear GEMMs over the forward's).  FALSE for a block of
+ * fewer than three linear GEMMs (no attention projection besides an MLP).
+ */
+static gboolean ffn_tokens(const rv_blocks *blocks, guint b, gboolean forward, expert_state *state, guint *from,
+                           guint *to)
+{
+    GArray *linear = linear_tokens(blocks, b);
+    gboolean ok = FALSE;
+    if (forward && linear->len >= 3) {
+        state->forward_linear = linear->len;
+        *from = g_array_index(linear, guint, linear->len - 2);
+        *to = g_array_index(linear, guint, linear->len - 1);
+        ok = TRUE;
+    } else if (!forward && state->forward_linear >= 3) {
+        guint per_layer = MAX(1, (linear->len + state->forward_linear / 2) / state->forward_linear);
+        guint take = MIN(2 * per_layer, linear->len);
+        ok = take >= 2;
+        if (ok) {
+            *from = g_array_index(linear, guint, 0);
+            *to = g_array_index(linear, guint, take - 1);
+        }
+    }
+    g_array_unref(linear);
+    return ok;
+}
+
+/* Note the FFN of block b in one phase: its kernels, FC1 .. FC2 and every one between. */
 static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *blocks, const GArray *kernels, guint b,
                      gboolean forward)
 {
-    guint half[2][2];
-    int halves = rv_blocks_halves(blocks, b, half);
-    if (halves < 2) return;
-    int h = forward ? 1 : 0;  /* the backward runs the MLP's gradients first */
-    guint first = blocks->positions[half[h][0]], last = blocks->positions[half[h][1]];
+    guint from, to;
+    if (!ffn_tokens(blocks, b, forward, state, &from, &to)) return;
+    guint first = blocks->positions[from], last = blocks->positions[to];
     ffn_span span = { g_array_index(kernels, int32_t, first), g_array_index(kernels, int32_t, last),
                       forward ? RV_PHASE_FORWARD : RV_PHASE_BACKWARD };
     g_array_append_val(state->spans, span);
@@ -130,7 +170,7 @@ static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *bloc
         if (!forward) continue;
         g_array_append_val(state->forward_calls, id);
         gboolean token = FALSE;
-        for (guint i = half[h][0]; i <= half[h][1]; i++) token = token || rv_blocks_token(blocks, i) == id;
+        for (guint i = from; i <= to; i++) token = token || (blocks->letters->str[i] == 'L' && rv_blocks_token(blocks, i) == id);
         if (token && !rv_block_gemm_batched(graph, id)) g_array_append_val(state->forward_weights, id);
     }
     if (!forward) return;
@@ -406,8 +446,8 @@ static gboolean expert_run(rv_graph *graph, const rv_params *params, expert_stat
         return FALSE;
     }
     if (state->spans->len == 0) {
-        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the blocks found have one linear GEMM each: no FFN (FC1 .. FC2) to "
-                    "split into experts");
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the blocks found have fewer than three linear GEMMs each: no "
+                    "FFN (FC1 .. FC2) beside the attention's projections to split into experts");
         return FALSE;
     }
     if (!sizes(graph, params, state, error)) return FALSE;
