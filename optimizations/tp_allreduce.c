@@ -5,33 +5,29 @@
  *   reverie whatif trace.json.gz --opt 'tp-allreduce:degree=4'
  *   reverie whatif trace.json.gz --opt 'tp-allreduce:degree=8,batch=8,seq=512,hidden=1024'
  *
- * The model (per Transformer block, TP = degree):
+ * The model (per Transformer block, TP = degree), as Megatron-LM splits it:
  *   - every GEMM of the block - QKV, attention output projection, FC1, FC2
  *     and the attention GEMMs - does 1/TP of the work (eqs 1-3), so its
- *     kernels' durations divide by degree; so do the optimizer's kernels
- *     (each rank updates 1/TP of the weights).  Elementwise kernels,
- *     LayerNorm and dropout are replicated and stay as they are;
+ *     kernels' durations divide by degree; so do the kernels between the
+ *     block's first and last attention GEMM (scaling, masking, softmax,
+ *     dropout over 1/TP of the heads), its activations (GeLU over 1/TP of
+ *     FC1's columns) and the optimizer's kernels (each rank updates 1/TP of
+ *     the weights).  Norms, residual adds and the dropouts after the
+ *     row-parallel GEMMs are replicated and stay as they are;
  *   - four serialized all-reduces of B*S*H*dtype_bytes bytes (eq 5): in the
  *     forward after the attention output projection and after FC2, in the
  *     backward after FC1's and after QKV's input gradient.  Each is a ring
  *     all-reduce over `degree` GPUs (comm.h) inserted on the compute stream
- *     right after its GEMM, so the next kernel waits for it.
+ *     right after its GEMM, so the next kernel waits for it;
+ *   - with embedding=vocab, the vocabulary split (VocabParallelEmbedding):
+ *     kernels of operators named embedding (the lookup and its gradient)
+ *     and the output layer (the GEMMs and softmax after the last block in
+ *     the forward, before the first in the backward) divide by degree, when
+ *     the forward has an embedding lookup before its blocks; an all-reduce
+ *     follows the lookup and the head's input gradient.  The parallel
+ *     cross-entropy's small all-reduces (a few floats per token) are left out.
  *
- * Finding the blocks.  The traces reverie sees rarely say where a block
- * begins: module tags name only the innermost module ("Linear_3"), and
- * compiled or custom models have no fixed operator sequence.  So a step's
- * GPU kernels of one phase become a token string - L for a linear GEMM
- * (one per GEMM kernel, by kernel name: an operator's epilogue kernels
- * do not count, though they are sliced with it), A
- * for an attention / batched GEMM, N for a norm, S for softmax, G for an
- * activation - and the blocks are the repeats of that string: the k-gram
- * (4 <= k <= 48, holding at least one L and one A) whose non-overlapping
- * occurrences are evenly spaced (largest gap <= 1.5x the smallest) and
- * score best: tokens covered times how alike neighbouring blocks are (the
- * overlap of their letter counts, which tells whole blocks from halves);
- * among near-ties (within 5%) more occurrences win, then the longer gram.  Block i runs from occurrence i
- * to occurrence i+1 (the last block is as long as the mean spacing).  A
- * model with no attention GEMM has no block and the plugin says so.
+ * Finding the blocks: blocks.h, from the repeats of the kernel pattern.
  *
  * Placement inside a block is approximate: a block's linear GEMMs are cut
  * in half (attention part, MLP part) and an all-reduce follows the last
@@ -54,14 +50,13 @@
  * GEMMs again would count the degree twice.
  */
 #include "reverie/plugin.h"
+#include "reverie/blocks.h"
 #include "reverie/checked.h"
 #include "reverie/validate.h"
 #include "reverie/comm.h"
 #include "reverie/error.h"
-#include "reverie/kernels.h"
 #include "reverie/memory.h"
 #include "reverie/recost.h"
-#include "reverie/shapes.h"
 #include "reverie/stats.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
@@ -77,198 +72,12 @@ static const rv_param_spec tp_params[] = {
     { "batch", RV_PARAM_INTEGER, "0", "", "B, micro-batch size (0: from the trace's shapes)", NULL },
     { "seq", RV_PARAM_INTEGER, "0", "", "S, sequence length (0: from the trace's shapes)", NULL },
     { "hidden", RV_PARAM_INTEGER, "0", "", "H, hidden size (0: from the trace's shapes)", NULL },
+    { "embedding", RV_PARAM_CHOICE, "vocab", NULL,
+      "vocab: the embedding and output layer split by vocabulary (Megatron-LM's VocabParallelEmbedding), "
+      "an all-reduce after the lookup and after the head's input gradient; replicated: both whole on every GPU",
+      "vocab|replicated" },
     { NULL }
 };
-
-#define MIN_GRAM 4
-#define MAX_GRAM 48
-
-/* ---- tokens ----------------------------------------------------------- */
-
-static const char *text_of(const rv_graph *graph, int32_t id) { return id > 0 ? rv_strings_get(graph->strings, id) : ""; }
-
-static gboolean has_word(const char *text, const char *const *words)
-{
-    char *lower = g_ascii_strdown(text, -1);
-    gboolean yes = FALSE;
-    for (; *words && !yes; words++) yes = strstr(lower, *words) != NULL;
-    g_free(lower);
-    return yes;
-}
-
-/* What a kernel name says (bits), and what an operator says (bits). */
-enum { NAME_COMPUTE = 1, NAME_ATTENTION = 2 };
-enum { OP_COMPUTE = 1, OP_ATTENTION = 2, OP_NORM = 4, OP_SOFTMAX = 8, OP_ACTIVATION = 16 };
-
-static int kernel_name_bits(const char *name)
-{
-    return (rv_kernel_name_is_compute(name) ? NAME_COMPUTE : 0) | (rv_op_is_attention(name) ? NAME_ATTENTION : 0);
-}
-
-static int op_bits(const char *op)
-{
-    static const char *const norms[] = { "norm", "aten::var", NULL };
-    static const char *const softmax[] = { "softmax", NULL };
-    static const char *const activations[] = { "gelu", "relu", "tanh", "sigmoid", "silu", NULL };
-    return (rv_op_is_compute(op) ? OP_COMPUTE : 0) | (rv_op_is_attention(op) ? OP_ATTENTION : 0) |
-           (has_word(op, norms) ? OP_NORM : 0) | (has_word(op, softmax) ? OP_SOFTMAX : 0) |
-           (has_word(op, activations) ? OP_ACTIVATION : 0);
-}
-
-/* Each name read once: a step repeats the same few hundred (strings.h). */
-typedef struct {
-    rv_string_memo names, ops;
-    rv_kernel_classifier classes;
-} token_memo;
-
-static void token_memo_init(token_memo *memo, const rv_graph *graph)
-{
-    rv_string_memo_init(&memo->names, graph->strings, kernel_name_bits);
-    rv_string_memo_init(&memo->ops, graph->strings, op_bits);
-    rv_kernel_classifier_init(&memo->classes, graph);
-}
-
-static void token_memo_clear(token_memo *memo)
-{
-    rv_string_memo_clear(&memo->names);
-    rv_string_memo_clear(&memo->ops);
-    rv_kernel_classifier_clear(&memo->classes);
-}
-
-/* One letter per kernel that shapes a block, 0 for the rest: a GEMM kernel
- * (or a half-precision kernel of a GEMM operator) is A when it or its
- * operator is attention, else L. */
-static char token_of(token_memo *memo, const rv_task *task)
-{
-    int name = rv_string_memo_get(&memo->names, task->name), op = rv_string_memo_get(&memo->ops, task->op);
-    if ((name & NAME_COMPUTE) ||
-        ((op & OP_COMPUTE) && rv_kernel_classifier_classify(&memo->classes, task) == RV_KERNEL_HALF))
-        return (op & OP_ATTENTION) || (name & NAME_ATTENTION) ? 'A' : 'L';
-    if (op & OP_NORM) return 'N';
-    if (op & OP_SOFTMAX) return 'S';
-    if (op & OP_ACTIVATION) return 'G';
-    return 0;
-}
-
-/* ---- block detection ---------------------------------------------------- */
-
-typedef struct {
-    GArray *starts;   /* token positions of the occurrences */
-    double score;     /* tokens spanned by the blocks x their likeness */
-    guint gram;       /* k */
-} block_pattern;
-
-#define LETTERS "LANSG"
-
-static double mean_spacing(const GArray *starts)
-{
-    guint c = starts->len;
-    return (double)(g_array_index(starts, guint, c - 1) - g_array_index(starts, guint, 0)) / (c - 1);
-}
-
-/* Evenly spaced?  Largest gap at most 1.5x the smallest. */
-static gboolean evenly_spaced(const GArray *starts)
-{
-    guint smallest = G_MAXUINT, largest = 0;
-    for (guint i = 1; i < starts->len; i++) {
-        guint gap = g_array_index(starts, guint, i) - g_array_index(starts, guint, i - 1);
-        smallest = MIN(smallest, gap);
-        largest = MAX(largest, gap);
-    }
-    return largest * 2 <= smallest * 3;
-}
-
-/* End of block b: the next occurrence, or one mean spacing on for the last. */
-static guint block_end(const GArray *starts, guint b, guint n)
-{
-    if (b + 1 < starts->len) return g_array_index(starts, guint, b + 1);
-    return MIN(n, g_array_index(starts, guint, b) + (guint)(mean_spacing(starts) + 0.5));
-}
-
-static void count_letters(const char *tokens, guint from, guint to, guint counts[sizeof LETTERS])
-{
-    memset(counts, 0, sizeof(guint) * sizeof LETTERS);
-    for (guint i = from; i < to; i++) counts[strchr(LETTERS, tokens[i]) - LETTERS]++;
-}
-
-/*
- * How alike the blocks are: the worst overlap of the letter counts of two
- * neighbouring blocks.  Half a block (attention half, MLP half) repeats as
- * evenly as a whole one but its halves do not look alike; whole blocks do.
- */
-static double likeness(const char *tokens, guint n, const GArray *starts)
-{
-    double worst = 1.0;
-    guint previous[sizeof LETTERS], current[sizeof LETTERS];
-    for (guint b = 0; b < starts->len; b++) {
-        count_letters(tokens, g_array_index(starts, guint, b), block_end(starts, b, n), current);
-        if (b > 0) {
-            guint shared = 0, total_a = 0, total_b = 0;
-            for (guint x = 0; x < sizeof LETTERS - 1; x++) {
-                shared += MIN(previous[x], current[x]);
-                total_a += previous[x];
-                total_b += current[x];
-            }
-            worst = MIN(worst, (double)shared / MAX(1, MAX(total_a, total_b)));
-        }
-        memcpy(previous, current, sizeof current);
-    }
-    return worst;
-}
-
-static gboolean better(const block_pattern *candidate, const block_pattern *best)
-{
-    if (best->starts == NULL) return TRUE;
-    if (candidate->score > best->score * 1.05) return TRUE;
-    if (candidate->score < best->score * 0.95) return FALSE;
-    if (candidate->starts->len != best->starts->len) return candidate->starts->len > best->starts->len;
-    return candidate->gram > best->gram;
-}
-
-/* Non-overlapping occurrences of every k-gram holding an L and an A. */
-static GHashTable *occurrences(const char *tokens, guint n, guint k)
-{
-    GHashTable *table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
-    for (guint i = 0; i + k <= n; i++) {
-        char *gram = g_strndup(tokens + i, k);
-        if (!strchr(gram, 'A') || !strchr(gram, 'L')) { g_free(gram); continue; }
-        GArray *starts = g_hash_table_lookup(table, gram);
-        if (starts == NULL) {
-            starts = g_array_new(FALSE, FALSE, sizeof(guint));
-            g_hash_table_insert(table, gram, starts);
-        } else {
-            g_free(gram);
-        }
-        if (starts->len == 0 || i - g_array_index(starts, guint, starts->len - 1) >= k) g_array_append_val(starts, i);
-    }
-    return table;
-}
-
-/* The best repeat of the token string, or starts == NULL if there is none. */
-static block_pattern find_blocks(const char *tokens, guint n)
-{
-    block_pattern best = { NULL, 0, 0 };
-    for (guint k = MIN_GRAM; k <= MAX_GRAM && 2 * k <= n; k++) {
-        GHashTable *table = occurrences(tokens, n, k);
-        GHashTableIter iter;
-        gpointer key, value;
-        g_hash_table_iter_init(&iter, table);
-        while (g_hash_table_iter_next(&iter, &key, &value)) {
-            GArray *starts = value;
-            if (starts->len < 2 || !evenly_spaced(starts)) continue;
-            double spacing = mean_spacing(starts);
-            double tail = MIN(spacing, (double)(n - g_array_index(starts, guint, starts->len - 1)));
-            double coverage = (starts->len - 1) * spacing + tail;
-            block_pattern candidate = { starts, coverage * likeness(tokens, n, starts), k };
-            if (!better(&candidate, &best)) continue;
-            if (best.starts) g_array_unref(best.starts);
-            best = candidate;
-            best.starts = g_array_ref(starts);
-        }
-        g_hash_table_destroy(table);
-    }
-    return best;
-}
 
 /* ---- one phase of one step ---------------------------------------------- */
 
@@ -282,52 +91,13 @@ typedef struct {
     guint steps;
     guint allreduces;
     guint sliced;
-    token_memo tokens;
-    GHashTable *ranges_of;    /* token string -> its block ranges: steps repeat */
+    guint between;                        /* sliced kernels of the attention core and activations */
+    guint softmax, activation, dropout;   /* of these: softmaxes, activations, dropouts */
+    guint embedding, head;                /* vocabulary-parallel: embedding and output-layer kernels */
+    gboolean vocabulary;                  /* embedding=vocab */
+    gboolean vocabulary_found;            /* this step's forward has an embedding lookup before its blocks */
+    rv_block_finder *finder;
 } tp_state;
-
-/* The kernels that carry a token, in recorded order, and their letters. */
-static GArray *tokenize(rv_graph *graph, token_memo *memo, GArray *kernels, GString *letters)
-{
-    g_array_sort_with_data(kernels, rv_task_compare_recorded, graph);
-    GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    for (guint i = 0; i < kernels->len; i++) {
-        int32_t id = g_array_index(kernels, int32_t, i);
-        char letter = token_of(memo, rv_graph_task(graph, id));
-        if (letter == 0) continue;
-        g_string_append_c(letters, letter);
-        g_array_append_val(ids, id);
-    }
-    return ids;
-}
-
-/* Activation elements entering a linear GEMM (B*S*H for a block's first). */
-static int64_t activation_elements(const rv_graph *graph, int32_t task)
-{
-    rv_shapes shapes;
-    int64_t elements = 0;
-    if (rv_shapes_of_task(graph, task, &shapes)) {
-        gboolean addmm = strstr(text_of(graph, rv_graph_task((rv_graph *)graph, task)->op), "addmm") != NULL;
-        elements = rv_shapes_elements(&shapes, addmm ? 1 : 0);
-    }
-    rv_shapes_clear(&shapes);
-    return elements;
-}
-
-/* Linear GEMMs of tokens [from, to): the last of each half gets an all-reduce. */
-static void block_cut_points(const GString *letters, const GArray *ids, guint from, guint to, int32_t cut[2])
-{
-    guint linear = 0, seen = 0;
-    for (guint i = from; i < to; i++) linear += letters->str[i] == 'L';
-    cut[0] = cut[1] = -1;
-    for (guint i = from; i < to; i++) {
-        if (letters->str[i] != 'L') continue;
-        seen++;
-        if (seen == (linear + 1) / 2) cut[0] = g_array_index(ids, int32_t, i);
-        if (seen == linear) cut[1] = g_array_index(ids, int32_t, i);
-    }
-    if (cut[0] == cut[1]) cut[0] = -1;
-}
 
 static gboolean insert_allreduce(rv_graph *graph, tp_state *state, int32_t after, GError **error)
 {
@@ -351,85 +121,160 @@ static gboolean insert_allreduce(rv_graph *graph, tp_state *state, int32_t after
     return TRUE;
 }
 
-/* Block ranges of one phase: pairs [from, to) in token positions.  The
- * search depends on the letters alone, and steps of one model give the same
- * letters, so each distinct string is searched once. */
-static GArray *block_ranges(tp_state *state, const GString *letters)
+/* What one phase of one step slices, as Megatron-LM splits a block and
+ * its vocabulary. */
+typedef struct {
+    GArray *sliced;       /* kernels whose work divides by the degree */
+    GArray *weights;      /* of these, calls whose parameters split: linear GEMMs, the embedding table */
+    GArray *activations;  /* of these, calls whose activations split: attention GEMMs, softmax, activation, dropout */
+} phase_cut;
+
+/* What a rank holds of what is sliced (memory.h): 1/degree of each linear
+ * GEMM's and the embedding's weights (and so of their gradients and
+ * optimizer state), and of the activations of the attention GEMMs,
+ * softmaxes, attention dropouts and the MLP's activation (each rank has
+ * 1/degree of the heads and of FC1's columns).  The linear layers' inputs
+ * and the block's norms and other dropouts are replicated on every rank,
+ * and stay (Korthikanti et al. 2022 count 10 of a layer's 34 s*b*h
+ * activation bytes as replicated; this keeps all of a linear layer's
+ * inputs, an upper bound). */
+static void shard_tensors(rv_graph *graph, const phase_cut *cut, int64_t degree)
 {
-    GArray *ranges = g_hash_table_lookup(state->ranges_of, letters->str);
-    if (ranges != NULL) return g_array_ref(ranges);
-    ranges = g_array_new(FALSE, FALSE, sizeof(guint));
-    g_hash_table_insert(state->ranges_of, g_strdup(letters->str), g_array_ref(ranges));
-    block_pattern pattern = find_blocks(letters->str, (guint)letters->len);
-    if (pattern.starts == NULL) return ranges;
-    for (guint b = 0; b < pattern.starts->len; b++) {
-        guint from = g_array_index(pattern.starts, guint, b);
-        guint to = block_end(pattern.starts, b, (guint)letters->len);
-        g_array_append_val(ranges, from);
-        g_array_append_val(ranges, to);
-    }
-    g_array_unref(pattern.starts);
-    return ranges;
+    rv_memory_effect_add_for_tasks(graph, cut->weights, RV_MEM_EFFECT_PARAM_SCALE, 1.0 / (double)degree, 0);
+    rv_memory_effect_add_for_tasks(graph, cut->activations, RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / (double)degree, 0);
 }
 
-
-/* What a rank holds of a sliced block (memory.h): 1/degree of each linear
- * GEMM's weights (and so of their gradients and optimizer state), and of
- * the attention GEMMs' and softmaxes' tensors (each rank has 1/degree of
- * the heads).  The
- * linear layers' inputs and the block's norms and dropouts are replicated
- * on every rank, and stay (Korthikanti et al. 2022 count 10 of a layer's
- * 34 s*b*h activation bytes as replicated; this keeps all of a linear
- * layer's inputs, an upper bound). */
-static void shard_tensors(rv_graph *graph, const GArray *gemms, const GArray *scores, int64_t degree)
+static void cut_add(phase_cut *cut, int32_t id, gboolean weights)
 {
-    GArray *linear = g_array_new(FALSE, FALSE, sizeof(int32_t)), *attention = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    g_array_append_vals(attention, scores->data, scores->len);
-    for (guint i = 0; i < gemms->len; i++) {
-        int32_t id = g_array_index(gemms, int32_t, i);
-        const rv_task *task = rv_graph_task(graph, id);
-        const char *op = rv_strings_get(graph->strings, task->op);
-        gboolean batched = op && (strstr(op, "bmm") || strstr(op, "attention") || strstr(op, "baddbmm"));
-        g_array_append_val(batched ? attention : linear, id);
-    }
-    rv_memory_effect_add_for_tasks(graph, linear, RV_MEM_EFFECT_PARAM_SCALE, 1.0 / (double)degree, 0);
-    rv_memory_effect_add_for_tasks(graph, attention, RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / (double)degree, 0);
-    g_array_unref(linear);
-    g_array_unref(attention);
+    g_array_append_val(cut->sliced, id);
+    g_array_append_val(weights ? cut->weights : cut->activations, id);
 }
 
-/* Slice the blocks' GEMMs of one phase and note where all-reduces go. */
-static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboolean forward, GArray *cuts)
+static void count_sliced(tp_state *state, const rv_task *task, char letter)
 {
-    GString *letters = g_string_new(NULL);
-    GArray *ids = tokenize(graph, &state->tokens, kernels, letters);
-    GArray *ranges = block_ranges(state, letters);
-    GArray *gemms = g_array_new(FALSE, FALSE, sizeof(int32_t)), *scores = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    for (guint r = 0; r < ranges->len; r += 2) {
-        guint from = g_array_index(ranges, guint, r), to = g_array_index(ranges, guint, r + 1);
-        for (guint i = from; i < to; i++)
-            if (letters->str[i] == 'L' || letters->str[i] == 'A') g_array_append_val(gemms, g_array_index(ids, int32_t, i));
-            else if (letters->str[i] == 'S') g_array_append_val(scores, g_array_index(ids, int32_t, i));
-        int32_t cut[2];
-        block_cut_points(letters, ids, from, to, cut);
-        for (int h = 0; h < 2; h++) if (cut[h] >= 0) g_array_append_val(cuts, cut[h]);
+    state->softmax += letter == 'S';
+    state->activation += letter == 'G';
+    state->dropout += (rv_block_finder_traits(state->finder, task) & RV_BLOCK_TRAIT_DROPOUT) != 0;
+    state->between++;
+}
+
+/*
+ * A block as Megatron-LM splits it: each GPU has 1/degree of the attention
+ * heads and of FC1's columns.  So every GEMM of the block, everything
+ * between its first and last attention GEMM (the scores' scaling, masking,
+ * softmax and dropout, per head) and its activations (GeLU on FC1's
+ * columns) do 1/degree of the work.  The norms, residual adds and the
+ * dropouts after the row-parallel GEMMs' all-reduces are replicated and
+ * stay.  In the backward the same kernels run in reverse order.  Also
+ * notes where the all-reduces go and the first linear GEMM's activation size.
+ */
+static void cut_blocks(rv_graph *graph, tp_state *state, const rv_blocks *blocks, const GArray *kernels,
+                       gboolean forward, phase_cut *cut, GArray *cuts)
+{
+    const char *letters = blocks->letters->str;
+    for (guint b = 0; b < rv_blocks_count(blocks); b++) {
+        guint from = rv_blocks_from(blocks, b), to = rv_blocks_to(blocks, b);
+        guint first_a = to, last_a = from;
+        for (guint i = from; i < to; i++) {
+            int32_t id = rv_blocks_token(blocks, i);
+            if (letters[i] == 'L' || letters[i] == 'A') cut_add(cut, id, letters[i] == 'L' && !rv_block_gemm_batched(graph, id));
+            if (letters[i] == 'G') {
+                cut_add(cut, id, FALSE);
+                count_sliced(state, rv_graph_task(graph, id), letters[i]);
+            }
+            if (letters[i] == 'A') { first_a = MIN(first_a, i); last_a = i; }
+        }
+        guint token = first_a + 1;
+        for (guint k = first_a < last_a ? blocks->positions[first_a] + 1 : 1;
+             first_a < last_a && k < blocks->positions[last_a]; k++) {
+            int32_t id = g_array_index(kernels, int32_t, k);
+            gboolean is_token = token < blocks->ids->len && rv_blocks_token(blocks, token) == id;
+            char letter = is_token ? letters[token++] : 0;
+            if (letter == 'L' || letter == 'A' || letter == 'G') continue; /* counted above */
+            cut_add(cut, id, FALSE);
+            count_sliced(state, rv_graph_task(graph, id), letter);
+        }
+        int32_t allreduce[2];
+        rv_blocks_cut_points(blocks, b, allreduce);
+        for (int h = 0; h < 2; h++) if (allreduce[h] >= 0) g_array_append_val(cuts, allreduce[h]);
         for (guint i = from; forward && i < to; i++) {
-            if (letters->str[i] != 'L') continue;
-            int64_t elements = activation_elements(graph, g_array_index(ids, int32_t, i));
-            if (elements > 0) g_array_append_val(state->activation_elements, elements);
+            if (letters[i] != 'L') continue;
+            rv_gemm_dims dims;
+            if (rv_block_gemm_dims(graph, rv_blocks_token(blocks, i), &dims)) {
+                int64_t elements = dims.tokens * dims.hidden;
+                g_array_append_val(state->activation_elements, elements);
+            }
             break;
         }
     }
-    rv_transform_scale(graph, gemms, 1.0 / (double)state->degree);
-    if (forward) shard_tensors(graph, gemms, scores, state->degree);
-    g_array_unref(scores);
-    state->sliced += gemms->len;
-    guint blocks = ranges->len / 2;
-    g_array_unref(gemms);
-    g_array_unref(ranges);
-    g_array_unref(ids);
-    g_string_free(letters, TRUE);
-    return blocks;
+}
+
+/* The embedding lookup and its gradient work on the rank's 1/degree of the
+ * vocabulary.  Returns the forward's last embedding kernel before the
+ * first block (its output is all-reduced), or -1. */
+static int32_t cut_embedding(rv_graph *graph, tp_state *state, const rv_blocks *blocks, const GArray *kernels,
+                             gboolean forward, phase_cut *cut)
+{
+    int32_t embedding = -1;
+    guint next = 0, first_block = rv_blocks_from(blocks, 0);
+    for (guint k = 0; k < kernels->len; k++) {
+        int32_t id = g_array_index(kernels, int32_t, k);
+        if (next < blocks->ids->len && rv_blocks_token(blocks, next) == id) { next++; continue; }
+        if (!(rv_block_finder_traits(state->finder, rv_graph_task(graph, id)) & RV_BLOCK_TRAIT_EMBEDDING)) continue;
+        cut_add(cut, id, TRUE);
+        state->embedding++;
+        if (forward && next <= first_block) embedding = id;
+    }
+    return embedding;
+}
+
+/* The output layer, vocabulary-parallel when the embedding is: the GEMMs
+ * and softmax after the last block in the forward (logits, the loss's
+ * softmax over the vocabulary), before the first in the backward.  The
+ * backward's last such GEMM makes the head's input gradient, which is
+ * all-reduced: returned, or -1. */
+static int32_t cut_head(rv_graph *graph, tp_state *state, const rv_blocks *blocks, gboolean forward, phase_cut *cut)
+{
+    guint from = forward ? rv_blocks_to(blocks, rv_blocks_count(blocks) - 1) : 0;
+    guint to = forward ? (guint)blocks->letters->len : rv_blocks_from(blocks, 0);
+    int32_t last = -1;
+    for (guint i = from; i < to; i++) {
+        char letter = blocks->letters->str[i];
+        if (letter != 'L' && letter != 'S') continue;
+        int32_t id = rv_blocks_token(blocks, i);
+        cut_add(cut, id, letter == 'L' && !rv_block_gemm_batched(graph, id));
+        state->head++;
+        if (letter == 'L') last = id;
+    }
+    return forward ? -1 : last;
+}
+
+/* Slice the blocks (and the vocabulary) of one phase and note where
+ * all-reduces go; returns the blocks found. */
+static guint slice_phase(rv_graph *graph, tp_state *state, GArray *kernels, gboolean forward, GArray *cuts)
+{
+    rv_blocks blocks;
+    rv_blocks_find(state->finder, kernels, &blocks);
+    phase_cut cut = { g_array_new(FALSE, FALSE, sizeof(int32_t)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
+                      g_array_new(FALSE, FALSE, sizeof(int32_t)) };
+    if (rv_blocks_count(&blocks) > 0) {
+        cut_blocks(graph, state, &blocks, kernels, forward, &cut, cuts);
+        int32_t embedding = state->vocabulary ? cut_embedding(graph, state, &blocks, kernels, forward, &cut) : -1;
+        /* the backward's gradient kernel follows its own step's forward */
+        if (forward) state->vocabulary_found = embedding >= 0;
+        if (embedding >= 0) g_array_append_val(cuts, embedding);
+        int32_t head = state->vocabulary_found ? cut_head(graph, state, &blocks, forward, &cut) : -1;
+        if (head >= 0) g_array_append_val(cuts, head);
+    }
+    rv_transform_scale(graph, cut.sliced, 1.0 / (double)state->degree);
+    if (forward) shard_tensors(graph, &cut, state->degree);
+    state->sliced += cut.sliced->len;
+    guint found = rv_blocks_count(&blocks);
+    g_array_unref(cut.sliced);
+    g_array_unref(cut.weights);
+    g_array_unref(cut.activations);
+    rv_blocks_clear(&blocks);
+    return found;
 }
 
 /* ---- the plugin --------------------------------------------------------- */
@@ -473,6 +318,7 @@ static gboolean check_params(const rv_params *params, tp_state *state, GError **
                     "need 1 <= degree <= 4096, 0 < efficiency <= 1, 1 <= dtype_bytes <= 16 and batch, seq, hidden >= 0");
         return FALSE;
     }
+    state->vocabulary = strcmp(rv_params_string(params, "embedding"), "vocab") == 0;
     state->link = rv_link_make(rv_params_bandwidth(params, "bandwidth"), rv_params_duration_ns(params, "latency"),
                                efficiency);
     return rv_link_check(&state->link, error);
@@ -484,11 +330,19 @@ static void write_notes(const tp_state *state, GString *notes)
     char *bw = rv_format_bandwidth(state->link.bandwidth_Bps);
     g_string_append_printf(notes,
                            "    found %u Transformer blocks per step in the forward, %u in the backward (%u steps)\n"
-                           "    sliced %u GEMM and optimizer kernels by 1/%" G_GINT64_FORMAT "; inserted %u all-reduces "
-                           "of %s, %s each (ring over %" G_GINT64_FORMAT " GPUs at %s)\n",
+                           "    sliced %u kernels by 1/%" G_GINT64_FORMAT ": the blocks' GEMMs, the optimizer's, and %u "
+                           "of the attention core and activations (%u softmax, %u activation, %u dropout)\n",
                            state->steps ? state->blocks[0] / state->steps : 0,
                            state->steps ? state->blocks[1] / state->steps : 0, state->steps, state->sliced,
-                           state->degree, state->allreduces, size, each, state->degree, bw);
+                           state->degree, state->between, state->softmax, state->activation, state->dropout);
+    if (state->embedding > 0)
+        g_string_append_printf(notes, "    vocabulary-parallel: %u embedding and %u output-layer kernels sliced\n",
+                               state->embedding, state->head);
+    else if (state->vocabulary)
+        g_string_append(notes, "    no embedding lookup (an operator named embedding) before the blocks: the "
+                               "embedding and output layer stay whole\n");
+    g_string_append_printf(notes, "    inserted %u all-reduces of %s, %s each (ring over %" G_GINT64_FORMAT
+                           " GPUs at %s)\n", state->allreduces, size, each, state->degree, bw);
     g_free(size); g_free(each); g_free(bw);
 }
 
@@ -595,15 +449,13 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     GHashTable *by_phase[3];
     group_kernels(graph, by_phase);
     state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    token_memo_init(&state.tokens, graph);
-    state.ranges_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
+    state.finder = rv_block_finder_new(graph);
     int64_t world = rv_graph_world_size(graph);
     gboolean ok = transform_steps(graph, params, &state, by_phase, error);
     if (ok) graph->world_size = MIN(world * state.degree, 1 << 24); /* each recorded rank is now `degree` GPUs */
     if (ok) write_notes(&state, output->notes);
     if (ok) ok = shard_data_parallel(graph, &state, output->notes, error);
-    g_hash_table_destroy(state.ranges_of);
-    token_memo_clear(&state.tokens);
+    rv_block_finder_free(state.finder);
     g_array_unref(state.activation_elements);
     for (int p = 0; p < 3; p++) g_hash_table_destroy(by_phase[p]);
     return ok;

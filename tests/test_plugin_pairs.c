@@ -1,8 +1,8 @@
 /*
  * test_plugin_pairs.c - the composition law (plugin.h): every ordered pair
- * of optimizations on five traces (a CNN with shapes, a ROCm training
- * trace, a data-parallel Transformer rank, a generated DDP trace and the
- * 8-rank DLRM job).  For each pair A, B either both orders predict the
+ * of optimizations on six traces (a CNN with shapes, a ROCm training
+ * trace, a data-parallel Transformer rank, a generated DDP trace, a small
+ * BERT's inference and the 8-rank DLRM job).  For each pair A, B either both orders predict the
  * same step total within 0.1%, or one order is refused in one line (and
  * the other is not); a plugin that refuses alone (nothing of its kind in
  * the trace) is refused in both orders.  Every composition that works
@@ -66,6 +66,8 @@ static const known_plugin known[] = {
     { "batchnorm-restructure", "" },
     { "concurrent-kernels", "" },
     { "nmc-optimizer", "" },
+    { "expert-parallel", "experts=8,gpus=8,batch=8,seq=512,hidden=1024" },
+    { "decode", "tokens=64" },
 };
 
 typedef struct {
@@ -320,6 +322,8 @@ static const char *const single_traces[] = {
     "tracelens_mi300x_resnet_act_checkpoint.json.gz",
     "hta_transformer_ddp_v100_rank1.2steps.json.gz",
     "small_ddp.json.gz",
+    /* inference with shapes and FlashAttention blocks: where decode and expert-parallel act */
+    "pairs/gpu_h100_vs_mi300x_bert_small/h100.json.gz",
 };
 
 START_TEST(pairs_on_a_trace)
@@ -343,7 +347,7 @@ int main(void)
     static const char *const traces[] = {
         "kineto_legacy_resnet50_v100.2steps.json.gz", "tracelens_mi300x_resnet_act_checkpoint.json.gz",
         "hta_transformer_ddp_v100_rank1.2steps.json.gz", "small_ddp.json.gz",
-        "param_dlrm_v100_8ranks/rank0.json.gz", "param_dlrm_v100_8ranks/rank1.json.gz",
+        "pairs/gpu_h100_vs_mi300x_bert_small/h100.json.gz", "param_dlrm_v100_8ranks/rank0.json.gz", "param_dlrm_v100_8ranks/rank1.json.gz",
         "param_dlrm_v100_8ranks/rank2.json.gz", "param_dlrm_v100_8ranks/rank3.json.gz",
         "param_dlrm_v100_8ranks/rank4.json.gz", "param_dlrm_v100_8ranks/rank5.json.gz",
         "param_dlrm_v100_8ranks/rank6.json.gz", "param_dlrm_v100_8ranks/rank7.json.gz", NULL,

@@ -61,11 +61,11 @@ static tiny two_blocks(const char *first_dims)
 
 /*
  * degree 2: every GEMM halves - per block 50+10+10+20+80+80 = 250us of GEMMs
- * plus 30us of norms and GELU unchanged = 280us; two blocks 560us.  Two
- * forward all-reduces per block (after out-proj, the 2nd of the block's 4
- * linear GEMMs, and after FC2, the 4th), each 100us on the stream: 400us.
- * Their launches add 4 x 5us to the CPU's 90us, still far ahead of the GPU.
- * 5 + 560 + 400 = 965us.
+ * - and so does the GELU on FC1's columns (5us); the 20us of norms stay:
+ * 275us, two blocks 550us.  Two forward all-reduces per block (after
+ * out-proj, the 2nd of the block's 4 linear GEMMs, and after FC2, the
+ * 4th), each 100us on the stream: 400us.  Their launches add 4 x 5us to
+ * the CPU's 90us, still far ahead of the GPU.  5 + 550 + 400 = 955us.
  */
 START_TEST(tp_hand_built)
 {
@@ -75,7 +75,7 @@ START_TEST(tp_hand_built)
     ck_assert_msg(strstr(notes, "found 2 Transformer blocks per step in the forward"), "%s", notes);
     ck_assert_msg(strstr(notes, "inserted 4 all-reduces"), "%s", notes);
     g_free(notes);
-    ck_assert_int_eq(makespan(t.graph), US(965));
+    ck_assert_int_eq(makespan(t.graph), US(955));
     GError *cycle = NULL;
     ck_assert(rv_graph_check_acyclic(t.graph, &cycle));
     rv_graph_free(t.graph);
@@ -87,18 +87,80 @@ START_TEST(tp_size_from_shapes)
 {
     tiny t = two_blocks("[[750], [1000, 250], [250, 750]]");
     apply_ok(t.graph, "tp-allreduce", TP_LINK);
-    ck_assert_int_eq(makespan(t.graph), US(965));
+    ck_assert_int_eq(makespan(t.graph), US(955));
     rv_graph_free(t.graph);
 }
 END_TEST
 
-/* degree 4: GEMMs 125us per block (+30) -> 310us; all-reduce over 4 GPUs:
- * 2 x 3/4 x 1e6 B / 10 GB/s = 150us, four of them 600us -> 5 + 910 = 915us. */
+/* degree 4: GEMMs 125us and GELU 2.5us per block (+20 of norms) -> 147.5us;
+ * all-reduce over 4 GPUs: 2 x 3/4 x 1e6 B / 10 GB/s = 150us, four of them
+ * 600us -> 5 + 295 + 600 = 900us. */
 START_TEST(tp_degree_four)
 {
     tiny t = two_blocks(NULL);
     apply_ok(t.graph, "tp-allreduce", "degree=4,bandwidth=10GB/s,latency=0us" TP_SHAPE);
-    ck_assert_int_eq(makespan(t.graph), US(915));
+    ck_assert_int_eq(makespan(t.graph), US(900));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/*
+ * Megatron-LM's split of a language model: a block whose attention core
+ * holds a softmax and a dropout between its two attention GEMMs, a
+ * dropout after the output projection and norms (replicated), and a GELU;
+ * an embedding lookup before the blocks, the final norm (replicated) and
+ * the output layer (logits GEMM and the loss's softmax) after them.
+ *   embedding 30 | per block: QKV 100, scores 20, softmax 10, dropout 10,
+ *   context 20, out-proj 40, dropout 10, norm 10, FC1 160, GELU 10, FC2 160,
+ *   norm 10 (560) | norm 10, logits 200, softmax 20 = 30 + 1120 + 230 =
+ *   1380us of GPU, 1385us with the first launch.
+ * Degree 2: the embedding 15; per block the GEMMs 250, softmax 5, the
+ * attention dropout 5, GELU 5, and 30 of replicated work = 295; the norm
+ * 10 and the output layer 110; all-reduces of 100us: two per block and one
+ * after the embedding, 500us.  5 + 15 + 590 + 120 + 500 = 1230us.  With
+ * embedding=replicated the embedding and output layer stay (250us) and
+ * their all-reduce goes: 5 + 30 + 590 + 230 + 400 = 1255us.
+ */
+static tiny language_model(void)
+{
+    tiny t = tiny_new();
+    kernel(&t, "indexSelectLargeIndex", "aten::embedding", US(30));
+    for (int b = 0; b < 2; b++) {
+        kernel(&t, "volta_sgemm_128x64_nn", "aten::addmm", US(100));
+        kernel(&t, "volta_sgemm_128x32_nt", "aten::bmm", US(20));
+        kernel(&t, "softmax_warp_forward", "aten::softmax", US(10));
+        kernel(&t, "fused_dropout_kernel_vec", "aten::dropout", US(10));
+        kernel(&t, "volta_sgemm_128x32_nn", "aten::bmm", US(20));
+        kernel(&t, "volta_sgemm_64x64_nn", "aten::addmm", US(40));
+        kernel(&t, "fused_dropout_kernel_vec", "aten::dropout", US(10));
+        kernel(&t, "layer_norm_kernel", "aten::layer_norm", US(10));
+        kernel(&t, "volta_sgemm_128x128_nn", "aten::addmm", US(160));
+        kernel(&t, "gelu_kernel", "aten::gelu", US(10));
+        kernel(&t, "volta_sgemm_128x128_tn", "aten::addmm", US(160));
+        kernel(&t, "layer_norm_kernel", "aten::layer_norm", US(10));
+    }
+    kernel(&t, "layer_norm_kernel", "aten::layer_norm", US(10));
+    kernel(&t, "volta_sgemm_128x128_nt", "aten::addmm", US(200));
+    kernel(&t, "softmax_warp_forward", "aten::log_softmax", US(20));
+    tiny_close_step(&t);
+    return t;
+}
+
+START_TEST(tp_megatron_slices)
+{
+    tiny t = language_model();
+    ck_assert_int_eq(makespan(t.graph), US(1385));
+    char *notes = apply_notes(t.graph, "tp-allreduce", TP_LINK TP_SHAPE);
+    ck_assert_msg(strstr(notes, "found 2 Transformer blocks per step"), "%s", notes);
+    ck_assert_msg(strstr(notes, "(2 softmax, 2 activation, 2 dropout)"), "%s", notes);
+    ck_assert_msg(strstr(notes, "vocabulary-parallel: 1 embedding and 2 output-layer kernels sliced"), "%s", notes);
+    ck_assert_msg(strstr(notes, "inserted 5 all-reduces"), "%s", notes);
+    g_free(notes);
+    ck_assert_int_eq(makespan(t.graph), US(1230));
+    rv_graph_free(t.graph);
+    t = language_model();
+    apply_ok(t.graph, "tp-allreduce", TP_LINK TP_SHAPE ",embedding=replicated");
+    ck_assert_int_eq(makespan(t.graph), US(1255));
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -215,6 +277,7 @@ static Suite *tp_suite(void)
     tcase_add_test(tc, tp_size_from_shapes);
     tcase_add_test(tc, tp_degree_four);
     tcase_add_test(tc, tp_needs_a_size);
+    tcase_add_test(tc, tp_megatron_slices);
     suite_add_tcase(suite, tc);
     tc = tcase_create("real");
     tcase_set_timeout(tc, 300);

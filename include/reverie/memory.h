@@ -90,8 +90,11 @@
  *    for sharding (offloaded weights come in a layer at a time, offloaded
  *    gradients leave once their layer's backward made them); what left
  *    the GPU is offloaded_states.
+ *  - RESIDENT (every call only): `factor` bytes the step holds from its
+ *    start to its end besides the tensors above (a generative model's KV
+ *    cache: decode), counted with the activations of every phase.
  * Scales of one kind multiply (SHARD factors too, per state); a later
- * RECOMPUTED replaces an earlier one.
+ * RECOMPUTED replaces an earlier one; RESIDENT bytes add.
  * Inserted calls are not read (they copy a recorded call's shapes), so
  * the effects are the only way an optimization moves the estimate, besides
  * vdnn's copies above.
@@ -134,6 +137,7 @@ typedef enum {
     RV_MEM_EFFECT_MOVED,
     RV_MEM_EFFECT_SHARD,
     RV_MEM_EFFECT_OFFLOAD,
+    RV_MEM_EFFECT_RESIDENT,
     RV_MEM_EFFECT_KIND_COUNT
 } rv_memory_effect_kind;
 
@@ -171,6 +175,7 @@ typedef struct {
     int64_t recomputed;                   /* activation bytes dropped after forward and rebuilt (checkpoint) */
     int64_t model_states;                 /* weights, gradients and optimizer state of the whole model, unsharded */
     int64_t gathered;                     /* sharded weights gathered for one layer at a time (SHARD): its largest */
+    int64_t resident;                     /* bytes held through the step (RESIDENT: a KV cache), in activations */
     guint shaped_ops, unshaped_ops;       /* operator calls with and without Input Dims */
     int element_bytes;                    /* of the trace's usual dtype */
     int optimizer_factor;                 /* state bytes per parameter byte; -1 if no optimizer was named */

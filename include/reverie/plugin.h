@@ -43,7 +43,8 @@ G_BEGIN_DECLS
                                         profiler's own time, graph.h), rv_graph.sharing and
                                         rv_graph.kernel_demands (the sharing rule,
                                         contention.h), RV_MEM_EFFECT_OFFLOAD and
-                                        rv_memory_estimate.offloaded_states (memory.h) */
+                                        rv_memory_estimate.offloaded_states, RV_MEM_EFFECT_RESIDENT and
+                                        rv_memory_estimate.resident (memory.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

@@ -50,6 +50,8 @@ int rv_cmd_comm_fraction(int argc, char **argv);
 int rv_cmd_kernels(int argc, char **argv);
 int rv_cmd_memory(int argc, char **argv);
 int rv_cmd_calibrate(int argc, char **argv);
+int rv_cmd_seqpoint(int argc, char **argv);
+int rv_cmd_plan(int argc, char **argv);
 
 /* Load a trace or a saved graph ("-": standard input) as load.h does,
  * within the limits of the input options.  Progress goes to stderr only

@@ -78,9 +78,10 @@ void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind k
     rv_memory_effect effect = { call < 0 ? -1 : call, (uint8_t)kind, MAX(segment, 0), factor };
     if (kind >= RV_MEM_EFFECT_KIND_COUNT) return;
     gboolean scale = kind != RV_MEM_EFFECT_RECOMPUTED && kind != RV_MEM_EFFECT_STAGE && kind != RV_MEM_EFFECT_MOVED &&
-                     kind != RV_MEM_EFFECT_OFFLOAD;
+                     kind != RV_MEM_EFFECT_OFFLOAD && kind != RV_MEM_EFFECT_RESIDENT;
     if (kind == RV_MEM_EFFECT_SHARD && (call >= 0 || !(factor <= 1))) return; /* the whole model's states only */
     if (kind == RV_MEM_EFFECT_OFFLOAD && call >= 0) return;
+    if (kind == RV_MEM_EFFECT_RESIDENT && (call >= 0 || !(factor <= (double)RV_MAX_BYTES))) return; /* bytes of the step */
     if (scale && !(isfinite(factor) && factor >= 0)) return;
     g_array_append_val(graph->memory_effects, effect);
 }
@@ -176,15 +177,17 @@ static void apply_effects(GHashTable *effects, op_call *call, int32_t marked)
  * and which of them are off the GPU (OFFLOAD, RV_SHARD_* bits). */
 typedef struct {
     double weights, grads, state;
-    int offloaded;
+    int offloaded;      /* RV_SHARD_* bits held off the GPU (OFFLOAD) */
+    int64_t resident;   /* RESIDENT bytes, summed */
 } model_shard;
 
 static model_shard shard_of(const rv_graph *graph)
 {
-    model_shard shard = { 1.0, 1.0, 1.0, 0 };
+    model_shard shard = { 1.0, 1.0, 1.0, 0, 0 };
     for (guint i = 0; i < graph->memory_effects->len; i++) {
         const rv_memory_effect *effect = &g_array_index(graph->memory_effects, rv_memory_effect, i);
         if (effect->kind == RV_MEM_EFFECT_OFFLOAD) shard.offloaded |= effect->segment;
+        if (effect->kind == RV_MEM_EFFECT_RESIDENT) shard.resident = rv_saturating_add(shard.resident, (int64_t)effect->factor);
         if (effect->kind != RV_MEM_EFFECT_SHARD) continue;
         if (effect->segment & RV_SHARD_WEIGHTS) shard.weights *= effect->factor;
         if (effect->segment & RV_SHARD_GRADIENTS) shard.grads *= effect->factor;
@@ -826,6 +829,8 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
     int64_t grads = scaled_bytes(full_grads, grads_held);
     int64_t kept = MAX(resident_after_forward(&walk, walk.kept->len), 0);
     if (!walk.training) kept = walk.batch; /* inference keeps only its input */
+    kept = rv_saturating_add(kept, shard->resident);
+    e->resident = shard->resident;
     memset(e->bytes, 0, sizeof e->bytes);
     memset(e->phase_peak, 0, sizeof e->phase_peak);
     set_row(e, RV_PHASE_FORWARD, weights, 0, state, kept, walk.workspace[RV_PHASE_FORWARD]);
@@ -836,7 +841,8 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
          * sharded gradients are whole for layer j until reduce-scattered */
         int64_t best = -1, best_acts = 0, best_grads = 0, best_work = walk.workspace[RV_PHASE_BACKWARD];
         for (guint j = walk.kept->len; j-- > 0;) {
-            int64_t acts = activations_at(&walk, j), g = scaled_bytes(sum_of(walk.grads, j, walk.grads->len), grads_held);
+            int64_t acts = rv_saturating_add(activations_at(&walk, j), shard->resident);
+            int64_t g = scaled_bytes(sum_of(walk.grads, j, walk.grads->len), grads_held);
             if (grads_held < 1 && j < walk.grads->len)
                 g = rv_saturating_add(g, scaled_bytes(g_array_index(walk.grads, int64_t, j), 1.0 - grads_held));
             int64_t work = walk.workspace[RV_PHASE_BACKWARD];
@@ -845,7 +851,7 @@ static void estimate_step(const GArray *calls, gboolean training, GHashTable *of
         }
         set_row(e, RV_PHASE_BACKWARD, weights, best_grads, state, best_acts, best_work);
         if (factor > 0 || has_phase(calls, RV_PHASE_OPTIMIZER))
-            set_row(e, RV_PHASE_OPTIMIZER, weights, grads, state, 0, walk.workspace[RV_PHASE_OPTIMIZER]);
+            set_row(e, RV_PHASE_OPTIMIZER, weights, grads, state, shard->resident, walk.workspace[RV_PHASE_OPTIMIZER]);
     }
     e->training = walk.training;
     e->offloaded = sum_of(walk.offloaded, 0, walk.offloaded->len);

@@ -675,6 +675,9 @@ static int32_t insert_launch(rv_graph *graph, int32_t after, const rv_task *gpu_
     call.host_overhead_ns = 0; /* issued from C++ (a library or the framework): no Python before it */
     call.recorded_start_ns = anchor->recorded_start_ns;
     call.correlation = -1;
+    /* the call launches the collective's kernel; it is not one of its participants */
+    call.collective = 0;
+    call.bytes = 0;
     int32_t id = rv_graph_add_task(graph, &call);
     splice_after(graph, after, id);
     return id;

@@ -55,6 +55,7 @@
 
 #include <errno.h>
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,13 @@ enum {
  * of a seed is the same at any batch. */
 static int batch_size = 64;
 #define BATCH batch_size
+
+/* --lengths LO..HI: each step's batch is an input length drawn anew (a
+ * sequence model's tokens per iteration), and its GEMM time follows it:
+ * the time at 64 rows (below) less a fixed 3 us, in proportion to the
+ * rows.  Elementwise kernels follow their elements anyway.  0: off. */
+static int varying_lo = 0, varying_hi = 0;
+#define GEMM_FIXED_NS 3000
 
 /* CUPTI runtime callback ids, as Kineto writes them in "cbid". */
 enum {
@@ -701,6 +709,8 @@ static void launch_kernel(Sim *sim, CpuThread *thread, Stream *stream,
  * for 4096x4096 at this batch size, so forward and backward are GPU-bound. */
 static Kernel gemm_kernel(Sim *sim, const char *name, int rows, int cols) {
   gint64 base = 40000 + 160000 * ((gint64)rows * cols) / (4096 * 4096);
+  if (varying_hi > 0)
+    base = GEMM_FIXED_NS + (base - GEMM_FIXED_NS) * BATCH / 64;
   gint64 jitter = base / 20;
   Kernel kernel = {name, rng_between(&sim->rng, base - jitter, base + jitter),
                    ((rows + 127) / 128) * ((BATCH + 63) / 64), 256, 126, 49152};
@@ -792,6 +802,11 @@ static void synchronize_stream(Sim *sim, CpuThread *thread, const Stream *stream
   RuntimeCall call = runtime_begin(sim, thread);
   gint64 end = MAX(call.start + random_us(sim, 2, 4),
                    stream->free_at + random_us(sim, 1, 10));
+  /* MAX draws its winner's random term twice, so the winner can fall a
+   * few us short of the loser: a call would end before it began.  (Kept
+   * as is otherwise, so that every seed still gives the trace it gave.) */
+  if (end < call.start)
+    end = call.start + 1000;
   runtime_end(sim, thread, &call, "cudaStreamSynchronize",
               CBID_STREAM_SYNCHRONIZE, end);
 }
@@ -1565,6 +1580,18 @@ static void sim_clear(Sim *sim) {
   g_free(sim->kept_addr);
 }
 
+/* An input length in [varying_lo, varying_hi]: log-normal around their
+ * geometric mean with sigma 0.6 (sentence lengths in a corpus are skewed
+ * to the right), clipped to the range.  Box-Muller on two draws. */
+static int draw_length(Rng *rng) {
+  double u1 = ((double)(rng_next(rng) >> 11) + 1.0) / 9007199254740993.0;
+  double u2 = (double)(rng_next(rng) >> 11) / 9007199254740992.0;
+  double normal = sqrt(-2.0 * log(u1)) * cos(2.0 * G_PI * u2);
+  double median = sqrt((double)varying_lo * (double)varying_hi);
+  double length = median * exp(0.6 * normal);
+  return (int)CLAMP(length + 0.5, varying_lo, varying_hi);
+}
+
 /* Writes the whole trace; returns the number of events.  rendezvous is
  * NULL for one rank alone; entry_delay is when this rank enters the
  * recorded window, after the first. */
@@ -1577,8 +1604,12 @@ static guint64 generate(Writer *out, const Model *model, int steps, gint64 seed,
   write_header(out, model);
   write_metadata(out, trace_start);
   allocate_weights(&sim);
-  for (int step = 1; step <= steps; step++)
+  Rng lengths = {(guint64)seed ^ G_GUINT64_CONSTANT(0x1E9617F5)};
+  for (int step = 1; step <= steps; step++) {
+    if (varying_hi > 0)
+      batch_size = draw_length(&lengths);
     training_step(&sim, step);
+  }
   write_trace_span(out, trace_start, sim.latest);
   write_footer(out, steps, model->layers, seed);
   guint64 events = out->events;
@@ -1613,6 +1644,7 @@ typedef struct {
   int ranks;            /* 0: one trace (rank 0 of 2); else a folder of this many */
   gint64 clock_skew_us; /* rank r's host clock is r times this ahead */
   gint64 entry_spread_us;
+  char *lengths;        /* "LO..HI": each step's batch drawn from that range */
 } Options;
 
 /* ---- a job of several ranks ---- */
@@ -1709,6 +1741,9 @@ static gboolean parse_options(int argc, char **argv, Options *options,
        "With --ranks: rank r's host clock is r times this many us ahead (default 0)", "US"},
       {"entry-spread-us", 0, 0, G_OPTION_ARG_INT64, &options->entry_spread_us,
        "With --ranks: ranks enter the recorded window up to this many us apart (default 3000)", "US"},
+      {"lengths", 0, 0, G_OPTION_ARG_STRING, &options->lengths,
+       "Each step's batch (a sequence model's input length) drawn from LO..HI, GEMM times following it",
+       "LO..HI"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   GOptionContext *context = g_option_context_new("- write a synthetic Kineto trace");
@@ -1752,11 +1787,20 @@ static gboolean parse_options(int argc, char **argv, Options *options,
                 "--entry-spread-us from 0 to 1000000000");
     return FALSE;
   }
+  if (ok && options->lengths &&
+      (sscanf(options->lengths, "%d..%d", &varying_lo, &varying_hi) != 2 || varying_lo < 1 ||
+       varying_hi < varying_lo || varying_hi > 1000000 || options->ranks || options->profile_memory)) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "--lengths %s: need LO..HI with 1 <= LO <= HI <= 1000000 (not with --ranks or --profile-memory)",
+                options->lengths);
+    varying_lo = varying_hi = 0;
+    return FALSE;
+  }
   return ok;
 }
 
 int main(int argc, char **argv) {
-  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, FALSE, 64, 0, 0, 3000};
+  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, FALSE, 64, 0, 0, 3000, NULL};
   GError *error = NULL;
   /* Only the character set: numbers in the JSON must keep a '.' point. */
   setlocale(LC_CTYPE, "");
