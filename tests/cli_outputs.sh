@@ -68,6 +68,8 @@ for target in trace.json hardlink.json symlink.json; do
     refused "validate -o $target" "$reverie" validate "$in/trace.json" "$trace" -o "$t" --force
     refused "sweep -o $target"    "$reverie" sweep "$in/trace.json" --vary scale.factor=0.5 -o "$t" --force
     refused "calibrate -o $target" "$reverie" calibrate "$in/trace.json" --source-gpu V100-SXM2 -o "$t" --force
+    refused "plan -o $target"     "$reverie" plan "$in/trace.json" --gpus 2 --gpu V100-SXM2 -o "$t" --force
+    refused "seqpoint -o $target" "$reverie" seqpoint "$in/trace.json" -o "$t" --force
 done
 rank=$in/job/rank1.json.gz
 refused "import FOLDER -o rank"           "$reverie" import "$in/job" -o "$rank" --force
@@ -172,6 +174,8 @@ dev_full "$reverie" kernels "$trace" --source-gpu V100-SXM2
 dev_full "$reverie" memory "$trace"
 dev_full "$reverie" sweep "$trace" --vary scale.factor=0.5,1
 dev_full "$reverie" plugins --json
+dev_full "$reverie" plan "$trace" --gpus 2 --gpu V100-SXM2
+dev_full "$reverie" seqpoint "$trace" --json
 dev_full "$reverie" query "$trace" kind=kernel
 dev_full "$reverie" calibrate "$trace" --source-gpu V100-SXM2 -o "$work/devfull-table.json"
 dev_full "$reverie" import "$trace" -o "$work/devfull.rvg"
