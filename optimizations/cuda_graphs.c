@@ -339,23 +339,23 @@ static void shrink_gaps(rv_graph *graph, GHashTable *samples, GHashTable *captur
 
 /* ---- the transformation -------------------------------------------------- */
 
-/* The last task before `task` on its resource that is not in `doomed`. */
-static int32_t previous_survivor(const rv_graph *graph, int32_t task, GHashTable *doomed)
+/* The last task before `task` on its resource that is not one of segment
+ * `segment`'s calls (segment_of: per task, its segment or -1).  A call of an
+ * earlier segment is one: the launch goes after it, so that launches on one
+ * thread keep the order of their segments. */
+static int32_t previous_survivor(const rv_graph *graph, int32_t task, const int32_t *segment_of, int32_t segment)
 {
     int32_t previous = rv_graph_resource_previous(graph, task);
-    while (previous >= 0 && g_hash_table_contains(doomed, GINT_TO_POINTER(previous + 1)))
-        previous = rv_graph_resource_previous(graph, previous);
+    while (previous >= 0 && segment_of[previous] == segment) previous = rv_graph_resource_previous(graph, previous);
     return previous;
 }
 
-/* Replace one segment by a graph launch; the CPU time removed goes to *removed_ns. */
-static gboolean collapse(rv_graph *graph, const segment *s, int64_t launch_ns, int64_t node_ns, int64_t *removed_ns,
-                         GError **error)
+/* The graph launch that replaces one segment, inserted where its first
+ * call was; the CPU time removed goes to *removed_ns.  -1 on error. */
+static int32_t graph_launch(rv_graph *graph, const segment *s, const int32_t *segment_of, int32_t index,
+                            int64_t launch_ns, int64_t node_ns, int64_t *removed_ns, GError **error)
 {
-    GHashTable *doomed = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (guint i = 0; i < s->calls->len; i++) g_hash_table_add(doomed, GINT_TO_POINTER(g_array_index(s->calls, int32_t, i) + 1));
     int32_t first = g_array_index(s->calls, int32_t, 0);
-    int32_t after = previous_survivor(graph, first, doomed);
     rv_task call = *rv_graph_task(graph, first);
     for (guint i = 0; i < s->calls->len; i++) {
         const rv_task *old = rv_graph_task(graph, g_array_index(s->calls, int32_t, i));
@@ -367,20 +367,57 @@ static gboolean collapse(rv_graph *graph, const segment *s, int64_t launch_ns, i
     call.correlation = -1;
     call.bytes = 0;
     double ns = (double)launch_ns + (double)node_ns * s->gpu->len;
-    if (!rv_task_duration_from(graph, -1, ns, "the cuda-graphs launch_cost and node_cost", &call.duration_ns, error)) {
-        g_hash_table_destroy(doomed);
-        return FALSE;
-    }
+    if (!rv_task_duration_from(graph, -1, ns, "the cuda-graphs launch_cost and node_cost", &call.duration_ns, error))
+        return -1;
     *removed_ns -= call.duration_ns;
-    rv_insert_spec spec = { call, after, -1 };
-    int32_t launch = rv_transform_insert(graph, &spec, error);
-    g_hash_table_destroy(doomed);
-    if (launch < 0) return FALSE;
-    /* Plugin edges, not launch edges: the launch-queue rule (graph.h) holds
-     * a call per kernel it launches, which a graph launch does not do. */
-    for (guint i = 0; i < s->gpu->len; i++) rv_transform_add_edge(graph, launch, g_array_index(s->gpu, int32_t, i));
-    rv_transform_remove_many(graph, s->calls, RV_REMOVE_DROP_OVERHEAD);
-    return TRUE;
+    rv_insert_spec spec = { call, previous_survivor(graph, first, segment_of, index), -1 };
+    return rv_transform_insert(graph, &spec, error);
+}
+
+/*
+ * Replace every segment by a graph launch.  The calls go in one
+ * rv_transform_replace_regions, each segment a region its launch stands
+ * for: what a captured call waited for, the launch waits for; what waited
+ * for one (its kernels, the calls after it), waits for the launch.  The
+ * edges to the kernels are plugin edges, not launch edges: the
+ * launch-queue rule (graph.h) holds a call per kernel it launches, which a
+ * graph launch does not do.  (Bypassing the calls instead - joining each
+ * task before them to every task after them - joined a thread whose calls
+ * are all captured, the backward thread with region=step, to every later
+ * step's kernels: edges quadratic in the steps.)
+ */
+static gboolean collapse_all(rv_graph *graph, const GPtrArray *segments, int64_t launch_ns, int64_t node_ns,
+                             int64_t *removed_ns, GError **error)
+{
+    /* room for the launches too (one task each), which previous_survivor may pass */
+    int32_t n = rv_graph_task_count(graph) + (int32_t)segments->len, *segment_of = g_new(int32_t, MAX(n, 1));
+    for (int32_t t = 0; t < n; t++) segment_of[t] = -1;
+    GArray *victims = g_array_new(FALSE, FALSE, sizeof(int32_t)), *region_of = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint i = 0; i < segments->len; i++) {
+        const segment *s = g_ptr_array_index(segments, i);
+        for (guint k = 0; k < s->calls->len; k++) {
+            int32_t call = g_array_index(s->calls, int32_t, k), region = (int32_t)i;
+            segment_of[call] = region;
+            g_array_append_val(victims, call);
+            g_array_append_val(region_of, region);
+        }
+    }
+    int32_t *launches = g_new(int32_t, MAX(segments->len, 1));
+    rv_region *regions = g_new(rv_region, MAX(segments->len, 1));
+    gboolean ok = TRUE;
+    for (guint i = 0; ok && i < segments->len; i++) {
+        launches[i] = graph_launch(graph, g_ptr_array_index(segments, i), segment_of, (int32_t)i, launch_ns, node_ns,
+                                   removed_ns, error);
+        regions[i] = (rv_region){ launches[i], &launches[i], 1, TRUE };
+        ok = launches[i] >= 0;
+    }
+    if (ok) rv_transform_replace_regions(graph, victims, region_of, regions, NULL, RV_REMOVE_DROP_OVERHEAD);
+    g_free(regions);
+    g_free(launches);
+    g_array_unref(victims);
+    g_array_unref(region_of);
+    g_free(segment_of);
+    return ok;
 }
 
 /* Every qualifying step's segments. */
@@ -465,8 +502,8 @@ static gboolean cuda_graphs_apply(rv_graph *graph, const rv_params *params, rv_p
         const segment *s = g_ptr_array_index(segments, i);
         kernels += s->gpu->len;
         calls += s->calls->len;
-        ok = collapse(graph, s, launch_ns, rv_params_duration_ns(params, "node_cost"), &removed_ns, error);
     }
+    if (ok) ok = collapse_all(graph, segments, launch_ns, rv_params_duration_ns(params, "node_cost"), &removed_ns, error);
     if (ok) {
         char *each = rv_format_duration(launch_ns), *saved = rv_format_duration(removed_ns);
         g_string_append_printf(output->notes,

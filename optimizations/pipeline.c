@@ -453,14 +453,14 @@ static gboolean pipeline_step(builder *b, const step_work *work, int32_t step, i
 
 /*
  * Remove the pipelined tasks, their launch calls and their phases' host
- * calls (victims, per task id) in one pass over the edges.  Not with
- * rv_transform_remove_many: that bypasses a region, joining each live task
- * before it to each live task it reached through it, which would also
- * order a task that both fed and waited for victims (a collective in the
- * middle of the backward pass) before everything after the pass; here the
- * region is replaced by the pipeline, and the edges go to and from it:
- *   - each resource stays chained: the live task before a run of victims
- *     is ordered before the live task after it;
+ * calls (victims) with rv_transform_replace_regions, each step's as one
+ * region that its pipeline stands for.  Not with rv_transform_remove_many:
+ * that bypasses a region, joining each live task before it to each live
+ * task it reached through it, which would also order a task that both fed
+ * and waited for victims (a collective in the middle of the backward pass)
+ * before everything after the pass; here the region is replaced by the
+ * pipeline, and the edges go to and from it:
+ *   - each resource stays chained;
  *   - a live task that fed a victim (by a data, launch or sync edge, or on
  *     a GPU stream) runs before that step's pipeline starts;
  *   - a live task that waited for a victim (the same kinds) waits for all
@@ -472,26 +472,6 @@ typedef struct {
     int32_t start;     /* the step's first pipeline task, -1: not pipelined */
     int32_t *tails;    /* its stages' last tasks */
 } step_ends;
-
-static void chain_around(rv_graph *graph, const GArray *victims, const guint8 *victim)
-{
-    for (guint i = 0; i < victims->len; i++) {
-        int32_t v = g_array_index(victims, int32_t, i), previous = rv_graph_resource_previous(graph, v);
-        if (previous < 0 || victim[previous]) continue;  /* not the head of a run */
-        int32_t next = rv_graph_resource_next(graph, v);
-        while (next >= 0 && victim[next]) next = rv_graph_resource_next(graph, next);
-        if (next < 0) continue;
-        gboolean gpu = (rv_graph_task(graph, v)->flags & RV_TASK_FLAG_GPU) != 0;
-        rv_graph_add_edge(graph, previous, next, gpu ? RV_EDGE_STREAM : RV_EDGE_THREAD, FALSE);
-    }
-}
-
-static const step_ends *ends_of(const rv_graph *graph, const step_ends *ends, int32_t task)
-{
-    int32_t step = rv_graph_task((rv_graph *)graph, task)->step;
-    if (step < -1 || step >= (int32_t)graph->steps->len) return NULL;
-    return ends[step + 1].start >= 0 ? &ends[step + 1] : NULL;
-}
 
 /* Mark in `waits` every live task that depends on a victim of its own
  * step (or of none): directly, or through other tasks of that step - the
@@ -531,30 +511,28 @@ static void mark_waiting(const rv_graph *graph, const guint8 *victim, guint8 *wa
     g_free(first);
 }
 
-static void remove_region(rv_graph *graph, const GArray *victims, const step_ends *ends, int stages)
+static void remove_region(rv_graph *graph, const GArray *victims, const step_ends *ends, guint slots, int stages)
 {
     int32_t count = rv_graph_task_count(graph);
     guint8 *victim = g_new0(guint8, count), *waits = g_new0(guint8, count);
     for (guint i = 0; i < victims->len; i++) victim[g_array_index(victims, int32_t, i)] = 1;
-    chain_around(graph, victims, victim);
-    guint edges = graph->edges->len;
     mark_waiting(graph, victim, waits);
-    for (guint e = 0; e < edges; e++) {
-        const rv_edge edge = g_array_index(graph->edges, rv_edge, e);
-        if (victim[edge.from] == victim[edge.to]) continue;
-        const rv_task *live = rv_graph_task(graph, victim[edge.from] ? edge.to : edge.from);
-        if (live->flags & RV_TASK_FLAG_REMOVED) continue;
-        if (edge.kind == RV_EDGE_THREAD) continue;  /* the host's order: chained above */
-        const step_ends *pipeline = ends_of(graph, ends, victim[edge.from] ? edge.from : edge.to);
-        if (pipeline == NULL) continue;
-        if (victim[edge.from]) {
-            for (int s = 0; s < stages; s++) rv_graph_add_edge(graph, pipeline->tails[s], edge.to, RV_EDGE_PLUGIN, FALSE);
-        } else if (!waits[edge.from]) {
-            rv_graph_add_edge(graph, edge.from, pipeline->start, RV_EDGE_PLUGIN, FALSE);
-        }
+    /* one region per step slot (step + 1), and one, standing for nothing,
+     * for victims outside the steps the ends know */
+    rv_region *regions = g_new0(rv_region, slots + 1);
+    for (guint slot = 0; slot < slots; slot++)
+        regions[slot] = (rv_region){ ends[slot].start, ends[slot].start >= 0 ? ends[slot].tails : NULL,
+                                     ends[slot].start >= 0 ? stages : 0, FALSE };
+    regions[slots] = (rv_region){ -1, NULL, 0, FALSE };
+    GArray *region_of = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), victims->len);
+    for (guint i = 0; i < victims->len; i++) {
+        int32_t step = rv_graph_task(graph, g_array_index(victims, int32_t, i))->step;
+        int32_t r = step >= -1 && step + 1 < (int32_t)slots ? step + 1 : (int32_t)slots;
+        g_array_append_val(region_of, r);
     }
-    for (guint i = 0; i < victims->len; i++) rv_graph_task(graph, g_array_index(victims, int32_t, i))->flags |= RV_TASK_FLAG_REMOVED;
-    rv_transform_invalidate(graph);
+    rv_transform_replace_regions(graph, victims, region_of, regions, waits, RV_REMOVE_DROP_OVERHEAD);
+    g_array_unref(region_of);
+    g_free(regions);
     g_free(victim);
     g_free(waits);
 }
@@ -699,7 +677,7 @@ static int pipeline_steps(rv_graph *graph, const pipeline_plan *plan, const int6
             if (i == 0 || g_array_index(replaced, int32_t, i) != g_array_index(replaced, int32_t, i - 1))
                 g_array_index(replaced, int32_t, kept++) = g_array_index(replaced, int32_t, i);
         g_array_set_size(replaced, kept);
-        remove_region(graph, replaced, ends, plan->stages);
+        remove_region(graph, replaced, ends, slots, plan->stages);
         char *bytes = rv_format_bytes(b.transfer_bytes);
         g_string_append_printf(notes, "    %d stages x %d micro-batches (%s) in %d steps: %u kernels inserted, %u "
                                "transfers (%s, %s), %u recorded GPU tasks and %u host calls removed\n",

@@ -401,6 +401,167 @@ START_TEST(remove_many_chain)
 }
 END_TEST
 
+/* ---- replace regions ------------------------------------------------ */
+
+/* How many edges join from -> to (any kind). */
+static int edges_between(const rv_graph *graph, int32_t from, int32_t to)
+{
+    int count = 0;
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        count += edge->from == from && edge->to == to;
+    }
+    return count;
+}
+
+/* No pair of tasks joined by two edges. */
+static void assert_no_duplicate_edges(const rv_graph *graph)
+{
+    GHashTable *seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        gint64 pair = ((gint64)edge->from << 32) | (guint32)edge->to;
+        ck_assert_msg(!g_hash_table_contains(seen, &pair), "edge %d -> %d twice", edge->from, edge->to);
+        g_hash_table_add(seen, g_memdup2(&pair, sizeof pair));
+    }
+    g_hash_table_destroy(seen);
+}
+
+/* A GPU task on `stream`, chained after the previous one there. */
+static int32_t stream_task(tiny *t, int32_t stream, const char *name, int64_t duration_ns)
+{
+    int32_t id = tiny_task(t, stream, RV_TASK_KERNEL, name, duration_ns, RV_PHASE_FORWARD);
+    rv_graph_task(t->graph, id)->flags |= RV_TASK_FLAG_GPU;
+    return id;
+}
+
+/*
+ * CPU:       A 10 | X 5 | Y 5 | B 10
+ * stream 7:  K0 20 | V1 30 | V2 30 | K3 20 | W1 10 | K4 10
+ * stream 8:  E0 40 | F0 40 | E1 10   (what stands for the regions)
+ * Edges: A -> V1 (A feeds region 0), V1 -> X -> V2 (a host call in the
+ * middle of the region: `after` marks X), V2 -> B (B waits for region 0),
+ * V2 -> W1 (region 0 feeds region 1).  Region 0 = {V1, V2}: entry E0,
+ * exits E0 and F0; region 1 = {W1}: entry and exit E1.  F0 -> E1 is there
+ * already (stream 8's order).
+ * Expected edges: K0 -> K3 and K3 -> K4 (stream 7 stays chained); A -> E0
+ * and K0 -> E0 (fed by an edge and by the stream's order); E0, F0 -> X, B,
+ * K3 (waited); no X -> E0 (X only waits); E0 -> E1 (one region feeds the
+ * next) and F0 -> E1 not twice; K3 -> E1, E1 -> K4.
+ * Schedule: K0 0-20, E0 20-60, F0 60-100, K3 100-120, E1 120-130,
+ * K4 130-140; A 0-10, X 100-105, Y 105-110, B 110-120 -> 140us.
+ */
+START_TEST(replace_regions_stand_in)
+{
+    tiny t = tiny_new();
+    int32_t stand_ins = rv_graph_add_resource(t.graph, RV_RES_GPU_STREAM, 0, 8, "gpu 0 stream 8");
+    int32_t a = tiny_task(&t, t.cpu, RV_TASK_CPU, "A", US(10), RV_PHASE_FORWARD);
+    int32_t x = tiny_task(&t, t.cpu, RV_TASK_CPU, "X", US(5), RV_PHASE_FORWARD);
+    int32_t y = tiny_task(&t, t.cpu, RV_TASK_CPU, "Y", US(5), RV_PHASE_FORWARD);
+    int32_t b = tiny_task(&t, t.cpu, RV_TASK_CPU, "B", US(10), RV_PHASE_FORWARD);
+    int32_t k0 = stream_task(&t, t.gpu, "K0", US(20)), v1 = stream_task(&t, t.gpu, "V1", US(30));
+    int32_t v2 = stream_task(&t, t.gpu, "V2", US(30)), k3 = stream_task(&t, t.gpu, "K3", US(20));
+    int32_t w1 = stream_task(&t, t.gpu, "W1", US(10)), k4 = stream_task(&t, t.gpu, "K4", US(10));
+    rv_graph_add_edge(t.graph, a, v1, RV_EDGE_PLUGIN, FALSE);
+    rv_graph_add_edge(t.graph, v1, x, RV_EDGE_SYNC, FALSE);
+    rv_graph_add_edge(t.graph, x, v2, RV_EDGE_PLUGIN, FALSE);
+    rv_graph_add_edge(t.graph, v2, b, RV_EDGE_SYNC, FALSE);
+    rv_graph_add_edge(t.graph, v2, w1, RV_EDGE_PLUGIN, FALSE);
+    int32_t e0 = stream_task(&t, stand_ins, "E0", US(40)), f0 = stream_task(&t, stand_ins, "F0", US(40));
+    int32_t e1 = stream_task(&t, stand_ins, "E1", US(10));
+    assert_acyclic(t.graph);
+
+    int32_t victims_list[3] = { v1, v2, w1 }, region_list[3] = { 0, 0, 1 };
+    int32_t exits0[2] = { e0, f0 }, exits1[1] = { e1 };
+    rv_region regions[2] = { { e0, exits0, 2, FALSE }, { e1, exits1, 1, FALSE } };
+    guint8 *after = g_new0(guint8, rv_graph_task_count(t.graph));
+    after[x] = 1;
+    GArray *victims = ids(3, victims_list), *region_of = ids(3, region_list);
+    ck_assert_int_eq(rv_transform_replace_regions(t.graph, victims, region_of, regions, after, RV_REMOVE_DROP_OVERHEAD), 3);
+    g_array_unref(victims);
+    g_array_unref(region_of);
+    g_free(after);
+
+    ck_assert(is_removed(t.graph, v1) && is_removed(t.graph, v2) && is_removed(t.graph, w1));
+    ck_assert(!is_removed(t.graph, k3) && !is_removed(t.graph, e0));
+    assert_acyclic(t.graph);
+    assert_no_duplicate_edges(t.graph);
+    ck_assert_int_eq(edges_between(t.graph, k0, k3), 1);
+    ck_assert_int_eq(edges_between(t.graph, k3, k4), 1);
+    ck_assert_int_eq(edges_between(t.graph, a, e0), 1);
+    ck_assert_int_eq(edges_between(t.graph, k0, e0), 1);
+    ck_assert_int_eq(edges_between(t.graph, x, e0), 0);
+    int32_t waiters[3] = { x, b, k3 };
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(edges_between(t.graph, e0, waiters[i]), 1);
+        ck_assert_int_eq(edges_between(t.graph, f0, waiters[i]), 1);
+        ck_assert_int_eq(edges_between(t.graph, e1, waiters[i]), 0);
+    }
+    ck_assert_int_eq(edges_between(t.graph, e0, e1), 1);
+    ck_assert_int_eq(edges_between(t.graph, f0, e1), 1);
+    ck_assert_int_eq(edges_between(t.graph, k3, e1), 1);
+    ck_assert_int_eq(edges_between(t.graph, e1, k4), 1);
+
+    rv_sim_result sim = replay_with(t.graph, NULL);
+    int32_t order[] = { k0, e0, f0, k3, e1, k4, a, x, y, b };
+    int64_t starts[] = { 0, 20, 60, 100, 120, 130, 0, 100, 105, 110 };
+    for (guint i = 0; i < G_N_ELEMENTS(order); i++)
+        ck_assert_msg(sim.start_ns[order[i]] == US(starts[i]), "%s starts at %" G_GINT64_FORMAT " ns, not %" G_GINT64_FORMAT " us",
+                      rv_strings_get(t.graph->strings, rv_graph_task(t.graph, order[i])->name), sim.start_ns[order[i]],
+                      starts[i]);
+    ck_assert_int_eq(sim.makespan_ns, US(140));
+    rv_sim_result_clear(&sim);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/*
+ * A graph launch (host_calls): CPU  P 10 | c1 5 | c2 5 | Q 10, stream 7:
+ * K1 20 (launched by c1) | K2 20 (by c2).  Region {c1, c2} stands in for
+ * by G 3, inserted after P on the thread.  The thread's order through the
+ * calls goes through G (P -> G there already, G -> Q), and the kernels
+ * wait for G instead of their launches: P 0-10, G 10-13, Q 13-23,
+ * K1 13-33, K2 33-53 -> 53us.  Removing with KEEP_OVERHEAD hands the
+ * calls' host overhead to Q.
+ */
+START_TEST(replace_regions_host_calls)
+{
+    tiny t = tiny_new();
+    int32_t p = tiny_task(&t, t.cpu, RV_TASK_CPU, "P", US(10), RV_PHASE_FORWARD);
+    int32_t k1 = tiny_launch(&t, "K1", US(5), US(20), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    int32_t k2 = tiny_launch(&t, "K2", US(5), US(20), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    int32_t q = tiny_task(&t, t.cpu, RV_TASK_CPU, "Q", US(10), RV_PHASE_FORWARD);
+    int32_t c1 = rv_graph_launch_of(t.graph, k1), c2 = rv_graph_launch_of(t.graph, k2);
+    rv_graph_task(t.graph, c1)->host_overhead_ns = US(1);
+    rv_graph_task(t.graph, c2)->host_overhead_ns = US(2);
+    rv_insert_spec spec = spec_for(t.graph, t.cpu, RV_TASK_CPU, "cudaGraphLaunch", US(3), p, -1);
+    int32_t g = insert_ok(t.graph, &spec);
+
+    int32_t victims_list[2] = { c1, c2 }, region_list[2] = { 0, 0 };
+    rv_region region = { g, &g, 1, TRUE };
+    GArray *victims = ids(2, victims_list), *region_of = ids(2, region_list);
+    ck_assert_int_eq(rv_transform_replace_regions(t.graph, victims, region_of, &region, NULL, RV_REMOVE_KEEP_OVERHEAD), 2);
+    g_array_unref(victims);
+    g_array_unref(region_of);
+    assert_acyclic(t.graph);
+    assert_no_duplicate_edges(t.graph);
+    ck_assert_int_eq(edges_between(t.graph, p, g), 1);
+    ck_assert_int_eq(edges_between(t.graph, g, q), 1);
+    ck_assert_int_eq(edges_between(t.graph, g, k1), 1);
+    ck_assert_int_eq(edges_between(t.graph, g, k2), 1);
+    ck_assert_int_eq(rv_graph_task(t.graph, q)->host_overhead_ns, US(3));
+    rv_graph_task(t.graph, q)->host_overhead_ns = 0; /* the schedule below without it */
+    rv_sim_result sim = replay_with(t.graph, NULL);
+    ck_assert_int_eq(sim.start_ns[g], US(10));
+    ck_assert_int_eq(sim.start_ns[q], US(13));
+    ck_assert_int_eq(sim.start_ns[k1], US(13));
+    ck_assert_int_eq(sim.start_ns[k2], US(33));
+    ck_assert_int_eq(sim.makespan_ns, US(53));
+    rv_sim_result_clear(&sim);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
 /* ---- insert --------------------------------------------------------- */
 
 /*
@@ -926,7 +1087,8 @@ static Suite *transform_suite(void)
     const TTest *durations[] = { scale_kernels, scale_rounds_to_nearest, set_duration };
     const TTest *removal[] = { remove_reconnects_across_resources, remove_gpu_task_takes_launch,
                                remove_drop_overhead_vs_keep_overhead, remove_counts, remove_many_drop_overhead_matches_one_by_one,
-                               remove_many_keep_overhead_matches_one_by_one, remove_many_chain };
+                               remove_many_keep_overhead_matches_one_by_one, remove_many_chain,
+                               replace_regions_stand_in, replace_regions_host_calls };
     const TTest *insertion[] = { insert_unordered, insert_after_splices_order, insert_gpu_task_with_launch,
                                  insert_errors };
     const TTest *structure[] = { add_edge, add_channel_with_transfers, tasks_by_step,

@@ -451,7 +451,9 @@ void rv_graph_add_edge(rv_graph *graph, int32_t from, int32_t to, rv_edge_kind k
  * the rules missed (sync.c, explain.h). */
 gboolean rv_call_works_after_wait(const char *name);
 
-/* Check that the graph is a DAG (igraph).  A cycle is reported with its tasks. */
+/* Check that the graph is a DAG: Kahn's algorithm over the edge array,
+ * O(V + E), no lock (cycles.c).  A cycle is reported with its tasks; an
+ * edge from a task to itself is one. */
 gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error);
 
 const char *rv_task_kind_name(rv_task_kind kind);

@@ -55,6 +55,44 @@ int rv_transform_remove(rv_graph *graph, int32_t task, rv_remove_mode mode);
  * end. */
 int rv_transform_remove_many(rv_graph *graph, const GArray *tasks, rv_remove_mode mode);
 
+/* What stands for a region of removed tasks (rv_transform_replace_regions). */
+typedef struct {
+    int32_t entry;          /* live tasks that fed the region feed this task instead; -1: none */
+    const int32_t *exits;   /* live tasks that waited for the region wait for each of these */
+    int32_t exit_count;
+    /* The stand-ins are host calls (a graph launch): a thread's order
+     * through a victim goes through them as well, like any other edge.
+     * FALSE: they are GPU work, which the host does not wait for, and the
+     * host's order only closes over the run (the first rule below). */
+    gboolean host_calls;
+} rv_region;
+
+/*
+ * Remove tasks that new tasks stand for (a graph launch for the calls it
+ * replaces, a pipeline's stages for the passes they rebuild), in one pass
+ * over the edges: victims[i] belongs to regions[region_of[i]].  Unlike
+ * rv_transform_remove_many, which joins each live task to everything it
+ * reached through removed ones (for a long run of removed tasks with many
+ * ways out, edges quadratic in the run), the region's own tasks carry its
+ * dependencies:
+ *   - each resource stays chained: the live task before a run of victims
+ *     on a resource is ordered before the live task after it;
+ *   - a live task that fed a victim (by any edge but a thread's order,
+ *     unless host_calls) feeds the region's entry - unless `after` (per task id, may be NULL)
+ *     marks it as depending on that region's work itself: it cannot come
+ *     before the region, and only waits;
+ *   - a live task that waited for a victim (the same kinds) waits for each
+ *     of the region's exits;
+ *   - a victim that fed a victim of another region: that region's entry
+ *     waits for this one's exits.
+ * No pair of tasks already joined (by an edge there before, or one added
+ * here) is joined again.  Removing a GPU task does not remove its launch
+ * call here: list both.  `mode` as for rv_transform_remove.  Returns how
+ * many tasks were removed.  O(victims + edges).
+ */
+int rv_transform_replace_regions(rv_graph *graph, const GArray *victims, const GArray *region_of,
+                                 const rv_region *regions, const guint8 *after, rv_remove_mode mode);
+
 typedef struct {
     rv_task task;           /* kind, name, resource, duration, tags; flags are set for you */
     int32_t after;          /* place it after this task (on the same resource) in that order; -1: unordered */

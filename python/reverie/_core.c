@@ -25,6 +25,7 @@
 #include "reverie/runs.h"
 #include "reverie/store.h"
 #include "reverie/sweep_plan.h"
+#include "reverie/validate.h"
 #include "reverie/whatif.h"
 
 static PyObject *Error, *UsageError, *InputError, *PluginError;
@@ -137,6 +138,9 @@ static PyObject *core_load(PyObject *module, PyObject *args, PyObject *kwargs)
     rv_graph *graph;
     Py_BEGIN_ALLOW_THREADS
     graph = rv_load_job(paths, count, &options, &error);
+    /* a loaded graph answers many what-ifs, each on a copy: the check after
+     * each plugin then looks only around what it changed (validate.h) */
+    if (graph != NULL) rv_graph_remember_order(graph);
     Py_END_ALLOW_THREADS
     g_strfreev(paths);
     GraphObject *self = graph ? PyObject_New(GraphObject, &GraphType) : NULL;

@@ -27,6 +27,7 @@
 #include "reverie/sweep_plan.h"
 #include "reverie/plot.h"
 #include "reverie/report.h"
+#include "reverie/validate.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -617,7 +618,12 @@ static void sweep_input(sweep *s, int input, rv_graph *graph, GArray *baseline)
     GError *error = NULL;
     if (selected->len > 0 && graph == NULL) graph = load_input(s->inputs[input], &baseline, &error);
     if (error) emit_failed_input(s, input, selected, error);
-    else if (selected->len > 0) run_input(s, input, graph, baseline, selected);
+    else if (selected->len > 0) {
+        /* every variant is a copy of this graph: the check after each
+         * plugin then looks only around the edges it changed (validate.h) */
+        rv_graph_remember_order(graph);
+        run_input(s, input, graph, baseline, selected);
+    }
     g_clear_error(&error);
     if (baseline) g_array_unref(baseline);
     rv_graph_free(graph);

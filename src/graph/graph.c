@@ -1,13 +1,10 @@
 /*
- * graph.c - the rv_graph container: creation, growth, names of kinds, and
- * the acyclicity check (igraph).
+ * graph.c - the rv_graph container: creation, growth and names of kinds.
+ * The acyclicity check is in cycles.c.
  */
 #include "reverie/graph.h"
 #include "reverie/compose.h"
-#include "reverie/escape.h"
-#include "reverie/error.h"
 #include "index.h"
-#include <igraph.h>
 #include <string.h>
 
 static const char *const task_kind_names[RV_TASK_KIND_COUNT] = {
@@ -173,8 +170,10 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->host_operators, source->host_operators);
     target->sharing = source->sharing;
     assign_array(target->kernel_demands, source->kernel_demands);
-    /* same arrays, new contents: the index must not trust what it saw */
+    /* same arrays, new contents: the index must not trust what it saw; the
+     * order the source remembers holds for the copy (cycles.c compares) */
     rv_graph_index_reset(target);
+    rv_graph_index_share_witness(target, source);
 }
 
 int64_t rv_task_profiler_overhead_ns(const rv_graph *graph, int32_t task)
@@ -235,111 +234,4 @@ void rv_graph_add_edge(rv_graph *graph, int32_t from, int32_t to, rv_edge_kind k
 {
     rv_edge edge = { from, to, (uint8_t)kind, (uint8_t)(from_start ? 1 : 0) };
     g_array_append_val(graph->edges, edge);
-}
-
-/* ---- acyclicity ----------------------------------------------------- */
-
-/* Walk the vertices igraph could not order (each lies on or behind a
- * cycle) and return one cycle, as task ids, by depth-first search. */
-static GArray *find_cycle(const rv_graph *graph, const gboolean *unordered)
-{
-    int32_t n = rv_graph_task_count(graph);
-    GArray *cycle = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    /* Every unordered vertex has an unordered predecessor; follow those
-     * backwards until a vertex repeats: that loop is a cycle. */
-    int32_t *pred = g_new(int32_t, n);
-    for (int32_t i = 0; i < n; i++) pred[i] = -1;
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (unordered[edge->from] && unordered[edge->to]) pred[edge->to] = edge->from;
-    }
-    int32_t start = -1;
-    for (int32_t i = 0; i < n && start < 0; i++) if (unordered[i]) start = i;
-    int32_t *seen = g_new0(int32_t, n);
-    int32_t v = start, step = 1;
-    while (v >= 0 && seen[v] == 0) { seen[v] = step++; v = pred[v]; }
-    if (v >= 0) {
-        int32_t first = v;
-        do { g_array_prepend_val(cycle, v); v = pred[v]; } while (v != first && v >= 0);
-    }
-    g_free(seen); g_free(pred);
-    return cycle;
-}
-
-static void report_cycle(const rv_graph *graph, const gboolean *unordered, GError **error)
-{
-    GArray *cycle = find_cycle(graph, unordered);
-    GString *text = g_string_new(NULL);
-    for (guint i = 0; i < cycle->len && i < 12; i++) {
-        int32_t id = g_array_index(cycle, int32_t, i);
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        g_string_append_printf(text, "%s#%d ", i ? " -> " : "", id);
-        rv_escape_append(text, rv_strings_get(graph->strings, task->name)); /* one line, whatever the name */
-    }
-    if (cycle->len > 12) g_string_append_printf(text, " -> ... (%u tasks)", cycle->len);
-    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: the dependency graph has a cycle: %s",
-                graph->source, text->str);
-    g_string_free(text, TRUE);
-    g_array_unref(cycle);
-}
-
-/* igraph keeps its error state (the "finally" stack) and its handlers in
- * globals: Debian's build is not thread-local, and a sweep validates its
- * variants from several threads, so one check runs at a time. */
-G_LOCK_DEFINE_STATIC(igraph_lock);
-
-/* An edge from a task to itself is a cycle of one, which igraph's
- * topological sort passes over (it ignores loops); the replay would wait
- * for that task forever. */
-static gboolean check_self_loops(const rv_graph *graph, GError **error)
-{
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (edge->from != edge->to) continue;
-        GString *name = g_string_new(NULL);
-        rv_escape_append(name, rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, edge->from).name));
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: the dependency graph has a cycle: edge %u makes #%d %s "
-                    "wait for itself", graph->source, e, edge->from, name->str);
-        g_string_free(name, TRUE);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-gboolean rv_graph_check_acyclic(const rv_graph *graph, GError **error)
-{
-    if (!check_self_loops(graph, error)) return FALSE;
-    int32_t n = rv_graph_task_count(graph);
-    G_LOCK(igraph_lock);
-    igraph_vector_int_t edge_list, order;
-    igraph_t ig;
-    igraph_vector_int_init(&edge_list, (igraph_integer_t)graph->edges->len * 2);
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        VECTOR(edge_list)[2 * e] = edge->from;
-        VECTOR(edge_list)[2 * e + 1] = edge->to;
-    }
-    igraph_create(&ig, &edge_list, n, IGRAPH_DIRECTED);
-    igraph_vector_int_init(&order, 0);
-    /* igraph's default handlers print, and abort on a cycle; we report it
-     * ourselves from the partial order. */
-    igraph_warning_handler_t *old_warning = igraph_set_warning_handler(igraph_warning_handler_ignore);
-    igraph_error_handler_t *old_error = igraph_set_error_handler(igraph_error_handler_ignore);
-    igraph_topological_sorting(&ig, &order, IGRAPH_OUT);
-    igraph_set_error_handler(old_error);
-    igraph_set_warning_handler(old_warning);
-    gboolean ok = igraph_vector_int_size(&order) == n;
-    if (!ok) {
-        gboolean *unordered = g_new(gboolean, n);
-        for (int32_t i = 0; i < n; i++) unordered[i] = TRUE;
-        for (igraph_integer_t i = 0; i < igraph_vector_int_size(&order); i++)
-            unordered[VECTOR(order)[i]] = FALSE;
-        report_cycle(graph, unordered, error);
-        g_free(unordered);
-    }
-    igraph_vector_int_destroy(&order);
-    igraph_destroy(&ig);
-    igraph_vector_int_destroy(&edge_list);
-    G_UNLOCK(igraph_lock);
-    return ok;
 }

@@ -4,6 +4,7 @@
  * are appended.
  */
 #include "index.h"
+#include "cycles.h"
 #include <string.h>
 
 enum { IN = 0, OUT = 1 };
@@ -67,14 +68,29 @@ static void take_edges(rv_graph_index *index, const GArray *edges)
     index->edges = edges->len;
 }
 
-rv_graph_index *rv_graph_index_sync(const rv_graph *graph)
+rv_graph_index *rv_graph_index_get(const rv_graph *graph)
 {
     rv_graph *mutable_graph = (rv_graph *)graph; /* the index is a cache */
-    rv_graph_index *index = mutable_graph->index;
-    if (index == NULL) {
-        index = mutable_graph->index = g_new0(rv_graph_index, 1);
-        index->launch_ns = -1;
+    if (mutable_graph->index == NULL) {
+        mutable_graph->index = g_new0(rv_graph_index, 1);
+        mutable_graph->index->launch_ns = -1;
     }
+    return mutable_graph->index;
+}
+
+void rv_graph_index_share_witness(rv_graph *target, const rv_graph *source)
+{
+    rv_order_witness *witness = source->index ? source->index->witness : NULL;
+    if (target->index == NULL && witness == NULL) return;
+    rv_graph_index *index = rv_graph_index_get(target);
+    rv_order_witness_ref(witness);
+    rv_order_witness_unref(index->witness);
+    index->witness = witness;
+}
+
+rv_graph_index *rv_graph_index_sync(const rv_graph *graph)
+{
+    rv_graph_index *index = rv_graph_index_get(graph);
     if (index->tasks_array != graph->tasks || index->edges_array != graph->edges ||
         graph->tasks->len < (guint)index->tasks || graph->edges->len < index->edges) {
         index->tasks_array = graph->tasks;
@@ -112,6 +128,11 @@ void rv_graph_index_free(rv_graph_index *index)
         g_free(index->marks[m].epoch);
         g_free(index->marks[m].value);
     }
+    for (gsize m = 0; m < G_N_ELEMENTS(index->check_marks); m++) {
+        g_free(index->check_marks[m].epoch);
+        g_free(index->check_marks[m].value);
+    }
+    rv_order_witness_unref(index->witness);
     g_free(index);
 }
 

@@ -43,9 +43,16 @@ typedef struct rv_graph_index {
     int32_t *next[2];            /* per edge: the next edge of the same list, -1 at the end */
     int64_t launch_ns;           /* cached typical launch for inserted calls; -1: compute again */
     rv_task_marks marks[5];      /* scratch for transform.c's walks */
+    rv_task_marks check_marks[2]; /* scratch for cycles.c's searches */
+    struct rv_order_witness *witness; /* an order of an earlier state of the edges (cycles.h), or NULL;
+                                         kept by a reset, shared by copies */
 } rv_graph_index;
 
 /* The graph's index, brought up to date with appended tasks and edges. */
+/* The graph's index as it is (created empty if the graph has none). */
+rv_graph_index *rv_graph_index_get(const rv_graph *graph);
+/* target's witness becomes source's (cycles.h): target was just made a copy of source. */
+void rv_graph_index_share_witness(rv_graph *target, const rv_graph *source);
 rv_graph_index *rv_graph_index_sync(const rv_graph *graph);
 void rv_graph_index_free(rv_graph_index *index);
 /* Forget everything; the next sync rebuilds from the arrays. */

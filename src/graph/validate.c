@@ -10,6 +10,7 @@
 #include "reverie/checked.h"
 #include "reverie/error.h"
 #include "reverie/escape.h"
+#include "cycles.h"
 #include <math.h>
 #include <string.h>
 
@@ -230,21 +231,6 @@ static gboolean check_steps(const rv_graph *graph, GError **error)
     return ok;
 }
 
-/* rv_graph_check_acyclic names the graph's source first; validate.h
- * promises messages without it. */
-static gboolean check_acyclic(const rv_graph *graph, GError **error)
-{
-    GError *cycle = NULL;
-    if (rv_graph_check_acyclic(graph, &cycle)) return TRUE;
-    const char *message = cycle->message;
-    gsize source_length = strlen(graph->source);
-    if (strncmp(message, graph->source, source_length) == 0 && strncmp(message + source_length, ": ", 2) == 0)
-        message += source_length + 2;
-    g_set_error_literal(error, RV_ERROR, RV_ERROR_INPUT, message);
-    g_error_free(cycle);
-    return FALSE;
-}
-
 gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error)
 {
     /* Order matters: later checks index with ids the earlier ones vouched for
@@ -255,7 +241,7 @@ gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error)
 
 gboolean rv_graph_validate(const rv_graph *graph, GError **error)
 {
-    return rv_graph_validate_except_cycles(graph, error) && check_acyclic(graph, error);
+    return rv_graph_validate_except_cycles(graph, error) && rv_cycles_check_all(graph, error);
 }
 
 static gboolean out_of_range(GError **error, const rv_graph *graph, int32_t task, double ns, const char *cause)

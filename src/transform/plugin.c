@@ -27,6 +27,7 @@
 #include "reverie/units.h"
 #include "reverie/validate.h"
 #include "elf.h"
+#include "../graph/cycles.h"
 #include <gmodule.h>
 #include <glib/gstdio.h>
 #include <math.h>
@@ -359,13 +360,10 @@ static gboolean apply_and_check(const rv_loaded_plugin *plugin, rv_graph *graph,
         return FALSE;
     }
     /* Kept to tell whether apply() touched the edges: only then can it
-     * have closed a cycle in the graph it was given (taken as valid). */
-    guint edge_count = graph->edges->len;
-    gpointer edges_before = g_memdup2(graph->edges->data, (gsize)edge_count * sizeof(rv_edge));
+     * have closed a cycle in the graph it was given (taken as valid), and
+     * only through an edge it changed (cycles.h). */
+    rv_edges_before *edges_before = rv_edges_before_take(graph);
     gboolean ok = descriptor->apply(graph, params, output, &failure);
-    gboolean same_edges = graph->edges->len == edge_count &&
-                          (edge_count == 0 || memcmp(edges_before, graph->edges->data, edge_count * sizeof(rv_edge)) == 0);
-    g_free(edges_before);
     if (ok && failure != NULL) {
         g_prefix_error(&failure, "reported success but set an error: ");
         ok = FALSE;
@@ -380,13 +378,17 @@ static gboolean apply_and_check(const rv_loaded_plugin *plugin, rv_graph *graph,
             failure->domain = RV_ERROR;
             failure->code = RV_ERROR_PLUGIN;
         }
+        rv_edges_before_free(edges_before);
         g_prefix_error(&failure, "%s: ", descriptor->name);
         g_propagate_error(error, failure);
         return FALSE;
     }
     /* The plugin is foreign code with write access to the graph: check
      * what the simulator will trust, and blame the plugin, not the trace. */
-    if (!(same_edges ? rv_graph_validate_except_cycles(graph, &failure) : rv_graph_validate(graph, &failure))) {
+    gboolean valid = rv_graph_validate_except_cycles(graph, &failure);
+    if (valid) valid = rv_cycles_check_changed(graph, edges_before, NULL, &failure);
+    else rv_edges_before_free(edges_before);
+    if (!valid) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "%s: the plugin left the graph broken (%s): %s",
                     descriptor->name, plugin->path, failure->message);
         g_error_free(failure);

@@ -545,6 +545,115 @@ int rv_transform_remove(rv_graph *graph, int32_t task, rv_remove_mode mode)
     return count;
 }
 
+/* ---- replacing regions ------------------------------------------------ */
+
+/* An edge to add, once the pass over the edges is done. */
+typedef struct {
+    int32_t from, to;
+    int32_t kind;
+} joining;
+
+static void propose(GArray *joins, int32_t from, int32_t to, rv_edge_kind kind)
+{
+    if (from < 0 || to < 0 || from == to) return;
+    joining j = { from, to, kind };
+    g_array_append_val(joins, j);
+}
+
+/* Add the proposed edges, each pair once and none that an edge joins
+ * already: grouped by source (a counting sort, stable: of two proposals of
+ * one pair the first wins), each group against its source's existing
+ * out-edges, with a per-task mark.  Linear; no set of pairs to hash. */
+static void add_joins(rv_graph *graph, const GArray *joins)
+{
+    int32_t n = rv_graph_task_count(graph);
+    int32_t *first = g_new0(int32_t, (gsize)n + 1), *mark = g_new(int32_t, MAX(n, 1));
+    joining *sorted = g_new(joining, MAX(joins->len, 1));
+    for (guint k = 0; k < joins->len; k++) first[g_array_index(joins, joining, k).from + 1]++;
+    for (int32_t t = 0; t < n; t++) first[t + 1] += first[t];
+    for (guint k = 0; k < joins->len; k++) {
+        const joining *j = &g_array_index(joins, joining, k);
+        sorted[first[j->from]++] = *j;
+    }
+    /* first[t] now ends t's group; the groups lie in task order */
+    for (int32_t t = 0; t < n; t++) mark[t] = -1;
+    const rv_graph_index *index = rv_graph_index_sync(graph);
+    for (int32_t k = 0, end; k < (int32_t)joins->len; k = end) {
+        int32_t from = sorted[k].from;
+        end = first[from];
+        for (int32_t e = rv_graph_index_first(index, from, TRUE); e >= 0; e = rv_graph_index_next(index, e, TRUE))
+            mark[edge_at(graph, e)->to] = from;
+        for (int32_t i = k; i < end; i++) {
+            if (mark[sorted[i].to] == from) continue;
+            mark[sorted[i].to] = from;
+            rv_graph_add_edge(graph, from, sorted[i].to, (rv_edge_kind)sorted[i].kind, FALSE);
+        }
+    }
+    g_free(sorted);
+    g_free(mark);
+    g_free(first);
+}
+
+/* Each run of victims on a resource: the live task before it, ordered
+ * before the live task after it. */
+static void chain_around(rv_graph *graph, const GArray *victims, const int32_t *region, GArray *joins)
+{
+    for (guint i = 0; i < victims->len; i++) {
+        int32_t v = g_array_index(victims, int32_t, i), previous = rv_graph_resource_previous(graph, v);
+        if (previous < 0 || region[previous] >= 0) continue; /* not the head of a run */
+        int32_t next = rv_graph_resource_next(graph, v);
+        while (next >= 0 && region[next] >= 0) next = rv_graph_resource_next(graph, next);
+        gboolean gpu = (rv_graph_task(graph, v)->flags & RV_TASK_FLAG_GPU) != 0;
+        propose(joins, previous, next, gpu ? RV_EDGE_STREAM : RV_EDGE_THREAD);
+    }
+}
+
+int rv_transform_replace_regions(rv_graph *graph, const GArray *victims, const GArray *region_of,
+                                 const rv_region *regions, const guint8 *after, rv_remove_mode mode)
+{
+    int32_t n = rv_graph_task_count(graph);
+    int32_t *region = g_new(int32_t, MAX(n, 1));
+    for (int32_t t = 0; t < n; t++) region[t] = -1;
+    GArray *live_victims = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint i = 0; i < victims->len; i++) {
+        int32_t v = g_array_index(victims, int32_t, i);
+        if (removed(graph, v) || region[v] >= 0) continue;
+        region[v] = g_array_index(region_of, int32_t, i);
+        g_array_append_val(live_victims, v);
+    }
+    GArray *joins = g_array_new(FALSE, FALSE, sizeof(joining));
+    chain_around(graph, live_victims, region, joins);
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = edge_at(graph, (int32_t)e);
+        int32_t a = region[edge->from], b = region[edge->to];
+        if (a < 0 && b < 0) continue;
+        /* the host's order: chained above, and through host calls that stand in */
+        if (edge->kind == RV_EDGE_THREAD && !regions[a >= 0 ? a : b].host_calls) continue;
+        if (a >= 0 && b >= 0) {
+            if (a != b)
+                for (int32_t x = 0; x < regions[a].exit_count; x++)
+                    propose(joins, regions[a].exits[x], regions[b].entry, RV_EDGE_PLUGIN);
+            continue;
+        }
+        int32_t live = a >= 0 ? edge->to : edge->from;
+        if (removed(graph, live)) continue;
+        if (a >= 0) {
+            for (int32_t x = 0; x < regions[a].exit_count; x++) propose(joins, regions[a].exits[x], edge->to, RV_EDGE_PLUGIN);
+        } else if (after == NULL || !after[edge->from]) {
+            propose(joins, edge->from, regions[b].entry, RV_EDGE_PLUGIN);
+        }
+    }
+    add_joins(graph, joins);
+    g_array_unref(joins);
+    g_free(region);
+    removal rm = { graph, rv_graph_index_sync(graph), NULL, g_array_new(FALSE, FALSE, sizeof(int32_t)), NULL, NULL, NULL, NULL };
+    int count = mark_removed(&rm, live_victims, mode);
+    g_array_unref(rm.stack);
+    g_array_unref(live_victims);
+    durations_changed(graph); /* launch calls went: the typical launch may move */
+    return count;
+}
+
 /* ---- insertion ------------------------------------------------------ */
 
 /* Put `task` right after `after` in their resource's order. */
