@@ -138,22 +138,51 @@ static unit_kind convolution_gradient(const char *name)
     return NOT_A_UNIT;
 }
 
+/* What the grouping reads of a kernel's name and operator, worked out
+ * once per distinct pair: the names are a few hundred, the kernels a
+ * million, and classifying a name is a dozen substring searches. */
+typedef struct {
+    gboolean auxiliary;
+    gboolean forward_gemm;  /* a GEMM (in forward, a unit when its operands are shaped) */
+    unit_kind backward;     /* the unit it starts in backward */
+} kernel_traits;
+
+static kernel_traits traits_of_name(const char *name, const char *op, rv_task_kind kind)
+{
+    kernel_traits traits = { is_auxiliary(name), FALSE, NOT_A_UNIT };
+    rv_cost_class cls = rv_cost_classify_name(name, op, kind);
+    traits.forward_gemm = cls == RV_COST_GEMM;
+    if (cls == RV_COST_CONV) traits.backward = convolution_gradient(name);
+    else if ((cls == RV_COST_GEMM || cls == RV_COST_ATTENTION) && is_matmul_operator(op) &&
+             !rv_cost_name_is_fused_attention(name))
+        traits.backward = UNIT_GEMM;
+    return traits;
+}
+
+/* The traits of a kernel task, from `memo` (name and operator ids -> kernel_traits). */
+static const kernel_traits *traits_of(GHashTable *memo, const rv_graph *graph, const rv_task *task)
+{
+    gint64 key = ((gint64)task->name << 32) | (guint32)MAX(task->op, 0);
+    kernel_traits *traits = g_hash_table_lookup(memo, &key);
+    if (traits) return traits;
+    const char *op = task->op > 0 ? rv_strings_get(graph->strings, task->op) : NULL;
+    traits = g_new(kernel_traits, 1);
+    *traits = traits_of_name(rv_strings_get(graph->strings, task->name), op, (rv_task_kind)task->kind);
+    g_hash_table_insert(memo, g_memdup2(&key, sizeof key), traits);
+    return traits;
+}
+
 /* Does the kernel start a unit in this phase: a GEMM of a matmul
  * operator or a convolution gradient in backward (not a fused attention
  * kernel, one kernel for all its gradients), a GEMM on shaped operands in
  * forward? */
-static unit_kind unit_of(const rv_graph *graph, const rv_task *task, rv_phase phase)
+static unit_kind unit_of(GHashTable *memo, const rv_graph *graph, const rv_task *task, rv_phase phase)
 {
-    const char *name = rv_strings_get(graph->strings, task->name);
-    if (task->kind != RV_TASK_KERNEL || task->phase != phase || is_auxiliary(name)) return NOT_A_UNIT;
-    const char *op = task->op > 0 ? rv_strings_get(graph->strings, task->op) : NULL;
-    rv_cost_class cls = rv_cost_classify_name(name, op, (rv_task_kind)task->kind);
-    if (phase == RV_PHASE_FORWARD) return cls == RV_COST_GEMM && task->input_dims >= 0 ? UNIT_GEMM : NOT_A_UNIT;
-    if (cls == RV_COST_CONV) return convolution_gradient(name);
-    return (cls == RV_COST_GEMM || cls == RV_COST_ATTENTION) && is_matmul_operator(op) &&
-                   !rv_cost_name_is_fused_attention(name)
-               ? UNIT_GEMM
-               : NOT_A_UNIT;
+    if (task->kind != RV_TASK_KERNEL || task->phase != phase) return NOT_A_UNIT;
+    const kernel_traits *traits = traits_of(memo, graph, task);
+    if (traits->auxiliary) return NOT_A_UNIT;
+    if (phase == RV_PHASE_FORWARD) return traits->forward_gemm && task->input_dims >= 0 ? UNIT_GEMM : NOT_A_UNIT;
+    return traits->backward;
 }
 
 /* Do two forward GEMMs read the same input (the same operator and Input Dims)? */
@@ -180,17 +209,18 @@ static GPtrArray *stream_orders(const rv_graph *graph)
 /* The unit of one stream's order that starts at position *at (a GEMM and
  * its auxiliary kernels, each next to the one before on the stream), *at
  * moved past it; FALSE when the task at *at starts none. */
-static gboolean next_unit(const rv_graph *graph, const GArray *order, guint *at, rv_phase phase, unit *found)
+static gboolean next_unit(GHashTable *memo, const rv_graph *graph, const GArray *order, guint *at, rv_phase phase,
+                          unit *found)
 {
     int32_t t = g_array_index(order, int32_t, *at);
-    found->kind = unit_of(graph, &g_array_index(graph->tasks, rv_task, t), phase);
+    found->kind = unit_of(memo, graph, &g_array_index(graph->tasks, rv_task, t), phase);
     if (found->kind == NOT_A_UNIT) return FALSE;
     found->first = found->last = t;
     for (*at += 1; *at < order->len; *at += 1) {
         int32_t next = g_array_index(order, int32_t, *at);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, next);
         if (rv_graph_resource_next(graph, found->last) != next || task->kind != RV_TASK_KERNEL ||
-            !is_auxiliary(rv_strings_get(graph->strings, task->name)))
+            !traits_of(memo, graph, task)->auxiliary)
             break;
         found->last = next;
     }
@@ -221,12 +251,13 @@ static void close_group(const rv_graph *graph, group *g, GArray *groups)
 }
 
 /* The groups of one phase on one stream's order. */
-static void find_groups_on(const rv_graph *graph, const GArray *order, rv_phase phase, GArray *groups)
+static void find_groups_on(GHashTable *memo, const rv_graph *graph, const GArray *order, rv_phase phase,
+                           GArray *groups)
 {
     group current = { NULL, -1, (uint8_t)phase };
     for (guint at = 0; at < order->len;) {
         unit u;
-        if (!next_unit(graph, order, &at, phase, &u)) {
+        if (!next_unit(memo, graph, order, &at, phase, &u)) {
             if (current.units) close_group(graph, &current, groups);
             at++;
             continue;
@@ -243,10 +274,12 @@ static GArray *find_groups(const rv_graph *graph)
     GArray *groups = g_array_new(FALSE, FALSE, sizeof(group));
     g_array_set_clear_func(groups, group_clear);
     GPtrArray *orders = stream_orders(graph);
+    GHashTable *memo = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
     for (guint r = 0; r < orders->len; r++) {
-        find_groups_on(graph, g_ptr_array_index(orders, r), RV_PHASE_FORWARD, groups);
-        find_groups_on(graph, g_ptr_array_index(orders, r), RV_PHASE_BACKWARD, groups);
+        find_groups_on(memo, graph, g_ptr_array_index(orders, r), RV_PHASE_FORWARD, groups);
+        find_groups_on(memo, graph, g_ptr_array_index(orders, r), RV_PHASE_BACKWARD, groups);
     }
+    g_hash_table_unref(memo);
     g_ptr_array_unref(orders);
     return groups;
 }

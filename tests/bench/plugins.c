@@ -97,6 +97,11 @@ static const struct {
      * They stay listed so that the table says so rather than omit them. */
     { "fused-collective", "tp-allreduce:degree=4" },
     { "batchnorm-restructure", NULL },
+    { "unprofiled", NULL },
+    { "concurrent-kernels:source_gpu=V100-SXM2", NULL },
+    { "nmc-optimizer:source_gpu=V100-SXM2", NULL },
+    { "expert-parallel:experts=8,gpus=8,batch=8,seq=512,hidden=1024,source_gpu=V100-SXM2", NULL },
+    { "decode:tokens=64,source_gpu=V100-SXM2", NULL },
 };
 enum { CASES = G_N_ELEMENTS(cases) };
 
