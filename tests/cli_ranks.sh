@@ -106,6 +106,14 @@ expect_status 2 "$reverie" whatif "$job"/rank0.json.gz "$root/traces/hta_transfo
 expect_one_line_error "ranks from different jobs"
 expect_status 2 "$reverie" simulate "$work/job.rvg" "$job"/rank0.json.gz
 expect_one_line_error "holds a job of 8 ranks already: give it alone"
+# ranks load side by side: still the first broken rank in order is the error
+mkdir "$work/broken"
+cp "$job"/rank*.json.gz "$work/broken/"
+printf '{"traceEvents": [' | gzip >"$work/broken/rank3.json.gz"
+printf 'not json' | gzip >"$work/broken/rank6.json.gz"
+expect_status 2 "$reverie" simulate "$work/broken"
+expect_one_line_error "rank3.json.gz"
+grep -q "rank6" "$work/err" && fail "the error of a later rank was reported: $(cat "$work/err")"
 mkdir "$work/empty"
 expect_status 2 "$reverie" info "$work/empty"
 expect_one_line_error "a folder with no .json, .json.gz or .rvg file in it"

@@ -169,24 +169,95 @@ static GPtrArray *folder_inputs(const char *folder, GError **error)
     return paths;
 }
 
-/* Each path loaded as one rank; a saved graph that holds a job already cannot be a rank of another. */
+/* ---- ranks loaded side by side ---------------------------------------------- */
+
+/*
+ * Each rank is a file of its own, and one rank's JSON is often smaller than
+ * one parse batch of the importer, so importing ranks one after another
+ * leaves cores idle.  A thread pool loads up to one rank per processor at a
+ * time.  Invariant: nothing is shared between two rank loads but the
+ * caller's callbacks, which `lock` serializes (the caller wrote them for
+ * one thread); the outcome (which rank's error is reported, the order of
+ * the ranks) is the sequential one.
+ */
+typedef struct {
+    const rv_load_options *caller;
+    rv_load_options options;  /* the caller's, with the callbacks below */
+    GMutex lock;
+} rank_loads;
+
+typedef struct {
+    const char *path;
+    rv_graph *graph;
+    GError *error;
+} rank_load;
+
+static void opened_locked(const char *name, void *data)
+{
+    rank_loads *loads = data;
+    g_mutex_lock(&loads->lock);
+    loads->caller->opened(name, loads->caller->opened_data);
+    g_mutex_unlock(&loads->lock);
+}
+
+static void progress_locked(uint64_t bytes, uint64_t events, void *data)
+{
+    rank_loads *loads = data;
+    g_mutex_lock(&loads->lock);
+    loads->caller->import.progress(bytes, events, loads->caller->import.progress_data);
+    g_mutex_unlock(&loads->lock);
+}
+
+static void load_rank(gpointer data, gpointer user_data)
+{
+    rank_load *rank = data;
+    rank->graph = load_one(rank->path, &((rank_loads *)user_data)->options, &rank->error);
+}
+
+/* Every path loaded, into ranks[i]; at most one load per processor at a time. */
+static void load_side_by_side(GPtrArray *paths, const rv_load_options *options, rank_load *ranks)
+{
+    rank_loads loads = { options, *options, { 0 } };
+    g_mutex_init(&loads.lock);
+    if (options->opened) { loads.options.opened = opened_locked; loads.options.opened_data = &loads; }
+    if (options->import.progress) { loads.options.import.progress = progress_locked; loads.options.import.progress_data = &loads; }
+    guint threads = MIN(paths->len, MAX(g_get_num_processors(), 1));
+    GThreadPool *pool = threads > 1 ? g_thread_pool_new(load_rank, &loads, (gint)threads, TRUE, NULL) : NULL;
+    for (guint i = 0; i < paths->len; i++) {
+        ranks[i] = (rank_load){ g_ptr_array_index(paths, i), NULL, NULL };
+        if (pool == NULL || !g_thread_pool_push(pool, &ranks[i], NULL)) load_rank(&ranks[i], &loads);
+    }
+    if (pool) g_thread_pool_free(pool, FALSE, TRUE); /* waits for every load */
+    g_mutex_clear(&loads.lock);
+}
+
+/* Each path loaded as one rank; a saved graph that holds a job already
+ * cannot be a rank of another.  The first rank in order that fails is the
+ * error. */
 static GPtrArray *load_ranks(GPtrArray *paths, const rv_load_options *options, GError **error)
 {
+    rank_load *ranks = g_new0(rank_load, MAX(paths->len, 1));
+    load_side_by_side(paths, options, ranks);
     GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
     for (guint i = 0; i < paths->len; i++) {
-        rv_graph *graph = load_one(g_ptr_array_index(paths, i), options, error);
-        if (graph != NULL && graph->ranks->len > 1) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s holds a job of %u ranks already: give it alone",
-                        graph->source, graph->ranks->len);
-            rv_graph_free(graph);
-            graph = NULL;
+        rank_load *rank = &ranks[i];
+        if (rank->graph != NULL && rank->graph->ranks->len > 1 && graphs != NULL) {
+            g_set_error(&rank->error, RV_ERROR, RV_ERROR_INPUT, "%s holds a job of %u ranks already: give it alone",
+                        rank->graph->source, rank->graph->ranks->len);
         }
-        if (graph == NULL) {
+        if (rank->graph == NULL && rank->error == NULL) /* never expected: a load that fails says why */
+            g_set_error(&rank->error, RV_ERROR, RV_ERROR_INPUT, "%s: could not be loaded", rank->path);
+        if (rank->error != NULL && graphs != NULL) {
+            g_propagate_error(error, rank->error);
+            rank->error = NULL;
             g_ptr_array_unref(graphs);
-            return NULL;
+            graphs = NULL;
         }
-        g_ptr_array_add(graphs, graph);
+        if (graphs != NULL) g_ptr_array_add(graphs, rank->graph);
+        else if (rank->graph != NULL) rv_graph_free(rank->graph);
+        g_clear_error(&rank->error);
     }
+    g_free(ranks);
     return graphs;
 }
 
