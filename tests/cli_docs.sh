@@ -55,5 +55,11 @@ if command -v objdump >/dev/null; then
     objdump -p "$reverie" | grep -q 'NEEDED *libreverie\.so\.0$' || fail "reverie does not link libreverie.so.0"
 fi
 
+# the project stands alone: no file of it names the development folder
+# that sits beside a checkout (built outputs and git's own files aside)
+folder="../sha""red/"   # in two pieces, so that this file does not name it
+named=$(grep -rlaF --exclude-dir='build*' --exclude-dir=.git --exclude-dir='__pycache__' "$folder" "$source" 2>/dev/null)
+[ -z "$named" ] || fail "files name $folder: $named"
+
 [ "$failures" -eq 0 ] && echo "docs: plugin reference, man page, completion, version: ok"
 exit $((failures > 0))
