@@ -187,7 +187,7 @@ rv_explanation *rv_explain(const rv_graph *graph, guint top)
         }
         if (difference <= 0) continue;
         rv_unexplained_task item = { t, difference, ready[t].ready_ns, ready[t].binding };
-        g_array_append_val(late, item);
+        if (top > 0) g_array_append_val(late, item); /* sorted below only to list the top ones */
         if (difference > RV_EXPLAIN_TOLERANCE_NS) x->late_tasks++;
         x->total_ns = rv_saturating_add(x->total_ns, difference);
         int64_t *step = &x->by_step[task->step >= 0 ? (guint)task->step : graph->steps->len];

@@ -145,9 +145,13 @@
 #include "reverie/error.h"
 #include "reverie/checked.h"
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #define RVG_VERSION 6u
 #define RVG_HEADER_SIZE 24u
@@ -828,7 +832,7 @@ typedef struct {
     gboolean overrun;
 } cursor;
 
-static const guint8 *take(cursor *c, gsize count)
+static inline const guint8 *take(cursor *c, gsize count)
 {
     if (c->overrun || c->length - c->pos < count) {
         c->overrun = TRUE;
@@ -839,19 +843,26 @@ static const guint8 *take(cursor *c, gsize count)
     return at;
 }
 
-static uint64_t get_le(cursor *c, int width)
-{
-    const guint8 *at = take(c, (gsize)width);
-    uint64_t value = 0;
-    for (int i = 0; at != NULL && i < width; i++) value |= (uint64_t)at[i] << (8 * i);
-    return value;
-}
-static uint8_t get_u8(cursor *c) { return (uint8_t)get_le(c, 1); }
-static uint16_t get_u16(cursor *c) { return (uint16_t)get_le(c, 2); }
-static uint32_t get_u32(cursor *c) { return (uint32_t)get_le(c, 4); }
-static int32_t get_i32(cursor *c) { return (int32_t)(uint32_t)get_le(c, 4); }
-static uint64_t get_u64(cursor *c) { return get_le(c, 8); }
-static int64_t get_i64(cursor *c) { return (int64_t)get_le(c, 8); }
+/* Each field is one memcpy and a byte-order conversion (a no-op on
+ * little-endian hosts): at a million tasks, decoding byte by byte was a
+ * fifth of `reverie info`. */
+#define DEFINE_GET_LE(name, type, from_le)            \
+    static inline type name(cursor *c)                \
+    {                                                 \
+        const guint8 *at = take(c, sizeof(type));     \
+        type value = 0;                               \
+        if (at != NULL) memcpy(&value, at, sizeof value); \
+        return from_le(value);                        \
+    }
+#define IDENTITY(value) (value)
+DEFINE_GET_LE(get_u8, uint8_t, IDENTITY)
+DEFINE_GET_LE(get_u16, uint16_t, GUINT16_FROM_LE)
+DEFINE_GET_LE(get_u32, uint32_t, GUINT32_FROM_LE)
+DEFINE_GET_LE(get_u64, uint64_t, GUINT64_FROM_LE)
+#undef IDENTITY
+#undef DEFINE_GET_LE
+static inline int32_t get_i32(cursor *c) { return (int32_t)get_u32(c); }
+static inline int64_t get_i64(cursor *c) { return (int64_t)get_u64(c); }
 
 static gsize remaining(const cursor *c) { return c->length - c->pos; }
 
@@ -1038,6 +1049,22 @@ static gboolean read_strings(reader *r, rv_strings *strings)
 
 /* The record count of a section of fixed-size records, which must account
  * for every byte of it; the array is sized to match. */
+/* A million-task graph's arrays are over 100 MiB, filled once, front to
+ * back: in 2 MiB pages the kernel takes 512 times fewer faults to hand
+ * them over (where transparent huge pages are left to madvise, as Debian
+ * does).  Only the whole 2 MiB pages inside the block are advised. */
+static void advise_huge_pages(void *data, gsize bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = 2u << 20;
+    uintptr_t first = ((uintptr_t)data + huge - 1) & ~(huge - 1), end = ((uintptr_t)data + bytes) & ~(huge - 1);
+    if (end > first) (void)madvise((void *)first, end - first, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
 static gboolean read_record_count(reader *r, uint32_t id, gsize record_size, cursor *c, GArray *records)
 {
     *c = section_cursor(r, id);
@@ -1052,6 +1079,7 @@ static gboolean read_record_count(reader *r, uint32_t id, gsize record_size, cur
     if (count > G_MAXINT32)
         return fail(r, section_names[id], "%u records are more than a graph can hold", count);
     g_array_set_size(records, count);
+    advise_huge_pages(records->data, (gsize)count * g_array_get_element_size(records));
     return TRUE;
 }
 
@@ -1406,18 +1434,46 @@ rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *nam
     return graph;
 }
 
+/* The whole file in one block of memory advised onto huge pages (as the
+ * graph's arrays are): g_file_get_contents, less the 4 KiB page faults of
+ * a 100 MB read.  NULL with *error set if it cannot be read whole. */
+static guint8 *read_whole_file(const char *path, gsize *length, GError **error)
+{
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s", path, g_strerror(errno));
+        return NULL;
+    }
+    struct stat info;
+    const char *why = NULL;
+    if (fstat(fileno(file), &info) != 0) why = g_strerror(errno);
+    else if (!S_ISREG(info.st_mode)) why = "not a regular file";
+    guint8 *data = why == NULL ? g_try_malloc(MAX((gsize)info.st_size, 1)) : NULL;
+    if (why == NULL && data == NULL) why = "it does not fit in memory";
+    if (why == NULL) {
+        gsize size = (gsize)info.st_size;
+        advise_huge_pages(data, size);
+        gsize got = fread(data, 1, size, file);
+        if (ferror(file)) why = g_strerror(errno);
+        else if (got != size || fgetc(file) != EOF) why = "it changed size while it was read";
+        *length = size;
+    }
+    fclose(file);
+    if (why != NULL) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: cannot read it: %s", path, why);
+        g_free(data);
+        return NULL;
+    }
+    return data;
+}
+
 rv_graph *rv_store_load(const char *path, GError **error)
 {
     rv_output_note_input(path); /* no output of this run may replace it */
-    gchar *contents = NULL;
     gsize length = 0;
-    GError *io_error = NULL;
-    if (!g_file_get_contents(path, &contents, &length, &io_error)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s", io_error->message);
-        g_error_free(io_error);
-        return NULL;
-    }
-    rv_graph *graph = rv_store_load_buffer((const guint8 *)contents, length, path, error);
+    guint8 *contents = read_whole_file(path, &length, error);
+    if (contents == NULL) return NULL;
+    rv_graph *graph = rv_store_load_buffer(contents, length, path, error);
     g_free(contents);
     return graph;
 }
