@@ -99,7 +99,17 @@ expect_in "$work/out" "replay error"
 
 # --- bad input: one line, exit 2 ----------------------------------------
 expect_status 2 "$reverie" simulate "$job"/rank0.json.gz "$job"/rank0.json.gz
-expect_one_line_error "rank 0 is given twice"
+expect_one_line_error "hold one recording"
+cp "$job"/rank0.json.gz "$work/rank0-again.json.gz"
+expect_status 2 "$reverie" simulate "$job"/rank0.json.gz "$work/rank0-again.json.gz"
+expect_one_line_error "rank0-again.json.gz hold one recording"
+# a folder with a trace that names no rank and the graph imported beside
+# it (import's default output): one recording, not a job of two ranks
+mkdir "$work/beside"
+cp "$root/traces/pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz" "$work/beside/"
+"$reverie" import --quiet "$work/beside/fp32.json.gz" || fail "import into $work/beside"
+expect_status 2 "$reverie" simulate "$work/beside"
+expect_one_line_error "fp32.json.gz and $work/beside/fp32.rvg hold one recording"
 expect_status 2 "$reverie" simulate "$job"/rank0.json.gz "$job"/rank1.json.gz "$job"/rank2.json.gz
 expect_one_line_error "5 of 8 ranks are missing (ranks 3, 4, 5, 6, 7;"
 expect_status 2 "$reverie" whatif "$job"/rank0.json.gz "$root/traces/hta_transformer_ddp_v100_rank1.2steps.json.gz" --opt amp

@@ -55,9 +55,9 @@ cp "$trace" "$work/copy.json.gz"
 expect_status 0 "$reverie" import "$work/copy.json.gz"
 [ -f "$work/copy.rvg" ] || fail "the default output is not the trace's name with .rvg"
 expect_status 1 "$reverie" import
-# the same trace twice is the same rank twice: not one job
+# the same trace twice is one recording twice: not one job
 expect_status 2 "$reverie" import "$trace" "$trace" -o "$work/two.rvg"
-expect_error "rank 0 is given twice: $trace and $trace"
+expect_error "$trace and $trace hold one recording"
 expect_status 1 "$reverie" import --no-such-option "$trace"
 expect_status 2 "$reverie" import "$work/missing.json" -o "$work/missing.rvg"
 expect_status 2 "$reverie" import "$trace" -o "$work/no/such/dir/g.rvg"

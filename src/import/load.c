@@ -4,6 +4,7 @@
  * out; several, or a folder of them, as the ranks of one job.
  */
 #include "reverie/load.h"
+#include "reverie/checked.h"
 #include "reverie/error.h"
 #include "reverie/escape.h"
 #include "reverie/explain.h"
@@ -261,6 +262,62 @@ static GPtrArray *load_ranks(GPtrArray *paths, const rv_load_options *options, G
     return graphs;
 }
 
+/* What tells one recording from another: two ranks' traces never agree
+ * to the nanosecond on all of these, and a trace and the graph imported
+ * from it always do. */
+typedef struct {
+    int64_t tasks, edges, first_start_ns, duration_sum_ns;
+} recording_key;
+
+static recording_key key_of(const rv_graph *graph)
+{
+    recording_key key = { rv_graph_task_count(graph), graph->edges->len, 0, 0 };
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (t == 0) key.first_start_ns = task->recorded_start_ns;
+        key.duration_sum_ns = rv_saturating_add(key.duration_sum_ns, task->duration_ns);
+    }
+    return key;
+}
+
+static guint key_hash(gconstpointer key)
+{
+    const recording_key *k = key;
+    return g_int64_hash(&k->first_start_ns) ^ g_int64_hash(&k->duration_sum_ns) ^ (guint)k->tasks;
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+    return memcmp(a, b, sizeof(recording_key)) == 0;
+}
+
+/* A folder that holds a trace and the .rvg imported from it (import's
+ * default output lands beside the trace) would otherwise become two ranks
+ * of one recording, or "rank N is given twice" naming the same file. */
+static gboolean check_distinct_recordings(GPtrArray *graphs, GPtrArray *paths, GError **error)
+{
+    recording_key *keys = g_new(recording_key, MAX(graphs->len, 1));
+    GHashTable *seen = g_hash_table_new(key_hash, key_equal);
+    gboolean ok = TRUE;
+    for (guint i = 0; i < graphs->len && ok; i++) {
+        const rv_graph *graph = g_ptr_array_index(graphs, i);
+        keys[i] = key_of(graph);
+        gpointer earlier = NULL;
+        if (!g_hash_table_lookup_extended(seen, &keys[i], NULL, &earlier)) {
+            g_hash_table_insert(seen, &keys[i], GUINT_TO_POINTER(i));
+            continue;
+        }
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s and %s hold one recording (the same tasks at the same times; a trace and the graph "
+                    "imported from it?): give each rank once", (const char *)g_ptr_array_index(paths, GPOINTER_TO_UINT(earlier)),
+                    (const char *)g_ptr_array_index(paths, i));
+        ok = FALSE;
+    }
+    g_hash_table_destroy(seen);
+    g_free(keys);
+    return ok;
+}
+
 /* How reports name the job: the folder, or the first file and how many more. */
 static char *job_name(char *const *paths, int count, gboolean folder)
 {
@@ -277,6 +334,7 @@ rv_graph *rv_load_job(char *const *paths, int count, const rv_load_options *opti
     if (list == NULL) return NULL;
     for (int i = 0; !folder && i < count; i++) g_ptr_array_add(list, g_strdup(paths[i]));
     GPtrArray *graphs = load_ranks(list, options, error);
+    if (graphs != NULL && !check_distinct_recordings(graphs, list, error)) g_clear_pointer(&graphs, g_ptr_array_unref);
     g_ptr_array_unref(list);
     if (graphs == NULL) return NULL;
     char *name = job_name(paths, count, folder);
