@@ -8,6 +8,7 @@
 #include "reverie/escape.h"
 #include "reverie/output.h"
 #include "reverie/suggest.h"
+#include <malloc.h>
 #include <signal.h>
 #include <string.h>
 
@@ -115,8 +116,26 @@ static int run(int argc, char **argv)
     return RV_EXIT_USAGE;
 }
 
+/* glibc hands every block above its mmap threshold (a sliding one, at most
+ * 32 MiB) fresh from the kernel and unmaps it on free, and gives the top of
+ * its heap back past 128 KiB: at a million tasks each replay, graph copy
+ * and plugin pass then pays again for page faults and zeroed pages.  Blocks
+ * up to 1 GiB come from the heap and stay there for the next pass: the
+ * plain replay of a 1M-task graph 95-126 -> 74 ms, exponent from 100k tasks
+ * 1.25-1.35 -> 1.13 (tests/bench/plugins.c, docs/performance.md), for a
+ * few per cent more peak memory.  A command runs once and exits, so memory
+ * kept until then is not lost to other processes for long. */
+static void keep_large_blocks(void)
+{
+#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+    (void)mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    keep_large_blocks();
     rv_cli_catch_fatal_errors();
     catch_signals();
     rv_cli_output_init();

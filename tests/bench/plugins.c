@@ -37,6 +37,7 @@
 #include "reverie/load.h"
 #include "reverie/plugin.h"
 #include "reverie/sim.h"
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +270,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: reverie-bench-plugins SMALL_TRACE LARGE_TRACE\n");
         return 1;
     }
+    /* as the command line does (src/cli/main.c): large blocks reused from
+     * the heap rather than mapped and zeroed afresh by every pass */
+    (void)mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
     double load[3] = { 0 };
     loaded_plugins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)rv_plugin_unload);
     measured small = measure(argv[1], 9), large = measure(argv[2], 5);
