@@ -329,7 +329,7 @@ START_TEST(invalidate_after_hand_edit)
 }
 END_TEST
 
-/* ---- the O(n) median ------------------------------------------------- */
+/* ---- the O(n) median and quantiles ----------------------------------- */
 
 START_TEST(median_by_selection_matches_sorting)
 {
@@ -343,6 +343,11 @@ START_TEST(median_by_selection_matches_sorting)
             g_array_append_val(b, value);
         }
         ck_assert_int_eq(rv_median_int64_select(a, -7), rv_median_int64(b, -7));
+        for (int q = 0; q <= 20; q++) { /* b is sorted: the quantile is its element */
+            double quantile = q / 20.0;
+            int64_t expected = count ? g_array_index(b, int64_t, (guint)(quantile * (count - 1))) : -7;
+            ck_assert_int_eq(rv_quantile_int64(a, quantile, -7), expected);
+        }
         g_array_unref(a);
         g_array_unref(b);
     }

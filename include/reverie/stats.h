@@ -25,8 +25,9 @@ int64_t rv_median_int64_select(GArray *values, int64_t fallback);
 /* Sort a GArray of int64 ascending. */
 void rv_sort_int64(GArray *values);
 
-/* The value at quantile q in [0, 1] of a GArray of int64 (sorted in place):
- * the element at index floor(q * (len - 1)); fallback when empty. */
+/* The value at quantile q in [0, 1] of a GArray of int64: the element that
+ * sorting would put at index floor(q * (len - 1)), found by selection in
+ * O(n) (the array is left reordered, not sorted); fallback when empty. */
 int64_t rv_quantile_int64(GArray *values, double q, int64_t fallback);
 
 G_END_DECLS

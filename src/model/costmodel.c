@@ -5,6 +5,7 @@
  */
 #include "costmodel_private.h"
 #include "reverie/error.h"
+#include "reverie/stats.h"
 #include <math.h>
 #include <string.h>
 
@@ -202,12 +203,6 @@ static void complete_tasks(rv_cost_model *model)
     g_hash_table_destroy(work);
 }
 
-static gint compare_int64(gconstpointer a, gconstpointer b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int64_t fixed_cost(const rv_cost_model *model)
 {
     GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
@@ -217,11 +212,7 @@ static int64_t fixed_cost(const rv_cost_model *model)
         if (is_costed_task(task) && task->kind == RV_TASK_KERNEL && task->duration_ns > 0)
             g_array_append_val(durations, task->duration_ns);
     }
-    int64_t fixed = 0;
-    if (durations->len > 0) {
-        g_array_sort(durations, compare_int64);
-        fixed = g_array_index(durations, int64_t, (guint)(FIXED_PERCENTILE * (durations->len - 1)));
-    }
+    int64_t fixed = rv_quantile_int64(durations, FIXED_PERCENTILE, 0);
     g_array_unref(durations);
     return fixed < FIXED_CAP_NS ? fixed : FIXED_CAP_NS;
 }

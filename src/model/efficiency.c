@@ -110,19 +110,45 @@ static gint compare_hash(gconstpointer a, gconstpointer b)
     return x < y ? -1 : x > y;
 }
 
-/* MinHash of the set of (operator, Input Dims) of the graph's GPU tasks:
- * per slot k, the least of a k-seeded mix of each member's hash. */
-static void job_signature(const rv_graph *graph, guint32 *signature)
+/* The distinct (operator, Input Dims) string-id pairs of the GPU tasks:
+ * a million tasks name a few hundred pairs, so the texts are hashed once
+ * per pair rather than once per task (a hash set: sorting a million pairs
+ * cost more than the rest of the signature). */
+static GArray *distinct_op_dims(const rv_graph *graph)
 {
-    for (int i = 0; i < SIGNATURE_SIZE; i++) signature[i] = G_MAXUINT32;
-    GArray *hashes = g_array_new(FALSE, FALSE, sizeof(guint64));
+    GArray *pairs = g_array_new(FALSE, FALSE, sizeof(gint64));
+    GHashTable *seen = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    gint64 previous = -1; /* op ids are positive: never a pair */
     for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         if (!(task->flags & RV_TASK_FLAG_GPU) || task->op <= 0) continue;
-        const char *dims = task->input_dims >= 0 ? rv_strings_get(graph->strings, task->input_dims) : "";
-        guint64 h = text_hash(rv_strings_get(graph->strings, task->op), dims);
+        gint64 pair = ((gint64)task->op << 32) | (guint32)task->input_dims;
+        if (pair == previous) continue; /* runs of one operator's kernels */
+        previous = pair;
+        if (g_hash_table_contains(seen, &pair)) continue;
+        g_hash_table_add(seen, g_memdup2(&pair, sizeof pair));
+        g_array_append_val(pairs, pair);
+    }
+    g_hash_table_destroy(seen);
+    return pairs;
+}
+
+/* MinHash of the set of (operator, Input Dims) of the graph's GPU tasks:
+ * per slot k, the least of a k-seeded mix of each member's hash.  Members
+ * are texts, not ids: two ids of one text (two tables) are one member. */
+static void job_signature(const rv_graph *graph, guint32 *signature)
+{
+    for (int i = 0; i < SIGNATURE_SIZE; i++) signature[i] = G_MAXUINT32;
+    GArray *pairs = distinct_op_dims(graph);
+    GArray *hashes = g_array_sized_new(FALSE, FALSE, sizeof(guint64), pairs->len);
+    for (guint i = 0; i < pairs->len; i++) {
+        gint64 pair = g_array_index(pairs, gint64, i);
+        int32_t op = (int32_t)(pair >> 32), input_dims = (int32_t)(guint32)pair;
+        const char *dims = input_dims >= 0 ? rv_strings_get(graph->strings, input_dims) : "";
+        guint64 h = text_hash(rv_strings_get(graph->strings, op), dims);
         g_array_append_val(hashes, h);
     }
+    g_array_unref(pairs);
     g_array_sort(hashes, compare_hash);
     for (guint i = 0; i < hashes->len; i++) {
         guint64 h = g_array_index(hashes, guint64, i);

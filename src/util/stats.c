@@ -1,5 +1,5 @@
 /*
- * stats.c - medians of measured values (see stats.h).
+ * stats.c - medians and quantiles of measured values (see stats.h).
  */
 #include "reverie/stats.h"
 
@@ -57,7 +57,8 @@ int64_t rv_median_int64_select(GArray *values, int64_t fallback)
 int64_t rv_quantile_int64(GArray *values, double q, int64_t fallback)
 {
     if (values->len == 0) return fallback;
-    g_array_sort(values, compare_int64);
     double clamped = q < 0 ? 0 : q > 1 ? 1 : q;
-    return g_array_index(values, int64_t, (guint)(clamped * (values->len - 1)));
+    guint k = (guint)(clamped * (values->len - 1));
+    select_kth((int64_t *)values->data, values->len, k);
+    return g_array_index(values, int64_t, k);
 }
