@@ -53,16 +53,25 @@ static const rv_param_spec model_scale_params[] = {
 typedef struct {
     double h, s, b, layers, heads;
     guint score_kernels;
+    rv_string_memo scores; /* per Input Dims string: over attention scores? */
 } sizes;
 
 /* A rank-4 first input with equal last extents: attention scores (B, heads, SL, SL). */
-static gboolean over_scores(const rv_graph *graph, int32_t task)
+static int shapes_over_scores(const char *input_dims)
 {
     rv_shapes shapes;
-    gboolean yes = rv_shapes_of_task(graph, task, &shapes) && rv_shapes_rank(&shapes, 0) == 4 &&
+    gboolean yes = rv_shapes_parse(input_dims, &shapes) && rv_shapes_rank(&shapes, 0) == 4 &&
                    rv_shapes_extent(&shapes, 0, 2) == rv_shapes_extent(&shapes, 0, 3) && rv_shapes_extent(&shapes, 0, 3) > 1;
     rv_shapes_clear(&shapes);
     return yes;
+}
+
+/* Parsed once per distinct Input Dims text: a million kernels name a few
+ * hundred, and parsing each kernel's JSON was most of this plugin. */
+static gboolean over_scores(const rv_graph *graph, int32_t task, sizes *z)
+{
+    int32_t input_dims = g_array_index(graph->tasks, rv_task, task).input_dims;
+    return input_dims > 0 && rv_string_memo_get(&z->scores, input_dims) != 0; /* no shapes: not over scores */
 }
 
 static gboolean scale_task(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
@@ -78,7 +87,7 @@ static gboolean scale_task(const rv_graph *graph, int32_t task, const rv_kernel_
         break;
     case RV_COST_ATTENTION:
         change->flops_factor = z->h * z->s * tokens;
-        change->bytes_factor = over_scores(graph, task) || strstr(rv_strings_get(graph->strings, t->op), "bmm") ? scores
+        change->bytes_factor = over_scores(graph, task, z) || strstr(rv_strings_get(graph->strings, t->op), "bmm") ? scores
                                                                                                               : activations;
         break;
     case RV_COST_CONV: change->flops_factor = change->bytes_factor = z->b; break;
@@ -88,7 +97,7 @@ static gboolean scale_task(const rv_graph *graph, int32_t task, const rv_kernel_
     default:
         if (t->phase == RV_PHASE_OPTIMIZER) {
             change->flops_factor = change->bytes_factor = z->h * z->h;
-        } else if (over_scores(graph, task)) {
+        } else if (over_scores(graph, task, z)) {
             change->flops_factor = change->bytes_factor = scores;
             z->score_kernels++;
         } else {
@@ -125,7 +134,7 @@ static void scale_tensors(rv_graph *graph, const rv_cost_model *model, sizes *z)
         if (cost == NULL || !(task->flags & RV_TASK_FLAG_GPU) || task->phase == RV_PHASE_OPTIMIZER) continue;
         int32_t call = rv_graph_launch_of(graph, id);
         if (call < 0 || !g_hash_table_add(seen, GINT_TO_POINTER(call + 1))) continue;
-        double params = z->h, acts = over_scores(graph, id) ? scores : activations;
+        double params = z->h, acts = over_scores(graph, id, z) ? scores : activations;
         if (cost->cls == RV_COST_GEMM) params = z->h * z->h;
         if (cost->cls == RV_COST_CONV) params = 1, acts = z->b;
         if (params != 1) rv_memory_effect_add(graph, call, RV_MEM_EFFECT_PARAM_SCALE, params, 0);
@@ -191,6 +200,7 @@ static gboolean model_scale_apply(rv_graph *graph, const rv_params *params, rv_p
             rv_gpu_catalogue_free(catalogue);
             return FALSE;
         }
+        rv_string_memo_init(&z.scores, graph->strings, shapes_over_scores);
         rv_cost_plan *plan = rv_cost_model_plan(model, scale_task, &z);
         ok = rv_cost_plan_apply(graph, plan, "the model-scale factors", error);
         if (ok) scale_tensors(graph, model, &z);
@@ -201,6 +211,7 @@ static gboolean model_scale_apply(rv_graph *graph, const rv_params *params, rv_p
         }
         rv_cost_plan_free(plan);
         rv_cost_model_free(model);
+        rv_string_memo_clear(&z.scores);
     }
     ok = ok && repeat_layers(graph, params, z.layers, output->notes, error);
     if (ok && z.layers != 1) { /* each block stands for `layers` of them: so do its weights and kept tensors */
