@@ -145,13 +145,9 @@
 #include "reverie/error.h"
 #include "reverie/checked.h"
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
-#include <errno.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 
 #define RVG_VERSION 6u
 #define RVG_HEADER_SIZE 24u
@@ -1049,22 +1045,6 @@ static gboolean read_strings(reader *r, rv_strings *strings)
 
 /* The record count of a section of fixed-size records, which must account
  * for every byte of it; the array is sized to match. */
-/* A million-task graph's arrays are over 100 MiB, filled once, front to
- * back: in 2 MiB pages the kernel takes 512 times fewer faults to hand
- * them over (where transparent huge pages are left to madvise, as Debian
- * does).  Only the whole 2 MiB pages inside the block are advised. */
-static void advise_huge_pages(void *data, gsize bytes)
-{
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = 2u << 20;
-    uintptr_t first = ((uintptr_t)data + huge - 1) & ~(huge - 1), end = ((uintptr_t)data + bytes) & ~(huge - 1);
-    if (end > first) (void)madvise((void *)first, end - first, MADV_HUGEPAGE);
-#else
-    (void)data;
-    (void)bytes;
-#endif
-}
-
 static gboolean read_record_count(reader *r, uint32_t id, gsize record_size, cursor *c, GArray *records)
 {
     *c = section_cursor(r, id);
@@ -1079,7 +1059,6 @@ static gboolean read_record_count(reader *r, uint32_t id, gsize record_size, cur
     if (count > G_MAXINT32)
         return fail(r, section_names[id], "%u records are more than a graph can hold", count);
     g_array_set_size(records, count);
-    advise_huge_pages(records->data, (gsize)count * g_array_get_element_size(records));
     return TRUE;
 }
 
@@ -1434,46 +1413,18 @@ rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *nam
     return graph;
 }
 
-/* The whole file in one block of memory advised onto huge pages (as the
- * graph's arrays are): g_file_get_contents, less the 4 KiB page faults of
- * a 100 MB read.  NULL with *error set if it cannot be read whole. */
-static guint8 *read_whole_file(const char *path, gsize *length, GError **error)
-{
-    FILE *file = fopen(path, "rb");
-    if (file == NULL) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s", path, g_strerror(errno));
-        return NULL;
-    }
-    struct stat info;
-    const char *why = NULL;
-    if (fstat(fileno(file), &info) != 0) why = g_strerror(errno);
-    else if (!S_ISREG(info.st_mode)) why = "not a regular file";
-    guint8 *data = why == NULL ? g_try_malloc(MAX((gsize)info.st_size, 1)) : NULL;
-    if (why == NULL && data == NULL) why = "it does not fit in memory";
-    if (why == NULL) {
-        gsize size = (gsize)info.st_size;
-        advise_huge_pages(data, size);
-        gsize got = fread(data, 1, size, file);
-        if (ferror(file)) why = g_strerror(errno);
-        else if (got != size || fgetc(file) != EOF) why = "it changed size while it was read";
-        *length = size;
-    }
-    fclose(file);
-    if (why != NULL) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: cannot read it: %s", path, why);
-        g_free(data);
-        return NULL;
-    }
-    return data;
-}
-
 rv_graph *rv_store_load(const char *path, GError **error)
 {
     rv_output_note_input(path); /* no output of this run may replace it */
+    gchar *contents = NULL;
     gsize length = 0;
-    guint8 *contents = read_whole_file(path, &length, error);
-    if (contents == NULL) return NULL;
-    rv_graph *graph = rv_store_load_buffer(contents, length, path, error);
+    GError *io_error = NULL;
+    if (!g_file_get_contents(path, &contents, &length, &io_error)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s", io_error->message);
+        g_error_free(io_error);
+        return NULL;
+    }
+    rv_graph *graph = rv_store_load_buffer((const guint8 *)contents, length, path, error);
     g_free(contents);
     return graph;
 }
