@@ -460,32 +460,33 @@ static void write_notes(GString *notes, const inserter *ins, const survey *found
  * other predecessors (and the task before it on its stream) lets it start. */
 static int64_t copy_stall_ns(const rv_graph *graph, const GArray *waits, const rv_sim_result *replay)
 {
-    const rv_sim_result result = *replay;
-    GHashTable *other_ready = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-    GHashTable *prefetches = g_hash_table_new(g_direct_hash, g_direct_equal);
+    /* flat arrays over the tasks, not hash tables: every edge of the
+     * graph is looked up once (a million at 1M tasks) */
+    int32_t n = rv_graph_task_count(graph);
+    int64_t *other_ready = g_new(int64_t, MAX(n, 1));
+    guint8 *is_prefetch = g_new0(guint8, MAX(n, 1));
+    guint8 *is_waiter = g_new0(guint8, MAX(n, 1));
     for (guint i = 0; i + 1 < waits->len; i += 2) {
         int32_t waiter = g_array_index(waits, int32_t, i + 1);
-        g_hash_table_add(prefetches, GINT_TO_POINTER(g_array_index(waits, int32_t, i) + 1));
-        int64_t *ready = g_new(int64_t, 1);
+        is_prefetch[g_array_index(waits, int32_t, i)] = 1;
         int32_t previous = rv_graph_resource_previous(graph, waiter);
-        *ready = previous >= 0 ? result.end_ns[previous] : 0;
-        g_hash_table_replace(other_ready, GINT_TO_POINTER(waiter + 1), ready);
+        other_ready[waiter] = previous >= 0 ? replay->end_ns[previous] : 0;
+        is_waiter[waiter] = 1;
     }
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        int64_t *ready = g_hash_table_lookup(other_ready, GINT_TO_POINTER(edge->to + 1));
-        if (ready == NULL || g_hash_table_contains(prefetches, GINT_TO_POINTER(edge->from + 1))) continue;
-        int64_t at = edge->from_start ? result.start_ns[edge->from] : result.end_ns[edge->from];
-        *ready = MAX(*ready, at);
+        if (!is_waiter[edge->to] || is_prefetch[edge->from]) continue;
+        int64_t at = edge->from_start ? replay->start_ns[edge->from] : replay->end_ns[edge->from];
+        other_ready[edge->to] = MAX(other_ready[edge->to], at);
     }
     int64_t stall = 0;
     for (guint i = 0; i + 1 < waits->len; i += 2) {
         int32_t prefetch = g_array_index(waits, int32_t, i), waiter = g_array_index(waits, int32_t, i + 1);
-        const int64_t *ready = g_hash_table_lookup(other_ready, GINT_TO_POINTER(waiter + 1));
-        stall = rv_saturating_add(stall, MAX(result.end_ns[prefetch] - *ready, 0));
+        stall = rv_saturating_add(stall, MAX(replay->end_ns[prefetch] - other_ready[waiter], 0));
     }
-    g_hash_table_destroy(prefetches);
-    g_hash_table_destroy(other_ready);
+    g_free(other_ready);
+    g_free(is_prefetch);
+    g_free(is_waiter);
     return stall;
 }
 
