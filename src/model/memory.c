@@ -552,26 +552,30 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
 {
     const GArray *launches = g_ptr_array_index(ctx->calls_by_step, slot);
     GArray *calls = g_array_new(FALSE, TRUE, sizeof(op_call));
-    GHashTable *last_on = g_hash_table_new(g_direct_hash, g_direct_equal); /* resource -> last task */
-    GHashTable *call_on = g_hash_table_new(g_direct_hash, g_direct_equal); /* resource -> 1 + its call's index */
+    /* per resource (a CPU thread): its last launching task (1 + id, 0 for
+     * none) and 1 + the index of that task's call (0 for none); flat
+     * arrays, since every launch of every step looks them up */
+    guint resources = ctx->graph->resources->len;
+    int32_t *last_on = g_new0(int32_t, resources + 1);
+    guint *call_on = g_new0(guint, resources + 1);
     for (guint i = 0; i < launches->len; i++) {
         int32_t id = g_array_index(launches, int32_t, i);
         const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, id);
         /* backward calls often carry no shapes (their outermost operator
          * is the autograd engine's wrapper), but they say it is training */
         if (task->phase == RV_PHASE_BACKWARD) *backward = TRUE;
-        gpointer key = GINT_TO_POINTER(task->resource + 1);
-        gpointer previous = g_hash_table_lookup(last_on, key);
-        g_hash_table_insert(last_on, key, GINT_TO_POINTER(id + 1));
-        if (previous != NULL) {
-            const rv_task *before = &g_array_index(ctx->graph->tasks, rv_task, GPOINTER_TO_INT(previous) - 1);
+        guint on = (guint)task->resource; /* validated: below resources */
+        int32_t previous = last_on[on];
+        last_on[on] = id + 1;
+        if (previous != 0) {
+            const rv_task *before = &g_array_index(ctx->graph->tasks, rv_task, previous - 1);
             if (before->op == task->op && before->layer == task->layer && before->input_dims == task->input_dims &&
                 before->phase == task->phase) {
-                mark_later_launch(ctx, calls, GPOINTER_TO_UINT(g_hash_table_lookup(call_on, key)), id);
+                mark_later_launch(ctx, calls, call_on[on], id);
                 continue;
             }
         }
-        g_hash_table_remove(call_on, key);
+        call_on[on] = 0;
         if (task->input_dims < 0) {
             (*unshaped)++;
             continue;
@@ -586,10 +590,10 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
         measure_call_once(ctx, task, element_bytes_of(ctx, id), &call);
         apply_effects(ctx->effects, &call, id);
         g_array_append_val(calls, call);
-        g_hash_table_insert(call_on, key, GUINT_TO_POINTER(calls->len));
+        call_on[on] = calls->len;
     }
-    g_hash_table_destroy(call_on);
-    g_hash_table_destroy(last_on);
+    g_free(call_on);
+    g_free(last_on);
     return calls;
 }
 
