@@ -38,6 +38,7 @@ typedef struct {
     double limit;                                   /* on |error| */
     double recorded_us, predicted_us, error, no_change_error;
     double low_us, high_us;     /* the predicted range; high < 0 when the what-if gives none */
+    char *known_miss;           /* pair.json's "known_miss": why it is further off than no change, or NULL */
     char *failure;
 } pair_row;
 

@@ -29,6 +29,7 @@ void accuracy_report_clear(accuracy_report *report)
         g_free(row->variant);
         g_free(row->opt);
         g_free(row->judge);
+        g_free(row->known_miss);
         g_free(row->failure);
     }
     for (guint i = 0; i < report->jobs->len; i++) {
@@ -63,7 +64,8 @@ static char *pair_verdict(const pair_row *row)
 {
     if (row->failure) return g_strdup_printf("not measured: %s", row->failure);
     if (fabs(row->error) > row->limit) return g_strdup_printf("error over %.0f%%", 100 * row->limit);
-    if (fabs(row->error) > fabs(row->no_change_error)) return g_strdup("further off than no change");
+    if (fabs(row->error) > fabs(row->no_change_error) && row->known_miss == NULL)
+        return g_strdup("further off than no change");
     return NULL;
 }
 
@@ -157,7 +159,11 @@ static void pair_table(GString *out, const accuracy_report *report, guint *failu
             g_string_append_printf(out, " %+.2f%% | %+.2f%% | %.0f%% |", 100 * row->error, 100 * row->no_change_error,
                                    100 * row->limit);
         }
-        cell_verdict(out, pair_verdict(row), failures);
+        char *wrong = pair_verdict(row);
+        if (wrong == NULL && row->known_miss && fabs(row->error) > fabs(row->no_change_error))
+            g_string_append_printf(out, " known miss, further off than no change: %s |\n", row->known_miss);
+        else
+            cell_verdict(out, wrong, failures);
     }
 }
 
