@@ -143,15 +143,25 @@ static void bounds_around(const offset_evidence *evidence, int64_t d, int64_t *l
 }
 
 /* Where in [low, high] the offset lies.  0 when the clocks agree (0 is in
- * range); otherwise the pairs at either end each leave a few microseconds
- * of slack (a kernel starts a few microseconds after its call began; a
- * sync returns a few after its work ended), so the middle is nearer the
- * truth than the end nearest 0; with one side unbounded, the bound minus
- * (plus) that slack's prior. */
-static int64_t within_bounds(int64_t d, int64_t low, int64_t high)
+ * range).  Otherwise, when an explicit synchronize that blocked gives the
+ * lower end, that end plus the prior slack: such a call returns a few
+ * microseconds after the work it waited for, while the launch end's slack
+ * is what the quickest launch waited, which can be tens of microseconds
+ * (a CUDA graph's kernels all pair with a few graph launches).  Without
+ * it, both ends leave a few microseconds of slack (a kernel starts a few
+ * microseconds after its call began; a sync returns a few after its work
+ * ended), so the middle is nearer the truth than the end nearest 0; with
+ * one side unbounded, the bound minus (plus) that slack's prior.  Each rule
+ * moves with the bounds, so a shift of every GPU time moves the choice by
+ * the same shift. */
+static int64_t within_bounds(const offset_evidence *evidence, int64_t d, int64_t low, int64_t high)
 {
     if (d == 0 || (low <= 0 && 0 <= high)) return d;
-    if (low > G_MININT64 && high < G_MAXINT64 && low <= high) return low + (high - low) / 2;
+    gboolean both = low > G_MININT64 && high < G_MAXINT64 && low <= high;
+    int64_t prompt_low = G_MININT64;
+    for (guint i = 0; i < evidence->prompt->len; i++) prompt_low = MAX(prompt_low, g_array_index(evidence->prompt, int64_t, i));
+    if (both && prompt_low == low) return MIN(low + PRIOR_PAIR_SLACK_NS, high);
+    if (both) return low + (high - low) / 2;
     if (high < G_MAXINT64 && d == high) return high - PRIOR_PAIR_SLACK_NS;
     if (low > G_MININT64 && d == low) return low + PRIOR_PAIR_SLACK_NS;
     return d;
@@ -180,7 +190,7 @@ static void choose_offset(rv_timing *timing, offset_evidence *evidence)
     guint count = 0;
     int64_t d = least_contradicted(evidence, &count);
     bounds_around(evidence, d, &timing->offset_low_ns, &timing->offset_high_ns);
-    d = within_bounds(d, timing->offset_low_ns, timing->offset_high_ns);
+    d = within_bounds(evidence, d, timing->offset_low_ns, timing->offset_high_ns);
     int64_t move = idle_latency_correction(evidence, d);
     if (move > 0 && contradicted(evidence, d + move) <= count) d += move;
     timing->offset_contradicted = contradicted(evidence, d);
