@@ -176,31 +176,34 @@ START_TEST(test_clock_consistent)
 }
 END_TEST
 
-/* GPU clock 1 ms ahead: bounds [995, 1010] us, which exclude 0; the offset
- * is their middle, 1002.5 us (each end leaves a pair's slack).  The
- * corrected trace is explained, and C replays at its recorded 70 us. */
+/* GPU clock 1 ms ahead: bounds [995, 1010] us, which exclude 0.  The lower
+ * end comes from a synchronize that blocked (54 us), which returns a few
+ * microseconds after its work: the offset is that end plus the 5 us prior,
+ * 1000 us, the true shift (the middle would say 1002.5).  The corrected
+ * trace is explained, and C replays at its recorded 70 us. */
 START_TEST(test_clock_ahead_corrected)
 {
     rv_graph *graph = shifted_graph(1000);
     ck_assert_int_eq(graph->timing.clock_status, RV_CLOCK_CORRECTED);
-    ck_assert_int_eq(graph->timing.clock_offset.value, 1002500);
+    ck_assert_int_eq(graph->timing.clock_offset.value, 1000000);
     tt_assert_replay_exact(graph);
     GPtrArray *notes = rv_timing_notes(graph);
     ck_assert_uint_eq(notes->len, 1);
-    ck_assert_msg(strstr(g_ptr_array_index(notes, 0), "+1.002 ms"), "%s", (char *)g_ptr_array_index(notes, 0));
+    ck_assert_msg(strstr(g_ptr_array_index(notes, 0), "+1.000 ms"), "%s", (char *)g_ptr_array_index(notes, 0));
     g_ptr_array_unref(notes);
     rv_graph_free(graph);
 }
 END_TEST
 
 /* GPU clock 1 ms behind (kernels start before their launches): bounds
- * [-1005, -990] us, corrected by their middle, -997.5.  C replays within
- * 10 us of its recorded 70 us. */
+ * [-1005, -990] us, the lower from the blocked synchronize: corrected by
+ * -1005 + 5 = -1000 us, the true shift.  C replays within 10 us of its
+ * recorded 70 us. */
 START_TEST(test_clock_behind_corrected)
 {
     rv_graph *graph = shifted_graph(-1000);
     ck_assert_int_eq(graph->timing.clock_status, RV_CLOCK_CORRECTED);
-    ck_assert_int_eq(graph->timing.clock_offset.value, -997500);
+    ck_assert_int_eq(graph->timing.clock_offset.value, -1000000);
     int64_t c = replayed(graph, call_named(graph, "cudaFuncGetAttributes"), FALSE);
     ck_assert_msg(c >= US(70) && c <= US(80), "C at %.3f us", c / 1e3);
     rv_graph_free(graph);
