@@ -246,6 +246,23 @@ def gpu_facts(device):
     return {"gpu": torch.cuda.get_device_name(device), "driver": driver}
 
 
+def time_unprofiled(job, variant, device):
+    """The same steps without the profiler: what the job takes when nobody
+    watches (the yardstick for reverie's --opt unprofiled)."""
+    step, facts = build_step(job, variant, device)
+    step_times = []
+    for _ in range(STEPS):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        step_times.append(time.perf_counter() - start)
+    facts.update({"file": None, "profiled": False, "step_seconds_measured": [round(t, 6) for t in step_times[-ACTIVE:]]})
+    return facts
+
+
 def record(job, variant, out, device):
     step, facts = build_step(job, variant, device)
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -279,6 +296,8 @@ def main():
     parser.add_argument("--only", default="", help="JOB:VARIANT,... (default: every recording)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--list", action="store_true", help="list the jobs and variants, and stop")
+    parser.add_argument("--no-profile", action="store_true",
+                        help="time the same steps without the profiler; the manifest gets the step times, no trace")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes: try the script without a GPU (not ground truth)")
     args = parser.parse_args()
     wanted = [(j, v) for j in JOBS for v in JOBS[j]["variants"]]
@@ -305,11 +324,13 @@ def main():
     for job, variant in wanted:
         entry = {"job": job, "variant": variant, "knob": JOBS[job]["variants"][variant][0],
                  "model": JOBS[job]["model"], **common,
-                 "command": f"python3 traces/record.py --out DIR --only {job}:{variant}"}
+                 "command": f"python3 traces/record.py --out DIR --only {job}:{variant}"
+                            + (" --no-profile" if args.no_profile else "")}
         started = time.time()
         try:
             torch.manual_seed(0)
-            entry.update(record(job, variant, args.out, device))
+            entry.update(time_unprofiled(job, variant, device) if args.no_profile
+                         else record(job, variant, args.out, device))
         except Exception as error:  # one failure must not lose the other recordings
             failed += 1
             entry["error"] = "".join(traceback.format_exception_only(type(error), error)).strip()
@@ -319,7 +340,8 @@ def main():
             torch.cuda.empty_cache()
         with open(os.path.join(args.out, "manifest.jsonl"), "a") as manifest:
             manifest.write(json.dumps(entry) + "\n")
-        print(f"{job}:{variant}: {entry.get('error', entry.get('file'))} ({entry['recorded_in_seconds']} s)", flush=True)
+        outcome = entry.get("error") or entry.get("file") or "timed without the profiler"
+        print(f"{job}:{variant}: {outcome} ({entry['recorded_in_seconds']} s)", flush=True)
     return 1 if failed else 0
 
 
