@@ -286,7 +286,7 @@ static json_t *json_timing(const rv_graph *graph)
                                   json_estimate(&t->idle_gap, 1e3, "us"), "queue_depth",
                                   json_estimate(&t->queue_depth, 0, "launches (0: unbounded)"), "sync_return",
                                   json_estimate(&t->sync_return, 1e3, "us"), "profiler_op_cost",
-                                  json_estimate(&t->profiler_op_cost, 1e3, "us per operator (an upper bound)"));
+                                  json_estimate(&t->profiler_op_cost, 1e3, "us per operator, between sibling operators (not its cost inside them)"));
     json_t *timing = json_pack("{s:f,s:s,s:o,s:o,s:I,s:I,s:I,s:f,s:f,s:I,s:b,s:I,s:f,s:f,s:I,s:f,s:o}",
                                "clock_offset_us", t->clock_offset.value / 1e3,
                                "clock_status", rv_clock_status_name(t->clock_status),

@@ -52,8 +52,8 @@ static void print_host_share(const rv_replay *predicted)
            share >= 0.5 ? "; the prediction is host-bound: a faster GPU cannot shrink that part, "
                           "hardware:host_scale= asks what a faster host gives" : "");
     if (predicted->profiler_path_ns > 0)
-        printf("  of that host time, at most %.3f ms (%.0f%% of the path) is the profiler's own (its callbacks on each "
-               "operator): --opt unprofiled asks what the job does without it\n",
+        printf("  of that host time, %.3f ms (%.0f%% of the path) is the profiler's callbacks between operators, as their "
+               "gaps bound them (the profiler costs more, inside operators and calls): --opt unprofiled takes those out\n",
                predicted->profiler_path_ns / 1e6, 100.0 * predicted->profiler_path_ns / predicted->path_ns);
 }
 
