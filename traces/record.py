@@ -246,10 +246,10 @@ def gpu_facts(device):
     return {"gpu": torch.cuda.get_device_name(device), "driver": driver}
 
 
-def time_unprofiled(job, variant, device):
-    """The same steps without the profiler: what the job takes when nobody
-    watches (the yardstick for reverie's --opt unprofiled)."""
-    step, facts = build_step(job, variant, device)
+def timed_steps(step, device, after_each=None):
+    """Run STEPS steps, each between two synchronizes; the last ACTIVE
+    times in seconds.  after_each runs after each step (the profiler's
+    step), outside the timing."""
     step_times = []
     for _ in range(STEPS):
         if device.type == "cuda":
@@ -259,7 +259,16 @@ def time_unprofiled(job, variant, device):
         if device.type == "cuda":
             torch.cuda.synchronize()
         step_times.append(time.perf_counter() - start)
-    facts.update({"file": None, "profiled": False, "step_seconds_measured": [round(t, 6) for t in step_times[-ACTIVE:]]})
+        if after_each:
+            after_each()
+    return [round(t, 6) for t in step_times[-ACTIVE:]]
+
+
+def time_unprofiled(job, variant, device):
+    """The same steps without the profiler: what the job takes when nobody
+    watches (the yardstick for reverie's --opt unprofiled)."""
+    step, facts = build_step(job, variant, device)
+    facts.update({"file": None, "profiled": False, "step_seconds_measured": timed_steps(step, device)})
     return facts
 
 
@@ -271,22 +280,13 @@ def record(job, variant, out, device):
     name = f"{job}_{variant}"
     raw = os.path.join(out, name + ".json")
     schedule = torch.profiler.schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1)
-    step_times = []
     with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True, profile_memory=True,
                                 on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
-        for _ in range(STEPS):
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            step()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            step_times.append(time.perf_counter() - start)
-            prof.step()
+        step_times = timed_steps(step, device, prof.step)
     with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb", compresslevel=9) as dst:
         shutil.copyfileobj(src, dst)
     os.remove(raw)
-    facts.update({"file": name + ".json.gz", "step_seconds_measured": [round(t, 6) for t in step_times[-ACTIVE:]]})
+    facts.update({"file": name + ".json.gz", "step_seconds_measured": step_times})
     return facts
 
 
