@@ -312,6 +312,116 @@ START_TEST(views_leave_out_the_projected_job)
 }
 END_TEST
 
+/* A job whose operators all lie inside another's (the same network with
+ * fewer optimizer operators) is that job: left out although the sets'
+ * Jaccard similarity is 0.4; a job of other operators stays, and so does
+ * a trace of too few operators to say (three shapes inside the job). */
+START_TEST(a_job_inside_another_is_the_same_job)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
+    int64_t sizes[20];
+    for (int i = 0; i < 20; i++) sizes[i] = 1000000 + 1000 * i;
+    recording_spec x = { "aten::add", US(2), 0.8, 0.8 }, other = { "aten::sub", US(2), 0.8, 0.8 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x, sizes, 20, "job X");
+    add_recording(table, &a, &other, sizes, 20, "job W");
+    add_recording(table, &a, &x, sizes, 3, "three of X's shapes");
+    tiny t = tiny_new();
+    for (int i = 0; i < 50; i++) {  /* X's twenty shapes, and thirty of another operator */
+        char *dims = i < 20 ? g_strdup_printf("[[%" G_GINT64_FORMAT "],[%" G_GINT64_FORMAT "]]", sizes[i], sizes[i])
+                            : g_strdup_printf("[[%d]]", 1000 + i);
+        add_kernel(&t, "vectorized_elementwise_kernel<float op>", i < 20 ? "aten::add" : "aten::mul", dims, US(3), 0);
+        g_free(dims);
+    }
+    rv_graph *larger = t.graph;
+    GPtrArray *excluded = g_ptr_array_new_with_free_func(g_free);
+    rv_gpu_efficiency *view = rv_efficiency_for_gpu(table, "A", larger, excluded);
+    ck_assert_uint_eq(excluded->len, 1);
+    ck_assert_str_eq(g_ptr_array_index(excluded, 0), "job X");
+    ck_assert_uint_eq(rv_gpu_efficiency_recordings(view), 2);
+    g_ptr_array_unref(excluded);
+    rv_gpu_efficiency_free(view);
+    rv_efficiency_table_free(table);
+    rv_graph_free(larger);
+}
+END_TEST
+
+/* Where both GPUs recorded some of the same jobs, their efficiencies are
+ * compared on those jobs alone: job X ran at 0.8 of its roofline on A and
+ * 0.4 on B, so another job's kernels take twice their roofline ratio on
+ * B, whatever job Z (on B only, at 0.9) says.  Without the pair, A's and
+ * B's tables are all there is (0.8 against Z's 0.9). */
+START_TEST(pairs_decide_where_the_gpus_share_jobs)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
+    const int64_t sizes[] = { 200000000 };
+    recording_spec x_on_a = { "aten::add", US(2), 0.8, 0.8 }, x_on_b = { "aten::add", US(2), 0.4, 0.4 };
+    recording_spec z_on_b = { "aten::sub", US(2), 0.9, 0.9 }, y = { "aten::mul", US(2), 0.8, 0.8 };
+    for (int paired = 1; paired >= 0; paired--) {
+        rv_efficiency_table *table = rv_efficiency_table_new();
+        add_recording(table, &a, &x_on_a, sizes, 1, "job X on A");
+        if (paired) add_recording(table, &b, &x_on_b, sizes, 1, "job X on B");
+        add_recording(table, &b, &z_on_b, sizes, 1, "job Z on B");
+        rv_graph *job_y = synthetic_recording(&a, &y, sizes, 1, 2);
+        rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", job_y, NULL);
+        rv_gpu_efficiency *vb = rv_efficiency_for_gpu(table, "B", job_y, NULL);
+        rv_efficiency_pair_views(va, vb);
+        move m = { &b, va, vb };
+        rv_cost_model *model;
+        rv_cost_plan *plan = project(job_y, &a, &m, &model);
+        double fixed_a = (double)rv_cost_model_fixed_ns(model), fixed_b = plan->target_fixed_ns;
+        for (int32_t id = 0; id < rv_graph_task_count(job_y); id++) {
+            if (rv_cost_model_kernel(model, id) == NULL) continue;
+            double ratio = (planned(plan, id) - fixed_b) / ((double)rv_graph_task(job_y, id)->duration_ns - fixed_a);
+            ck_assert_double_eq_tol(ratio, paired ? 0.8 / 0.4 : 0.8 / 0.9, 0.01);
+        }
+        rv_cost_plan_free(plan);
+        rv_cost_model_free(model);
+        rv_gpu_efficiency_free(va);
+        rv_gpu_efficiency_free(vb);
+        rv_efficiency_table_free(table);
+        rv_graph_free(job_y);
+    }
+}
+END_TEST
+
+/* A memory-bound kernel moved to a GPU of the same vendor and SMs with
+ * 1.43x the bandwidth, no tables: a kernel at its full bandwidth moves
+ * wholly (1 / 1.43); one at 0.4 of it moves 0.4 of its time with the
+ * bandwidth and keeps the rest, which its SMs held.  Onto another
+ * vendor's GPU the SMs do not compare and the kernel keeps its own
+ * efficiency (the bandwidth ratio). */
+START_TEST(bandwidth_moves_only_the_share_it_held)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "nvidia", 100, 1.43e12, 0);
+    rv_gpu other_vendor = make_gpu("C", "amd", 100, 1.43e12, 0);
+    const int64_t sizes[] = { 200000000 };
+    const struct { const rv_gpu *target; double efficiency, expected; } cases[] = {
+        { &b, 1.0, 1 / 1.43 },
+        { &b, 0.4, 0.4 / 1.43 + 0.6 },
+        { &other_vendor, 0.4, 1 / 1.43 },
+    };
+    for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+        recording_spec spec = { "aten::add", US(2), cases[c].efficiency, cases[c].efficiency };
+        rv_graph *job = synthetic_recording(&a, &spec, sizes, 1, 2);
+        move m = { cases[c].target, NULL, NULL };
+        rv_cost_model *model;
+        rv_cost_plan *plan = project(job, &a, &m, &model);
+        double fixed = (double)rv_cost_model_fixed_ns(model);
+        for (int32_t id = 0; id < rv_graph_task_count(job); id++) {
+            if (rv_cost_model_kernel(model, id) == NULL) continue;
+            double ratio = (planned(plan, id) - fixed) / ((double)rv_graph_task(job, id)->duration_ns - fixed);
+            ck_assert_msg(fabs(ratio - cases[c].expected) < 0.01, "case %u: %f, expected %f", c, ratio,
+                          cases[c].expected);
+            ck_assert_int_eq(term_of(plan, id), RV_TERM_BANDWIDTH);
+        }
+        rv_cost_plan_free(plan);
+        rv_cost_model_free(model);
+        rv_graph_free(job);
+    }
+}
+END_TEST
+
 /* ---- the table file ------------------------------------------------------- */
 
 START_TEST(table_file_round_trip_and_refusals)
@@ -501,9 +611,12 @@ int main(void)
     tcase_add_test(terms, occupancy_from_threads_registers_and_shared_memory);
     tcase_add_test(terms, fixed_cost_decides_one_microsecond_kernels);
     tcase_add_test(terms, cache_decides_working_sets_under_and_over_it);
+    tcase_add_test(terms, bandwidth_moves_only_the_share_it_held);
     suite_add_tcase(suite, terms);
     TCase *tables = tcase_create("tables");
     tcase_add_test(tables, views_leave_out_the_projected_job);
+    tcase_add_test(tables, a_job_inside_another_is_the_same_job);
+    tcase_add_test(tables, pairs_decide_where_the_gpus_share_jobs);
     tcase_add_test(tables, table_file_round_trip_and_refusals);
     tcase_add_test(tables, a_recording_of_the_same_file_is_replaced);
     suite_add_tcase(suite, tables);

@@ -115,6 +115,29 @@ JOBS = {
             "cuda_graph": ("the forward captured once as a CUDA graph and replayed", {"graph": True}),
         },
     },
+    # Other networks, each recorded on both GPUs of a hardware pair: models
+    # the hardware projection was not built on (depthwise convolutions,
+    # squeeze-excitation, patch attention, large-kernel convolutions).
+    "efficientnet_b0": {
+        "model": "torchvision EfficientNet-B0, training, SGD, batch 64, 224x224, synthetic images",
+        "arch": "efficientnet_b0", "batch": 64,
+        "variants": {"fp32": ("baseline: fp32", {})},
+    },
+    "mobilenet_v3": {
+        "model": "torchvision MobileNetV3-Large, training, SGD, batch 64, 224x224, synthetic images",
+        "arch": "mobilenet_v3_large", "batch": 64,
+        "variants": {"fp32": ("baseline: fp32", {})},
+    },
+    "vit_b16": {
+        "model": "torchvision ViT-B/16, training, SGD, batch 32, 224x224, synthetic images",
+        "arch": "vit_b_16", "batch": 32,
+        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16})},
+    },
+    "convnext_tiny": {
+        "model": "torchvision ConvNeXt-Tiny, training, SGD, batch 32, 224x224, synthetic images",
+        "arch": "convnext_tiny", "batch": 32,
+        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16})},
+    },
     "loader": {
         "model": "torchvision ResNet-18, training, SGD, batch 64, 128x128 images made by a CPU-heavy transform",
         "variants": {
@@ -189,6 +212,21 @@ def build_step(job, variant, device):
                 opt.step()
         dtype = {None: "fp32", torch.bfloat16: "bf16 autocast", torch.float16: "fp16 autocast"}[amp]
         return step, {"batch": batch, "dtype": dtype}
+    if "arch" in JOBS[job]:
+        import torchvision
+        model = getattr(torchvision.models, JOBS[job]["arch"])().to(device)
+        batch, size = (JOBS[job]["batch"], 224) if not SMOKE else (2, 224)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        images = torch.randn(batch, 3, size, size, device=device)
+        labels = torch.randint(0, 1000, (batch,), device=device)
+
+        def step():
+            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+                loss = F.cross_entropy(model(images), labels)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        return step, {"batch": batch, "dtype": "bf16 autocast" if amp else "fp32"}
     if job == "gpt":
         batch, seq = s.get("batch", 8), s.get("seq", 512)
         vocab, hidden, layers = (50257, 768, 12) if not SMOKE else (1000, 64, 2)

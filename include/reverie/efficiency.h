@@ -55,6 +55,13 @@ typedef struct rv_gpu_efficiency rv_gpu_efficiency;
 #define RV_EFFICIENCY_MIN_KERNELS 3     /* a bucket is used from this many kernels */
 #define RV_EFFICIENCY_MIN_GAPS 20       /* an idle gap is kept from this many samples */
 #define RV_EFFICIENCY_SAME_JOB 0.5      /* signature similarity from which two recordings are one job */
+/* ... or the share of the smaller job's (operator, shapes) that the larger
+ * holds, for sets of at least 20: in the shipped tables the same network
+ * with another optimizer or autocast holds 0.79-1.00, different networks
+ * with 20 or more members at most 0.55, the same network at another batch
+ * or sequence length 0.62 (another job: other shapes). */
+#define RV_EFFICIENCY_SAME_JOB_CONTAINED 0.75
+#define RV_EFFICIENCY_CONTAINED_MIN_MEMBERS 20
 /* A calibration sample achieves at most its roofline when its working set
  * comes from memory; from the last-level cache, at most this many times
  * it (a generous bound: the shipped recordings' in-cache buckets reach
@@ -114,6 +121,24 @@ gboolean rv_gpu_efficiency_gap(const rv_gpu_efficiency *view, double *gap_ns);
  * range; FALSE when the view has fewer than RV_EFFICIENCY_MIN_KERNELS in it. */
 gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket bucket, double *efficiency,
                                   double *low, double *high);
+
+/* Both GPUs' efficiencies for a kernel's bucket on each, and whether they
+ * came from PAIRS.  A ratio of two GPUs' efficiencies read off different
+ * jobs measures the jobs as much as the GPUs (one GPU's GEMMs recorded on
+ * a large decoder, the other's on a small encoder); so where both GPUs
+ * recorded some of the same jobs (rv_efficiency_pair_views, which must
+ * have been called on the two views), buckets are read off those
+ * recordings alone on both sides, and a bucket the pairs lack is not
+ * found; without pairs, off every recording.  FALSE when either side
+ * lacks the bucket. */
+typedef struct {
+    double source, source_low, source_high;
+    double target, target_low, target_high;
+    gboolean paired;
+} rv_efficiency_pair;
+void rv_efficiency_pair_views(rv_gpu_efficiency *source, rv_gpu_efficiency *target);
+gboolean rv_efficiency_bucket_ratio(const rv_gpu_efficiency *source, const rv_gpu_efficiency *target,
+                                    rv_cost_bucket on_source, rv_cost_bucket on_target, rv_efficiency_pair *pair);
 
 /* What a projection of `graph` from `source` to `target` reads: the table
  * (`given`: "" the shipped one, a file, or "none" for no table), each

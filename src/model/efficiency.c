@@ -31,6 +31,8 @@ typedef struct {
 typedef struct {
     char *gpu, *label, *sha256;
     guint32 job[SIGNATURE_SIZE];
+    GArray *members;                     /* guint32, ascending: the job's distinct (operator, Input
+                                            Dims), hashed; NULL in tables written before them */
     guint kernels, samples, rejected;    /* rejected: samples above the bound (their work overcounted) */
     double kernel_ns, fixed_ns, gap_ns;  /* gap_ns < 0: not measured */
     double shortest_ns;                  /* the 5th percentile of its kernels, not capped */
@@ -51,6 +53,9 @@ typedef struct {
 struct rv_gpu_efficiency {
     GPtrArray *recordings;  /* borrowed recording* */
     GHashTable *buckets;    /* packed rv_cost_bucket -> bucket_total */
+    GHashTable *paired;     /* the same, over the recordings of jobs the other
+                               side of a projection also recorded (NULL until
+                               rv_efficiency_pair_views) */
 };
 
 static const char *const unit_names[] = { "vector", "matrix" };
@@ -62,6 +67,7 @@ static void recording_free(gpointer data)
     g_free(r->label);
     g_free(r->sha256);
     if (r->buckets) g_array_unref(r->buckets);
+    if (r->members) g_array_unref(r->members);
     g_free(r);
 }
 
@@ -136,7 +142,15 @@ static GArray *distinct_op_dims(const rv_graph *graph)
 /* MinHash of the set of (operator, Input Dims) of the graph's GPU tasks:
  * per slot k, the least of a k-seeded mix of each member's hash.  Members
  * are texts, not ids: two ids of one text (two tables) are one member. */
-static void job_signature(const rv_graph *graph, guint32 *signature)
+static gint compare_member(gconstpointer a, gconstpointer b)
+{
+    guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ... and the members themselves (hashed to 32 bits, ascending, each once;
+ * g_array_unref), which say how much of one job another holds. */
+static GArray *job_signature(const rv_graph *graph, guint32 *signature)
 {
     for (int i = 0; i < SIGNATURE_SIZE; i++) signature[i] = G_MAXUINT32;
     GArray *pairs = distinct_op_dims(graph);
@@ -150,15 +164,20 @@ static void job_signature(const rv_graph *graph, guint32 *signature)
     }
     g_array_unref(pairs);
     g_array_sort(hashes, compare_hash);
+    GArray *members = g_array_sized_new(FALSE, FALSE, sizeof(guint32), hashes->len);
     for (guint i = 0; i < hashes->len; i++) {
         guint64 h = g_array_index(hashes, guint64, i);
         if (i > 0 && h == g_array_index(hashes, guint64, i - 1)) continue;  /* a set: each member once */
+        guint32 member = (guint32)(h >> 32);
+        g_array_append_val(members, member);
         for (int k = 0; k < SIGNATURE_SIZE; k++) {
             guint32 v = (guint32)(mix64(h ^ (0x9e3779b97f4a7c15ULL * (guint64)(k + 1))) >> 32);
             if (v < signature[k]) signature[k] = v;
         }
     }
     g_array_unref(hashes);
+    g_array_sort(members, compare_member);
+    return members;
 }
 
 static double signature_similarity(const guint32 *a, const guint32 *b)
@@ -168,11 +187,40 @@ static double signature_similarity(const guint32 *a, const guint32 *b)
     return (double)same / SIGNATURE_SIZE;
 }
 
+/* How many of the smaller set's members the larger holds (both ascending). */
+static double containment(const GArray *a, const GArray *b)
+{
+    guint i = 0, j = 0, shared = 0;
+    while (i < a->len && j < b->len) {
+        guint32 x = g_array_index(a, guint32, i), y = g_array_index(b, guint32, j);
+        shared += x == y;
+        i += x <= y;
+        j += y <= x;
+    }
+    return (double)shared / MAX(1u, MIN(a->len, b->len));
+}
+
+/* Are two recordings one job?  Either their sets are alike (Jaccard), or
+ * the smaller is mostly inside the larger: the same network with its
+ * optimizer's per-parameter operators (Adam foreach=False adds hundreds of
+ * shapes to a ResNet-50's: Jaccard 0.4 against the fused optimizer's run,
+ * every operator of which it holds) or with autocast's casts.  The same
+ * network at another batch or sequence length has other shapes: another
+ * job (the shipped GPT-shaped decoder at batch 16 holds 0.62 of batch 8's).
+ * Containment needs a set of some size: a trace of a handful of generic
+ * operators lies inside many (two unrelated 9-member traces: 1.0). */
+static gboolean same_job(const guint32 *a, const GArray *a_members, const guint32 *b, const GArray *b_members)
+{
+    if (signature_similarity(a, b) >= RV_EFFICIENCY_SAME_JOB) return TRUE;
+    return a_members && b_members && MIN(a_members->len, b_members->len) >= RV_EFFICIENCY_CONTAINED_MIN_MEMBERS &&
+           containment(a_members, b_members) >= RV_EFFICIENCY_SAME_JOB_CONTAINED;
+}
+
 double rv_efficiency_job_similarity(const rv_graph *a, const rv_graph *b)
 {
     guint32 x[SIGNATURE_SIZE], y[SIGNATURE_SIZE];
-    job_signature(a, x);
-    job_signature(b, y);
+    g_array_unref(job_signature(a, x));
+    g_array_unref(job_signature(b, y));
     return signature_similarity(x, y);
 }
 
@@ -312,7 +360,7 @@ gboolean rv_efficiency_table_add(rv_efficiency_table *table, const rv_cost_model
     r->gpu = g_strdup(rv_cost_model_source(model)->id);
     r->label = g_strdup(label);
     r->sha256 = g_strdup(sha256);
-    job_signature(graph, r->job);
+    r->members = job_signature(graph, r->job);
     r->fixed_ns = (double)rv_cost_model_fixed_ns(model);
     r->shortest_ns = shortest_kernels(model);
     r->gap_samples = (guint)MIN(graph->timing.idle_gap.samples, G_MAXUINT);
@@ -368,6 +416,10 @@ static json_t *recording_json(const recording *r)
     if (r->gap_ns >= 0) json_object_set_new(object, "gap_us", json_real(r->gap_ns / 1e3));
     json_object_set_new(object, "gap_samples", json_integer(r->gap_samples));
     json_object_set_new(object, "job", job);
+    json_t *members = json_array();
+    for (guint i = 0; r->members && i < r->members->len; i++)
+        json_array_append_new(members, json_integer(g_array_index(r->members, guint32, i)));
+    json_object_set_new(object, "job_members", members);
     json_object_set_new(object, "buckets", buckets);
     return object;
 }
@@ -495,10 +547,30 @@ static gboolean read_signature(reading *r, json_t *array, guint32 *job)
     return TRUE;
 }
 
+/* The job's members: absent in older tables (NULL), else ascending 32-bit values. */
+static gboolean read_members(reading *r, json_t *array, GArray **members)
+{
+    if (array == NULL) return TRUE;
+    if (!json_is_array(array)) return refuse(r, "'job_members' must be a list");
+    *members = g_array_sized_new(FALSE, FALSE, sizeof(guint32), (guint)json_array_size(array));
+    size_t i;
+    json_t *item;
+    json_array_foreach(array, i, item) {
+        json_int_t v = json_is_integer(item) ? json_integer_value(item) : -1;
+        if (v < 0 || v > G_MAXUINT32 ||
+            (i > 0 && (guint32)v <= g_array_index(*members, guint32, i - 1)))
+            return refuse(r, "'job_members' must be ascending integers from 0 to %u", G_MAXUINT32);
+        guint32 member = (guint32)v;
+        g_array_append_val(*members, member);
+    }
+    return TRUE;
+}
+
 static recording *read_recording(reading *r, json_t *object)
 {
     static const char *const keys[] = { "gpu", "recording", "sha256", "kernels", "kernel_time_us", "fixed_us",
-                                        "shortest_us", "rejected", "gap_us", "gap_samples", "job", "buckets", NULL };
+                                        "shortest_us", "rejected", "gap_us", "gap_samples", "job", "job_members", "buckets",
+                                        NULL };
     if (!json_is_object(object)) {
         refuse(r, "not an object");
         return NULL;
@@ -516,7 +588,8 @@ static recording *read_recording(reading *r, json_t *object)
                   number_in(r, object, "rejected", 0, 1e12, TRUE, &rejected) &&
                   number_in(r, object, "gap_us", 0, 1e6, FALSE, &gap_us) &&
                   number_in(r, object, "gap_samples", 0, 1e12, TRUE, &gap_samples) &&
-                  read_signature(r, json_object_get(object, "job"), rec->job);
+                  read_signature(r, json_object_get(object, "job"), rec->job) &&
+                  read_members(r, json_object_get(object, "job_members"), &rec->members);
     ok = ok && (json_is_array(buckets) || refuse(r, "'buckets' must be a list"));
     size_t i;
     json_t *item;
@@ -601,23 +674,32 @@ rv_efficiency_table *rv_efficiency_table_load_default(GError **error)
 
 /* ---- views -------------------------------------------------------------- */
 
-static void add_to_view(rv_gpu_efficiency *view, const recording *r)
+static GHashTable *bucket_totals_new(void)
+{
+    return g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+}
+
+static void add_entry(GHashTable *buckets, guint32 key, const bucket_entry *entry)
+{
+    bucket_total *total = g_hash_table_lookup(buckets, GUINT_TO_POINTER(key));
+    double own = entry->roofline_ns / entry->variable_ns;
+    if (total == NULL) {
+        total = g_new0(bucket_total, 1);
+        total->low = G_MAXDOUBLE;
+        g_hash_table_insert(buckets, GUINT_TO_POINTER(key), total);
+    }
+    total->kernels += entry->kernels;
+    total->roofline_ns += entry->roofline_ns;
+    total->variable_ns += entry->variable_ns;
+    total->low = MIN(total->low, MIN(own, entry->q25));
+    total->high = MAX(total->high, MAX(own, entry->q75));
+}
+
+static void add_to_buckets(GHashTable *buckets, const recording *r)
 {
     for (guint b = 0; b < r->buckets->len; b++) {
         const bucket_entry *entry = &g_array_index(r->buckets, bucket_entry, b);
-        gpointer key = GUINT_TO_POINTER(bucket_packed(entry->key));
-        bucket_total *total = g_hash_table_lookup(view->buckets, key);
-        double own = entry->roofline_ns / entry->variable_ns;
-        if (total == NULL) {
-            total = g_new0(bucket_total, 1);
-            total->low = G_MAXDOUBLE;
-            g_hash_table_insert(view->buckets, key, total);
-        }
-        total->kernels += entry->kernels;
-        total->roofline_ns += entry->roofline_ns;
-        total->variable_ns += entry->variable_ns;
-        total->low = MIN(total->low, MIN(own, entry->q25));
-        total->high = MAX(total->high, MAX(own, entry->q75));
+        add_entry(buckets, bucket_packed(entry->key), entry);
     }
 }
 
@@ -626,19 +708,20 @@ rv_gpu_efficiency *rv_efficiency_for_gpu(const rv_efficiency_table *table, const
 {
     rv_gpu_efficiency *view = g_new0(rv_gpu_efficiency, 1);
     view->recordings = g_ptr_array_new();
-    view->buckets = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    view->buckets = bucket_totals_new();
     guint32 signature[SIGNATURE_SIZE];
-    if (job) job_signature(job, signature);
+    GArray *members = job ? job_signature(job, signature) : NULL;
     for (guint i = 0; table && i < table->recordings->len; i++) {
         const recording *r = g_ptr_array_index(table->recordings, i);
         if (strcmp(r->gpu, gpu_id) != 0) continue;
-        if (job && signature_similarity(signature, r->job) >= RV_EFFICIENCY_SAME_JOB) {
+        if (job && same_job(signature, members, r->job, r->members)) {
             if (excluded) g_ptr_array_add(excluded, g_strdup(r->label));
             continue;
         }
         g_ptr_array_add(view->recordings, (gpointer)r);
-        add_to_view(view, r);
+        add_to_buckets(view->buckets, r);
     }
+    if (members) g_array_unref(members);
     return view;
 }
 
@@ -647,6 +730,7 @@ void rv_gpu_efficiency_free(rv_gpu_efficiency *view)
     if (view == NULL) return;
     g_ptr_array_unref(view->recordings);
     g_hash_table_destroy(view->buckets);
+    if (view->paired) g_hash_table_destroy(view->paired);
     g_free(view);
 }
 
@@ -691,8 +775,7 @@ gboolean rv_efficiency_fixed_ratio(const rv_gpu_efficiency *source, const rv_gpu
         const recording *b = g_ptr_array_index(target->recordings, i);
         for (guint j = 0; j < source->recordings->len; j++) {
             const recording *a = g_ptr_array_index(source->recordings, j);
-            if (a->shortest_ns <= 0 || b->shortest_ns <= 0 ||
-                signature_similarity(a->job, b->job) < RV_EFFICIENCY_SAME_JOB)
+            if (a->shortest_ns <= 0 || b->shortest_ns <= 0 || !same_job(a->job, a->members, b->job, b->members))
                 continue;
             double r = b->shortest_ns / a->shortest_ns;
             g_array_append_val(ratios, r);
@@ -723,23 +806,27 @@ gboolean rv_gpu_efficiency_gap(const rv_gpu_efficiency *view, double *gap_ns)
 }
 
 /* The bucket's total, if it has enough kernels to be used. */
-static const bucket_total *usable(const rv_gpu_efficiency *view, rv_cost_bucket bucket)
+static const bucket_total *usable_key(GHashTable *buckets, guint32 key)
 {
-    const bucket_total *total = g_hash_table_lookup(view->buckets, GUINT_TO_POINTER(bucket_packed(bucket)));
+    const bucket_total *total = g_hash_table_lookup(buckets, GUINT_TO_POINTER(key));
     return total && total->kernels >= RV_EFFICIENCY_MIN_KERNELS && total->variable_ns > 0 ? total : NULL;
 }
 
-gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket bucket, double *efficiency,
-                                  double *low, double *high)
+static const bucket_total *usable(GHashTable *buckets, rv_cost_bucket bucket)
 {
-    if (view == NULL) return FALSE;
-    const bucket_total *total = usable(view, bucket);
+    return usable_key(buckets, bucket_packed(bucket));
+}
+
+static gboolean bucket_in(GHashTable *buckets, rv_cost_bucket bucket, double *efficiency, double *low, double *high)
+{
+    if (buckets == NULL) return FALSE;
+    const bucket_total *total = usable(buckets, bucket);
     /* else the next decade down or up with the most kernels: efficiency moves smoothly with size */
     if (total == NULL)
         for (int step = -1; step <= 1; step += 2) {
             rv_cost_bucket near = bucket;
             near.decade = (int8_t)(bucket.decade + step);
-            const bucket_total *found = near.decade >= 0 ? usable(view, near) : NULL;
+            const bucket_total *found = near.decade >= 0 ? usable(buckets, near) : NULL;
             if (found && (total == NULL || found->kernels > total->kernels)) total = found;
         }
     if (total == NULL) return FALSE;
@@ -747,6 +834,52 @@ gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket 
     *low = MIN(total->low, *efficiency);
     *high = MAX(total->high, *efficiency);
     return TRUE;
+}
+
+gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket bucket, double *efficiency,
+                                  double *low, double *high)
+{
+    return view != NULL && bucket_in(view->buckets, bucket, efficiency, low, high);
+}
+
+/* Does `r` have a recording of its job among `others`? */
+static gboolean has_partner(const recording *r, const GPtrArray *others)
+{
+    for (guint j = 0; j < others->len; j++) {
+        const recording *other = g_ptr_array_index(others, j);
+        if (same_job(r->job, r->members, other->job, other->members)) return TRUE;
+    }
+    return FALSE;
+}
+
+static GHashTable *paired_buckets(const rv_gpu_efficiency *view, const rv_gpu_efficiency *other)
+{
+    GHashTable *buckets = bucket_totals_new();
+    for (guint i = 0; i < view->recordings->len; i++) {
+        const recording *r = g_ptr_array_index(view->recordings, i);
+        if (has_partner(r, other->recordings)) add_to_buckets(buckets, r);
+    }
+    return buckets;
+}
+
+void rv_efficiency_pair_views(rv_gpu_efficiency *source, rv_gpu_efficiency *target)
+{
+    if (source == NULL || target == NULL) return;
+    if (source->paired) g_hash_table_destroy(source->paired);
+    if (target->paired) g_hash_table_destroy(target->paired);
+    source->paired = paired_buckets(source, target);
+    target->paired = paired_buckets(target, source);
+}
+
+gboolean rv_efficiency_bucket_ratio(const rv_gpu_efficiency *source, const rv_gpu_efficiency *target,
+                                    rv_cost_bucket on_source, rv_cost_bucket on_target, rv_efficiency_pair *pair)
+{
+    if (source == NULL || target == NULL) return FALSE;
+    gboolean pairs = source->paired && g_hash_table_size(source->paired) > 0;
+    GHashTable *from = pairs ? source->paired : source->buckets, *to = pairs ? target->paired : target->buckets;
+    pair->paired = pairs;
+    return bucket_in(from, on_source, &pair->source, &pair->source_low, &pair->source_high) &&
+           bucket_in(to, on_target, &pair->target, &pair->target_low, &pair->target_high);
 }
 
 /* ---- what a projection reads --------------------------------------------- */
@@ -767,6 +900,7 @@ gboolean rv_efficiency_views_open(rv_efficiency_views *views, const char *given,
     }
     views->source = rv_efficiency_for_gpu(views->table, source->id, graph, views->excluded);
     views->target = rv_efficiency_for_gpu(views->table, target->id, graph, views->excluded);
+    rv_efficiency_pair_views(views->source, views->target);
     return TRUE;
 }
 
