@@ -12,7 +12,8 @@
 # kernels (hta_cpu_only, hta_rank_non_gpu, hta_cupti_profiler_a100) and the
 # tiny event-sync and Triton examples (a handful of kernels) are left out;
 # so are the synthetic traces and the DataLoader pair, whose GPU the trace
-# does not name.
+# does not name.  The project's own recordings on an H100 and an H200
+# (traces/recorded: the same jobs on both, so they are pairs) all go in.
 set -eu
 reverie=$1
 out=$2
@@ -31,7 +32,8 @@ out=$2
     traces/hta_simple_add_a100.json.gz \
     traces/param_linear_2080ti.json.gz \
     traces/pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz \
-    traces/pairs/weights_fp32_vs_bf16_a10g/bf16.json.gz >/dev/null 2>&1
+    traces/pairs/weights_fp32_vs_bf16_a10g/bf16.json.gz \
+    traces/recorded/h100/*.json.gz traces/recorded/h200/*.json.gz >/dev/null 2>&1
 "$reverie" calibrate --force --from "$out" -o "$out.mi250" --source-gpu MI250 \
     traces/hta_minitoy_mi250.json.gz >/dev/null 2>&1
 mv "$out.mi250" "$out"
