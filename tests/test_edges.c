@@ -835,6 +835,45 @@ START_TEST(test_inter_thread_short_gap_is_not_a_wait)
 }
 END_TEST
 
+/* ---- rule 6: a backward pass handed to the autograd thread -----------
+
+   main:      M1 [150,550] (forward)  M2 [560,570] (fill the loss's gradient)
+              ..... blocked in loss.backward() .....  M3 [1100,1110]
+   autograd:  AddBackward0 [0,100] > Y [0,80], AccumulateGrad [100,110]
+              ..... idle .....  NllLossBackward0 [900,1050] > X [920,1000]
+
+   The autograd thread starts the second pass when the main thread hands it
+   over: X waits for M2, 330 us later (past the wake-up window), so only the
+   hand-off rule explains it, and X's host overhead is the 350 us after M2,
+   not the 840 us since Y.  (The wake-up rule cannot see this idle stretch
+   at all: the accumulation after Y is the thread's first event after it.)
+   Shorten the forward by 300 us: M2 ends at 270 and X starts at 620.
+   Without the edge X would stay at 920, after Y plus its recorded gap. */
+START_TEST(test_backward_hand_off)
+{
+    tt_trace *trace = tt_new(BASE_US);
+    tt_cpu_op(trace, AUTOGRAD, "autograd::engine::evaluate_function: AddBackward0", 0, 100);
+    tt_runtime(trace, AUTOGRAD, "cudaHostAlloc", 0, 80, 1);
+    tt_cpu_op(trace, AUTOGRAD, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 100, 10);
+    tt_runtime(trace, MAIN, "cudaMalloc", 150, 400, 2);
+    tt_runtime(trace, MAIN, "cudaMemsetAsync", 560, 10, 3);
+    tt_cpu_op(trace, AUTOGRAD, "autograd::engine::evaluate_function: NllLossBackward0", 900, 150);
+    tt_runtime(trace, AUTOGRAD, "cudaMallocHost", 920, 80, 4);
+    tt_runtime(trace, MAIN, "cudaFree", 1100, 10, 5);
+    rv_graph *graph = tt_build(trace);
+    tt_free(trace);
+    int32_t m1 = tt_find(graph, "cudaMalloc", RV_TASK_CPU);
+    int32_t m2 = tt_find(graph, "cudaMemsetAsync", RV_TASK_CPU);
+    int32_t x = tt_find(graph, "cudaMallocHost", RV_TASK_CPU);
+    assert_edge(graph, m2, x, RV_EDGE_INTER_THREAD);
+    expect_eq(rv_graph_task(graph, x)->host_overhead_ns, US(350));
+    tt_assert_replay_exact(graph);
+    set_duration_us(graph, m1, 100);
+    assert_start_us(graph, x, 620);
+    rv_graph_free(graph);
+}
+END_TEST
+
 /* ---- rule 7: communication ------------------------------------------
 
    main: L1 [0,5] L2 [6,11]
@@ -1163,6 +1202,7 @@ static Suite *edges_suite(void)
     TCase *threads = tcase_create("inter_thread");
     tcase_add_test(threads, test_inter_thread);
     tcase_add_test(threads, test_inter_thread_short_gap_is_not_a_wait);
+    tcase_add_test(threads, test_backward_hand_off);
     suite_add_tcase(suite, threads);
 
     TCase *comm = tcase_create("comm");

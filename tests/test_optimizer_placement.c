@@ -56,9 +56,12 @@ START_TEST(nmc_on_the_recommendation_rank)
     ck_assert_msg(strstr(notes, "48 optimizer kernels") != NULL, "%s", notes);
     g_free(notes);
     int64_t fixed = fixed_cost(base), before = optimizer_kernel_ns(base), after = optimizer_kernel_ns(graph);
+    int64_t stream_delays = 0; /* per moved kernel, its stream's idle gap and launch latency */
     for (int32_t t = 0; t < rv_graph_task_count(base); t++) {
         const rv_task *was = rv_graph_task(base, t);
         if (!is_optimizer_kernel(was)) continue;
+        const rv_resource *stream = &g_array_index(base->resources, rv_resource, was->resource);
+        stream_delays += stream->idle_gap_ns + stream->launch_latency_ns;
         /* fixed + (t - fixed) / 4, off the GPU's streams */
         int64_t expected = was->duration_ns > fixed ? fixed + llround((double)(was->duration_ns - fixed) / 4.0) : was->duration_ns;
         ck_assert_int_le(llabs(rv_graph_task(graph, t)->duration_ns - expected), 1);
@@ -71,10 +74,11 @@ START_TEST(nmc_on_the_recommendation_rank)
                after / 1e6, speedup);
     /* the thesis: 3.8x on the optimizer phase; at 4x the bandwidth the fixed costs keep it under 4 */
     ck_assert_msg(speedup > 3.5 && speedup < 4.0, "%.3fx", speedup);
-    /* the step gains at most what the optimizer kernels lost, and loses nothing */
+    /* the step gains at most what the optimizer kernels lost, with the
+     * stream delays a channel does not have, and loses nothing */
     int64_t total_before = step_total(base), total_after = step_total(graph);
     ck_assert_int_le(total_after, total_before);
-    ck_assert_int_ge(total_after, total_before - (before - after));
+    ck_assert_int_ge(total_after, total_before - (before - after) - stream_delays);
     rv_graph_free(graph);
     rv_graph_free(base);
 }

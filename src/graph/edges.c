@@ -23,6 +23,20 @@
  * alone: a thread that sat idle and resumed (its first recorded event of
  * any kind: an operator, an annotation, a call) just after another thread
  * of the same process finished something was waiting for it.
+ *
+ * A backward pass is handed over, not woken by time: loss.backward() makes
+ * the thread that calls it (the training loop's) hand the graph to the
+ * autograd engine's device thread and block until it is done.  A thread
+ * that runs the engine (it records autograd node operators:
+ * `autograd::engine::evaluate_function: ...` since PyTorch 1.9, the nodes
+ * and `torch::autograd::AccumulateGrad` before) and is not the training
+ * loop's starts a pass at its first recorded event after an idle stretch
+ * (no event of any kind on it for LONG_GAP_NS; the tail of the previous
+ * pass, gradient accumulation without runtime calls, counts as activity).
+ * The pass's first call depends on the training loop's last call before the
+ * pass began (the launch that fills the loss's gradient with ones, in every
+ * version seen), however long the loop worked before calling backward():
+ * the wait for the forward is the edge's, not the call's host overhead.
  */
 #include "streams.h"
 #include "reverie/stats.h"
@@ -339,6 +353,158 @@ static int64_t resumed_at(GArray *starts, int64_t after, int64_t by)
     return low < starts->len ? MIN(by, g_array_index(starts, int64_t, low)) : by;
 }
 
+/* ---- backward hand-off ------------------------------------------------ */
+
+typedef struct { int64_t start_ns, end_ns; } span;
+
+static gint compare_spans(gconstpointer left, gconstpointer right)
+{
+    const span *a = left, *c = right;
+    return a->start_ns < c->start_ns ? -1 : a->start_ns > c->start_ns;
+}
+
+/* An operator that only the autograd engine records: a node's evaluation
+ * (PyTorch 1.9 on), or gradient accumulation (every version). */
+static gboolean is_autograd_node(const char *name)
+{
+    return g_str_has_prefix(name, "autograd::engine::evaluate_function") ||
+           strcmp(name, "torch::autograd::AccumulateGrad") == 0;
+}
+
+static gboolean is_cpu_side(const rv_event *event)
+{
+    return event->kind == RV_EV_CPU_OP || event->kind == RV_EV_USER_ANNOTATION ||
+           event->kind == RV_EV_PYTHON_FUNCTION || event->kind == RV_EV_RUNTIME;
+}
+
+static int32_t event_thread(const builder *b, const rv_event *event)
+{
+    char key[64];
+    g_snprintf(key, sizeof key, "%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, event->pid, event->tid);
+    gpointer found = g_hash_table_lookup(b->cpu_resource, key);
+    return found != NULL ? GPOINTER_TO_INT(found) - 1 : -1;
+}
+
+/* Per CPU thread, every recorded CPU-side event's span, sorted by start;
+ * `engine` marks the threads that recorded an autograd node. */
+static GPtrArray *spans_by_thread(const builder *b, gboolean *engine)
+{
+    GPtrArray *spans = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < b->graph->resources->len; r++) g_ptr_array_add(spans, g_array_new(FALSE, FALSE, sizeof(span)));
+    for (guint i = 0; i < b->trace->events->len; i++) {
+        const rv_event *event = &g_array_index(b->trace->events, rv_event, i);
+        if (!is_cpu_side(event)) continue;
+        int32_t r = event_thread(b, event);
+        if (r < 0) continue;
+        span s = { event->ts_ns, event->ts_ns + MAX(0, event->dur_ns) };
+        g_array_append_val(g_ptr_array_index(spans, r), s);
+        if (event->kind == RV_EV_CPU_OP && is_autograd_node(rv_strings_get(b->trace->strings, event->name)))
+            engine[r] = TRUE;
+    }
+    for (guint r = 0; r < spans->len; r++) g_array_sort(g_ptr_array_index(spans, r), compare_spans);
+    return spans;
+}
+
+/* The training loop's threads: those that open a step; in a process
+ * without steps, its main thread (tid = pid). */
+static gboolean *loop_threads(const builder *b)
+{
+    guint count = b->graph->resources->len;
+    gboolean *loop = g_new0(gboolean, count + 1);
+    gboolean *has_steps = g_new0(gboolean, count + 1); /* per resource: its process has steps */
+    for (guint s = 0; s < b->graph->steps->len; s++) {
+        int32_t marker = g_array_index(b->graph->steps, rv_step, s).begin_marker;
+        if (marker >= 0) loop[rv_graph_task(b->graph, marker)->resource] = TRUE;
+    }
+    const rv_resource *resources = (const rv_resource *)b->graph->resources->data;
+    for (guint r = 0; r < count; r++)
+        for (guint o = 0; o < count && loop[r]; o++)
+            if (resources[o].kind == RV_RES_CPU_THREAD && resources[o].process == resources[r].process) has_steps[o] = TRUE;
+    for (guint r = 0; r < count; r++)
+        if (resources[r].kind == RV_RES_CPU_THREAD && !has_steps[r] && resources[r].thread == resources[r].process)
+            loop[r] = TRUE;
+    g_free(has_steps);
+    return loop;
+}
+
+/* The latest-ending work, ending in (after, before], of the thread that
+ * handed a backward pass to `resource`: the training loop's thread of its
+ * process, or in a process without one, any other thread that does not
+ * run the engine. */
+static int32_t caller_call(const GArray *endings, const rv_resource *resources, const gboolean *loop,
+                           const gboolean *engine, gboolean process_has_loop, int32_t resource, int64_t after,
+                           int64_t before)
+{
+    guint low = 0, high = endings->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(endings, ending, middle).end_ns <= before) low = middle + 1;
+        else high = middle;
+    }
+    int32_t other = -1;
+    for (guint i = low; i > 0; i--) {
+        const ending *candidate = &g_array_index(endings, ending, i - 1);
+        if (candidate->end_ns <= after) break;
+        if (candidate->resource == resource || resources[candidate->resource].process != resources[resource].process)
+            continue;
+        if (loop[candidate->resource]) return candidate->task;
+        if (other < 0 && !engine[candidate->resource]) other = candidate->task;
+    }
+    return process_has_loop ? -1 : other;
+}
+
+/* On each engine thread, each pass's first call waits for its caller's
+ * last call before the pass began (see the header).  Marks those calls in
+ * `handed` so the wake-up rule leaves them alone. */
+static void backward_hand_offs(builder *b, const GArray *endings, gboolean *handed)
+{
+    guint count = b->graph->resources->len;
+    const rv_resource *resources = (const rv_resource *)b->graph->resources->data;
+    gboolean *engine = g_new0(gboolean, count + 1);
+    GPtrArray *spans = spans_by_thread(b, engine);
+    gboolean *loop = loop_threads(b);
+    for (guint r = 0; r < count; r++) {
+        if (!engine[r] || loop[r] || resources[r].kind != RV_RES_CPU_THREAD) continue;
+        gboolean process_has_loop = FALSE;
+        for (guint o = 0; o < count; o++)
+            if (loop[o] && resources[o].process == resources[r].process) process_has_loop = TRUE;
+        GArray *tasks = builder_resource_tasks(b, (int32_t)r);
+        GArray *thread_spans = g_ptr_array_index(spans, r);
+        /* The passes' starts and the idle stretches before them. */
+        GArray *starts = g_array_new(FALSE, FALSE, sizeof(span)); /* {idle from, resumed} */
+        int64_t busy_until = rv_build_process_start(b, resources[r].process);
+        for (guint k = 0; k < thread_spans->len; k++) {
+            const span *event = &g_array_index(thread_spans, span, k);
+            if (event->start_ns - busy_until > LONG_GAP_NS) {
+                span pass = { busy_until, event->start_ns };
+                g_array_append_val(starts, pass);
+            }
+            busy_until = MAX(busy_until, event->end_ns);
+        }
+        guint next = 0; /* the thread's first task not yet in a pass */
+        for (guint p = 0; p < starts->len; p++) {
+            const span *pass = &g_array_index(starts, span, p);
+            int64_t pass_end = p + 1 < starts->len ? g_array_index(starts, span, p + 1).end_ns : G_MAXINT64;
+            while (next < tasks->len && rv_graph_task(b->graph, g_array_index(tasks, int32_t, next))->recorded_start_ns < pass->end_ns)
+                next++;
+            if (next >= tasks->len) break;
+            int32_t first = g_array_index(tasks, int32_t, next);
+            const rv_task *call = rv_graph_task(b->graph, first);
+            if (call->recorded_start_ns >= pass_end || !is_work(call)) continue;
+            int32_t cause = caller_call(endings, resources, loop, engine, process_has_loop, (int32_t)r,
+                                        pass->start_ns, pass->end_ns);
+            if (cause < 0) continue;
+            rv_graph_add_edge(b->graph, cause, first, RV_EDGE_INTER_THREAD, FALSE);
+            b->graph->build_stats.inter_thread_inferred++;
+            handed[first] = TRUE;
+        }
+        g_array_unref(starts);
+    }
+    g_free(loop);
+    g_ptr_array_unref(spans);
+    g_free(engine);
+}
+
 void rv_build_inter_thread_edges(builder *b)
 {
     GArray *endings = g_array_new(FALSE, FALSE, sizeof(ending));
@@ -354,6 +520,8 @@ void rv_build_inter_thread_edges(builder *b)
         }
     }
     g_array_sort(endings, compare_endings);
+    gboolean *handed = g_new0(gboolean, rv_graph_task_count(b->graph) + 1);
+    backward_hand_offs(b, endings, handed);
     for (guint r = 0; r < b->graph->resources->len; r++) {
         if (resources[r].kind != RV_RES_CPU_THREAD) continue;
         GArray *tasks = builder_resource_tasks(b, (int32_t)r);
@@ -362,7 +530,7 @@ void rv_build_inter_thread_edges(builder *b)
             int32_t id = g_array_index(tasks, int32_t, k);
             const rv_task *task = rv_graph_task(b->graph, id);
             int64_t resumed = resumed_at(g_ptr_array_index(activity, r), previous_end, task->recorded_start_ns);
-            if (is_work(task) && resumed - previous_end > LONG_GAP_NS) {
+            if (is_work(task) && !handed[id] && resumed - previous_end > LONG_GAP_NS) {
                 int32_t other = latest_other_ending(endings, resources, (int32_t)r, previous_end, resumed);
                 int64_t window = MAX(WAKE_WINDOW_NS, (resumed - previous_end) / WAKE_WINDOW_FRACTION);
                 if (other >= 0 && resumed - task_recorded_end(rv_graph_task(b->graph, other)) <= window) {
@@ -375,6 +543,7 @@ void rv_build_inter_thread_edges(builder *b)
     }
     g_ptr_array_unref(activity);
     g_array_unref(endings);
+    g_free(handed);
     g_free(foreground);
 }
 
