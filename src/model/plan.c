@@ -189,6 +189,8 @@ static gboolean table_ratio(const rv_cost_change *change, rv_cost_bucket on_sour
     return TRUE;
 }
 
+static gboolean memory_bound_on(const rv_gpu *gpu, const rv_kernel_cost *cost, gboolean achievable);
+
 /* A memory-bound kernel that reached only a share of its GPU's bandwidth
  * was held back by its SMs as much as by the memory (too few bytes in
  * flight, its own arithmetic and indexing): that share of its time moves
@@ -197,15 +199,27 @@ static gboolean table_ratio(const rv_cost_change *change, rv_cost_bucket on_sour
  * A streaming kernel at its bandwidth moves wholly with the memory; on
  * the H200, the H100's die with 1.43x the bandwidth, the H100's batch norms
  * at 35-50% of theirs gained 8-13%, not 30%. */
-static double memory_split_ratio(const rv_gpu *source, const rv_gpu *target, const rv_kernel_cost *cost,
-                                 const rv_kernel_cost *after, double memory_ratio, double own_efficiency,
-                                 const rv_cost_change *change)
+static double memory_split_ratio(const rv_gpu *source, const rv_gpu *target, double memory_ratio,
+                                 double own_efficiency, const rv_cost_change *change)
 {
     double share = own_efficiency < 1 ? own_efficiency : 1;
     double sms = rv_gpu_vector_peak(source, RV_DTYPE_FP32) /
                  (rv_gpu_vector_peak(target, RV_DTYPE_FP32) * change->flops_scale);
-    double work = cost->bytes > 0 ? after->bytes / cost->bytes : 1;
-    return share * memory_ratio + (1 - share) * sms * work;
+    return share * memory_ratio + (1 - share) * sms;
+}
+
+/* The split applies where the kernel does the same work on other
+ * hardware or in another dtype: the SMs' share is per element, and a
+ * narrower dtype does not take from it.  Where the work changes (batch
+ * size, sequence, decode's one token), nothing in one recording says
+ * whether that share is the SMs' throughput, which grows with the work, or
+ * latency, which does not (a decoder's 5-10 us GEMMs at 5% of the
+ * bandwidth): the roofline decides the whole kernel, as before. */
+static gboolean splits(const rv_gpu *source, const rv_kernel_cost *cost, const rv_gpu *target,
+                       const rv_kernel_cost *after, gboolean achievable, const rv_cost_change *change)
+{
+    return change->flops_factor == 1 && memory_bound_on(source, cost, achievable) &&
+           memory_bound_on(target, after, achievable);
 }
 
 /* The same SMs: one vendor's GPUs with the same count and the same peaks
@@ -272,9 +286,8 @@ static estimate projected(planning *p, int32_t id, const rv_kernel_cost *cost, c
         double own = before_s * 1e9 / variable, cap = efficiency_cap(model, target, cost->cls, unit, to);
         double overcount = own > 1 ? own : 1;
         ratio = after_s * 1e9 / overcount / (own / overcount < cap ? own / overcount : cap) / variable;
-    } else if (same_vendor && variable > 0 && before_s > 0 && memory_bound_on(source, cost, achievable) &&
-               memory_bound_on(target, &after, achievable)) {
-        ratio = memory_split_ratio(source, target, cost, &after, ratio, before_s * 1e9 / variable, change);
+    } else if (same_vendor && variable > 0 && before_s > 0 && splits(source, cost, target, &after, achievable, change)) {
+        ratio = memory_split_ratio(source, target, ratio, before_s * 1e9 / variable, change);
     } else if (!same_compute(source, target, cost->unit, cost->dtype)) {
         double table, table_down, table_up;
         if (table_ratio(change, rv_cost_bucket_of(cost, source), rv_cost_bucket_of(&after, target), &table,
@@ -294,7 +307,12 @@ static estimate projected(planning *p, int32_t id, const rv_kernel_cost *cost, c
     return e;
 }
 
-/* A shaped kernel on its own GPU (another dtype or size): its efficiency kept. */
+/* A shaped kernel on its own GPU (another dtype or size): its efficiency
+ * kept, except that a memory-bound kernel's bytes move only the share of
+ * its time that its bandwidth held (memory_split_ratio): a bf16 batch norm
+ * moves half the bytes of an fp32 one with the same indexing per element.
+ * On the recorded ResNet-50 (H100) the whole-kernel rule made autocast's
+ * kernels 28% too fast. */
 static estimate on_same_gpu(const rv_cost_model *model, const rv_kernel_cost *cost, const rv_cost_change *change,
                             double fixed, double variable, gboolean *unit_changed)
 {
@@ -307,7 +325,10 @@ static estimate on_same_gpu(const rv_cost_model *model, const rv_kernel_cost *co
                                         change->memory_scale);
     *unit_changed = unit != cost->unit;
     double new_variable = variable;
-    if (before > 0 && (!*unit_changed || variable <= 0)) {
+    if (before > 0 && !*unit_changed && variable > 0 && splits(model->source, cost, change->gpu, &after, achievable, change)) {
+        new_variable = variable * memory_split_ratio(model->source, change->gpu, after_s / before, before * 1e9 / variable,
+                                                     change);
+    } else if (before > 0 && (!*unit_changed || variable <= 0)) {
         new_variable = variable * after_s / before;
     } else if (before > 0) {
         double own = before * 1e9 / variable, cap = efficiency_cap(model, change->gpu, cost->cls, unit, to);
