@@ -451,6 +451,8 @@ START_TEST(table_file_round_trip_and_refusals)
         { "\"format\": \"reverie-efficiency\"", "\"format\": \"other\"", "not an efficiency table" },
         { "\"version\": 1", "\"version\": 2", "efficiency table version" },
         { "\"kernels\": 4", "\"kernels\": -4", "'kernels' must be a number" },
+        { "\"job_members\": [", "\"job_members\": [-1, ", "'job_members' must be ascending integers" },
+        { "\"job_members\": [", "\"job_members\": [4294967295, ", "'job_members' must be ascending integers" },
     };
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         char **parts = g_strsplit(text, cases[i][0], 2);
