@@ -266,7 +266,9 @@ static void note_fixed(const rv_cost_model *model, const rv_cost_plan *plan, con
     g_string_append_printf(notes, "    fixed per-kernel cost: %.1f us in this trace -> %.1f us on %s (%.1f to %.1f us): ",
                            rv_cost_model_fixed_ns(model) / 1e3, plan->target_fixed_ns / 1e3, target->id,
                            plan->target_fixed_low_ns / 1e3, plan->target_fixed_high_ns / 1e3);
-    if (plan->target_fixed_by_pairs)
+    if (plan->target_fixed_same_sms)
+        g_string_append_printf(notes, "the trace's own: %s has the same SMs and peaks\n", target->id);
+    else if (plan->target_fixed_by_pairs)
         g_string_append_printf(notes, "x%.2f, the ratio of the shortest kernels in %u pair%s of recordings of one job on "
                                       "both GPUs\n", plan->target_fixed_ratio, plan->target_fixed_pairs,
                                plan->target_fixed_pairs == 1 ? "" : "s");

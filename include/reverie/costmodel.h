@@ -314,10 +314,11 @@ typedef struct {
     GArray *terms;         /* uint8 per task: the rv_cost_term that decided it */
     /* The fixed cost a GPU change used on the target (for the trace's own
      * fixed cost) and its range; target_fixed_ns < 0 if none changed.
-     * by_pairs: from the ratio `ratio` measured on `pairs` recordings of
-     * one job on both GPUs; else from the target's recordings. */
+     * same_sms: the source's own (the target has the same SMs); by_pairs:
+     * from the ratio `ratio` measured on `pairs` recordings of one job on
+     * both GPUs; else from the target's recordings. */
     double target_fixed_ns, target_fixed_low_ns, target_fixed_high_ns;
-    gboolean target_fixed_by_pairs;
+    gboolean target_fixed_same_sms, target_fixed_by_pairs;
     guint target_fixed_pairs;
     double target_fixed_ratio;
     rv_cost_class_stats classes[RV_COST_CLASS_COUNT];
