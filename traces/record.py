@@ -138,6 +138,23 @@ JOBS = {
         "arch": "convnext_tiny", "batch": 32,
         "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16})},
     },
+    # Recorded after the projection's cache and fixed-cost rules were
+    # settled, to check those too.
+    "swin_t": {
+        "model": "torchvision Swin-T, training, SGD, batch 32, 224x224, synthetic images",
+        "arch": "swin_t", "batch": 32,
+        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16})},
+    },
+    "densenet121": {
+        "model": "torchvision DenseNet-121, training, SGD, batch 32, 224x224, synthetic images",
+        "arch": "densenet121", "batch": 32,
+        "variants": {"fp32": ("baseline: fp32", {})},
+    },
+    "regnet_y_800mf": {
+        "model": "torchvision RegNetY-800MF, training, SGD, batch 64, 224x224, synthetic images",
+        "arch": "regnet_y_800mf", "batch": 64,
+        "variants": {"fp32": ("baseline: fp32", {})},
+    },
     "loader": {
         "model": "torchvision ResNet-18, training, SGD, batch 64, 128x128 images made by a CPU-heavy transform",
         "variants": {
