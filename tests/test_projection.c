@@ -197,7 +197,8 @@ static void add_recording(rv_efficiency_table *table, const rv_gpu *gpu, const r
 
 /* The fixed cost alone decides 1 us kernels: a pair (the same job on both
  * GPUs) shows B's shortest kernels lasting twice A's, so another job's 1 us
- * kernels take 2 us on B; without tables they keep A's microsecond. */
+ * kernels take 2 us on B; without tables, or onto a GPU with A's SMs, they
+ * keep A's microsecond. */
 START_TEST(fixed_cost_decides_one_microsecond_kernels)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
@@ -226,42 +227,19 @@ START_TEST(fixed_cost_decides_one_microsecond_kernels)
     }
     rv_cost_plan_free(plan);
     rv_cost_model_free(model);
-    /* no tables: the source's own fixed cost stays */
-    move bare = { &b, NULL, NULL };
-    plan = project(y, &a, &bare, &model);
-    for (int32_t id = 0; id < rv_graph_task_count(y); id++)
-        if (rv_cost_model_kernel(model, id) != NULL) ck_assert_double_eq_tol(planned(plan, id), US(1), 20);
-    rv_cost_plan_free(plan);
-    rv_cost_model_free(model);
-    rv_gpu_efficiency_free(va);
-    rv_gpu_efficiency_free(vb);
-    rv_efficiency_table_free(table);
-    rv_graph_free(y);
-}
-END_TEST
-
-/* The same SMs keep the trace's fixed cost: a pair shows B's shortest
- * kernels twice A's, but A and B differ only in memory bandwidth (one
- * vendor, the same SMs and peaks), so 1 us kernels stay 1 us. */
-START_TEST(the_same_sms_keep_the_fixed_cost)
-{
-    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "nvidia", 100, 2e12, 0);
-    const int64_t tiny_sizes[] = { 16 };
-    recording_spec on_a = { "aten::add", US(1), 0.5, 0.5 }, on_b = { "aten::add", US(2), 0.5, 0.5 };
-    rv_efficiency_table *table = rv_efficiency_table_new();
-    add_recording(table, &a, &on_a, tiny_sizes, 1, "job X on A");
-    add_recording(table, &b, &on_b, tiny_sizes, 1, "job X on B");
-    recording_spec job_y = { "aten::mul", US(1), 0.5, 0.5 };
-    rv_graph *y = synthetic_recording(&a, &job_y, tiny_sizes, 1, 8);
-    rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", y, NULL), *vb = rv_efficiency_for_gpu(table, "B", y, NULL);
-    move m = { &b, va, vb };
-    rv_cost_model *model;
-    rv_cost_plan *plan = project(y, &a, &m, &model);
-    ck_assert(plan->target_fixed_same_sms);
-    for (int32_t id = 0; id < rv_graph_task_count(y); id++)
-        if (rv_cost_model_kernel(model, id) != NULL) ck_assert_double_eq_tol(planned(plan, id), US(1), 20);
-    rv_cost_plan_free(plan);
-    rv_cost_model_free(model);
+    /* no tables, or a B of A's vendor with A's SMs and peaks (only its
+     * memory differs): the source's own fixed cost stays, whatever the pair says */
+    rv_gpu same_sms = make_gpu("B", "nvidia", 100, 2e12, 0);
+    move bare = { &b, NULL, NULL }, same = { &same_sms, va, vb };
+    const move *keeping[] = { &bare, &same };
+    for (guint k = 0; k < G_N_ELEMENTS(keeping); k++) {
+        plan = project(y, &a, keeping[k], &model);
+        ck_assert(plan->target_fixed_same_sms == (keeping[k] == &same));
+        for (int32_t id = 0; id < rv_graph_task_count(y); id++)
+            if (rv_cost_model_kernel(model, id) != NULL) ck_assert_double_eq_tol(planned(plan, id), US(1), 20);
+        rv_cost_plan_free(plan);
+        rv_cost_model_free(model);
+    }
     rv_gpu_efficiency_free(va);
     rv_gpu_efficiency_free(vb);
     rv_efficiency_table_free(table);
@@ -643,7 +621,6 @@ int main(void)
     tcase_add_test(terms, waves_leave_a_library_gemm_to_its_library);
     tcase_add_test(terms, occupancy_from_threads_registers_and_shared_memory);
     tcase_add_test(terms, fixed_cost_decides_one_microsecond_kernels);
-    tcase_add_test(terms, the_same_sms_keep_the_fixed_cost);
     tcase_add_test(terms, cache_decides_working_sets_under_and_over_it);
     tcase_add_test(terms, bandwidth_moves_only_the_share_it_held);
     suite_add_tcase(suite, terms);
