@@ -28,6 +28,7 @@
 #include "reverie/plot.h"
 #include "reverie/report.h"
 #include "reverie/validate.h"
+#include "reverie/select.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -631,6 +632,9 @@ static void sweep_input(sweep *s, int input, rv_graph *graph, GArray *baseline)
         /* every variant is a copy of this graph: the check after each
          * plugin then looks only around the edges it changed (validate.h) */
         rv_graph_remember_order(graph);
+        /* and a selection that every variant makes first (scale's) is
+         * matched once, not per variant (select.h) */
+        if (g_getenv("REVERIE_SWEEP_FULL_CHECKS") == NULL) rv_graph_remember_selections(graph);
         run_input(s, input, graph, baseline, selected);
     }
     g_clear_error(&error);
