@@ -187,17 +187,21 @@ static gboolean check_rank_crossing(const rv_graph *graph, guint e, const rv_edg
                    rv_strings_get(graph->strings, to->name));
 }
 
-static gboolean check_edges(const rv_graph *graph, GError **error)
+gboolean rv_graph_check_edge(const rv_graph *graph, guint e, GError **error)
 {
-    gboolean several_ranks = graph->ranks->len > 1;
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (!is_task_id(graph, edge->from) || !is_task_id(graph, edge->to))
-            return invalid(error, "edge %u joins task #%d to task #%d, but the tasks are #0 .. #%d", e, edge->from,
-                           edge->to, rv_graph_task_count(graph) - 1);
-        if (edge->kind >= RV_EDGE_KIND_COUNT) return invalid(error, "edge %u has an unknown kind (%u)", e, edge->kind);
-        if (several_ranks && !check_rank_crossing(graph, e, edge, error)) return FALSE;
-    }
+    const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+    if (!is_task_id(graph, edge->from) || !is_task_id(graph, edge->to))
+        return invalid(error, "edge %u joins task #%d to task #%d, but the tasks are #0 .. #%d", e, edge->from,
+                       edge->to, rv_graph_task_count(graph) - 1);
+    if (edge->kind >= RV_EDGE_KIND_COUNT) return invalid(error, "edge %u has an unknown kind (%u)", e, edge->kind);
+    if (graph->ranks->len > 1 && !check_rank_crossing(graph, e, edge, error)) return FALSE;
+    return TRUE;
+}
+
+gboolean rv_graph_check_edges(const rv_graph *graph, GError **error)
+{
+    for (guint e = 0; e < graph->edges->len; e++)
+        if (!rv_graph_check_edge(graph, e, error)) return FALSE;
     return TRUE;
 }
 
@@ -261,12 +265,18 @@ static gboolean check_steps(const rv_graph *graph, GError **error)
     return ok;
 }
 
-gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error)
+gboolean rv_graph_validate_except_edges(const rv_graph *graph, GError **error)
 {
     /* Order matters: later checks index with ids the earlier ones vouched for
-     * (the steps' order reads their markers' resources). */
+     * (the steps' order reads their markers' resources; the edges' rank
+     * check, after this, their tasks' resources). */
     return check_resources(graph, error) && check_tasks(graph, error) && check_steps(graph, error) &&
-           check_collectives(graph, error) && check_edges(graph, error);
+           check_collectives(graph, error);
+}
+
+gboolean rv_graph_validate_except_cycles(const rv_graph *graph, GError **error)
+{
+    return rv_graph_validate_except_edges(graph, error) && rv_graph_check_edges(graph, error);
 }
 
 gboolean rv_graph_validate(const rv_graph *graph, GError **error)
