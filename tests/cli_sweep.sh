@@ -89,6 +89,7 @@ checkpoint:segments=2
 batch-size:source_gpu=V100-SXM2,factor=4
 scale:select=kind=cpu,factor=0.5,part=overhead
 hardware:gpu=H100-SXM,source_gpu=V100-SXM2
+grad-accumulation:steps=2
 batch-size:source_gpu=V100-SXM2,factor=2 scale:factor=0.5
 scale:factor=2
 EOF2
@@ -99,7 +100,7 @@ for graph in "$g" "$work/mixed.rvg"; do
         expect_status 0 env REVERIE_SWEEP_FULL_CHECKS=1 "$reverie" sweep "$graph" --variants "$work/mix.txt" $isolation
         cmp -s "$work/fast.csv" "$work/out" ||
             fail "sweep $graph $isolation: rows differ with REVERIE_SWEEP_FULL_CHECKS: $(diff "$work/fast.csv" "$work/out" | head -5)"
-        [ "$(wc -l <"$work/out")" -eq 12 ] || fail "sweep $graph --variants: $(cat "$work/out")"
+        [ "$(wc -l <"$work/out")" -eq 13 ] || fail "sweep $graph --variants: $(cat "$work/out")"
     done
 done
 
