@@ -95,6 +95,9 @@ def include(reverie):
         ".TP\n.B REVERIE_PLUGIN_PATH\nFolders (separated by ':') searched for optimization plugins (NAME.so) "
         "before the build tree or the install folder.",
         ".TP\n.B REVERIE_GPU_CATALOGUE\nThe GPU catalogue to read instead of the installed gpus.json.",
+        ".TP\n.B REVERIE_SWEEP_FULL_CHECKS\nSet: every variant of a sweep pays the full checks (the memory model's "
+        "inputs compared with the baseline's, its own selection matched) instead of the shortcuts a variant that "
+        "changes only durations takes; the rows are the same either way.",
         "[FILES]",
         ".TP\n.I $libdir/reverie/*.so\nThe optimization plugins.",
         ".TP\n.I $datadir/reverie/gpus.json\nThe GPU catalogue: each GPU's peaks, with their datasheets.",

@@ -29,10 +29,9 @@ static const rv_param_spec scale_params[] = {
 static gboolean scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     double factor = rv_params_number(params, "factor");
-    rv_selection *selection = rv_selection_parse(rv_params_string(params, "select"), error);
-    if (selection == NULL) return FALSE;
-    GArray *tasks = rv_select(graph, selection);
-    rv_selection_free(selection);
+    /* before any change: a sweep matches each selection once (select.h) */
+    GArray *tasks = rv_select_text(graph, rv_params_string(params, "select"), error);
+    if (tasks == NULL) return FALSE;
     if (tasks->len == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the selection '%s' matches no task",
                     rv_params_string(params, "select"));

@@ -73,6 +73,37 @@ awk -F, 'NR == 2 { one = $6; if ($7 != one) exit 1 } NR == 3 { if (!($6 > one) |
 expect_status 0 "$reverie" sweep "$g" --opt batch-size:source_gpu=V100-SXM2 --vary batch-size.factor=1,8 --no-peak
 awk -F, 'NR > 1 && ($6 != "" || $7 != "") { exit 1 }' "$work/out" || fail "--no-peak should leave the peak empty: $(cat "$work/out")"
 
+# The shortcuts a sweep takes for variants that change durations only (the
+# memory model's peak reused, the scale selection matched once) change no
+# row: the same sweeps with REVERIE_SWEEP_FULL_CHECKS set, which turns them
+# off, in threads and in worker processes, on a graph of one dtype and on
+# one of mixed layers; the variants mix plugins that change durations only
+# with ones that move tensors or add tasks, and selections that repeat.
+cat >"$work/mix.txt" <<'EOF2'
+scale:factor=0.5
+scale:select=kind=kernel,factor=50
+'scale:select=kind=kernel phase=backward,factor=0.01'
+scale:select=kind=kernel,factor=3
+checkpoint:segments=2
+'scale:select=kind=kernel phase=backward,factor=100'
+batch-size:source_gpu=V100-SXM2,factor=4
+scale:select=kind=cpu,factor=0.5,part=overhead
+hardware:gpu=H100-SXM,source_gpu=V100-SXM2
+grad-accumulation:steps=2
+batch-size:source_gpu=V100-SXM2,factor=2 scale:factor=0.5
+scale:factor=2
+EOF2
+for graph in "$g" "$work/mixed.rvg"; do
+    for isolation in --isolate --no-isolate; do
+        expect_status 0 "$reverie" sweep "$graph" --variants "$work/mix.txt" $isolation
+        cp "$work/out" "$work/fast.csv"
+        expect_status 0 env REVERIE_SWEEP_FULL_CHECKS=1 "$reverie" sweep "$graph" --variants "$work/mix.txt" $isolation
+        cmp -s "$work/fast.csv" "$work/out" ||
+            fail "sweep $graph $isolation: rows differ with REVERIE_SWEEP_FULL_CHECKS: $(diff "$work/fast.csv" "$work/out" | head -5)"
+        [ "$(wc -l <"$work/out")" -eq 13 ] || fail "sweep $graph --variants: $(cat "$work/out")"
+    done
+done
+
 # Ranges, linear and log, with units kept as written.
 expect_status 0 "$reverie" sweep "$g" --vary 'scale.factor=0.25..1/4'
 [ "$(column "$work/out" scale.factor | tr '\n' ' ')" = "0.25 0.5 0.75 1 " ] ||

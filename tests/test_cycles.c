@@ -282,6 +282,44 @@ START_TEST(threads_at_once)
 }
 END_TEST
 
+/* The edges' check after a plugin, on a copy of a graph with a witness,
+ * looks only at the edges that differ from the witness's: each way an
+ * edge can be broken in place, or appended broken, is still refused, with
+ * the same message the whole check gives; edges the plugin left alone
+ * and good changes pass. */
+START_TEST(edges_checked_after_plugin)
+{
+    rv_graph *graph = tasks_only(100, NULL);
+    for (int32_t i = 0; i + 1 < 100; i++) rv_graph_add_edge(graph, i, i + 1, RV_EDGE_THREAD, FALSE);
+    rv_graph_remember_order(graph);
+    GError *error = NULL;
+    rv_graph *copy = rv_graph_copy(graph);
+    ck_assert(rv_edges_check_after_plugin(copy, rv_edges_before_take(copy), &error));
+    rv_graph_add_edge(copy, 3, 50, RV_EDGE_PLUGIN, FALSE);
+    ck_assert(rv_edges_check_after_plugin(copy, rv_edges_before_take(copy), &error));
+    rv_graph_free(copy);
+    for (int how = 0; how < 5; how++) {
+        copy = rv_graph_copy(graph);
+        rv_edges_before *before = rv_edges_before_take(copy);
+        rv_edge *edge = &g_array_index(copy->edges, rv_edge, 60);
+        if (how == 0) edge->to = 100;          /* a task that does not exist */
+        if (how == 1) edge->from = -1;
+        if (how == 2) edge->kind = 200;        /* a kind alone: no order changed */
+        if (how == 3) rv_graph_add_edge(copy, 5, 1000, RV_EDGE_PLUGIN, FALSE);
+        if (how == 4) edge->to = 10;           /* a cycle 10 -> ... -> 60 -> 10 */
+        GError *whole = NULL;
+        gboolean whole_ok = rv_graph_check_edges(copy, &whole) && rv_cycles_check_all(copy, &whole);
+        ck_assert(!rv_edges_check_after_plugin(copy, before, &error));
+        ck_assert(!whole_ok);
+        if (how < 4) ck_assert_str_eq(error->message, whole->message); /* a cycle is named from where it was found */
+        g_clear_error(&error);
+        g_clear_error(&whole);
+        rv_graph_free(copy);
+    }
+    rv_graph_free(graph);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("cycles");
@@ -290,6 +328,7 @@ int main(void)
     tcase_add_test(tc, whole_graph);
     tcase_add_test(tc, changed_agrees_with_whole);
     tcase_add_test(tc, insertion_and_cycle_around_it);
+    tcase_add_test(tc, edges_checked_after_plugin);
     tcase_add_test(tc, edge_rewritten_behind_the_index);
     tcase_add_test(tc, threads_at_once);
     suite_add_tcase(suite, tc);

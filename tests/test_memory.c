@@ -19,6 +19,7 @@
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/memory.h"
+#include "reverie/compose.h"
 #include "reverie/store.h"
 #include "reverie/trace.h"
 #include "plugin_harness.h"
@@ -520,6 +521,74 @@ START_TEST(unchanged_is_exact)
 }
 END_TEST
 
+/* rv_memory_durations_only_unchanged, the sweep's shortcut from the
+ * plugins' declarations, is never a different answer either: where it says
+ * unchanged the full estimate is the baseline's.  The baseline names two
+ * dtypes (every other kernel renamed to a half-precision one), so that
+ * durations alone can move the usual dtype; a plugin that declared nothing
+ * or one that rewrites never takes the shortcut. */
+static void scale_kernels(rv_graph *graph, gboolean half, int64_t factor, GHashTable *renamed)
+{
+    for (guint t = 0; t < graph->tasks->len; t++) {
+        rv_task *task = &g_array_index(graph->tasks, rv_task, t);
+        if (task->kind == RV_TASK_KERNEL && (g_hash_table_contains(renamed, GUINT_TO_POINTER(t + 1)) == half))
+            task->duration_ns *= factor;
+    }
+}
+
+START_TEST(durations_only_is_exact)
+{
+    static const rv_plugin_effects scales = { .scales = RV_ASPECT_TASKS, .order = RV_ORDER(RV_STAGE_ADJUST, 10) };
+    rv_graph *baseline = load_trace(RESNET);
+    GHashTable *renamed = g_hash_table_new(g_direct_hash, g_direct_equal);
+    int32_t half_name = rv_strings_intern(baseline->strings, "volta_fp16_hgemm_half_kernel");
+    guint kernels = 0;
+    for (guint t = 0; t < baseline->tasks->len; t++) {
+        rv_task *task = &g_array_index(baseline->tasks, rv_task, t);
+        if (task->kind != RV_TASK_KERNEL || kernels++ % 2) continue;
+        task->name = half_name;
+        g_hash_table_add(renamed, GUINT_TO_POINTER(t + 1));
+    }
+    rv_memory_estimate base;
+    ck_assert(rv_memory_estimate_graph(baseline, &base, NULL));
+    rv_memory_durations_only *kept = rv_memory_durations_only_new(baseline, base.element_bytes);
+    gboolean flipped = FALSE;
+    for (int c = 0; c < 6; c++) {
+        rv_graph *variant = rv_graph_copy(baseline);
+        if (c == 0) apply_ok(variant, "scale", "factor=0.5");
+        if (c == 1 || c == 2) { /* one dtype's kernels 1000 times as long: the usual dtype may move */
+            scale_kernels(variant, c == 1, 1000, renamed);
+            rv_compose_record(variant, "scale", &scales);
+        }
+        if (c == 3) { /* the same change, declared by no one */
+            scale_kernels(variant, TRUE, 2, renamed);
+            rv_compose_record(variant, "undeclared", NULL);
+        }
+        if (c == 4) apply_ok(variant, "checkpoint", "segments=4");
+        if (c == 5) { apply_ok(variant, "batch-size", "factor=2"); apply_ok(variant, "scale", "factor=0.5"); }
+        gboolean shortcut = rv_memory_durations_only_unchanged(kept, baseline, variant);
+        rv_memory_estimate full;
+        ck_assert(rv_memory_estimate_graph(variant, &full, NULL));
+        if (c == 0) ck_assert_msg(shortcut, "scale should take the shortcut");
+        if (c >= 3) ck_assert_msg(!shortcut, "case %d should not take the shortcut", c);
+        if (c == 1 || c == 2) {
+            ck_assert_msg(shortcut == (full.element_bytes == base.element_bytes), "case %d: shortcut %d, bytes %d -> %d",
+                          c, shortcut, base.element_bytes, full.element_bytes);
+            flipped |= full.element_bytes != base.element_bytes;
+        }
+        if (shortcut) {
+            ck_assert_int_eq(full.peak, base.peak);
+            ck_assert_int_eq(full.element_bytes, base.element_bytes);
+        }
+        rv_graph_free(variant);
+    }
+    ck_assert_msg(flipped, "no variant moved the usual dtype: the test does not test the sum");
+    rv_memory_durations_only_free(kept);
+    g_hash_table_destroy(renamed);
+    rv_graph_free(baseline);
+}
+END_TEST
+
 /* Effects by hand: a kept-activation scale of 0 on every call leaves no
  * activation after forward; a recomputed call holds its bytes again only
  * in its own segment. */
@@ -571,6 +640,7 @@ int main(void)
     tcase_add_test(effects, pipeline_estimates_the_busiest_stage);
     tcase_add_test(effects, effects_by_hand);
     tcase_add_test(effects, unchanged_is_exact);
+    tcase_add_test(effects, durations_only_is_exact);
     tcase_add_test(effects, fusion_keeps_the_tensors);
     suite_add_tcase(suite, effects);
     SRunner *runner = srunner_create(suite);

@@ -5,6 +5,7 @@
  * checks on a real ResNet-50 trace the project ships.
  */
 #include "reverie/select.h"
+#include "reverie/compose.h"
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/trace.h"
@@ -273,6 +274,52 @@ START_TEST(test_matches_removed)
 }
 END_TEST
 
+/* ---- selections remembered for a sweep ----------------------------------- */
+
+static char *memo_ids_text(GArray *ids)
+{
+    GString *text = g_string_new(NULL);
+    for (guint i = 0; i < ids->len; i++) g_string_append_printf(text, i ? ",%d" : "%d", g_array_index(ids, int32_t, i));
+    g_array_unref(ids);
+    return g_string_free(text, FALSE);
+}
+
+/* A copy that no plugin changed is answered from memory; once a plugin was
+ * applied (graph->applied grew) the copy is matched again.  The unrecorded
+ * change shows that the memory is what answers. */
+START_TEST(test_remembered_selections)
+{
+    rv_graph *graph = rv_graph_copy(hand_graph);
+    rv_graph_remember_selections(graph);
+    char *text = memo_ids_text(rv_select_text(graph, "kind=kernel", NULL));
+    ck_assert_str_eq(text, "1,2");
+    g_free(text);
+    rv_graph *copy = rv_graph_copy(graph);
+    text = memo_ids_text(rv_select_text(copy, "kind=kernel", NULL));
+    ck_assert_str_eq(text, "1,2");
+    g_free(text);
+    g_array_index(copy->tasks, rv_task, 2).kind = RV_TASK_MEMCPY; /* not as a plugin: unseen */
+    text = memo_ids_text(rv_select_text(copy, "kind=kernel", NULL));
+    ck_assert_str_eq(text, "1,2");
+    g_free(text);
+    rv_compose_record(copy, "by-hand", NULL); /* as rv_plugin_apply does after apply() */
+    text = memo_ids_text(rv_select_text(copy, "kind=kernel", NULL));
+    ck_assert_str_eq(text, "1");
+    g_free(text);
+    rv_graph *again = rv_graph_copy(graph); /* a fresh copy is remembered again */
+    text = memo_ids_text(rv_select_text(again, "kind=kernel phase=backward", NULL));
+    ck_assert_str_eq(text, "2");
+    g_free(text);
+    GError *error = NULL;
+    ck_assert(rv_select_text(again, "knd=kernel", &error) == NULL);
+    ck_assert(error != NULL);
+    g_error_free(error);
+    rv_graph_free(again);
+    rv_graph_free(copy);
+    rv_graph_free(graph);
+}
+END_TEST
+
 /* ---- errors ------------------------------------------------------------- */
 
 START_TEST(test_errors)
@@ -434,6 +481,7 @@ static Suite *select_suite(void)
     tcase_add_test(hand, test_combinations);
     tcase_add_test(hand, test_argv_and_text);
     tcase_add_test(hand, test_matches_removed);
+    tcase_add_test(hand, test_remembered_selections);
     tcase_add_test(hand, test_errors);
     suite_add_tcase(suite, hand);
     TCase *real = tcase_create("real-trace");

@@ -198,6 +198,25 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
  * network...) thereby skips the model: O(tasks + edges), no hashing. */
 gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *variant, int element_bytes);
 
+/* The same question, answered from the plugins' declarations (compose.h)
+ * for a sweep's many variants of one baseline: kept once per baseline
+ * (whose estimate said element_bytes), then asked per variant.  TRUE only
+ * when every plugin applied since the baseline declared that it changes
+ * durations at most (it scales or reprices, rewrites nothing, leaves the
+ * memory model's tensors alone), the task, edge and step counts are the
+ * baseline's, and the usual dtype - the one of most kernel time, which
+ * durations can move - is still the baseline's.  A plugin that declared
+ * nothing (effects NULL) makes it FALSE: then ask
+ * rv_memory_estimate_unchanged, or estimate.  O(1) for a baseline whose
+ * kernels name one dtype, else O(kernels); it reads no task but their
+ * durations.  Trusts the declarations: a plugin that declares "scales" and
+ * moves tensors gets the baseline's peak. */
+typedef struct rv_memory_durations_only rv_memory_durations_only;
+rv_memory_durations_only *rv_memory_durations_only_new(const rv_graph *baseline, int element_bytes);
+gboolean rv_memory_durations_only_unchanged(const rv_memory_durations_only *kept, const rv_graph *baseline,
+                                            const rv_graph *variant);
+void rv_memory_durations_only_free(rv_memory_durations_only *kept);
+
 /* ---- the peak a what-if reports: peak.c ---------------------------------------- */
 
 /* The model's peak on a graph before and after optimizations (so what

@@ -75,6 +75,20 @@ gboolean rv_selection_matches(const rv_selection *sel, const rv_graph *graph, in
  * Free with g_array_unref. */
 GArray *rv_select(const rv_graph *graph, const rv_selection *sel);
 
+/* rv_selection_parse and rv_select in one: NULL with the parse error set,
+ * else the ids (g_array_unref).  A plugin that calls it before it changes
+ * the graph may be answered from memory: on a graph that called
+ * rv_graph_remember_selections (a sweep's baseline), and on copies of it
+ * (rv_graph_copy, rv_graph_assign) before any plugin was applied to them,
+ * the ids of a selection text are matched once and remembered (up to 64
+ * texts).  The invariant relied on: such a copy's tasks, resources and
+ * steps are the remembering graph's until a plugin is applied
+ * (graph->applied grows) - nothing but plugins changes a sweep's copies. */
+GArray *rv_select_text(const rv_graph *graph, const char *text, GError **error);
+/* Remember selections for rv_select_text, from now on: call it on a graph
+ * whose copies are only changed by plugins (rv_plugin_apply). */
+void rv_graph_remember_selections(rv_graph *graph);
+
 G_END_DECLS
 
 #endif

@@ -28,6 +28,7 @@
 #include "reverie/plot.h"
 #include "reverie/report.h"
 #include "reverie/validate.h"
+#include "reverie/select.h"
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,7 @@ typedef struct {
     const rv_graph *graph;      /* the input; only read */
     const rv_sim_structure *structure; /* its replay structure, for variants that keep it */
     rv_memory_peak peak;           /* the input's peak memory (estimated FALSE: none for any variant) */
+    rv_memory_durations_only *durations_only; /* for variants that changed durations only; NULL: none skip the check */
     gboolean keep_steps;
     GAsyncQueue *scratch;       /* rv_graph*, one per worker */
     GArray *selected;           /* uint64: the plan's variants this shard runs */
@@ -224,6 +226,8 @@ typedef struct {
 static int64_t variant_peak(const sweep_run *run, const rv_graph *graph)
 {
     if (!run->peak.estimated) return -1;
+    if (run->durations_only && rv_memory_durations_only_unchanged(run->durations_only, run->graph, graph))
+        return run->peak.baseline.peak;
     if (rv_memory_estimate_unchanged(run->graph, graph, run->peak.baseline.element_bytes)) return run->peak.baseline.peak;
     rv_memory_peak peak = run->peak;
     peak.missing = NULL;
@@ -590,12 +594,18 @@ static void run_input(sweep *s, int input, const rv_graph *graph, const GArray *
     sweep_run run = { .plan = s->plan, .plugins = s->plugins, .graph = graph, .keep_steps = s->out->with_steps,
                       .scratch = s->scratch, .selected = selected, .structure = rv_sim_structure_new(graph) };
     if (!s->no_peak) rv_memory_peak_before(&run.peak, graph);
+    /* REVERIE_SWEEP_FULL_CHECKS set: every variant pays the full checks,
+     * to show that the shortcuts change no row */
+    gboolean shortcuts = g_getenv("REVERIE_SWEEP_FULL_CHECKS") == NULL;
+    if (run.peak.estimated && shortcuts)
+        run.durations_only = rv_memory_durations_only_new(graph, run.peak.baseline.element_bytes);
     int64_t baseline_peak = run.peak.estimated ? run.peak.baseline.peak : -1;
     run.window = (guint)MIN((uint64_t)s->jobs * WINDOW_PER_JOB, MAX(selected->len, 1));
     if (s->isolate) run_in_children(s, &run, input, baseline, baseline_peak);
     else run_in_threads(s, &run, input, baseline, baseline_peak);
     rv_sim_structure_free((rv_sim_structure *)run.structure);
     rv_memory_peak_clear(&run.peak);
+    rv_memory_durations_only_free(run.durations_only);
 }
 
 /* Load and replay one input; NULL with error set when it cannot be. */
@@ -622,6 +632,9 @@ static void sweep_input(sweep *s, int input, rv_graph *graph, GArray *baseline)
         /* every variant is a copy of this graph: the check after each
          * plugin then looks only around the edges it changed (validate.h) */
         rv_graph_remember_order(graph);
+        /* and a selection that every variant makes first (scale's) is
+         * matched once, not per variant (select.h) */
+        if (g_getenv("REVERIE_SWEEP_FULL_CHECKS") == NULL) rv_graph_remember_selections(graph);
         run_input(s, input, graph, baseline, selected);
     }
     g_clear_error(&error);

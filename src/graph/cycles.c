@@ -53,6 +53,7 @@ struct rv_order_witness {
     guint edge_count;
     rv_edge *edges;    /* the edges the keys are an order of */
     int64_t *keys;     /* per task: its position in that order times KEY_GAP */
+    gboolean edges_valid; /* every edge named tasks below `tasks`, with a known kind */
 };
 
 /* Room for this many tasks inserted between two consecutive tasks of the
@@ -274,6 +275,13 @@ void rv_graph_remember_order(rv_graph *graph)
     witness->edge_count = graph->edges->len;
     witness->edges = g_memdup2(graph->edges->data, sizeof(rv_edge) * (gsize)graph->edges->len);
     witness->keys = keys;
+    witness->edges_valid = TRUE;
+    for (guint e = 0; e < witness->edge_count; e++) {
+        const rv_edge *edge = &witness->edges[e];
+        if (edge->from < 0 || edge->from >= witness->tasks || edge->to < 0 || edge->to >= witness->tasks ||
+            edge->kind >= RV_EDGE_KIND_COUNT)
+            witness->edges_valid = FALSE;
+    }
     index->witness = witness;
 }
 
@@ -307,8 +315,9 @@ void rv_edges_before_free(rv_edges_before *before)
 }
 
 /* The edges whose ends differ from `then`'s (a kind alone changes no
- * order), and those past its end, by index: compared a block at a time. */
-static GArray *changed_edges(const rv_graph *graph, const rv_edge *then, guint then_count)
+ * order) - or with any_byte, whose bytes differ - and those past its end,
+ * by index: compared a block at a time. */
+static GArray *differing_edges(const rv_graph *graph, const rv_edge *then, guint then_count, gboolean any_byte)
 {
     enum { BLOCK = 256 };
     GArray *changed = g_array_new(FALSE, FALSE, sizeof(guint));
@@ -318,10 +327,17 @@ static GArray *changed_edges(const rv_graph *graph, const rv_edge *then, guint t
         guint end = MIN(common, b + BLOCK);
         if (memcmp(now + b, then + b, sizeof(rv_edge) * (end - b)) == 0) continue;
         for (guint e = b; e < end; e++)
-            if (now[e].from != then[e].from || now[e].to != then[e].to) g_array_append_val(changed, e);
+            if (any_byte ? memcmp(&now[e], &then[e], sizeof(rv_edge)) != 0
+                         : now[e].from != then[e].from || now[e].to != then[e].to)
+                g_array_append_val(changed, e);
     }
     for (guint e = common; e < count; e++) g_array_append_val(changed, e);
     return changed;
+}
+
+static GArray *changed_edges(const rv_graph *graph, const rv_edge *then, guint then_count)
+{
+    return differing_edges(graph, then, then_count, FALSE);
 }
 
 /* ---- inserting the changed edges into the witness's order ------------------ */
@@ -539,13 +555,58 @@ static outcome insert_changed(const rv_graph *graph, const rv_order_witness *wit
     return result;
 }
 
+/* rv_cycles_check_changed with the changed edges found (freed here). */
+static gboolean check_changed(const rv_graph *graph, rv_edges_before *before, GArray *changed, rv_cycles_how *how_out,
+                              GError **error);
+
 gboolean rv_cycles_check_changed(const rv_graph *graph, rv_edges_before *before, rv_cycles_how *how_out,
                                  GError **error)
 {
-    rv_cycles_how how = { 0 };
     const rv_order_witness *witness = before->witness;
     GArray *changed = witness ? changed_edges(graph, witness->edges, witness->edge_count)
                               : changed_edges(graph, before->edges, before->edge_count);
+    return check_changed(graph, before, changed, how_out, error);
+}
+
+gboolean rv_edges_check_after_plugin(const rv_graph *graph, rv_edges_before *before, GError **error)
+{
+    const rv_order_witness *witness = before->witness;
+    if (witness == NULL || !witness->edges_valid || graph->ranks->len > 1 || rv_graph_task_count(graph) < witness->tasks) {
+        if (!rv_graph_check_edges(graph, error)) {
+            rv_edges_before_free(before);
+            return FALSE;
+        }
+        return rv_cycles_check_changed(graph, before, NULL, error);
+    }
+    /* Relied on: the witness's edges were valid (edges_valid) among its
+     * tasks, tasks are only ever appended (ids keep naming the same slots;
+     * fewer tasks than the witness's is checked in full above), and with
+     * one rank no edge crosses ranks: an edge whose bytes are the
+     * witness's needs no check. */
+    GArray *differing = differing_edges(graph, witness->edges, witness->edge_count, TRUE);
+    for (guint i = 0; i < differing->len; i++)
+        if (!rv_graph_check_edge(graph, g_array_index(differing, guint, i), error)) {
+            g_array_unref(differing);
+            rv_edges_before_free(before);
+            return FALSE;
+        }
+    /* the cycle check's changed edges: those whose ends moved, and the new */
+    const rv_edge *now = (const rv_edge *)graph->edges->data;
+    guint kept = 0;
+    for (guint i = 0; i < differing->len; i++) {
+        guint e = g_array_index(differing, guint, i);
+        if (e >= witness->edge_count || now[e].from != witness->edges[e].from || now[e].to != witness->edges[e].to)
+            g_array_index(differing, guint, kept++) = e;
+    }
+    g_array_set_size(differing, kept);
+    return check_changed(graph, before, differing, NULL, error);
+}
+
+static gboolean check_changed(const rv_graph *graph, rv_edges_before *before, GArray *changed, rv_cycles_how *how_out,
+                              GError **error)
+{
+    rv_cycles_how how = { 0 };
+    const rv_order_witness *witness = before->witness;
     int32_t n = rv_graph_task_count(graph);
     gboolean ok = TRUE;
     how.changed = changed->len;

@@ -45,4 +45,20 @@ gboolean rv_cycles_check_changed(const rv_graph *graph, rv_edges_before *before,
                                  GError **error);
 void rv_edges_before_free(rv_edges_before *before);
 
+/* After a plugin: the edges' checks of validate.c and the cycle check of
+ * rv_cycles_check_changed, together (rv_graph_validate_except_edges
+ * first).  Where the graph has a witness whose edges were all valid when it
+ * was made, the graph has at least its tasks and one rank, an edge byte for
+ * byte the witness's names tasks that exist, with a known kind, and crosses
+ * no rank (one has none to cross): only the others are checked, and the one
+ * comparison serves both checks.  Otherwise every edge is checked.  Frees
+ * `before`. */
+gboolean rv_edges_check_after_plugin(const rv_graph *graph, rv_edges_before *before, GError **error);
+
+/* validate.c: every check but the edges' and the cycles'; one edge's check
+ * (its tasks exist, its kind is known, it crosses no rank); every edge's. */
+gboolean rv_graph_validate_except_edges(const rv_graph *graph, GError **error);
+gboolean rv_graph_check_edge(const rv_graph *graph, guint e, GError **error);
+gboolean rv_graph_check_edges(const rv_graph *graph, GError **error);
+
 #endif

@@ -81,11 +81,15 @@ rv_graph_index *rv_graph_index_get(const rv_graph *graph)
 void rv_graph_index_share_witness(rv_graph *target, const rv_graph *source)
 {
     rv_order_witness *witness = source->index ? source->index->witness : NULL;
-    if (target->index == NULL && witness == NULL) return;
+    struct rv_selection_memo *selections = source->index ? source->index->selections : NULL;
+    if (target->index == NULL && witness == NULL && selections == NULL) return;
     rv_graph_index *index = rv_graph_index_get(target);
     rv_order_witness_ref(witness);
     rv_order_witness_unref(index->witness);
     index->witness = witness;
+    rv_selection_memo_ref(selections);
+    rv_selection_memo_unref(index->selections);
+    index->selections = selections;
 }
 
 rv_graph_index *rv_graph_index_sync(const rv_graph *graph)
@@ -133,6 +137,7 @@ void rv_graph_index_free(rv_graph_index *index)
         g_free(index->check_marks[m].value);
     }
     rv_order_witness_unref(index->witness);
+    rv_selection_memo_unref(index->selections);
     g_free(index);
 }
 

@@ -46,12 +46,15 @@ typedef struct rv_graph_index {
     rv_task_marks check_marks[2]; /* scratch for cycles.c's searches */
     struct rv_order_witness *witness; /* an order of an earlier state of the edges (cycles.h), or NULL;
                                          kept by a reset, shared by copies */
+    struct rv_selection_memo *selections; /* rv_graph_remember_selections (select.h), or NULL; kept by a
+                                             reset, shared by copies */
 } rv_graph_index;
 
 /* The graph's index, brought up to date with appended tasks and edges. */
 /* The graph's index as it is (created empty if the graph has none). */
 rv_graph_index *rv_graph_index_get(const rv_graph *graph);
-/* target's witness becomes source's (cycles.h): target was just made a copy of source. */
+/* target's witness becomes source's (cycles.h), and so do its remembered
+ * selections (select.h): target was just made a copy of source. */
 void rv_graph_index_share_witness(rv_graph *target, const rv_graph *source);
 rv_graph_index *rv_graph_index_sync(const rv_graph *graph);
 void rv_graph_index_free(rv_graph_index *index);
@@ -92,5 +95,9 @@ static inline int32_t rv_task_marks_get(const rv_task_marks *marks, int32_t task
 {
     return marks->epoch[task] == marks->current ? marks->value[task] : unset;
 }
+
+/* select.c's memo, counted. */
+struct rv_selection_memo *rv_selection_memo_ref(struct rv_selection_memo *memo);
+void rv_selection_memo_unref(struct rv_selection_memo *memo);
 
 #endif

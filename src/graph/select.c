@@ -10,6 +10,7 @@
  */
 #include "reverie/select.h"
 #include "reverie/error.h"
+#include "index.h"
 #include <string.h>
 
 typedef enum { KEY_KIND, KEY_PHASE, KEY_LAYER, KEY_NAME, KEY_OP, KEY_RESOURCE, KEY_STEP, KEY_COUNT } select_key;
@@ -506,5 +507,87 @@ GArray *rv_select(const rv_graph *graph, const rv_selection *sel)
     }
     for (guint i = 0; i < n_terms; i++) g_free(bound[i].verdicts);
     g_free(bound);
+    return ids;
+}
+
+/* ---- selections remembered for a sweep's copies -------------------- */
+
+#define MEMO_MOST 64 /* selections remembered; more are matched every time */
+
+struct rv_selection_memo {
+    gint refs;
+    guint tasks, edges, applied; /* the remembering graph's counts */
+    GMutex lock;
+    GHashTable *matched;         /* selection text -> GArray of int32 ids (never changed once in) */
+};
+
+struct rv_selection_memo *rv_selection_memo_ref(struct rv_selection_memo *memo)
+{
+    if (memo) g_atomic_int_inc(&memo->refs);
+    return memo;
+}
+
+void rv_selection_memo_unref(struct rv_selection_memo *memo)
+{
+    if (memo == NULL || !g_atomic_int_dec_and_test(&memo->refs)) return;
+    g_hash_table_destroy(memo->matched);
+    g_mutex_clear(&memo->lock);
+    g_free(memo);
+}
+
+void rv_graph_remember_selections(rv_graph *graph)
+{
+    rv_graph_index *index = rv_graph_index_get(graph);
+    struct rv_selection_memo *memo = g_new0(struct rv_selection_memo, 1);
+    memo->refs = 1;
+    memo->tasks = graph->tasks->len;
+    memo->edges = graph->edges->len;
+    memo->applied = graph->applied->len;
+    g_mutex_init(&memo->lock);
+    memo->matched = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
+    rv_selection_memo_unref(index->selections);
+    index->selections = memo;
+}
+
+/* The memo, if the graph is the one that remembered or a copy of it that
+ * no plugin has changed: a plugin changes a graph only inside
+ * rv_plugin_apply, which adds to graph->applied when it succeeds, and the
+ * caller of rv_select_text has not changed it yet (select.h). */
+static struct rv_selection_memo *memo_for(const rv_graph *graph)
+{
+    struct rv_selection_memo *memo = graph->index ? graph->index->selections : NULL;
+    if (memo == NULL || graph->applied->len != memo->applied || graph->tasks->len != memo->tasks ||
+        graph->edges->len != memo->edges)
+        return NULL;
+    return memo;
+}
+
+static GArray *copy_ids(const GArray *ids)
+{
+    GArray *copy = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), ids->len);
+    g_array_append_vals(copy, ids->data, ids->len);
+    return copy;
+}
+
+GArray *rv_select_text(const rv_graph *graph, const char *text, GError **error)
+{
+    struct rv_selection_memo *memo = memo_for(graph);
+    if (memo) {
+        g_mutex_lock(&memo->lock);
+        const GArray *known = g_hash_table_lookup(memo->matched, text);
+        GArray *ids = known ? copy_ids(known) : NULL;
+        g_mutex_unlock(&memo->lock);
+        if (ids) return ids;
+    }
+    rv_selection *selection = rv_selection_parse(text, error);
+    if (selection == NULL) return NULL;
+    GArray *ids = rv_select(graph, selection);
+    rv_selection_free(selection);
+    if (memo) {
+        g_mutex_lock(&memo->lock);
+        if (g_hash_table_size(memo->matched) < MEMO_MOST && !g_hash_table_contains(memo->matched, text))
+            g_hash_table_insert(memo->matched, g_strdup(text), copy_ids(ids));
+        g_mutex_unlock(&memo->lock);
+    }
     return ids;
 }

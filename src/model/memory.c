@@ -5,6 +5,7 @@
  */
 #include "reverie/memory.h"
 #include "reverie/checked.h"
+#include "reverie/compose.h"
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
 #include "reverie/gpus.h"
@@ -921,6 +922,96 @@ gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *
     int usual = usual_element_bytes(&ctx);
     rv_string_memo_clear(&ctx.dtypes);
     return usual == element_bytes;
+}
+
+/* ---- variants that changed only durations ------------------------- */
+
+struct rv_memory_durations_only {
+    int element_bytes;      /* the baseline's usual dtype's bytes */
+    int dtypes;             /* how many named dtypes its live kernels have */
+    GArray *kernels[RV_DTYPE_COUNT]; /* int32: the live kernels of each dtype, in task order */
+    guint tasks, edges, steps, applied;
+};
+
+rv_memory_durations_only *rv_memory_durations_only_new(const rv_graph *baseline, int element_bytes)
+{
+    rv_memory_durations_only *kept = g_new0(rv_memory_durations_only, 1);
+    kept->element_bytes = element_bytes;
+    kept->tasks = baseline->tasks->len;
+    kept->edges = baseline->edges->len;
+    kept->steps = baseline->steps->len;
+    kept->applied = baseline->applied->len;
+    context ctx = { baseline, NULL, NULL, 0, { 0 }, NULL, NULL, NULL };
+    rv_string_memo_init(&ctx.dtypes, baseline->strings, dtype_verdict);
+    for (guint t = 0; t < baseline->tasks->len; t++) {
+        const rv_task *task = &g_array_index(baseline->tasks, rv_task, t);
+        if (task->kind != RV_TASK_KERNEL || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+        rv_dtype dtype = dtype_of(&ctx, task);
+        if (dtype == RV_DTYPE_UNKNOWN || dtype >= RV_DTYPE_COUNT) continue;
+        if (kept->kernels[dtype] == NULL) {
+            kept->kernels[dtype] = g_array_new(FALSE, FALSE, sizeof(int32_t));
+            kept->dtypes++;
+        }
+        int32_t id = (int32_t)t;
+        g_array_append_val(kept->kernels[dtype], id);
+    }
+    rv_string_memo_clear(&ctx.dtypes);
+    return kept;
+}
+
+void rv_memory_durations_only_free(rv_memory_durations_only *kept)
+{
+    if (kept == NULL) return;
+    for (int d = 0; d < RV_DTYPE_COUNT; d++)
+        if (kept->kernels[d]) g_array_unref(kept->kernels[d]);
+    g_free(kept);
+}
+
+/* Did every plugin applied to the variant since the baseline declare that
+ * it changes durations at most (scales or reprices; nothing rewritten, the
+ * memory model's tensors untouched)?  A plugin that declared nothing
+ * (effects NULL) says no.  The counts are checked too, as a net under a
+ * plugin that declared less than it did. */
+static gboolean durations_only(const rv_memory_durations_only *kept, const rv_graph *variant)
+{
+    if (variant->applied->len <= kept->applied || variant->memory_effects->len != 0 ||
+        variant->tasks->len != kept->tasks || variant->edges->len != kept->edges || variant->steps->len != kept->steps)
+        return FALSE;
+    for (guint i = kept->applied; i < variant->applied->len; i++) {
+        const rv_applied_plugin *done = &g_array_index(variant->applied, rv_applied_plugin, i);
+        const rv_plugin_effects *e = &done->effects;
+        if (!done->declared || e->rewrites != 0 || ((e->scales | e->reprices) & RV_ASPECT_MEMORY)) return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean rv_memory_durations_only_unchanged(const rv_memory_durations_only *kept, const rv_graph *baseline,
+                                            const rv_graph *variant)
+{
+    if (baseline->memory_effects->len != 0 || baseline->whole_trace_step != variant->whole_trace_step ||
+        !durations_only(kept, variant))
+        return FALSE;
+    /* The usual dtype is the one of most named kernel time, so durations
+     * move it.  Summed as usual_element_bytes sums, over the same kernels
+     * in the same order (a plugin that only scales or reprices removes no
+     * task and renames none), the doubles are the same; with one named
+     * dtype (or none) the verdict cannot move at all. */
+    int usual = 4;
+    if (kept->dtypes > 0) {
+        double time[RV_DTYPE_COUNT] = { 0 };
+        int best = -1;
+        for (int d = 0; d < RV_DTYPE_COUNT; d++) {
+            const GArray *ids = kept->kernels[d];
+            if (ids == NULL) continue;
+            if (kept->dtypes == 1) { best = d; break; }
+            for (guint i = 0; i < ids->len; i++)
+                time[d] += (double)g_array_index(variant->tasks, rv_task, g_array_index(ids, int32_t, i)).duration_ns + 1;
+        }
+        for (int d = 0; kept->dtypes > 1 && d < RV_DTYPE_COUNT; d++)
+            if (time[d] > 0 && (best < 0 || time[d] > time[best])) best = d;
+        usual = MAX(rv_dtype_bytes((rv_dtype)best), 1);
+    }
+    return usual == kept->element_bytes;
 }
 
 /* A step's estimate; a pipelined step (calls with a stage) is estimated

@@ -385,8 +385,8 @@ static gboolean apply_and_check(const rv_loaded_plugin *plugin, rv_graph *graph,
     }
     /* The plugin is foreign code with write access to the graph: check
      * what the simulator will trust, and blame the plugin, not the trace. */
-    gboolean valid = rv_graph_validate_except_cycles(graph, &failure);
-    if (valid) valid = rv_cycles_check_changed(graph, edges_before, NULL, &failure);
+    gboolean valid = rv_graph_validate_except_edges(graph, &failure);
+    if (valid) valid = rv_edges_check_after_plugin(graph, edges_before, &failure);
     else rv_edges_before_free(edges_before);
     if (!valid) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "%s: the plugin left the graph broken (%s): %s",
