@@ -117,13 +117,10 @@ gboolean rv_gpu_efficiency_fixed(const rv_gpu_efficiency *view, double *fixed_ns
 gboolean rv_efficiency_fixed_ratio(const rv_gpu_efficiency *source, const rv_gpu_efficiency *target, double *ratio,
                                    double *low, double *high, guint *pairs);
 gboolean rv_gpu_efficiency_gap(const rv_gpu_efficiency *view, double *gap_ns);
-/* A bucket's efficiency (summed roofline over summed variable time) and its
- * range; FALSE when the view has fewer than RV_EFFICIENCY_MIN_KERNELS in it. */
-gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket bucket, double *efficiency,
-                                  double *low, double *high);
-
-/* Both GPUs' efficiencies for a kernel's bucket on each, and whether they
- * came from PAIRS.  A ratio of two GPUs' efficiencies read off different
+/* Both GPUs' efficiencies for a kernel's bucket on each (a bucket's
+ * efficiency: summed roofline over summed variable time, with its range;
+ * RV_EFFICIENCY_MIN_KERNELS or more in it, else the neighbouring decade
+ * with the most).  A ratio of two GPUs' efficiencies read off different
  * jobs measures the jobs as much as the GPUs (one GPU's GEMMs recorded on
  * a large decoder, the other's on a small encoder); so where both GPUs
  * recorded some of the same jobs (rv_efficiency_pair_views, which must
@@ -134,7 +131,6 @@ gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket 
 typedef struct {
     double source, source_low, source_high;
     double target, target_low, target_high;
-    gboolean paired;
 } rv_efficiency_pair;
 void rv_efficiency_pair_views(rv_gpu_efficiency *source, rv_gpu_efficiency *target);
 gboolean rv_efficiency_bucket_ratio(const rv_gpu_efficiency *source, const rv_gpu_efficiency *target,

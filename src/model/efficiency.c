@@ -703,24 +703,33 @@ static void add_to_buckets(GHashTable *buckets, const recording *r)
     }
 }
 
-rv_gpu_efficiency *rv_efficiency_for_gpu(const rv_efficiency_table *table, const char *gpu_id, const rv_graph *job,
-                                         GPtrArray *excluded)
+/* One GPU's view, without the recordings of the job whose signature and
+ * members are given (signature NULL: keep all). */
+static rv_gpu_efficiency *view_without(const rv_efficiency_table *table, const char *gpu_id, const guint32 *signature,
+                                       const GArray *members, GPtrArray *excluded)
 {
     rv_gpu_efficiency *view = g_new0(rv_gpu_efficiency, 1);
     view->recordings = g_ptr_array_new();
     view->buckets = bucket_totals_new();
-    guint32 signature[SIGNATURE_SIZE];
-    GArray *members = job ? job_signature(job, signature) : NULL;
     for (guint i = 0; table && i < table->recordings->len; i++) {
         const recording *r = g_ptr_array_index(table->recordings, i);
         if (strcmp(r->gpu, gpu_id) != 0) continue;
-        if (job && same_job(signature, members, r->job, r->members)) {
+        if (signature && same_job(signature, members, r->job, r->members)) {
             if (excluded) g_ptr_array_add(excluded, g_strdup(r->label));
             continue;
         }
         g_ptr_array_add(view->recordings, (gpointer)r);
         add_to_buckets(view->buckets, r);
     }
+    return view;
+}
+
+rv_gpu_efficiency *rv_efficiency_for_gpu(const rv_efficiency_table *table, const char *gpu_id, const rv_graph *job,
+                                         GPtrArray *excluded)
+{
+    guint32 signature[SIGNATURE_SIZE];
+    GArray *members = job ? job_signature(job, signature) : NULL;
+    rv_gpu_efficiency *view = view_without(table, gpu_id, job ? signature : NULL, members, excluded);
     if (members) g_array_unref(members);
     return view;
 }
@@ -836,12 +845,6 @@ static gboolean bucket_in(GHashTable *buckets, rv_cost_bucket bucket, double *ef
     return TRUE;
 }
 
-gboolean rv_gpu_efficiency_bucket(const rv_gpu_efficiency *view, rv_cost_bucket bucket, double *efficiency,
-                                  double *low, double *high)
-{
-    return view != NULL && bucket_in(view->buckets, bucket, efficiency, low, high);
-}
-
 /* Does `r` have a recording of its job among `others`? */
 static gboolean has_partner(const recording *r, const GPtrArray *others)
 {
@@ -877,7 +880,6 @@ gboolean rv_efficiency_bucket_ratio(const rv_gpu_efficiency *source, const rv_gp
     if (source == NULL || target == NULL) return FALSE;
     gboolean pairs = source->paired && g_hash_table_size(source->paired) > 0;
     GHashTable *from = pairs ? source->paired : source->buckets, *to = pairs ? target->paired : target->buckets;
-    pair->paired = pairs;
     return bucket_in(from, on_source, &pair->source, &pair->source_low, &pair->source_high) &&
            bucket_in(to, on_target, &pair->target, &pair->target_low, &pair->target_high);
 }
@@ -898,8 +900,12 @@ gboolean rv_efficiency_views_open(rv_efficiency_views *views, const char *given,
         g_error_free(failed);
         return FALSE;
     }
-    views->source = rv_efficiency_for_gpu(views->table, source->id, graph, views->excluded);
-    views->target = rv_efficiency_for_gpu(views->table, target->id, graph, views->excluded);
+    /* the job's signature once, for both GPUs' views */
+    guint32 signature[SIGNATURE_SIZE];
+    GArray *members = graph ? job_signature(graph, signature) : NULL;
+    views->source = view_without(views->table, source->id, graph ? signature : NULL, members, views->excluded);
+    views->target = view_without(views->table, target->id, graph ? signature : NULL, members, views->excluded);
+    if (members) g_array_unref(members);
     rv_efficiency_pair_views(views->source, views->target);
     return TRUE;
 }
