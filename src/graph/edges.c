@@ -39,7 +39,6 @@
  * the wait for the forward is the edge's, not the call's host overhead.
  */
 #include "streams.h"
-#include "reverie/stats.h"
 #include <string.h>
 
 /* A thread idle longer than this before a call may have been waiting. */
@@ -298,9 +297,8 @@ static gboolean is_work(const rv_task *task)
     return task->kind == RV_TASK_CPU || task->kind == RV_TASK_SYNC || task->kind == RV_TASK_DATALOAD;
 }
 
-/* The latest-ending work on another thread of the process, ending in (after, before]. */
-static int32_t latest_other_ending(const GArray *endings, const rv_resource *resources, int32_t resource,
-                                   int64_t after, int64_t before)
+/* How many of the endings (sorted by end) end at or before `before`. */
+static guint endings_through(const GArray *endings, int64_t before)
 {
     guint low = 0, high = endings->len;
     while (low < high) {
@@ -308,6 +306,14 @@ static int32_t latest_other_ending(const GArray *endings, const rv_resource *res
         if (g_array_index(endings, ending, middle).end_ns <= before) low = middle + 1;
         else high = middle;
     }
+    return low;
+}
+
+/* The latest-ending work on another thread of the process, ending in (after, before]. */
+static int32_t latest_other_ending(const GArray *endings, const rv_resource *resources, int32_t resource,
+                                   int64_t after, int64_t before)
+{
+    guint low = endings_through(endings, before);
     for (guint i = low; i > 0 && low - i < 256; i--) {
         const ending *candidate = &g_array_index(endings, ending, i - 1);
         if (candidate->end_ns <= after) return -1;
@@ -317,43 +323,6 @@ static int32_t latest_other_ending(const GArray *endings, const rv_resource *res
     }
     return -1;
 }
-
-/* Per CPU thread, the sorted starts of every CPU-side event the trace
- * recorded on it (operators, annotations, Python frames, runtime calls):
- * when a thread resumed after an idle stretch is the first of these, which
- * can come well before its next runtime call (a wait ends, then Python runs
- * for milliseconds before launching anything). */
-static GPtrArray *activity_by_thread(const builder *b)
-{
-    GPtrArray *starts = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-    for (guint r = 0; r < b->graph->resources->len; r++) g_ptr_array_add(starts, g_array_new(FALSE, FALSE, sizeof(int64_t)));
-    char key[64];
-    for (guint i = 0; i < b->trace->events->len; i++) {
-        const rv_event *event = &g_array_index(b->trace->events, rv_event, i);
-        if (event->kind != RV_EV_CPU_OP && event->kind != RV_EV_USER_ANNOTATION && event->kind != RV_EV_PYTHON_FUNCTION &&
-            event->kind != RV_EV_RUNTIME)
-            continue;
-        g_snprintf(key, sizeof key, "%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, event->pid, event->tid);
-        gpointer found = g_hash_table_lookup(b->cpu_resource, key);
-        if (found != NULL) g_array_append_val(g_ptr_array_index(starts, GPOINTER_TO_INT(found) - 1), event->ts_ns);
-    }
-    for (guint r = 0; r < starts->len; r++) rv_sort_int64(g_ptr_array_index(starts, r));
-    return starts;
-}
-
-/* The first recorded activity on a thread after `after`, no later than `by`. */
-static int64_t resumed_at(GArray *starts, int64_t after, int64_t by)
-{
-    guint low = 0, high = starts->len;
-    while (low < high) {
-        guint middle = (low + high) / 2;
-        if (g_array_index(starts, int64_t, middle) <= after) low = middle + 1;
-        else high = middle;
-    }
-    return low < starts->len ? MIN(by, g_array_index(starts, int64_t, low)) : by;
-}
-
-/* ---- backward hand-off ------------------------------------------------ */
 
 typedef struct { int64_t start_ns, end_ns; } span;
 
@@ -385,8 +354,14 @@ static int32_t event_thread(const builder *b, const rv_event *event)
     return found != NULL ? GPOINTER_TO_INT(found) - 1 : -1;
 }
 
-/* Per CPU thread, every recorded CPU-side event's span, sorted by start;
- * `engine` marks the threads that recorded an autograd node. */
+/* Per CPU thread, the span of every CPU-side event the trace recorded on it
+ * (operators, annotations, Python frames, runtime calls), sorted by start:
+ * when a thread resumed after an idle stretch is the first of these, which
+ * can come well before its next runtime call (a wait ends, then Python runs
+ * for milliseconds before launching anything), and a backward pass starts
+ * at the first after an idle stretch.  `engine` marks the threads that
+ * recorded an autograd node.  One pass over the trace's events serves both
+ * rules. */
 static GPtrArray *spans_by_thread(const builder *b, gboolean *engine)
 {
     GPtrArray *spans = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
@@ -404,6 +379,20 @@ static GPtrArray *spans_by_thread(const builder *b, gboolean *engine)
     for (guint r = 0; r < spans->len; r++) g_array_sort(g_ptr_array_index(spans, r), compare_spans);
     return spans;
 }
+
+/* The first recorded activity on a thread after `after`, no later than `by`. */
+static int64_t resumed_at(const GArray *spans, int64_t after, int64_t by)
+{
+    guint low = 0, high = spans->len;
+    while (low < high) {
+        guint middle = (low + high) / 2;
+        if (g_array_index(spans, span, middle).start_ns <= after) low = middle + 1;
+        else high = middle;
+    }
+    return low < spans->len ? MIN(by, g_array_index(spans, span, low).start_ns) : by;
+}
+
+/* ---- backward hand-off ------------------------------------------------ */
 
 /* The training loop's threads: those that open a step; in a process
  * without steps, its main thread (tid = pid). */
@@ -435,12 +424,7 @@ static int32_t caller_call(const GArray *endings, const rv_resource *resources, 
                            const gboolean *engine, gboolean process_has_loop, int32_t resource, int64_t after,
                            int64_t before)
 {
-    guint low = 0, high = endings->len;
-    while (low < high) {
-        guint middle = (low + high) / 2;
-        if (g_array_index(endings, ending, middle).end_ns <= before) low = middle + 1;
-        else high = middle;
-    }
+    guint low = endings_through(endings, before);
     int32_t other = -1;
     for (guint i = low; i > 0; i--) {
         const ending *candidate = &g_array_index(endings, ending, i - 1);
@@ -456,12 +440,11 @@ static int32_t caller_call(const GArray *endings, const rv_resource *resources, 
 /* On each engine thread, each pass's first call waits for its caller's
  * last call before the pass began (see the header).  Marks those calls in
  * `handed` so the wake-up rule leaves them alone. */
-static void backward_hand_offs(builder *b, const GArray *endings, gboolean *handed)
+static void backward_hand_offs(builder *b, const GArray *endings, const GPtrArray *spans, const gboolean *engine,
+                               gboolean *handed)
 {
     guint count = b->graph->resources->len;
     const rv_resource *resources = (const rv_resource *)b->graph->resources->data;
-    gboolean *engine = g_new0(gboolean, count + 1);
-    GPtrArray *spans = spans_by_thread(b, engine);
     gboolean *loop = loop_threads(b);
     for (guint r = 0; r < count; r++) {
         if (!engine[r] || loop[r] || resources[r].kind != RV_RES_CPU_THREAD) continue;
@@ -501,8 +484,6 @@ static void backward_hand_offs(builder *b, const GArray *endings, gboolean *hand
         g_array_unref(starts);
     }
     g_free(loop);
-    g_ptr_array_unref(spans);
-    g_free(engine);
 }
 
 void rv_build_inter_thread_edges(builder *b)
@@ -510,7 +491,8 @@ void rv_build_inter_thread_edges(builder *b)
     GArray *endings = g_array_new(FALSE, FALSE, sizeof(ending));
     const rv_resource *resources = (const rv_resource *)b->graph->resources->data;
     gboolean *foreground = rv_build_foreground_threads(b); /* a background thread wakes nobody (origins.c) */
-    GPtrArray *activity = activity_by_thread(b);
+    gboolean *engine = g_new0(gboolean, b->graph->resources->len + 1);
+    GPtrArray *activity = spans_by_thread(b, engine);
     for (int32_t id = 0; id < rv_graph_task_count(b->graph); id++) {
         const rv_task *task = rv_graph_task(b->graph, id);
         if (is_work(task) && !(task->flags & RV_TASK_FLAG_REMOVED) && foreground[task->resource] &&
@@ -521,7 +503,7 @@ void rv_build_inter_thread_edges(builder *b)
     }
     g_array_sort(endings, compare_endings);
     gboolean *handed = g_new0(gboolean, rv_graph_task_count(b->graph) + 1);
-    backward_hand_offs(b, endings, handed);
+    backward_hand_offs(b, endings, activity, engine, handed);
     for (guint r = 0; r < b->graph->resources->len; r++) {
         if (resources[r].kind != RV_RES_CPU_THREAD) continue;
         GArray *tasks = builder_resource_tasks(b, (int32_t)r);
@@ -542,6 +524,7 @@ void rv_build_inter_thread_edges(builder *b)
         }
     }
     g_ptr_array_unref(activity);
+    g_free(engine);
     g_array_unref(endings);
     g_free(handed);
     g_free(foreground);
