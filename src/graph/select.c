@@ -562,20 +562,13 @@ static struct rv_selection_memo *memo_for(const rv_graph *graph)
     return memo;
 }
 
-static GArray *copy_ids(const GArray *ids)
-{
-    GArray *copy = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), ids->len);
-    g_array_append_vals(copy, ids->data, ids->len);
-    return copy;
-}
-
 GArray *rv_select_text(const rv_graph *graph, const char *text, GError **error)
 {
     struct rv_selection_memo *memo = memo_for(graph);
     if (memo) {
         g_mutex_lock(&memo->lock);
         const GArray *known = g_hash_table_lookup(memo->matched, text);
-        GArray *ids = known ? copy_ids(known) : NULL;
+        GArray *ids = known ? g_array_copy((GArray *)known) : NULL;
         g_mutex_unlock(&memo->lock);
         if (ids) return ids;
     }
@@ -586,7 +579,7 @@ GArray *rv_select_text(const rv_graph *graph, const char *text, GError **error)
     if (memo) {
         g_mutex_lock(&memo->lock);
         if (g_hash_table_size(memo->matched) < MEMO_MOST && !g_hash_table_contains(memo->matched, text))
-            g_hash_table_insert(memo->matched, g_strdup(text), copy_ids(ids));
+            g_hash_table_insert(memo->matched, g_strdup(text), g_array_copy(ids));
         g_mutex_unlock(&memo->lock);
     }
     return ids;

@@ -458,6 +458,16 @@ static int element_bytes_of(context *ctx, int32_t cpu_task)
 }
 
 /* The dtype of most named kernel time. */
+/* The element size of the dtype with the most kernel time (`time` per
+ * dtype); 4 bytes (fp32) when no kernel names one. */
+static int bytes_of_most_time(const double *time)
+{
+    int best = -1;
+    for (int d = 0; d < RV_DTYPE_COUNT; d++)
+        if (time[d] > 0 && (best < 0 || time[d] > time[best])) best = d;
+    return best < 0 ? 4 : MAX(rv_dtype_bytes((rv_dtype)best), 1);
+}
+
 static int usual_element_bytes(context *ctx)
 {
     const rv_graph *graph = ctx->graph;
@@ -468,10 +478,7 @@ static int usual_element_bytes(context *ctx)
         rv_dtype dtype = dtype_of(ctx, task);
         if (dtype != RV_DTYPE_UNKNOWN && dtype < RV_DTYPE_COUNT) time[dtype] += (double)task->duration_ns + 1;
     }
-    int best = -1;
-    for (int d = 0; d < RV_DTYPE_COUNT; d++)
-        if (time[d] > 0 && (best < 0 || time[d] > time[best])) best = d;
-    return best < 0 ? 4 : MAX(rv_dtype_bytes((rv_dtype)best), 1);
+    return bytes_of_most_time(time);
 }
 
 /* Per CPU task the first GPU task it launched, and per GPU task its
@@ -996,22 +1003,18 @@ gboolean rv_memory_durations_only_unchanged(const rv_memory_durations_only *kept
      * in the same order (a plugin that only scales or reprices removes no
      * task and renames none), the doubles are the same; with one named
      * dtype (or none) the verdict cannot move at all. */
-    int usual = 4;
-    if (kept->dtypes > 0) {
-        double time[RV_DTYPE_COUNT] = { 0 };
-        int best = -1;
-        for (int d = 0; d < RV_DTYPE_COUNT; d++) {
-            const GArray *ids = kept->kernels[d];
-            if (ids == NULL) continue;
-            if (kept->dtypes == 1) { best = d; break; }
-            for (guint i = 0; i < ids->len; i++)
-                time[d] += (double)g_array_index(variant->tasks, rv_task, g_array_index(ids, int32_t, i)).duration_ns + 1;
+    double time[RV_DTYPE_COUNT + 1] = { 0 };
+    for (int d = 0; d < RV_DTYPE_COUNT; d++) {
+        const GArray *ids = kept->kernels[d];
+        if (ids == NULL) continue;
+        if (kept->dtypes == 1) {  /* the only one: it has the most time whatever the durations */
+            time[d] = 1;
+            break;
         }
-        for (int d = 0; kept->dtypes > 1 && d < RV_DTYPE_COUNT; d++)
-            if (time[d] > 0 && (best < 0 || time[d] > time[best])) best = d;
-        usual = MAX(rv_dtype_bytes((rv_dtype)best), 1);
+        for (guint i = 0; i < ids->len; i++)
+            time[d] += (double)g_array_index(variant->tasks, rv_task, g_array_index(ids, int32_t, i)).duration_ns + 1;
     }
-    return usual == kept->element_bytes;
+    return bytes_of_most_time(time) == kept->element_bytes;
 }
 
 /* A step's estimate; a pipelined step (calls with a stage) is estimated
