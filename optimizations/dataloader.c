@@ -21,6 +21,13 @@
  *   - the batch arrives in shared memory the training process has never
  *     touched, so the first copy that reads it (its pageable host-to-device
  *     copy) pays a minor page fault per 4 KiB page (`page_fault`);
+ *   - the window is a sample of a long run (start=steady): the workers have
+ *     been loading since before it, each one batch further through its
+ *     cycle than the one before, so worker w's first batch in the window has
+ *     (w + 1) / N of its loading left and batches arrive every load / N
+ *     from the start, as they do once the pipeline has filled.  A trace
+ *     cannot show where the workers stood when it began; start=cold starts
+ *     all N at the window's first instant (a freshly made iterator);
  *   - the workers' loading runs beside the training process on the same
  *     host, and slows its host work (CPU calls and host overheads) by
  *     interference x (loading time / the rest of the step), the average
@@ -52,6 +59,10 @@ static const rv_param_spec dataloader_params[] = {
     { "page_fault", RV_PARAM_DURATION, "250ns", "ns",
       "first touch of each 4 KiB page of a batch in shared memory, paid by its pageable host-to-device copy "
       "(Linux minor fault on x86, 0.1-0.5 us measured)", NULL },
+    { "start", RV_PARAM_CHOICE, "steady", NULL,
+      "where the workers stand when the window begins: steady (a sample of a long run: batches arrive every load / N "
+      "from the start) or cold (all N start loading at the window's first instant, as a fresh iterator does)",
+      "steady|cold" },
     { "interference", RV_PARAM_NUMBER, "0", "x",
       "slowdown of the training process's host work per busy worker; 0 assumes free cores: a host property the "
       "trace cannot show, give your host's (the notes print its effect per 0.1)", NULL },
@@ -145,17 +156,18 @@ static void apply_remaining(rv_graph *graph, GArray *loadings, int64_t remaining
 typedef struct {
     int64_t workers, prefetch, handoff_ns, page_fault_ns;
     double interference;
+    gboolean steady;        /* start=steady: the workers' cycles staggered at the window's start */
 } worker_model;
 
 /* The loading of one batch on its worker, after that worker's previous batch. */
 static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t after, const step_loading *loading,
-                                  GError **error)
+                                  double share_left, GError **error)
 {
     rv_insert_spec spec = { { 0 }, after, -1 };
     const rv_task *handoff = rv_graph_task(graph, loading->handoff_task);
     spec.task = *handoff;
     spec.task.resource = channel;
-    spec.task.duration_ns = loading->work_ns;
+    spec.task.duration_ns = (int64_t)llround((double)loading->work_ns * share_left);
     spec.task.host_overhead_ns = 0;
     spec.task.correlation = -1;
     spec.task.flags = 0;
@@ -165,7 +177,10 @@ static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t afte
 
 /* Batches go to workers round-robin; the training process's hand-off of a
  * batch waits for its load; a worker may not start batch i before the
- * hand-off of batch i - prefetch x workers (its queue slots are full). */
+ * hand-off of batch i - prefetch x workers (its queue slots are full).
+ * With start=steady the first batch of worker w is (w + 1) / N loaded
+ * already: the phases a pipeline that has been running keeps (batches
+ * every load / N), not N batches arriving together after one whole load. */
 static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_model *model, GError **error)
 {
     int32_t *channel = g_new(int32_t, model->workers), *last = g_new(int32_t, model->workers);
@@ -181,7 +196,8 @@ static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_
         const step_loading *loading = &g_array_index(loadings, step_loading, i);
         if (loading->handoff_task < 0) continue;
         int64_t w = (int64_t)i % model->workers;
-        int32_t load = insert_worker_load(graph, channel[w], last[w], loading, error);
+        double share_left = model->steady && last[w] < 0 ? (double)(w + 1) / (double)model->workers : 1.0;
+        int32_t load = insert_worker_load(graph, channel[w], last[w], loading, share_left, error);
         if (load < 0) { ok = FALSE; break; }
         last[w] = load;
         if ((int64_t)i >= window) {
@@ -225,21 +241,30 @@ static int64_t add_page_faults(rv_graph *graph, const worker_model *model)
     return bytes;
 }
 
-/* The average number of busy workers: loading time over the rest of the
- * recorded step, over all steps with loading. */
-static double busy_workers(const rv_graph *graph, GArray *loadings)
+/* The recorded steps' loading and the rest of them (the training loop's
+ * own time), summed over the steps with loading. */
+static void split_recorded_steps(const rv_graph *graph, GArray *loadings, int64_t *loading_ns, int64_t *rest_ns)
 {
-    int64_t loading_ns = 0, rest_ns = 0;
+    *loading_ns = *rest_ns = 0;
     for (guint i = 0; i < loadings->len; i++) {
         const step_loading *loading = &g_array_index(loadings, step_loading, i);
         if (loading->step < 0 || (guint)loading->step >= graph->steps->len) continue;
         const rv_step *step = &g_array_index(graph->steps, rv_step, loading->step);
         int64_t from = loading->step ? g_array_index(graph->steps, rv_step, loading->step - 1).recorded_end_ns
                                      : step->recorded_begin_ns;
-        loading_ns += loading->work_ns;
-        rest_ns += MAX(0, step->recorded_end_ns - from - loading->work_ns);
+        *loading_ns += loading->work_ns;
+        *rest_ns += MAX(0, step->recorded_end_ns - from - loading->work_ns);
     }
-    return rest_ns > 0 ? (double)loading_ns / (double)rest_ns : 0.0;
+}
+
+/* The average number of busy workers: loading time over the time a step
+ * takes, the longer of the training loop's own time and a batch's delivery
+ * (load / N); never more than N. */
+static double busy_workers(int64_t loading_ns, int64_t rest_ns, int64_t workers)
+{
+    double delivery_ns = (double)loading_ns / (double)workers;
+    double step_ns = MAX((double)rest_ns, delivery_ns);
+    return step_ns > 0 ? (double)loading_ns / step_ns : 0.0;
 }
 
 /* The training process's host work slows while workers load beside it. */
@@ -256,10 +281,31 @@ static void slow_host_work(rv_graph *graph, double factor)
     g_array_unref(host);
 }
 
+/* What bounds the step once the pipeline has filled: the workers' delivery
+ * (a batch every load / N) or the training loop's own time. */
+static void append_pipeline_bound(rv_plugin_output *output, guint steps, int64_t loading_ns, int64_t rest_ns,
+                                  const worker_model *model)
+{
+    if (steps == 0) return;
+    int64_t delivery_ns = loading_ns / (int64_t)steps / model->workers;
+    int64_t loop_ns = rest_ns / (int64_t)steps + model->handoff_ns;
+    char *delivery = rv_format_duration(delivery_ns), *loop = rv_format_duration(loop_ns);
+    g_string_append_printf(output->notes,
+                           "    %" G_GINT64_FORMAT " workers deliver a batch every %s; the training loop takes %s a "
+                           "step with its hand-off (recorded): %s the step (start=%s)\n",
+                           model->workers, delivery, loop,
+                           delivery_ns > loop_ns ? "the workers bound" : "the training loop bounds",
+                           model->steady ? "steady" : "cold");
+    g_free(delivery);
+    g_free(loop);
+}
+
 static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_model *model, rv_plugin_output *output,
                               GError **error)
 {
-    double busy = busy_workers(graph, loadings);
+    int64_t recorded_loading_ns, rest_ns;
+    split_recorded_steps(graph, loadings, &recorded_loading_ns, &rest_ns);
+    double busy = busy_workers(recorded_loading_ns, rest_ns, model->workers);
     double factor = 1.0 + model->interference * busy;
     int64_t loading_ns = 0;
     for (guint i = 0; i < loadings->len; i++) loading_ns += g_array_index(loadings, step_loading, i).work_ns;
@@ -274,6 +320,7 @@ static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_mo
                            "%.2f; each 0.1 more slows the training process's host work by %.1f%%)\n",
                            loadings->len, load, model->workers, busy, hand, bytes / 1048576.0, factor,
                            model->interference, 10.0 * busy);
+    append_pipeline_bound(output, loadings->len, recorded_loading_ns, rest_ns, model);
     g_free(load);
     g_free(hand);
     return TRUE;
@@ -283,7 +330,8 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
 {
     worker_model model = { rv_params_integer(params, "workers"), rv_params_integer(params, "prefetch"),
                            rv_params_duration_ns(params, "handoff"), rv_params_duration_ns(params, "page_fault"),
-                           rv_params_number(params, "interference") };
+                           rv_params_number(params, "interference"),
+                           strcmp(rv_params_string(params, "start"), "steady") == 0 };
     if (model.workers < 0 || model.workers > 4096 || model.prefetch < 1 || model.prefetch > 1024 ||
         model.interference < 0 || model.interference > 100) {
         /* a value out of range is the user's (exit 1), not the plugin's */

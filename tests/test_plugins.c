@@ -288,6 +288,12 @@ END_TEST
  * workers=1: the one worker loads them in turn, 0-100 and 100-200, so the
  * second step waits: D1' 200-210, L1 210-215, K1 215-265 -> 265us, slower
  * than the baseline (the hand-off is extra work).
+ * These are start=cold (both workers start at the first instant).  With
+ * start=steady (the default) the window is a sample of a running pipeline:
+ * worker 0's first batch has 1/2 of its loading left and worker 1's 2/2, so
+ * batches arrive every load / N from the start: workers=2, batch 0 at 50,
+ * D0' 50-60, L0 60-65, K0 65-115; batch 1 at 100, D1' 100-110, L1 110-115,
+ * K1 115-165 -> 165us; workers=1 has nothing to stagger: 265us.
  */
 static tiny two_step_loading_graph(void)
 {
@@ -311,11 +317,12 @@ static tiny two_step_loading_graph(void)
 START_TEST(dataloader_workers_hand_built)
 {
     const char *mechanics = "handoff=10us,page_fault=0us,interference=0";
-    const struct { int workers; int64_t expected; } cases[] = { { 2, US(215) }, { 1, US(265) } };
+    const struct { int workers; const char *start; int64_t expected; } cases[] = {
+        { 2, "cold", US(215) }, { 1, "cold", US(265) }, { 2, "steady", US(165) }, { 1, "steady", US(265) } };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         tiny t = two_step_loading_graph();
         ck_assert_int_eq(makespan(t.graph), US(260));
-        char *text = g_strdup_printf("workers=%d,%s", cases[i].workers, mechanics);
+        char *text = g_strdup_printf("workers=%d,start=%s,%s", cases[i].workers, cases[i].start, mechanics);
         int64_t span;
         apply_and_simulate(t.graph, "dataloader", text, &span, NULL);
         ck_assert_msg(span == cases[i].expected, "%s: %" G_GINT64_FORMAT, text, span);

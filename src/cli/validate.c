@@ -13,6 +13,10 @@
  * step) is scored too: an error the prediction must beat to be worth
  * anything.
  *
+ * The mean of the steps after the first is compared too: where steps
+ * alternate between fast and stalled (an input pipeline whose workers fall
+ * behind), the median keeps the fast ones and the mean is the throughput.
+ *
  * Beside the step, the GPU kernel time of the steady step (the summed
  * durations of its kernels, gpu_time.c) is compared the same way, and each
  * steady step is split into host-only, GPU-only, overlap and idle time
@@ -42,6 +46,7 @@ typedef struct {
     GArray *steps;        /* replayed step times (rv_step_time) */
     int64_t recorded_ns;  /* steady step */
     int64_t simulated_ns;
+    int64_t recorded_mean_ns, simulated_mean_ns;  /* mean of the steps after the first */
     int64_t gpu_ns;       /* GPU kernel time of the steady step, recorded */
     shares recorded_shares, simulated_shares;
 } side;
@@ -50,6 +55,7 @@ typedef struct {
     side baseline, variant;
     GArray *predicted;    /* step times after the --opt */
     int64_t predicted_ns; /* steady step */
+    int64_t predicted_mean_ns;
     int64_t predicted_gpu_ns;
     shares predicted_shares;
     rv_prediction_range range;   /* the prediction at both ends of its range, if it has one */
@@ -72,6 +78,18 @@ static int64_t steady_step(const GArray *steps, gboolean simulated)
     int64_t steady = rv_steady_ns(values);
     g_array_unref(values);
     return steady;
+}
+
+/* The mean of the steps after the first (a one-step list: that step). */
+static int64_t mean_step(const GArray *steps, gboolean simulated)
+{
+    guint first = steps->len > 1 ? 1 : 0;
+    int64_t sum = 0;
+    for (guint s = first; s < steps->len; s++) {
+        const rv_step_time *step = &g_array_index(steps, rv_step_time, s);
+        sum += simulated ? step->simulated_ns : step->recorded_ns;
+    }
+    return steps->len > first ? sum / (int64_t)(steps->len - first) : 0;
 }
 
 /* The mean split of the steps a steady step is taken from (all but the first). */
@@ -138,6 +156,8 @@ static gboolean load_side(char *path, side *out, GError **error)
     rv_sim_result_clear(&recording);
     out->recorded_ns = steady_step(out->steps, FALSE);
     out->simulated_ns = steady_step(out->steps, TRUE);
+    out->recorded_mean_ns = mean_step(out->steps, FALSE);
+    out->simulated_mean_ns = mean_step(out->steps, TRUE);
     out->gpu_ns = steady_gpu(out->graph);
     return TRUE;
 }
@@ -154,6 +174,7 @@ static gboolean predict(comparison *c, GError **error)
         c->predicted = replay(c->baseline.graph, policy_of(c), &c->predicted_shares, error);
     if (c->predicted == NULL) return FALSE;
     c->predicted_ns = steady_step(c->predicted, TRUE);
+    c->predicted_mean_ns = mean_step(c->predicted, TRUE);
     c->predicted_gpu_ns = steady_gpu(c->baseline.graph);
     if (!rv_prediction_range_run(c->baseline.graph, policy_of(c), &c->range, error)) return FALSE;
     for (int end = 0; c->range.present && end < 2; end++)
@@ -203,6 +224,19 @@ static void print_range(const comparison *c)
            inside(c->variant.gpu_ns, c->range.steady_gpu_ns) ? "inside" : "outside");
 }
 
+/* The mean step after the first: the throughput where steps stall in turns. */
+static void print_mean(const comparison *c)
+{
+    char base[32], variant[32], predicted[32];
+    rv_cli_format_ms(base, sizeof base, c->baseline.recorded_mean_ns);
+    rv_cli_format_ms(variant, sizeof variant, c->variant.recorded_mean_ns);
+    rv_cli_format_ms(predicted, sizeof predicted, c->predicted_mean_ns);
+    printf("  mean step after the first: baseline %s, variant %s, predicted %s: %+.2f%% (predicting no change: "
+           "%+.2f%%)\n", g_strstrip(base), g_strstrip(variant), g_strstrip(predicted),
+           100 * signed_error(c->predicted_mean_ns, c->variant.recorded_mean_ns),
+           100 * signed_error(c->baseline.recorded_mean_ns, c->variant.recorded_mean_ns));
+}
+
 static void print_table(const comparison *c)
 {
     printf("baseline  %s (%u steps)\nvariant   %s (%u steps)\n", c->baseline.graph->source, c->baseline.steps->len,
@@ -225,6 +259,7 @@ static void print_table(const comparison *c)
            (double)c->baseline.simulated_ns / (double)c->predicted_ns);
     printf("  predicting no change would be off by %+.2f%%\n",
            100 * signed_error(c->baseline.recorded_ns, c->variant.recorded_ns));
+    print_mean(c);
     char base_gpu[32], variant_gpu[32], predicted_gpu[32];
     rv_cli_format_ms(base_gpu, sizeof base_gpu, c->baseline.gpu_ns);
     rv_cli_format_ms(variant_gpu, sizeof variant_gpu, c->variant.gpu_ns);
@@ -243,9 +278,10 @@ static void print_table(const comparison *c)
 
 static json_t *json_side(const side *s)
 {
-    return json_pack("{s:s,s:I,s:f,s:f,s:f}", "source", s->graph->source, "steps", (json_int_t)s->steps->len,
+    return json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:f}", "source", s->graph->source, "steps", (json_int_t)s->steps->len,
                      "recorded_steady_us", s->recorded_ns / 1e3, "simulated_steady_us", s->simulated_ns / 1e3,
-                     "replay_error", signed_error(s->simulated_ns, s->recorded_ns));
+                     "replay_error", signed_error(s->simulated_ns, s->recorded_ns), "recorded_mean_us",
+                     s->recorded_mean_ns / 1e3, "simulated_mean_us", s->simulated_mean_ns / 1e3);
 }
 
 static json_t *json_shares(const shares *s)
@@ -290,6 +326,12 @@ static void print_json(const comparison *c, gboolean as_csv)
                             c->variant.gpu_ns / 1e3, "predicted_us", c->predicted_gpu_ns / 1e3, "error",
                             signed_error(c->predicted_gpu_ns, c->variant.gpu_ns), "no_change_error",
                             signed_error(c->baseline.gpu_ns, c->variant.gpu_ns));
+    json_object_set_new(root, "mean", json_pack("{s:f,s:f,s:f,s:f,s:f}", "baseline_us", c->baseline.recorded_mean_ns / 1e3,
+                                                "variant_us", c->variant.recorded_mean_ns / 1e3, "predicted_us",
+                                                c->predicted_mean_ns / 1e3, "error",
+                                                signed_error(c->predicted_mean_ns, c->variant.recorded_mean_ns),
+                                                "no_change_error",
+                                                signed_error(c->baseline.recorded_mean_ns, c->variant.recorded_mean_ns)));
     json_range(root, gpu, c);
     json_object_set_new(root, "gpu_kernel", gpu);
     json_object_set_new(root, "shares",

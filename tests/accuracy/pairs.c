@@ -7,12 +7,14 @@
  * Each pair folder under traces/pairs/ holds a pair.json that says which
  * what-if predicts which recording and which figure is judged:
  *   { "knob": "...", "predictions": [ { "baseline": FILE, "variant": FILE,
- *     "opt": [SPEC...], "judge": "step" | "gpu", "limit": 0.05,
+ *     "opt": [SPEC...], "judge": "step" | "mean" | "gpu", "limit": 0.05,
  *     "known_miss": "why" (optional) } ] }
  * A known miss is a prediction further off than predicting no change whose
  * cause is stated: the table says so and the suite does not fail on that
  * alone; its limit still holds, as a bound on regressions.
  * "step" is the steady step (the median of the steps after the first);
+ * "mean" the mean of the steps after the first (where steps stall in
+ * turns, as an input pipeline's do when its workers fall behind);
  * "gpu" the GPU kernel time of those steps, for pairs whose step the GPU
  * does not decide (another host, another driver).
  */
@@ -82,8 +84,15 @@ static void measure_prediction(accuracy_report *report, const char *dir, const c
         row.failure = g_strdup_printf("pairs/%s/pair.json: a prediction lacks baseline, variant, judge or limit", pair);
     } else {
         json_t *root = run_json(reverie, args, &row.failure);
-        gboolean gpu = strcmp(row.judge, "gpu") == 0;
-        if (root != NULL) {
+        gboolean gpu = strcmp(row.judge, "gpu") == 0, mean = strcmp(row.judge, "mean") == 0;
+        if (root != NULL && mean) {
+            row.recorded_us = number_at(root, "mean", "variant_us");
+            row.predicted_us = number_at(root, "mean", "predicted_us");
+            row.error = number_at(root, "mean", "error");
+            row.no_change_error = number_at(root, "mean", "no_change_error");
+            row.low_us = row.high_us = -1;
+            json_decref(root);
+        } else if (root != NULL) {
             row.recorded_us = gpu ? number_at(root, "gpu_kernel", "variant_us") : number_at(root, "variant", "recorded_steady_us");
             row.predicted_us = gpu ? number_at(root, "gpu_kernel", "predicted_us") : number_at(root, NULL, "predicted_steady_us");
             row.error = gpu ? number_at(root, "gpu_kernel", "error") : number_at(root, NULL, "error");
