@@ -177,6 +177,17 @@ expect_status 1 "$reverie" kernels "$bert/h100.json.gz" --target TPUv5
 expect_in "$work/err" "unknown GPU 'TPUv5'"
 one_line
 
+# --- autocast flags GEMMs whose dimensions are no multiple of 8 -------------
+# (the decoder's vocabulary projection, 50,257 wide: one a step of five; its
+# other GEMMs fold 8 x 511 rows into 4,088 and are aligned)
+decoder="$root/traces/recorded/h100/gpt_fp32.json.gz"
+if [ -f "$decoder" ]; then
+    expect_status 0 "$reverie" whatif "$decoder" --opt amp:dtype=bf16
+    expect_in "$work/out" "5 GEMMs with shapes"
+    expect_status 0 "$reverie" whatif "$ddp" --opt amp
+    ! grep -q "no multiple of 8" "$work/out" || fail "ResNet-50's GEMMs flagged as unaligned: $(grep 'multiple of 8' "$work/out")"
+fi
+
 # --- the shipped table is what calibrate.sh makes of the shipped traces today
 (cd "$root" && sh data/calibrate.sh "$reverie" "$work/shipped.json") || fail "data/calibrate.sh failed"
 cmp -s "$work/shipped.json" "$root/data/efficiency.json" ||

@@ -254,6 +254,28 @@ START_TEST(work_from_shapes)
 }
 END_TEST
 
+static gboolean aligned_of(const char *op, const char *dims)
+{
+    double f, b;
+    gboolean aligned = FALSE;
+    ck_assert_msg(rv_cost_work_of(RV_COST_GEMM, op, dims, 2, &f, &b, &aligned), "%s %s: no work", op, dims);
+    return aligned;
+}
+
+/* A batch of rows against one weight is one GEMM of all the rows (511 rows
+ * a sequence, 8 sequences: 4,088, a multiple of 8); a dimension that is no
+ * multiple of 8 (a 50,257-word vocabulary) makes it unaligned; a batched
+ * GEMM keeps its own rows. */
+START_TEST(alignment_of_folded_rows)
+{
+    ck_assert(aligned_of("aten::matmul", "[[8,511,768],[768,768]]"));
+    ck_assert(aligned_of("aten::linear", "[[8,511,768],[768,768],[768]]"));
+    ck_assert(!aligned_of("aten::matmul", "[[8,511,768],[768,50257]]"));
+    ck_assert(!aligned_of("aten::linear", "[[8,511,768],[50257,768],[]]"));
+    ck_assert(!aligned_of("aten::bmm", "[[8,511,64],[8,64,512]]"));
+}
+END_TEST
+
 /* ---- the model on real traces ---------------------------------------------- */
 
 static gboolean keep_everything(const rv_graph *graph, int32_t task, const rv_kernel_cost *cost, rv_cost_change *change,
@@ -343,6 +365,7 @@ int main(void)
     suite_add_tcase(suite, catalogue_case);
     TCase *names = tcase_create("names");
     tcase_add_test(names, kernel_classes);
+    tcase_add_test(names, alignment_of_folded_rows);
     tcase_add_test(names, kernel_dtypes);
     tcase_add_test(names, work_from_shapes);
     suite_add_tcase(suite, names);

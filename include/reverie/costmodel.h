@@ -325,6 +325,11 @@ typedef struct {
     guint unknown_tasks;   /* unknown kernels the function picked: left unchanged */
     int64_t unknown_ns;
     guint assumed_dtype;   /* changed tasks whose dtype was assumed */
+    /* Shaped GEMMs moved onto fp16/bf16 with a dimension that is
+     * no multiple of 8: the libraries run them with unaligned kernels the
+     * tables hold no large samples of (rv_cost_plan_describe says so). */
+    guint unaligned_half;
+    int64_t unaligned_half_ns;  /* their recorded time */
 } rv_cost_plan;
 
 rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn decide, gpointer data);

@@ -435,6 +435,19 @@ static void record(planning *p, int32_t id, rv_cost_class cls, const rv_task *ta
 
 static estimate exact(double ns, rv_cost_term term) { return (estimate){ ns, ns, ns, term, 0, 0, 0 }; }
 
+/* A GEMM recorded in another precision, moved onto fp16/bf16, with
+ * a dimension that is no multiple of 8.  The GPUs that take any shape on
+ * their matrix units (gpus.json's matrix_any_shape) still load such an
+ * operand an element at a time: on the H100 the recorded bf16 GEMMs of a
+ * 50,257-word vocabulary ran cuBLAS's `..._align1` kernels at about 10% of
+ * the bf16 peak, where its aligned GEMMs of the same job reached 50-77%. */
+static gboolean moves_onto_unaligned_half(const rv_kernel_cost *cost, const rv_cost_change *change)
+{
+    gboolean to_half = change->dtype == RV_DTYPE_FP16 || change->dtype == RV_DTYPE_BF16;
+    gboolean from_half = cost->dtype == RV_DTYPE_FP16 || cost->dtype == RV_DTYPE_BF16;
+    return to_half && !from_half && cost->cls == RV_COST_GEMM && !cost->aligned;
+}
+
 static void plan_shaped(planning *p, int32_t id, const rv_kernel_cost *cost, const rv_cost_change *change,
                         const rv_task *task)
 {
@@ -448,6 +461,10 @@ static void plan_shaped(planning *p, int32_t id, const rv_kernel_cost *cost, con
     p->shaped_after[cost->cls] += MAX(e.ns - e.fixed, 0);
     p->shaped_low[cost->cls] += MAX(e.low - e.fixed_low, 0);
     p->shaped_high[cost->cls] += MAX(e.high - e.fixed_high, 0);
+    if (moves_onto_unaligned_half(cost, change)) {
+        p->plan->unaligned_half++;
+        p->plan->unaligned_half_ns += task->duration_ns;
+    }
     rv_cost_class_stats *stats = &p->plan->classes[cost->cls];
     stats->shaped++;
     stats->unit_changes += unit_changed;
@@ -604,6 +621,15 @@ void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString
         g_string_append_c(out, '\n');
         g_free(before);
         g_free(after);
+    }
+    if (plan->unaligned_half) {
+        char *time = rv_format_duration(plan->unaligned_half_ns);
+        g_string_append_printf(out,
+                               "%s%u GEMMs with shapes (%s recorded) have a dimension that is no multiple of 8: in half "
+                               "precision the libraries run them with unaligned kernels, which can be several times slower "
+                               "than predicted here (pad the dimension to a multiple of 8 to avoid them)\n",
+                               indent, plan->unaligned_half, time);
+        g_free(time);
     }
     if (plan->unknown_tasks) {
         char *time = rv_format_duration(plan->unknown_ns);

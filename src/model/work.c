@@ -82,6 +82,10 @@ static gboolean as_matmul(const rv_shapes *s, guint first, gemm_shape *g)
     double batch_a = leading(s, a, 2), batch_b = leading(s, b, 2);
     *g = (gemm_shape){ (double)extent(s, a, -2), (double)extent(s, b, -1), (double)extent(s, a, -1),
                        batch_a > batch_b ? batch_a : batch_b, batch_a, batch_b };
+    /* A batch against one matrix (x [B, S, K] @ W [K, N]) is one GEMM of
+     * B*S rows: PyTorch folds it so, and the rows' count is what the
+     * libraries see (for alignment; the work is the same). */
+    if (rank_b == 2 && batch_a > 1) *g = (gemm_shape){ batch_a * g->m, g->n, g->k, 1, 1, 1 };
     return TRUE;
 }
 
