@@ -157,6 +157,11 @@ JOBS = {
     },
     "loader": {
         "model": "torchvision ResNet-18, training, SGD, batch 64, 128x128 images made by a CPU-heavy transform",
+        # Unrecorded steps before the profiler starts: a DataLoader's workers
+        # prefetch when its iterator is made, so the first steps take batches
+        # loaded before them; the recording must sample the filled pipeline
+        # (recordings before this setting began three steps after it).
+        "settle": 24,
         "variants": {
             "workers0": ("baseline: DataLoader num_workers=0", {"workers": 0}),
             "workers4": ("DataLoader num_workers=4", {"workers": 4}),
@@ -319,16 +324,27 @@ def timed_steps(step, device, after_each=None):
     return [round(t, 6) for t in step_times[-ACTIVE:]]
 
 
+def settle(job, step, facts):
+    """Run the job's unrecorded settling steps (JOBS[job]["settle"])."""
+    count = JOBS[job].get("settle", 0)
+    for _ in range(count):
+        step()
+    if count:
+        facts["settle_steps"] = count
+
+
 def time_unprofiled(job, variant, device):
     """The same steps without the profiler: what the job takes when nobody
     watches (the yardstick for reverie's --opt unprofiled)."""
     step, facts = build_step(job, variant, device)
+    settle(job, step, facts)
     facts.update({"file": None, "profiled": False, "step_seconds_measured": timed_steps(step, device)})
     return facts
 
 
 def record(job, variant, out, device):
     step, facts = build_step(job, variant, device)
+    settle(job, step, facts)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
