@@ -75,11 +75,17 @@ typedef struct {
     int64_t added_ns;             /* GPU time inserted, all steps */
 } gist_tally;
 
-/* Bytes per element of a ReLU's kernel (its name's dtype; fp32 if none). */
-static int element_bytes_of(const rv_graph *graph, int32_t task)
+/* Bytes per element of a ReLU's kernel (its name's dtype; fp32 if none).
+ * The name is read once per distinct name (memo: name id -> bytes): a
+ * step repeats its ReLUs, and reading a name is a dozen substring searches. */
+static int element_bytes_of(const rv_graph *graph, int32_t task, GHashTable *memo)
 {
-    const char *kernel = rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).name);
-    return rv_cost_element_bytes_of_name(kernel, 4);
+    int32_t name = g_array_index(graph->tasks, rv_task, task).name;
+    gpointer known = g_hash_table_lookup(memo, GINT_TO_POINTER(name));
+    if (known != NULL) return GPOINTER_TO_INT(known);
+    int bytes = rv_cost_element_bytes_of_name(rv_strings_get(graph->strings, name), 4);
+    g_hash_table_insert(memo, GINT_TO_POINTER(name), GINT_TO_POINTER(bytes));
+    return bytes;
 }
 
 /* E / B: the encoded map's size over the dense one's. */
@@ -126,8 +132,8 @@ typedef struct {
     encoding kind;
 } planned;
 
-static void plan_step(const rv_graph *graph, const gist_options *o, rv_layer_family_memo *memo, const GArray *fwd_tasks,
-                      const GArray *bwd_tasks, GArray *plan, gist_tally *tally)
+static void plan_step(const rv_graph *graph, const gist_options *o, rv_layer_family_memo *memo, GHashTable *bytes_memo,
+                      const GArray *fwd_tasks, const GArray *bwd_tasks, GArray *plan, gist_tally *tally)
 {
     GArray *fwd = rv_layer_instances(graph, memo, fwd_tasks, FALSE);
     GArray *bwd = rv_layer_instances(graph, memo, bwd_tasks, TRUE);
@@ -145,7 +151,7 @@ static void plan_step(const rv_graph *graph, const gist_options *o, rv_layer_fam
         else continue;
         if (!o->enabled[kind]) continue;
         if (reader < 0) { tally->unpaired++; continue; }
-        double fraction = encoded_fraction(o, kind, element_bytes_of(graph, relu->first));
+        double fraction = encoded_fraction(o, kind, element_bytes_of(graph, relu->first, bytes_memo));
         if (fraction >= 1.0) { tally->not_smaller++; continue; } /* Gist keeps such a map dense */
         int64_t relu_ns;
         GArray *tasks = instance_tasks(graph, relu, fwd_tasks, &relu_ns);
@@ -171,14 +177,16 @@ static GArray *plan_all(rv_graph *graph, const gist_options *o, gist_tally *tall
     GHashTable *backward = rv_gpu_tasks_of_phase_by_step(graph, RV_PHASE_BACKWARD);
     rv_layer_family_memo memo;
     rv_layer_family_memo_init(&memo, graph);
+    GHashTable *bytes_memo = g_hash_table_new(g_direct_hash, g_direct_equal); /* a name's element bytes are never 0 */
     GList *keys = rv_tasks_by_step_keys(forward);
     for (GList *k = keys; k != NULL; k = k->next) {
         GArray *bwd = g_hash_table_lookup(backward, k->data);
         if (bwd == NULL) continue;
         (*steps_with_backward)++;
-        plan_step(graph, o, &memo, g_hash_table_lookup(forward, k->data), bwd, plan, tally);
+        plan_step(graph, o, &memo, bytes_memo, g_hash_table_lookup(forward, k->data), bwd, plan, tally);
     }
     g_list_free(keys);
+    g_hash_table_destroy(bytes_memo);
     rv_layer_family_memo_clear(&memo);
     g_hash_table_destroy(forward);
     g_hash_table_destroy(backward);

@@ -102,21 +102,6 @@ static gboolean is_costed_task(const rv_task *task)
     return (task->flags & RV_TASK_FLAG_GPU) && !(task->flags & RV_TASK_FLAG_REMOVED);
 }
 
-/* The floating dtype of most of the named kernel time. */
-static rv_dtype usual_dtype(const rv_cost_model *model)
-{
-    double time[RV_DTYPE_COUNT] = { 0 };
-    for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
-        const rv_kernel_cost *cost = &g_array_index(model->kernels, rv_kernel_cost, t);
-        if (cost->cls == NOT_GPU || !rv_cost_class_is_costed(cost->cls) || cost->dtype_assumed) continue;
-        time[cost->dtype] += (double)g_array_index(model->graph->tasks, rv_task, t).duration_ns;
-    }
-    rv_dtype best = RV_DTYPE_UNKNOWN;
-    for (int d = 1; d < RV_DTYPE_COUNT; d++)
-        if (d != RV_DTYPE_INT8 && time[d] > time[best]) best = (rv_dtype)d;
-    return best;
-}
-
 /* Work from the recorded bytes of a copy or set (a device copy reads and writes them). */
 static gboolean copy_work(const rv_task *task, double *bytes)
 {
@@ -171,10 +156,21 @@ static void measure_work(const rv_graph *graph, const rv_task *task, rv_kernel_c
     cost->aligned = (uint8_t)work->aligned;
 }
 
-static void classify_tasks(rv_cost_model *model)
+/* What the first pass over the tasks gathers besides each kernel's class:
+ * the named kernel time per dtype (for the usual dtype) and the durations
+ * the fixed cost is a percentile of.  One pass, not three: at a million
+ * tasks each pass over them is a large share of a plugin's cost. */
+typedef struct {
+    double time[RV_DTYPE_COUNT];
+    GArray *durations;
+} first_pass;
+
+static void classify_tasks(rv_cost_model *model, first_pass *seen)
 {
     GHashTable *names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
     const rv_kernel_cost none = { NOT_GPU, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    /* sized once and written in place: an append is a call per task */
+    g_array_set_size(model->kernels, (guint)rv_graph_task_count(model->graph));
     for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
         const rv_task *task = &g_array_index(model->graph->tasks, rv_task, t);
         rv_kernel_cost cost = none;
@@ -183,51 +179,56 @@ static void classify_tasks(rv_cost_model *model)
             cost = (rv_kernel_cost){ verdict.cls, verdict.dtype, 0, RV_UNIT_VECTOR, 1, verdict.autocast_fp32, 0,
                                      verdict.library, verdict.fused, 0, 0 };
             cost.dtype_assumed = verdict.dtype == RV_DTYPE_UNKNOWN && !verdict.integer;
+            if (rv_cost_class_is_costed(cost.cls) && !cost.dtype_assumed) seen->time[cost.dtype] += (double)task->duration_ns;
+            /* a zero is a profiler's rounding, not a kernel that costs nothing */
+            if (task->kind == RV_TASK_KERNEL && task->duration_ns > 0) g_array_append_val(seen->durations, task->duration_ns);
         }
-        g_array_append_val(model->kernels, cost);
+        g_array_index(model->kernels, rv_kernel_cost, t) = cost;
     }
     g_hash_table_destroy(names);
 }
 
-/* Assumed dtypes, units and work, once the usual dtype is known. */
+/* The floating dtype of most of the named kernel time. */
+static rv_dtype usual_dtype(const first_pass *seen)
+{
+    rv_dtype best = RV_DTYPE_UNKNOWN;
+    for (int d = 1; d < RV_DTYPE_COUNT; d++)
+        if (d != RV_DTYPE_INT8 && seen->time[d] > seen->time[best]) best = (rv_dtype)d;
+    return best;
+}
+
+static int64_t fixed_cost(const first_pass *seen)
+{
+    int64_t fixed = rv_quantile_int64(seen->durations, FIXED_PERCENTILE, 0);
+    return fixed < FIXED_CAP_NS ? fixed : FIXED_CAP_NS;
+}
+
+/* A kernel's share of the calibration: its roofline and its time above the fixed cost. */
+static void calibrate(rv_cost_model *model, const rv_kernel_cost *cost, const rv_task *task)
+{
+    int64_t variable = task->duration_ns - model->fixed_ns;
+    if (!cost->shaped || !rv_cost_class_is_costed(cost->cls) || variable <= 0) return;
+    double roofline = rv_cost_roofline_s(model->source, cost->unit, cost->dtype, cost->flops, cost->bytes, FALSE, 1, 1);
+    model->calibrated_roofline[cost->cls][cost->unit] += roofline * 1e9;
+    model->calibrated_time[cost->cls][cost->unit] += (double)variable;
+    model->calibrated_samples[cost->cls][cost->unit]++;
+}
+
+/* Assumed dtypes, units and work, once the usual dtype is known, and the
+ * calibration, once the fixed cost is: the second and last pass. */
 static void complete_tasks(rv_cost_model *model)
 {
     GHashTable *work = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)g_array_unref);
     for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
         rv_kernel_cost *cost = &g_array_index(model->kernels, rv_kernel_cost, t);
         if (cost->cls == NOT_GPU) continue;
+        const rv_task *task = &g_array_index(model->graph->tasks, rv_task, t);
         if (cost->dtype_assumed) cost->dtype = (uint8_t)model->usual;
-        measure_work(model->graph, &g_array_index(model->graph->tasks, rv_task, t), cost, work);
+        measure_work(model->graph, task, cost, work);
         cost->unit = (uint8_t)rv_cost_unit_on(model->source, cost->cls, cost->dtype, cost->aligned);
+        calibrate(model, cost, task);
     }
     g_hash_table_destroy(work);
-}
-
-static int64_t fixed_cost(const rv_cost_model *model)
-{
-    GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
-        const rv_task *task = &g_array_index(model->graph->tasks, rv_task, t);
-        /* a zero is a profiler's rounding, not a kernel that costs nothing */
-        if (is_costed_task(task) && task->kind == RV_TASK_KERNEL && task->duration_ns > 0)
-            g_array_append_val(durations, task->duration_ns);
-    }
-    int64_t fixed = rv_quantile_int64(durations, FIXED_PERCENTILE, 0);
-    g_array_unref(durations);
-    return fixed < FIXED_CAP_NS ? fixed : FIXED_CAP_NS;
-}
-
-static void calibrate(rv_cost_model *model)
-{
-    for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
-        const rv_kernel_cost *cost = &g_array_index(model->kernels, rv_kernel_cost, t);
-        int64_t variable = g_array_index(model->graph->tasks, rv_task, t).duration_ns - model->fixed_ns;
-        if (cost->cls == NOT_GPU || !cost->shaped || !rv_cost_class_is_costed(cost->cls) || variable <= 0) continue;
-        double roofline = rv_cost_roofline_s(model->source, cost->unit, cost->dtype, cost->flops, cost->bytes, FALSE, 1, 1);
-        model->calibrated_roofline[cost->cls][cost->unit] += roofline * 1e9;
-        model->calibrated_time[cost->cls][cost->unit] += (double)variable;
-        model->calibrated_samples[cost->cls][cost->unit]++;
-    }
 }
 
 rv_cost_model *rv_cost_model_new(const rv_graph *graph, const rv_gpu *source, gboolean achievable)
@@ -237,11 +238,12 @@ rv_cost_model *rv_cost_model_new(const rv_graph *graph, const rv_gpu *source, gb
     model->source = source;
     model->achievable = achievable;
     model->kernels = g_array_sized_new(FALSE, FALSE, sizeof(rv_kernel_cost), (guint)rv_graph_task_count(graph));
-    classify_tasks(model);
-    model->usual = usual_dtype(model);
+    first_pass seen = { { 0 }, g_array_new(FALSE, FALSE, sizeof(int64_t)) };
+    classify_tasks(model, &seen);
+    model->usual = usual_dtype(&seen);
+    model->fixed_ns = fixed_cost(&seen);
+    g_array_unref(seen.durations);
     complete_tasks(model);
-    model->fixed_ns = fixed_cost(model);
-    calibrate(model);
     return model;
 }
 

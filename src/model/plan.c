@@ -70,6 +70,7 @@ typedef struct {
     double shaped_before[RV_COST_CLASS_COUNT], shaped_after[RV_COST_CLASS_COUNT];
     double shaped_low[RV_COST_CLASS_COUNT], shaped_high[RV_COST_CLASS_COUNT];
     fixed_cache fixed;
+    GHashTable *shapes;                    /* shape_key -> shape_terms: the shaped kernels' duration-free terms */
 } planning;
 
 static rv_dtype target_dtype(const rv_kernel_cost *cost, const rv_cost_change *change)
@@ -277,71 +278,187 @@ static gboolean memory_bound_on(const rv_gpu *gpu, const rv_kernel_cost *cost, g
     return memory > compute;
 }
 
-/* What decided a shaped kernel's time on the target. */
-static rv_cost_term deciding_term(const rv_kernel_cost *on_target, const rv_gpu *target, double fixed, double variable,
-                                  double u_source, double u_target, gboolean achievable, const rv_cost_change *change)
+/*
+ * What a shaped kernel's new time rests on that its recorded duration does
+ * not change: its rooflines and wave shares before and after, its unit and
+ * buckets, the efficiencies it is capped at or read from.  A trace repeats
+ * the same kernels step after step with other durations, so these are
+ * worked out once per distinct kernel (shape_key) and the per-task part
+ * only mixes them with its duration - the same expressions in the same
+ * order as before, so the plan is the same to the bit.
+ */
+typedef struct {
+    rv_kernel_cost after;          /* its work on the target */
+    gboolean unit_changed;
+    double u_source, u_target;     /* wave shares (projected only; 1 on the same GPU) */
+    double before_s, after_s;      /* rooflines before and after */
+    double cap;                    /* efficiency_cap on the new unit (read where the unit changed) */
+    gboolean splits;               /* the memory split applies (splits(), and on another GPU, one vendor) */
+    double memory_ratio;           /* projected: memory_ratio_of() */
+    gboolean same_compute;         /* projected: the same SMs for its unit and dtype */
+    gboolean by_table;             /* projected: both efficiency tables have its buckets */
+    double table, table_down, table_up;
+    double compute_s, memory_s;    /* deciding_term's two rooflines on the target */
+    gboolean in_cache;             /* its bucket on the target is the in-cache one */
+} shape_terms;
+
+/* Everything shape_terms is computed from, in a struct without padding,
+ * zeroed before it is filled: hashed and compared as bytes. */
+typedef struct {
+    double flops, bytes, flops_factor, bytes_factor, flops_scale, memory_scale, link_scale, comm_bytes_factor;
+    const void *gpu, *source_efficiency, *target_efficiency;
+    rv_launch launch;
+    int32_t change_dtype, comm_ranks;
+    uint8_t cls, dtype, dtype_assumed, unit, aligned, autocast_fp32, shaped, library, fused, moved, has_launch, pad[5];
+} shape_key;
+
+G_STATIC_ASSERT(sizeof(shape_key) % sizeof(guint64) == 0);
+
+/* A word at a time: this runs once per GPU task. */
+static guint shape_key_hash(gconstpointer key)
 {
-    if (fixed >= variable) return RV_TERM_FIXED;
-    double compute = rv_cost_wave_roofline_s(target, on_target->unit, on_target->dtype, on_target->flops, 0, u_target,
-                                             achievable, change->flops_scale, change->memory_scale);
-    double memory = rv_cost_roofline_s(target, on_target->unit, on_target->dtype, 0, on_target->bytes, achievable,
-                                       change->flops_scale, change->memory_scale);
-    if (compute >= memory) {
-        double waves = u_source / u_target;
-        return waves > WAVES_DECIDE || waves < 1 / WAVES_DECIDE ? RV_TERM_WAVES : RV_TERM_PEAK;
-    }
-    return rv_cost_bucket_of(on_target, target).variant == RV_BUCKET_IN_CACHE ? RV_TERM_CACHE : RV_TERM_BANDWIDTH;
+    guint64 words[sizeof(shape_key) / sizeof(guint64)], hash = 0;
+    memcpy(words, key, sizeof words);
+    for (gsize i = 0; i < G_N_ELEMENTS(words); i++) hash = (hash ^ words[i]) * G_GUINT64_CONSTANT(0x100000001b3);
+    return (guint)(hash ^ (hash >> 32));
 }
 
-/* A shaped kernel moved to another GPU (costmodel.h, ANOTHER GPU). */
-static estimate projected(planning *p, int32_t id, const rv_kernel_cost *cost, const rv_cost_change *change,
-                          double source_fixed, double variable, gboolean *unit_changed, gboolean *by_table)
+static gboolean shape_key_equal(gconstpointer a, gconstpointer b)
 {
-    const rv_cost_model *model = p->model;
+    return memcmp(a, b, sizeof(shape_key)) == 0;
+}
+
+static void fill_shape_key(shape_key *key, const rv_kernel_cost *cost, const rv_cost_change *change,
+                           const rv_launch *launch, gboolean moved)
+{
+    memset(key, 0, sizeof *key);
+    key->flops = cost->flops;
+    key->bytes = cost->bytes;
+    key->flops_factor = change->flops_factor;
+    key->bytes_factor = change->bytes_factor;
+    key->flops_scale = change->flops_scale;
+    key->memory_scale = change->memory_scale;
+    key->link_scale = change->link_scale;
+    key->comm_bytes_factor = change->comm_bytes_factor;
+    key->gpu = change->gpu;
+    key->source_efficiency = change->source_efficiency;
+    key->target_efficiency = change->target_efficiency;
+    if (launch != NULL) key->launch = *launch;
+    key->has_launch = launch != NULL;
+    key->change_dtype = change->dtype;
+    key->comm_ranks = change->comm_ranks;
+    key->cls = cost->cls;
+    key->dtype = cost->dtype;
+    key->dtype_assumed = cost->dtype_assumed;
+    key->unit = cost->unit;
+    key->aligned = cost->aligned;
+    key->autocast_fp32 = cost->autocast_fp32;
+    key->shaped = cost->shaped;
+    key->library = cost->library;
+    key->fused = cost->fused;
+    key->moved = (uint8_t)moved;
+}
+
+/* deciding_term's rooflines on the target (duration-free). */
+static void deciding_rooflines(shape_terms *t, const rv_gpu *target, gboolean achievable, const rv_cost_change *change)
+{
+    const rv_kernel_cost *on_target = &t->after;
+    t->compute_s = rv_cost_wave_roofline_s(target, on_target->unit, on_target->dtype, on_target->flops, 0, t->u_target,
+                                           achievable, change->flops_scale, change->memory_scale);
+    t->memory_s = rv_cost_roofline_s(target, on_target->unit, on_target->dtype, 0, on_target->bytes, achievable,
+                                     change->flops_scale, change->memory_scale);
+    t->in_cache = rv_cost_bucket_of(on_target, target).variant == RV_BUCKET_IN_CACHE;
+}
+
+/* What decided a shaped kernel's time on the target. */
+static rv_cost_term deciding_term(const shape_terms *t, double fixed, double variable)
+{
+    if (fixed >= variable) return RV_TERM_FIXED;
+    if (t->compute_s >= t->memory_s) {
+        double waves = t->u_source / t->u_target;
+        return waves > WAVES_DECIDE || waves < 1 / WAVES_DECIDE ? RV_TERM_WAVES : RV_TERM_PEAK;
+    }
+    return t->in_cache ? RV_TERM_CACHE : RV_TERM_BANDWIDTH;
+}
+
+/* shape_terms of a shaped kernel moved to another GPU. */
+static void projected_terms(const rv_cost_model *model, const rv_kernel_cost *cost, const rv_cost_change *change,
+                            const rv_launch *launch, shape_terms *t)
+{
     const rv_gpu *source = model->source, *target = change->gpu;
     rv_dtype to = target_dtype(cost, change);
     rv_unit unit = rv_cost_unit_on(target, cost->cls, to, cost->aligned);
     gboolean achievable = rv_cost_model_use_achievable(model, target);
     gboolean same_vendor = g_strcmp0(source->vendor, target->vendor) == 0;
-    const rv_launch *launch = rv_task_launch(model->graph, id);
-    double u_source = rv_cost_wave_utilization(source, launch, TRUE);
+    t->u_source = rv_cost_wave_utilization(source, launch, TRUE);
     /* another vendor's library re-tiles: it keeps the share of the GPU it had */
-    double u_target = cost->library && !same_vendor ? u_source : rv_cost_wave_utilization(target, launch, same_vendor);
-    rv_kernel_cost after = cost_on_target(cost, change, unit, to);
-    double before_s = rv_cost_wave_roofline_s(source, cost->unit, cost->dtype, cost->flops, cost->bytes, u_source,
-                                              achievable, 1, 1);
-    double after_s = rv_cost_wave_roofline_s(target, unit, to, after.flops, after.bytes, u_target, achievable,
-                                             change->flops_scale, change->memory_scale);
+    t->u_target = cost->library && !same_vendor ? t->u_source : rv_cost_wave_utilization(target, launch, same_vendor);
+    t->after = cost_on_target(cost, change, unit, to);
+    t->before_s = rv_cost_wave_roofline_s(source, cost->unit, cost->dtype, cost->flops, cost->bytes, t->u_source,
+                                          achievable, 1, 1);
+    t->after_s = rv_cost_wave_roofline_s(target, unit, to, t->after.flops, t->after.bytes, t->u_target, achievable,
+                                         change->flops_scale, change->memory_scale);
+    t->unit_changed = unit != cost->unit;
+    t->cap = t->unit_changed ? efficiency_cap(model, target, cost->cls, unit, to) : 0;
+    t->splits = same_vendor && splits(source, cost, target, &t->after, achievable, change);
+    double ratio = t->before_s > 0 ? t->after_s / t->before_s : 1;
+    t->memory_ratio = t->splits ? memory_ratio_of(source, target, cost, &t->after, ratio) : 0;
+    t->same_compute = same_compute(source, target, cost->unit, cost->dtype);
+    t->by_table = !t->same_compute && table_ratio(change, rv_cost_bucket_of(cost, source),
+                                                  rv_cost_bucket_of(&t->after, target), &t->table, &t->table_down,
+                                                  &t->table_up);
+    deciding_rooflines(t, target, achievable, change);
+}
+
+/* A shaped kernel moved to another GPU (costmodel.h, ANOTHER GPU). */
+static estimate projected(planning *p, const shape_terms *t, const rv_cost_change *change, double source_fixed,
+                          double variable, gboolean *unit_changed, gboolean *by_table)
+{
+    const rv_gpu *source = p->model->source, *target = change->gpu;
+    double before_s = t->before_s, after_s = t->after_s;
     double ratio = before_s > 0 ? after_s / before_s : 1, down = UNKNOWN_RANGE, up = UNKNOWN_RANGE;
-    *unit_changed = unit != cost->unit;
+    *unit_changed = t->unit_changed;
     *by_table = FALSE;
     if (*unit_changed && variable > 0 && before_s > 0) {
         /* an efficiency above 1 is work overcounted by at least that much (a
          * strided convolution counted at stride 1): the bound applies to the
          * work the kernel did, not to the shapes' count */
-        double own = before_s * 1e9 / variable, cap = efficiency_cap(model, target, cost->cls, unit, to);
+        double own = before_s * 1e9 / variable, cap = t->cap;
         double overcount = own > 1 ? own : 1;
         ratio = after_s * 1e9 / overcount / (own / overcount < cap ? own / overcount : cap) / variable;
-    } else if (same_vendor && variable > 0 && before_s > 0 && splits(source, cost, target, &after, achievable, change)) {
-        ratio = memory_split_ratio(source, target, memory_ratio_of(source, target, cost, &after, ratio),
-                                   before_s * 1e9 / variable, change);
-    } else if (!same_compute(source, target, cost->unit, cost->dtype)) {
-        double table, table_down, table_up;
-        if (table_ratio(change, rv_cost_bucket_of(cost, source), rv_cost_bucket_of(&after, target), &table,
-                        &table_down, &table_up)) {
-            ratio *= table;
-            down = table_down;
-            up = table_up;
-            *by_table = TRUE;
-        }
+    } else if (t->splits && variable > 0 && before_s > 0) {
+        ratio = memory_split_ratio(source, target, t->memory_ratio, before_s * 1e9 / variable, change);
+    } else if (!t->same_compute && t->by_table) {
+        ratio *= t->table;
+        down = t->table_down;
+        up = t->table_up;
+        *by_table = TRUE;
     }
     estimate e;
     target_fixed(p, change, source_fixed, &e);
     e.ns = e.fixed + variable * ratio;
     e.low = e.fixed_low + variable * ratio / down;
     e.high = e.fixed_high + variable * ratio * up;
-    e.term = deciding_term(&after, target, e.fixed, variable * ratio, u_source, u_target, achievable, change);
+    e.term = deciding_term(t, e.fixed, variable * ratio);
     return e;
+}
+
+/* shape_terms of a shaped kernel on its own GPU. */
+static void same_gpu_terms(const rv_cost_model *model, const rv_kernel_cost *cost, const rv_cost_change *change,
+                           shape_terms *t)
+{
+    rv_dtype to = target_dtype(cost, change);
+    rv_unit unit = rv_cost_unit_on(change->gpu, cost->cls, to, cost->aligned);
+    gboolean achievable = rv_cost_model_use_achievable(model, change->gpu);
+    t->after = cost_on_target(cost, change, unit, to);
+    t->before_s = rv_cost_roofline_s(model->source, cost->unit, cost->dtype, cost->flops, cost->bytes, achievable, 1, 1);
+    t->after_s = rv_cost_roofline_s(change->gpu, unit, to, t->after.flops, t->after.bytes, achievable,
+                                    change->flops_scale, change->memory_scale);
+    t->unit_changed = unit != cost->unit;
+    t->cap = t->unit_changed ? efficiency_cap(model, change->gpu, cost->cls, unit, to) : 0;
+    t->splits = splits(model->source, cost, change->gpu, &t->after, achievable, change);
+    t->u_source = t->u_target = 1;
+    deciding_rooflines(t, change->gpu, achievable, change);
 }
 
 /* A shaped kernel on its own GPU (another dtype or size): its efficiency
@@ -350,30 +467,41 @@ static estimate projected(planning *p, int32_t id, const rv_kernel_cost *cost, c
  * moves half the bytes of an fp32 one with the same indexing per element.
  * On the recorded ResNet-50 (H100) the whole-kernel rule made autocast's
  * kernels 28% too fast. */
-static estimate on_same_gpu(const rv_cost_model *model, const rv_kernel_cost *cost, const rv_cost_change *change,
+static estimate on_same_gpu(const rv_cost_model *model, const shape_terms *t, const rv_cost_change *change,
                             double fixed, double variable, gboolean *unit_changed)
 {
-    rv_dtype to = target_dtype(cost, change);
-    rv_unit unit = rv_cost_unit_on(change->gpu, cost->cls, to, cost->aligned);
-    gboolean achievable = rv_cost_model_use_achievable(model, change->gpu);
-    rv_kernel_cost after = cost_on_target(cost, change, unit, to);
-    double before = rv_cost_roofline_s(model->source, cost->unit, cost->dtype, cost->flops, cost->bytes, achievable, 1, 1);
-    double after_s = rv_cost_roofline_s(change->gpu, unit, to, after.flops, after.bytes, achievable, change->flops_scale,
-                                        change->memory_scale);
-    *unit_changed = unit != cost->unit;
+    double before = t->before_s, after_s = t->after_s;
+    *unit_changed = t->unit_changed;
     double new_variable = variable;
-    if (before > 0 && !*unit_changed && variable > 0 && splits(model->source, cost, change->gpu, &after, achievable, change)) {
+    if (before > 0 && !*unit_changed && variable > 0 && t->splits) {
         new_variable = variable * memory_split_ratio(model->source, change->gpu, after_s / before, before * 1e9 / variable,
                                                      change);
     } else if (before > 0 && (!*unit_changed || variable <= 0)) {
         new_variable = variable * after_s / before;
     } else if (before > 0) {
-        double own = before * 1e9 / variable, cap = efficiency_cap(model, change->gpu, cost->cls, unit, to);
+        double own = before * 1e9 / variable, cap = t->cap;
         new_variable = after_s * 1e9 / (own < cap ? own : cap);
     }
     estimate e = { fixed + new_variable, fixed + new_variable, fixed + new_variable, RV_TERM_NONE, fixed, fixed, fixed };
-    e.term = deciding_term(&after, change->gpu, fixed, new_variable, 1, 1, achievable, change);
+    e.term = deciding_term(t, fixed, new_variable);
     return e;
+}
+
+/* The duration-free terms of a shaped kernel: from the memo, or worked out
+ * and kept there. */
+static const shape_terms *terms_of(planning *p, int32_t id, const rv_kernel_cost *cost, const rv_cost_change *change,
+                                   gboolean moved)
+{
+    const rv_launch *launch = moved ? rv_task_launch(p->model->graph, id) : NULL;
+    shape_key key;
+    fill_shape_key(&key, cost, change, launch, moved);
+    shape_terms *terms = g_hash_table_lookup(p->shapes, &key);
+    if (terms != NULL) return terms;
+    terms = g_new0(shape_terms, 1);
+    if (moved) projected_terms(p->model, cost, change, launch, terms);
+    else same_gpu_terms(p->model, cost, change, terms);
+    g_hash_table_insert(p->shapes, g_memdup2(&key, sizeof key), terms);
+    return terms;
 }
 
 /* The peak ratio for a kernel no shapes describe and whose class has no shaped kernels. */
@@ -453,9 +581,10 @@ static void plan_shaped(planning *p, int32_t id, const rv_kernel_cost *cost, con
 {
     const rv_cost_model *model = p->model;
     double fixed = (double)MIN(task->duration_ns, model->fixed_ns), variable = (double)task->duration_ns - fixed;
-    gboolean unit_changed = FALSE, by_table = FALSE;
-    estimate e = moves_gpu(model, change) ? projected(p, id, cost, change, fixed, variable, &unit_changed, &by_table)
-                                          : on_same_gpu(model, cost, change, fixed, variable, &unit_changed);
+    gboolean unit_changed = FALSE, by_table = FALSE, moved = moves_gpu(model, change);
+    const shape_terms *terms = terms_of(p, id, cost, change, moved);
+    estimate e = moved ? projected(p, terms, change, fixed, variable, &unit_changed, &by_table)
+                       : on_same_gpu(model, terms, change, fixed, variable, &unit_changed);
     /* the class's variable time after: what its unshaped kernels follow */
     p->shaped_before[cost->cls] += variable;
     p->shaped_after[cost->cls] += MAX(e.ns - e.fixed, 0);
@@ -557,6 +686,7 @@ rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn d
     p.plan = plan;
     p.pending = g_array_new(FALSE, FALSE, sizeof(int32_t));
     p.changes = g_array_new(FALSE, FALSE, sizeof(rv_cost_change));
+    p.shapes = g_hash_table_new_full(shape_key_hash, shape_key_equal, g_free, g_free);
     for (int32_t id = 0; id < (int32_t)tasks; id++) {
         const rv_kernel_cost *cost = rv_cost_model_kernel(model, id);
         rv_cost_change change = rv_cost_change_none(model);
@@ -565,6 +695,7 @@ rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn d
     plan_pending(&p);
     g_array_unref(p.pending);
     g_array_unref(p.changes);
+    g_hash_table_destroy(p.shapes);
     return plan;
 }
 
@@ -587,14 +718,18 @@ guint rv_cost_plan_changed(const rv_cost_plan *plan)
 
 gboolean rv_cost_plan_apply(rv_graph *graph, const rv_cost_plan *plan, const char *cause, GError **error)
 {
-    GArray *durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    /* sized once and written in place: an append is a call per task */
+    GArray *durations = g_array_sized_new(FALSE, FALSE, sizeof(int64_t), plan->new_ns->len);
+    g_array_set_size(durations, plan->new_ns->len);
     gboolean ok = TRUE;
-    for (guint t = 0; ok && t < plan->new_ns->len; t++) {
-        double ns = g_array_index(plan->new_ns, double, t);
+    guint checked = 0;
+    for (; ok && checked < plan->new_ns->len; checked++) {
+        double ns = g_array_index(plan->new_ns, double, checked);
         int64_t duration = -1;
-        if (ns >= 0) ok = rv_task_duration_from(graph, (int32_t)t, ns, cause, &duration, error);
-        g_array_append_val(durations, duration);
+        if (ns >= 0) ok = rv_task_duration_from(graph, (int32_t)checked, ns, cause, &duration, error);
+        g_array_index(durations, int64_t, checked) = duration;
     }
+    g_array_set_size(durations, checked);
     for (guint t = 0; ok && t < durations->len; t++) {
         int64_t duration = g_array_index(durations, int64_t, t);
         if (duration < 0) continue;
