@@ -20,6 +20,8 @@
 #include "tiny_trace.h"
 #include "reverie/costmodel.h"
 #include "reverie/efficiency.h"
+#include "reverie/error.h"
+#include "reverie/escape.h"
 #include "reverie/range.h"
 #include <jansson.h>
 
@@ -494,6 +496,79 @@ START_TEST(table_file_round_trip_and_refusals)
 }
 END_TEST
 
+/* A one-recording table's text (g_free), for the refusals below. */
+static char *small_table_text(void)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
+    const int64_t sizes[] = { 1000000, 100 };
+    recording_spec x = { "aten::add", US(2), 0.8, 0.8 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x, sizes, 2, "x");
+    char *text = rv_efficiency_table_to_json(table);
+    rv_efficiency_table_free(table);
+    return text;
+}
+
+/* text with its first `old` replaced by `new`, loaded from path: the
+ * refusal's message (g_free); fails the test if the table is accepted. */
+static char *refusal_of(const char *text, const char *old, const char *new, const char *path)
+{
+    char **parts = g_strsplit(text, old, 2);
+    ck_assert_msg(parts[1] != NULL, "%s not in the table", old);
+    char *bad = g_strconcat(parts[0], new, parts[1], NULL);
+    ck_assert(g_file_set_contents(path, bad, -1, NULL));
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table == NULL, "accepted with %s", new);
+    ck_assert(error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);
+    char *message = g_strdup(error->message);
+    g_error_free(error);
+    g_free(bad);
+    g_strfreev(parts);
+    return message;
+}
+
+/* Found by fuzz_efficiency: a refusal quoted what the file held as it
+ * was, so a key or SHA-256 holding a newline (a JSON escape), or a raw
+ * control byte in jansson's excerpt, made it two lines or sent terminal
+ * controls.  Each refusal is one line with no control character, names
+ * the file, and says where: the line and column of a syntax error (a
+ * table without indentation is one line), the recording and the bucket. */
+START_TEST(a_refused_table_is_one_clean_line)
+{
+    char *text = small_table_text();
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    static const char *const cases[][3] = {
+        { "\"fixed_us\"", "\"fixed\\n\\u001b[2J\"", "unknown key 'fixed\\n\\x1b[2J'" },
+        { "\"buckets\"", "\001", ", column " },
+        { "\"unit\": \"vector\"", "\"unit\": \"scalar\\r\"", "recording 1, bucket 1: a bucket's 'unit'" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char *message = refusal_of(text, cases[i][0], cases[i][1], path);
+        ck_assert_msg(strstr(message, cases[i][2]) && strstr(message, path) && !rv_text_needs_escape(message),
+                      "case %zu: %s", i, message);
+        g_free(message);
+    }
+    /* the same file twice, under a SHA-256 holding a newline */
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_object_set_new(json_array_get(recordings, 0), "sha256", json_string("x\ny"));
+    json_array_append_new(recordings, json_deep_copy(json_array_get(recordings, 0)));
+    char *twice = json_dumps(root, 0);
+    char *message = refusal_of(twice, "{", "{", path);
+    ck_assert_msg(strstr(message, "recording 2: the same file (sha256 x\\ny)") && !rv_text_needs_escape(message),
+                  "%s", message);
+    g_free(message);
+    free(twice);
+    json_decref(root);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -630,6 +705,7 @@ int main(void)
     tcase_add_test(tables, pairs_decide_where_the_gpus_share_jobs);
     tcase_add_test(tables, table_file_round_trip_and_refusals);
     tcase_add_test(tables, a_recording_of_the_same_file_is_replaced);
+    tcase_add_test(tables, a_refused_table_is_one_clean_line);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);

@@ -11,6 +11,7 @@
  */
 #include "reverie/efficiency.h"
 #include "reverie/error.h"
+#include "reverie/escape.h"
 #include "reverie/output.h"
 #include <jansson.h>
 #include <math.h>
@@ -444,9 +445,26 @@ char *rv_efficiency_table_to_json(const rv_efficiency_table *table)
     return out;
 }
 
+/* An RV_ERROR_INPUT about the file, on one line whatever the file holds:
+ * keys, texts and jansson's excerpts of it may hold newlines or terminal
+ * controls (JSON escapes, raw bytes), so the message is escaped (escape.h). */
+static void set_input_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+static void set_input_error(GError **error, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    char *text = g_strdup_vprintf(format, args);
+    va_end(args);
+    char *shown = rv_escape_text(text);
+    g_set_error_literal(error, RV_ERROR, RV_ERROR_INPUT, shown);
+    g_free(shown);
+    g_free(text);
+}
+
 typedef struct {
     const char *path;
     guint index;
+    guint bucket;  /* the bucket being read, from 1; 0 outside the buckets */
     GError **error;
 } reading;
 
@@ -457,7 +475,9 @@ static gboolean refuse(reading *r, const char *format, ...)
     va_start(args, format);
     char *what = g_strdup_vprintf(format, args);
     va_end(args);
-    g_set_error(r->error, RV_ERROR, RV_ERROR_INPUT, "%s: efficiency recording %u: %s", r->path, r->index + 1, what);
+    char *bucket = r->bucket ? g_strdup_printf(", bucket %u", r->bucket) : g_strdup("");
+    set_input_error(r->error, "%s: efficiency recording %u%s: %s", r->path, r->index + 1, bucket, what);
+    g_free(bucket);
     g_free(what);
     return FALSE;
 }
@@ -595,9 +615,11 @@ static recording *read_recording(reading *r, json_t *object)
     json_t *item;
     if (ok) json_array_foreach(buckets, i, item) {
             bucket_entry b = { { 0, 0, 0, 0 }, 0, 0, 0, 0, 0 };
+            r->bucket = (guint)i + 1;
             if (!(ok = read_bucket(r, item, &b))) break;
             g_array_append_val(rec->buckets, b);
         }
+    r->bucket = 0;
     if (!ok) {
         recording_free(rec);
         return NULL;
@@ -618,20 +640,19 @@ static gboolean read_table(rv_efficiency_table *table, json_t *root, GError **er
     json_t *version = json_is_object(root) ? json_object_get(root, "version") : NULL;
     json_t *recordings = json_is_object(root) ? json_object_get(root, "recordings") : NULL;
     if (!json_is_string(format) || strcmp(json_string_value(format), FORMAT_NAME) != 0 || !json_is_array(recordings)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: not an efficiency table (expected {\"format\": \"" FORMAT_NAME "\", \"recordings\": [...]})",
-                    table->path);
+        set_input_error(error, "%s: not an efficiency table (expected {\"format\": \"" FORMAT_NAME "\", \"recordings\": "
+                        "[...]})", table->path);
         return FALSE;
     }
     if (!json_is_integer(version) || json_integer_value(version) != FORMAT_VERSION) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: efficiency table version %s (this reverie reads version %d)",
-                    table->path, json_is_integer(version) ? "other than 1" : "missing", FORMAT_VERSION);
+        set_input_error(error, "%s: efficiency table version %s (this reverie reads version %d)", table->path,
+                        json_is_integer(version) ? "other than 1" : "missing", FORMAT_VERSION);
         return FALSE;
     }
     size_t i;
     json_t *entry;
     json_array_foreach(recordings, i, entry) {
-        reading r = { table->path, (guint)i, error };
+        reading r = { table->path, (guint)i, 0, error };
         recording *rec = read_recording(&r, entry);
         if (rec == NULL) return FALSE;
         for (guint j = 0; j < table->recordings->len; j++)
@@ -651,7 +672,10 @@ rv_efficiency_table *rv_efficiency_table_load(const char *path, GError **error)
     json_error_t parse_error;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &parse_error);
     if (root == NULL) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s (line %d)", path, parse_error.text, parse_error.line);
+        /* the column too (as metaflow's rule files say it): a table written
+         * without indentation is one line */
+        set_input_error(error, "%s: line %d, column %d: %s", path, parse_error.line, parse_error.column,
+                        parse_error.text);
         return NULL;
     }
     rv_efficiency_table *table = rv_efficiency_table_new();
