@@ -569,6 +569,59 @@ START_TEST(a_refused_table_is_one_clean_line)
 }
 END_TEST
 
+/* The table's text with its first recording's `key` set to `value`
+ * (stolen), refused when loaded from path: the message (g_free). */
+static char *refusal_with(const char *text, const char *key, json_t *value, const char *path)
+{
+    json_t *root = json_loads(text, 0, NULL);
+    json_object_set_new(json_array_get(json_object_get(root, "recordings"), 0), key, value);
+    char *changed = json_dumps(root, 0);
+    char *message = refusal_of(changed, "{", "{", path);
+    free(changed);
+    json_decref(root);
+    return message;
+}
+
+/* Found by fuzz_efficiency (UBSan): a recording's kernels, rejected and
+ * gap_samples were taken up to 10^12 and cast to guint, undefined beyond
+ * 2^32 - 1, and a fraction (8.5 kernels) was cut silently.  They are
+ * whole numbers that fit a guint, as a bucket's kernels already were. */
+START_TEST(a_recording_counts_whole_numbers_that_fit)
+{
+    char *text = small_table_text();
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    static const char *const keys[] = { "kernels", "rejected", "gap_samples" };
+    for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
+        char *message = refusal_with(text, keys[k], json_real(1e12), path);
+        char *expected = g_strdup_printf("'%s' must be a number in [%d, 4.29497e+09]", keys[k], k == 0);
+        ck_assert_msg(strstr(message, expected), "%s", message);
+        g_free(expected);
+        g_free(message);
+        message = refusal_with(text, keys[k], json_real(8.5), path);
+        expected = g_strdup_printf("'%s' must be a whole number", keys[k]);
+        ck_assert_msg(strstr(message, expected), "%s", message);
+        g_free(expected);
+        g_free(message);
+    }
+    /* the largest count is kept as it is */
+    json_t *root = json_loads(text, 0, NULL);
+    json_object_set_new(json_array_get(json_object_get(root, "recordings"), 0), "kernels", json_integer(G_MAXUINT));
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    ck_assert_uint_eq(rv_efficiency_table_recording(table, 0).kernels, G_MAXUINT);
+    rv_efficiency_table_free(table);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -706,6 +759,7 @@ int main(void)
     tcase_add_test(tables, table_file_round_trip_and_refusals);
     tcase_add_test(tables, a_recording_of_the_same_file_is_replaced);
     tcase_add_test(tables, a_refused_table_is_one_clean_line);
+    tcase_add_test(tables, a_recording_counts_whole_numbers_that_fit);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);

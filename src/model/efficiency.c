@@ -506,6 +506,18 @@ static gboolean number_in(reading *r, json_t *object, const char *key, double lo
     return TRUE;
 }
 
+/* A recording's count: a whole number from `low` up to G_MAXUINT, for the
+ * guint it is kept in (casting a larger or fractional double to guint is
+ * undefined behaviour, and a fraction of a kernel is no count). */
+static gboolean count_in(reading *r, json_t *object, const char *key, double low, guint *out)
+{
+    double value = 0;
+    if (!number_in(r, object, key, low, G_MAXUINT, TRUE, &value)) return FALSE;
+    if (value != floor(value)) return refuse(r, "'%s' must be a whole number", key);
+    *out = (guint)value;
+    return TRUE;
+}
+
 static gboolean text_of(reading *r, json_t *object, const char *key, char **out)
 {
     json_t *value = json_object_get(object, key);
@@ -597,17 +609,17 @@ static recording *read_recording(reading *r, json_t *object)
     }
     recording *rec = g_new0(recording, 1);
     rec->buckets = g_array_new(FALSE, FALSE, sizeof(bucket_entry));
-    double kernels = 0, gap_samples = 0, kernel_us = 0, fixed_us = 0, shortest_us = 0, gap_us = -1, rejected = 0;
+    double kernel_us = 0, fixed_us = 0, shortest_us = 0, gap_us = -1;
     json_t *buckets = json_object_get(object, "buckets");
     gboolean ok = keys_known(r, object, "the recording", keys) && text_of(r, object, "gpu", &rec->gpu) &&
                   text_of(r, object, "recording", &rec->label) && text_of(r, object, "sha256", &rec->sha256) &&
-                  number_in(r, object, "kernels", 1, 1e12, TRUE, &kernels) &&
+                  count_in(r, object, "kernels", 1, &rec->kernels) &&
                   number_in(r, object, "kernel_time_us", 0, 1e15, TRUE, &kernel_us) &&
                   number_in(r, object, "fixed_us", 0, 1e6, TRUE, &fixed_us) &&
                   number_in(r, object, "shortest_us", 0, 1e6, TRUE, &shortest_us) &&
-                  number_in(r, object, "rejected", 0, 1e12, TRUE, &rejected) &&
+                  count_in(r, object, "rejected", 0, &rec->rejected) &&
                   number_in(r, object, "gap_us", 0, 1e6, FALSE, &gap_us) &&
-                  number_in(r, object, "gap_samples", 0, 1e12, TRUE, &gap_samples) &&
+                  count_in(r, object, "gap_samples", 0, &rec->gap_samples) &&
                   read_signature(r, json_object_get(object, "job"), rec->job) &&
                   read_members(r, json_object_get(object, "job_members"), &rec->members);
     ok = ok && (json_is_array(buckets) || refuse(r, "'buckets' must be a list"));
@@ -624,13 +636,10 @@ static recording *read_recording(reading *r, json_t *object)
         recording_free(rec);
         return NULL;
     }
-    rec->kernels = (guint)kernels;
-    rec->rejected = (guint)rejected;
     rec->kernel_ns = kernel_us * 1e3;
     rec->fixed_ns = fixed_us * 1e3;
     rec->shortest_ns = shortest_us * 1e3;
     rec->gap_ns = gap_us >= 0 ? gap_us * 1e3 : -1;
-    rec->gap_samples = (guint)gap_samples;
     return rec;
 }
 
