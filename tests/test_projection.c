@@ -622,6 +622,53 @@ START_TEST(a_recording_counts_whole_numbers_that_fit)
 }
 END_TEST
 
+/* Found by fuzz_efficiency: a pair's ratio of fixed costs divides the
+ * two recordings' shortest kernels, and a denormal shortest_us (5e-324)
+ * made it infinite (or 0 the other way round), and every kernel's fixed
+ * cost with it.  A kernel lasts whole nanoseconds: shortest_us is 0 or at
+ * least 0.001, and the most extreme pair left gives a finite 10^9. */
+START_TEST(a_pair_ratio_of_fixed_costs_stays_finite)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
+    const int64_t sizes[] = { 16 };
+    recording_spec on_a = { "aten::add", US(1), 0.5, 0.5 }, on_b = { "aten::add", US(2), 0.5, 0.5 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &on_a, sizes, 1, "job X on A");
+    add_recording(table, &b, &on_b, sizes, 1, "job X on B");
+    char *text = rv_efficiency_table_to_json(table);
+    rv_efficiency_table_free(table);
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    char *message = refusal_with(text, "shortest_us", json_real(5e-324), path);
+    ck_assert_msg(strstr(message, "recording 1: 'shortest_us' must be 0 (no kernel measured) or at least 0.001"), "%s",
+                  message);
+    g_free(message);
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_object_set_new(json_array_get(recordings, 0), "shortest_us", json_real(1e-3));
+    json_object_set_new(json_array_get(recordings, 1), "shortest_us", json_real(1e6));
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", NULL, NULL), *vb = rv_efficiency_for_gpu(table, "B", NULL, NULL);
+    double ratio = 0, low = 0, high = 0;
+    guint pairs = 0;
+    ck_assert(rv_efficiency_fixed_ratio(va, vb, &ratio, &low, &high, &pairs));
+    ck_assert_uint_eq(pairs, 1);
+    ck_assert_double_eq_tol(ratio, 1e9, 1);
+    ck_assert(isfinite(low) && isfinite(high) && low <= ratio && ratio <= high);
+    rv_gpu_efficiency_free(va);
+    rv_gpu_efficiency_free(vb);
+    rv_efficiency_table_free(table);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -760,6 +807,7 @@ int main(void)
     tcase_add_test(tables, a_recording_of_the_same_file_is_replaced);
     tcase_add_test(tables, a_refused_table_is_one_clean_line);
     tcase_add_test(tables, a_recording_counts_whole_numbers_that_fit);
+    tcase_add_test(tables, a_pair_ratio_of_fixed_costs_stays_finite);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);

@@ -617,6 +617,11 @@ static recording *read_recording(reading *r, json_t *object)
                   number_in(r, object, "kernel_time_us", 0, 1e15, TRUE, &kernel_us) &&
                   number_in(r, object, "fixed_us", 0, 1e6, TRUE, &fixed_us) &&
                   number_in(r, object, "shortest_us", 0, 1e6, TRUE, &shortest_us) &&
+                  /* a kernel lasts whole nanoseconds: a pair's ratio of two
+                   * of these then stays within 10^9 either way (a denormal
+                   * made it infinite) */
+                  (shortest_us == 0 || shortest_us >= 1e-3 ||
+                   refuse(r, "'shortest_us' must be 0 (no kernel measured) or at least 0.001 (1 ns)")) &&
                   count_in(r, object, "rejected", 0, &rec->rejected) &&
                   number_in(r, object, "gap_us", 0, 1e6, FALSE, &gap_us) &&
                   count_in(r, object, "gap_samples", 0, &rec->gap_samples) &&
