@@ -669,6 +669,66 @@ START_TEST(a_pair_ratio_of_fixed_costs_stays_finite)
 }
 END_TEST
 
+/* Found by fuzz_efficiency (UBSan): a table may say a GPU reaches a tiny
+ * share of its roofline (a bucket of 1e-12 us over 1e15 us, 10^-27), and
+ * the kernels projected onto it then last far beyond int64: each class's
+ * totals added llround of them (unspecified, LLONG_MIN on x86) and
+ * overflowed.  The totals saturate; applying the plan refuses the
+ * durations in one line. */
+START_TEST(a_table_of_tiny_efficiencies_saturates_the_totals)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
+    const int64_t sizes[] = { 200000000 };
+    recording_spec x_on_a = { "aten::add", US(2), 0.8, 0.8 }, x_on_b = { "aten::add", US(2), 0.4, 0.4 };
+    recording_spec y = { "aten::mul", US(2), 0.8, 0.8 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x_on_a, sizes, 1, "job X on A");
+    add_recording(table, &b, &x_on_b, sizes, 1, "job X on B");
+    char *text = rv_efficiency_table_to_json(table);
+    rv_efficiency_table_free(table);
+    json_t *root = json_loads(text, 0, NULL);
+    json_t *buckets = json_object_get(json_array_get(json_object_get(root, "recordings"), 1), "buckets");
+    for (size_t i = 0; i < json_array_size(buckets); i++) {
+        json_object_set_new(json_array_get(buckets, i), "roofline_us", json_real(1e-12));
+        json_object_set_new(json_array_get(buckets, i), "variable_us", json_real(1e15));
+    }
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    rv_graph *job_y = synthetic_recording(&a, &y, sizes, 1, 2);
+    rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", job_y, NULL), *vb = rv_efficiency_for_gpu(table, "B", job_y, NULL);
+    rv_efficiency_pair_views(va, vb);
+    move m = { &b, va, vb };
+    rv_cost_model *model;
+    rv_cost_plan *plan = project(job_y, &a, &m, &model);
+    const rv_cost_class_stats *elementwise = &plan->classes[RV_COST_ELEMENTWISE];
+    ck_assert_uint_eq(elementwise->by_table, 2);
+    /* 1.2e33 ns each, up to 1.2e48 at the range's top; the range's bottom
+     * (B's quartiles say 0.4) stays a few milliseconds */
+    ck_assert(elementwise->predicted_ns == INT64_MAX && elementwise->predicted_high_ns == INT64_MAX &&
+              elementwise->term_ns[RV_TERM_BANDWIDTH] == INT64_MAX);
+    ck_assert(elementwise->predicted_low_ns > 0 && elementwise->predicted_low_ns < INT64_MAX);
+    ck_assert(!rv_cost_plan_apply(job_y, plan, "test", &error));
+    ck_assert_msg(error->code == RV_ERROR_USAGE && !strchr(error->message, '\n'), "%s", error->message);
+    g_clear_error(&error);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_gpu_efficiency_free(va);
+    rv_gpu_efficiency_free(vb);
+    rv_efficiency_table_free(table);
+    rv_graph_free(job_y);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -808,6 +868,7 @@ int main(void)
     tcase_add_test(tables, a_refused_table_is_one_clean_line);
     tcase_add_test(tables, a_recording_counts_whole_numbers_that_fit);
     tcase_add_test(tables, a_pair_ratio_of_fixed_costs_stays_finite);
+    tcase_add_test(tables, a_table_of_tiny_efficiencies_saturates_the_totals);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);
