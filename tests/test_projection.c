@@ -729,6 +729,52 @@ START_TEST(a_table_of_tiny_efficiencies_saturates_the_totals)
 }
 END_TEST
 
+/* Found by fuzz_efficiency: a bucket's efficiency (roofline over time)
+ * was not bounded, only its quartiles, so a bucket of 1e15 us of roofline
+ * in 1e-12 us (10^27) was accepted, and projected a target's kernels to
+ * their fixed cost alone.  calibrate leaves out every sample above its
+ * bound (1, or 4 from the cache), so no bucket it writes passes it. */
+START_TEST(a_bucket_above_its_bound_is_refused)
+{
+    char *text = small_table_text();
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    json_t *root = json_loads(text, 0, NULL);
+    json_t *bucket = json_array_get(json_object_get(json_array_get(json_object_get(root, "recordings"), 0), "buckets"), 0);
+    ck_assert(json_object_get(bucket, "variant") == NULL);
+    const struct { const char *variant; double roofline_us; const char *refused; } cases[] = {
+        { NULL, 1e15, "recording 1, bucket 1: a bucket's efficiency ('roofline_us' / 'variable_us') is 1e+15, "
+                      "above its bound of 1" },
+        { NULL, 1.01, "is 1.01, above its bound of 1" },
+        { "in_cache", 4.01, "is 4.01, above its bound of 4" },
+        { NULL, 1.0, NULL },
+        { "in_cache", 4.0, NULL },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        if (cases[i].variant) json_object_set_new(bucket, "variant", json_string(cases[i].variant));
+        else json_object_del(bucket, "variant");
+        json_object_set_new(bucket, "roofline_us", json_real(cases[i].roofline_us));
+        json_object_set_new(bucket, "variable_us", json_real(1.0));
+        ck_assert(json_dump_file(root, path, 0) == 0);
+        GError *error = NULL;
+        rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+        if (cases[i].refused)
+            ck_assert_msg(table == NULL && strstr(error->message, cases[i].refused), "case %zu: %s", i,
+                          error ? error->message : "accepted");
+        else
+            ck_assert_msg(table != NULL, "case %zu: %s", i, error ? error->message : "");
+        g_clear_error(&error);
+        rv_efficiency_table_free(table);
+    }
+    json_decref(root);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -869,6 +915,7 @@ int main(void)
     tcase_add_test(tables, a_recording_counts_whole_numbers_that_fit);
     tcase_add_test(tables, a_pair_ratio_of_fixed_costs_stays_finite);
     tcase_add_test(tables, a_table_of_tiny_efficiencies_saturates_the_totals);
+    tcase_add_test(tables, a_bucket_above_its_bound_is_refused);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);

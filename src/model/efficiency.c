@@ -559,6 +559,13 @@ static gboolean read_bucket(reading *r, json_t *object, bucket_entry *b)
         return FALSE;
     if (b->q25 > b->q75) return refuse(r, "a bucket's 'q25' is above its 'q75'");
     b->key = (rv_cost_bucket){ (uint8_t)c, (uint8_t)u, (uint8_t)v, (int8_t)decade };
+    /* calibrate leaves out every sample above its bound, so no bucket it
+     * writes passes it (a margin for the 9 digits the file keeps); one that
+     * does would project the target's kernels to their fixed cost alone,
+     * or the source's to 10^27 times their time */
+    if (roofline_us / variable_us > efficiency_bound(b->key) * (1 + 1e-6))
+        return refuse(r, "a bucket's efficiency ('roofline_us' / 'variable_us') is %g, above its bound of %g",
+                      roofline_us / variable_us, efficiency_bound(b->key));
     b->kernels = (guint)kernels;
     b->roofline_ns = roofline_us * 1e3;
     b->variable_ns = variable_us * 1e3;
