@@ -775,6 +775,60 @@ START_TEST(a_bucket_above_its_bound_is_refused)
 }
 END_TEST
 
+/* A bucket of `kernels` elementwise vector kernels of `decade` at `efficiency`. */
+static json_t *bucket_of(int decade, double kernels, double efficiency)
+{
+    return json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:f}", "class", "elementwise", "unit", "vector", "decade", decade,
+                     "kernels", kernels, "roofline_us", efficiency * 1000, "variable_us", 1000.0, "q25", efficiency,
+                     "q75", efficiency);
+}
+
+/* Found reading the views that fuzz_efficiency exercises: a bucket may
+ * hold 10^9 kernels in each recording, and the view's and the listing's
+ * guint sums wrapped past 2^32.  Five recordings of 10^9 kernels at 0.5
+ * in decade 5 against one of 10^9 at 0.25 in decade 7: a kernel of decade
+ * 6 takes the neighbour with more kernels, decade 5 (its 5 x 10^9 had
+ * wrapped to 705,032,704, fewer); the listing's samples stop at 2^32 - 1. */
+START_TEST(huge_bucket_counts_do_not_wrap)
+{
+    char *text = small_table_text();
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_t *model = json_deep_copy(json_array_get(recordings, 0));
+    json_array_clear(recordings);
+    for (int i = 0; i < 5; i++) {
+        json_t *r = json_deep_copy(model), *buckets = json_array();
+        json_array_append_new(buckets, bucket_of(5, 1e9, 0.5));
+        if (i == 0) json_array_append_new(buckets, bucket_of(7, 1e9, 0.25));
+        if (i == 1)
+            for (int extra = 0; extra < 4; extra++) json_array_append_new(buckets, bucket_of(10 + extra, 1e9, 0.5));
+        json_object_set_new(r, "buckets", buckets);
+        json_object_set_new(r, "sha256", json_sprintf("recording %d", i));
+        json_array_append_new(recordings, r);
+    }
+    json_decref(model);
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    ck_assert_uint_eq(rv_efficiency_table_recording(table, 1).samples, G_MAXUINT); /* 5 x 10^9 */
+    rv_gpu_efficiency *view = rv_efficiency_for_gpu(table, "A", NULL, NULL);
+    rv_cost_bucket six = { RV_COST_ELEMENTWISE, RV_UNIT_VECTOR, RV_BUCKET_PLAIN, 6 };
+    rv_efficiency_pair pair;
+    ck_assert(rv_efficiency_bucket_ratio(view, view, six, six, &pair));
+    ck_assert_double_eq_tol(pair.source, 0.5, 1e-9);
+    rv_gpu_efficiency_free(view);
+    rv_efficiency_table_free(table);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -916,6 +970,7 @@ int main(void)
     tcase_add_test(tables, a_pair_ratio_of_fixed_costs_stays_finite);
     tcase_add_test(tables, a_table_of_tiny_efficiencies_saturates_the_totals);
     tcase_add_test(tables, a_bucket_above_its_bound_is_refused);
+    tcase_add_test(tables, huge_bucket_counts_do_not_wrap);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);

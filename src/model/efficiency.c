@@ -47,7 +47,7 @@ struct rv_efficiency_table {
 };
 
 typedef struct {
-    guint kernels;
+    guint64 kernels;  /* a bucket may hold 10^9 in each recording: a guint wrapped past 2^32 */
     double roofline_ns, variable_ns, low, high;
 } bucket_total;
 
@@ -382,9 +382,11 @@ gboolean rv_efficiency_table_add(rv_efficiency_table *table, const rv_cost_model
 rv_efficiency_recording rv_efficiency_table_recording(const rv_efficiency_table *table, guint index)
 {
     const recording *r = g_ptr_array_index(table->recordings, index);
-    guint samples = 0;
+    /* summed in 64 bits and shown at most as 2^32 - 1: buckets of 10^9 kernels each wrapped a guint */
+    guint64 samples = 0;
     for (guint b = 0; b < r->buckets->len; b++) samples += g_array_index(r->buckets, bucket_entry, b).kernels;
-    return (rv_efficiency_recording){ r->gpu, r->label, r->sha256, r->kernels, samples, r->rejected, r->buckets->len,
+    return (rv_efficiency_recording){ r->gpu, r->label, r->sha256, r->kernels, (guint)MIN(samples, G_MAXUINT),
+                                      r->rejected, r->buckets->len,
                                       r->kernel_ns, r->fixed_ns, r->gap_ns };
 }
 
