@@ -27,6 +27,15 @@
  *     above 0);
  *   - a planned time is NaN, or a re-costed one is not finite or lies
  *     outside its range; applying the plan fails other than in one line.
+ *
+ * Byte mutations rarely turn a table's 532 into 1e12 without breaking
+ * the JSON (300 s of them found none of the bugs in figures), so half the
+ * mutations parse the input and change one value as a careless or hostile
+ * writer would: a number to an extreme (0, a denormal, 2^32, 10^15, a
+ * fraction, a sign), a value to another type, a key or element dropped or
+ * repeated (duplicate recordings and GPUs), two elements swapped
+ * (unsorted job_members), a recording moved to another GPU or given
+ * another's job signature (new pairs).  replay.c runs the inputs alone.
  * The GPU catalogue is REVERIE_GPU_CATALOGUE's (run_all.sh and meson set
  * it to data/gpus.json).  Build and run: tests/fuzz/run_all.sh.
  */
@@ -39,6 +48,7 @@
 #include "reverie/trace.h"
 
 #include <glib.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +322,146 @@ static gboolean open_views(guint m, rv_efficiency_table *table, rv_efficiency_vi
     views->target = rv_efficiency_for_gpu(table, moves[m].target->id, job, views->excluded);
     rv_efficiency_pair_views(views->source, views->target);
     return TRUE;
+}
+
+/* ---- mutations that keep the JSON --------------------------------------- */
+
+/* libFuzzer's own mutation; absent (NULL) in replay.c's builds, which never mutate. */
+__attribute__((weak)) size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+typedef struct {
+    json_t *parent;  /* an object or an array */
+    char *key;       /* in an object; NULL in an array */
+    size_t index;    /* in an array */
+    json_t *value;
+} node;
+
+static void node_free(gpointer data)
+{
+    node *n = data;
+    g_free(n->key);
+    g_free(n);
+}
+
+static void collect(json_t *value, GPtrArray *nodes)
+{
+    const char *key;
+    size_t index;
+    json_t *child;
+    if (json_is_object(value)) json_object_foreach(value, key, child) {
+            node *n = g_new0(node, 1);
+            *n = (node){ value, g_strdup(key), 0, child };
+            g_ptr_array_add(nodes, n);
+            collect(child, nodes);
+        }
+    if (json_is_array(value)) json_array_foreach(value, index, child) {
+            node *n = g_new0(node, 1);
+            *n = (node){ value, NULL, index, child };
+            g_ptr_array_add(nodes, n);
+            collect(child, nodes);
+        }
+}
+
+static void replace(const node *n, json_t *value)
+{
+    if (n->key) json_object_set_new(n->parent, n->key, value);
+    else json_array_set_new(n->parent, n->index, value);
+}
+
+/* A node whose key is `key`, or NULL. */
+static const node *node_with_key(GPtrArray *nodes, const char *key, GRand *rand)
+{
+    GPtrArray *found = g_ptr_array_new();
+    for (guint i = 0; i < nodes->len; i++) {
+        const node *n = g_ptr_array_index(nodes, i);
+        if (n->key && strcmp(n->key, key) == 0) g_ptr_array_add(found, (gpointer)n);
+    }
+    const node *n = found->len ? g_ptr_array_index(found, g_rand_int_range(rand, 0, (gint32)found->len)) : NULL;
+    g_ptr_array_free(found, TRUE);
+    return n;
+}
+
+/* Change one value of the table; FALSE when there was nothing to change. */
+static gboolean mutate_table(json_t *root, GRand *rand)
+{
+    static const double extremes[] = { 0, -0.0, -1, 5e-324, 1e-320, 1e-300, 9.99e-13, 1e-12, 1e-3, 0.5, 1, 1.0000001,
+                                       2.5, 3, 4, 4.000001, 60, 61, 1e6, 1e9, 4294967295.0, 4294967296.0, 1e12, 1e15,
+                                       1.1e15, 1e300, 1.7e308 };
+    static const char *const gpus[] = { "H100-SXM", "H200", "MI300X", "A100-40GB", "V100-SXM2", "B200" };
+    GPtrArray *nodes = g_ptr_array_new_with_free_func(node_free);
+    collect(root, nodes);
+    gboolean changed = nodes->len > 0;
+    if (changed) {
+        const node *n = g_ptr_array_index(nodes, g_rand_int_range(rand, 0, (gint32)nodes->len));
+        const node *other;
+        size_t size = json_is_array(n->parent) ? json_array_size(n->parent) : 0;
+        switch (g_rand_int_range(rand, 0, 8)) {
+        case 0: /* a number to an extreme, or scaled by a power of ten */
+            if (g_rand_boolean(rand)) replace(n, json_real(extremes[g_rand_int_range(rand, 0, G_N_ELEMENTS(extremes))]));
+            else if (json_is_number(n->value))
+                replace(n, json_real(json_number_value(n->value) * pow(10, g_rand_int_range(rand, -15, 16))));
+            break;
+        case 1: { /* a whole number at a limit */
+            static const json_int_t whole[] = { 0, 1, 2, 3, -1, 1000000000, 4294967295LL, 4294967296LL, INT64_MAX };
+            replace(n, json_integer(whole[g_rand_int_range(rand, 0, G_N_ELEMENTS(whole))]));
+            break;
+        }
+        case 2: { /* another type */
+            json_t *others[] = { json_null(), json_true(), json_array(), json_object(), json_string(""),
+                                 json_string("x\n\033[2J") };
+            int pick = g_rand_int_range(rand, 0, G_N_ELEMENTS(others));
+            for (int i = 0; i < (int)G_N_ELEMENTS(others); i++)
+                if (i == pick) replace(n, others[i]);
+                else json_decref(others[i]);
+            break;
+        }
+        case 3: /* dropped */
+            if (n->key) json_object_del(n->parent, n->key);
+            else json_array_remove(n->parent, n->index);
+            break;
+        case 4: /* repeated: two recordings of one GPU or one file, a bucket twice */
+            if (size) json_array_insert_new(n->parent, n->index, json_deep_copy(n->value));
+            break;
+        case 5: /* swapped with a neighbour: unsorted members */
+            if (size >= 2) {
+                size_t to = (n->index + 1) % size;
+                json_t *moved = json_incref(n->value);
+                json_array_set(n->parent, n->index, json_array_get(n->parent, to));
+                json_array_set_new(n->parent, to, moved);
+            }
+            break;
+        case 6: /* a recording on another GPU */
+            if ((other = node_with_key(nodes, "gpu", rand)) != NULL)
+                replace(other, json_string(gpus[g_rand_int_range(rand, 0, G_N_ELEMENTS(gpus))]));
+            break;
+        default: /* a recording given another's job: a new pair, or a job left out */
+            if ((other = node_with_key(nodes, "job", rand)) != NULL && (n = node_with_key(nodes, "job", rand)) != NULL)
+                replace(n, json_deep_copy(other->value));
+            break;
+        }
+    }
+    g_ptr_array_free(nodes, TRUE);
+    return changed;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+    GRand *rand = g_rand_new_with_seed(seed);
+    json_t *root = g_rand_boolean(rand) ? json_loadb((const char *)data, size, 0, NULL) : NULL;
+    size_t out = 0;
+    if (root && mutate_table(root, rand)) {
+        char *text = json_dumps(root, (g_rand_boolean(rand) ? JSON_COMPACT : JSON_INDENT(1)) | JSON_REAL_PRECISION(17));
+        size_t length = text ? strlen(text) : 0;
+        if (length > 0 && length <= max_size) {
+            memcpy(data, text, length);
+            out = length;
+        }
+        free(text);
+    }
+    json_decref(root);
+    g_rand_free(rand);
+    return out ? out : LLVMFuzzerMutate(data, size, max_size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
