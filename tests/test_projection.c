@@ -829,6 +829,42 @@ START_TEST(huge_bucket_counts_do_not_wrap)
 }
 END_TEST
 
+/* Found by fuzz_efficiency (a table written back and read again): the
+ * writer packed a recording's kernels, a json_int_t, with json_pack's
+ * "i" (an int), so 2^31 kernels or more were written as a negative
+ * number and the table calibrate wrote was refused when read back. */
+START_TEST(the_largest_counts_are_written_back)
+{
+    char *text = small_table_text();
+    json_t *root = json_loads(text, 0, NULL);
+    json_t *recording = json_array_get(json_object_get(root, "recordings"), 0);
+    json_object_set_new(recording, "kernels", json_integer(G_MAXUINT));
+    json_object_set_new(recording, "rejected", json_integer(G_MAXUINT));
+    json_object_set_new(recording, "gap_samples", json_integer(G_MAXUINT));
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    char *written = rv_efficiency_table_to_json(table);
+    ck_assert(g_file_set_contents(path, written, -1, NULL));
+    rv_efficiency_table *again = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(again != NULL, "%s", error ? error->message : "");
+    rv_efficiency_recording r = rv_efficiency_table_recording(again, 0);
+    ck_assert(r.kernels == G_MAXUINT && r.rejected == G_MAXUINT);
+    rv_efficiency_table_free(again);
+    rv_efficiency_table_free(table);
+    g_free(written);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -971,6 +1007,7 @@ int main(void)
     tcase_add_test(tables, a_table_of_tiny_efficiencies_saturates_the_totals);
     tcase_add_test(tables, a_bucket_above_its_bound_is_refused);
     tcase_add_test(tables, huge_bucket_counts_do_not_wrap);
+    tcase_add_test(tables, the_largest_counts_are_written_back);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);

@@ -412,7 +412,7 @@ static json_t *recording_json(const recording *r)
     for (int k = 0; k < SIGNATURE_SIZE; k++) json_array_append_new(job, json_integer(r->job[k]));
     for (guint b = 0; b < r->buckets->len; b++)
         json_array_append_new(buckets, bucket_json(&g_array_index(r->buckets, bucket_entry, b)));
-    json_t *object = json_pack("{s:s,s:s,s:s,s:i,s:f,s:f,s:f}", "gpu", r->gpu, "recording", r->label, "sha256",
+    json_t *object = json_pack("{s:s,s:s,s:s,s:I,s:f,s:f,s:f}", "gpu", r->gpu, "recording", r->label, "sha256",
                                r->sha256, "kernels", (json_int_t)r->kernels, "kernel_time_us", r->kernel_ns / 1e3,
                                "fixed_us", r->fixed_ns / 1e3, "shortest_us", r->shortest_ns / 1e3);
     json_object_set_new(object, "rejected", json_integer(r->rejected));
