@@ -321,7 +321,14 @@ static gboolean recost(rv_graph *graph, const rv_params *params, const rv_gpu *s
     rv_cost_plan *plan = rv_cost_model_plan(model, retarget_task, &r);
     note_gpus(graph, params, source, target, neutral, output->notes);
     note_tables(&t, params, source, target, output->notes);
-    ok = rv_cost_plan_apply(graph, plan, "the hardware parameters", error);
+    /* a table's figures decide durations as much as the parameters: one
+     * that makes a kernel last for years is named, so the user knows
+     * which file to look at */
+    char *cause = t.table ? g_strdup_printf("the hardware parameters with the efficiency table %s",
+                                            rv_efficiency_table_path(t.table))
+                          : g_strdup("the hardware parameters");
+    ok = rv_cost_plan_apply(graph, plan, cause, error);
+    g_free(cause);
     if (ok) {
         note_fixed(model, plan, target, output->notes);
         if (t.table) note_tables_used(plan, output->notes);

@@ -157,6 +157,22 @@ expect_in "$work/err" "efficiency=none projects without one"
 one_line
 expect_status 0 "$reverie" whatif "$bert/h100.json.gz" --opt hardware:gpu=H100 --json
 json_check "d['predicted_low_us'] is None and d['predicted_gpu_us'] == d['baseline_gpu_us']"
+# a table of odd figures it accepts: the MI300X's buckets at 10^-27 of
+# their roofline.  whatif refuses the durations in one line naming the
+# table; kernels --target shows the classes' totals saturated (its total
+# overflowed int64 into a negative time)
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d['recordings']:
+    if r['gpu'] == 'MI300X':
+        for b in r['buckets']: b['roofline_us'], b['variable_us'] = 1e-12, 1e15
+json.dump(d, open(sys.argv[2], 'w'))" "$root/data/efficiency.json" "$work/tiny.json"
+expect_status 1 "$reverie" whatif "$pair/h100.json.gz" --opt "hardware:gpu=MI300X,efficiency=$work/tiny.json"
+expect_in "$work/err" "with the efficiency table $work/tiny.json would make task"
+one_line
+expect_status 0 "$reverie" kernels "$pair/h100.json.gz" --target MI300X --efficiency "$work/tiny.json"
+expect_in "$work/out" "total                      158.433 9223372036854.775"
 
 # --- validate: the range and whether the recording is inside (the accuracy suite reads these)
 expect_status 0 "$reverie" validate "$bert/mi300x.json.gz" "$bert/h100.json.gz" --opt hardware:gpu=H100 --json

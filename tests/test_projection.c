@@ -20,6 +20,8 @@
 #include "tiny_trace.h"
 #include "reverie/costmodel.h"
 #include "reverie/efficiency.h"
+#include "reverie/error.h"
+#include "reverie/escape.h"
 #include "reverie/range.h"
 #include <jansson.h>
 
@@ -494,6 +496,375 @@ START_TEST(table_file_round_trip_and_refusals)
 }
 END_TEST
 
+/* A one-recording table's text (g_free), for the refusals below. */
+static char *small_table_text(void)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
+    const int64_t sizes[] = { 1000000, 100 };
+    recording_spec x = { "aten::add", US(2), 0.8, 0.8 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x, sizes, 2, "x");
+    char *text = rv_efficiency_table_to_json(table);
+    rv_efficiency_table_free(table);
+    return text;
+}
+
+/* text with its first `old` replaced by `new`, loaded from path: the
+ * refusal's message (g_free); fails the test if the table is accepted. */
+static char *refusal_of(const char *text, const char *old, const char *new, const char *path)
+{
+    char **parts = g_strsplit(text, old, 2);
+    ck_assert_msg(parts[1] != NULL, "%s not in the table", old);
+    char *bad = g_strconcat(parts[0], new, parts[1], NULL);
+    ck_assert(g_file_set_contents(path, bad, -1, NULL));
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table == NULL, "accepted with %s", new);
+    ck_assert(error->domain == RV_ERROR && error->code == RV_ERROR_INPUT);
+    char *message = g_strdup(error->message);
+    g_error_free(error);
+    g_free(bad);
+    g_strfreev(parts);
+    return message;
+}
+
+/* Found by fuzz_efficiency: a refusal quoted what the file held as it
+ * was, so a key or SHA-256 holding a newline (a JSON escape), or a raw
+ * control byte in jansson's excerpt, made it two lines or sent terminal
+ * controls.  Each refusal is one line with no control character, names
+ * the file, and says where: the line and column of a syntax error (a
+ * table without indentation is one line), the recording and the bucket. */
+START_TEST(a_refused_table_is_one_clean_line)
+{
+    char *text = small_table_text();
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    static const char *const cases[][3] = {
+        { "\"fixed_us\"", "\"fixed\\n\\u001b[2J\"", "unknown key 'fixed\\n\\x1b[2J'" },
+        { "\"buckets\"", "\001", ", column " },
+        { "\"unit\": \"vector\"", "\"unit\": \"scalar\\r\"", "recording 1, bucket 1: a bucket's 'unit'" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char *message = refusal_of(text, cases[i][0], cases[i][1], path);
+        ck_assert_msg(strstr(message, cases[i][2]) && strstr(message, path) && !rv_text_needs_escape(message),
+                      "case %zu: %s", i, message);
+        g_free(message);
+    }
+    /* the same file twice, under a SHA-256 holding a newline */
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_object_set_new(json_array_get(recordings, 0), "sha256", json_string("x\ny"));
+    json_array_append_new(recordings, json_deep_copy(json_array_get(recordings, 0)));
+    char *twice = json_dumps(root, 0);
+    char *message = refusal_of(twice, "{", "{", path);
+    ck_assert_msg(strstr(message, "recording 2: the same file (sha256 x\\ny)") && !rv_text_needs_escape(message),
+                  "%s", message);
+    g_free(message);
+    free(twice);
+    json_decref(root);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
+/* The table's text with its first recording's `key` set to `value`
+ * (stolen), refused when loaded from path: the message (g_free). */
+static char *refusal_with(const char *text, const char *key, json_t *value, const char *path)
+{
+    json_t *root = json_loads(text, 0, NULL);
+    json_object_set_new(json_array_get(json_object_get(root, "recordings"), 0), key, value);
+    char *changed = json_dumps(root, 0);
+    char *message = refusal_of(changed, "{", "{", path);
+    free(changed);
+    json_decref(root);
+    return message;
+}
+
+/* Found by fuzz_efficiency (UBSan): a recording's kernels, rejected and
+ * gap_samples were taken up to 10^12 and cast to guint, undefined beyond
+ * 2^32 - 1, and a fraction (8.5 kernels) was cut silently.  They are
+ * whole numbers that fit a guint, as a bucket's kernels already were. */
+START_TEST(a_recording_counts_whole_numbers_that_fit)
+{
+    char *text = small_table_text();
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    static const char *const keys[] = { "kernels", "rejected", "gap_samples" };
+    for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
+        char *message = refusal_with(text, keys[k], json_real(1e12), path);
+        char *expected = g_strdup_printf("'%s' must be a number in [%d, 4.29497e+09]", keys[k], k == 0);
+        ck_assert_msg(strstr(message, expected), "%s", message);
+        g_free(expected);
+        g_free(message);
+        message = refusal_with(text, keys[k], json_real(8.5), path);
+        expected = g_strdup_printf("'%s' must be a whole number", keys[k]);
+        ck_assert_msg(strstr(message, expected), "%s", message);
+        g_free(expected);
+        g_free(message);
+    }
+    /* the largest count is kept as it is */
+    json_t *root = json_loads(text, 0, NULL);
+    json_object_set_new(json_array_get(json_object_get(root, "recordings"), 0), "kernels", json_integer(G_MAXUINT));
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    ck_assert_uint_eq(rv_efficiency_table_recording(table, 0).kernels, G_MAXUINT);
+    rv_efficiency_table_free(table);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
+/* Found by fuzz_efficiency: a pair's ratio of fixed costs divides the
+ * two recordings' shortest kernels, and a denormal shortest_us (5e-324)
+ * made it infinite (or 0 the other way round), and every kernel's fixed
+ * cost with it.  A kernel lasts whole nanoseconds: shortest_us is 0 or at
+ * least 0.001, and the most extreme pair left gives a finite 10^9. */
+START_TEST(a_pair_ratio_of_fixed_costs_stays_finite)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
+    const int64_t sizes[] = { 16 };
+    recording_spec on_a = { "aten::add", US(1), 0.5, 0.5 }, on_b = { "aten::add", US(2), 0.5, 0.5 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &on_a, sizes, 1, "job X on A");
+    add_recording(table, &b, &on_b, sizes, 1, "job X on B");
+    char *text = rv_efficiency_table_to_json(table);
+    rv_efficiency_table_free(table);
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    char *message = refusal_with(text, "shortest_us", json_real(5e-324), path);
+    ck_assert_msg(strstr(message, "recording 1: 'shortest_us' must be 0 (no kernel measured) or at least 0.001"), "%s",
+                  message);
+    g_free(message);
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_object_set_new(json_array_get(recordings, 0), "shortest_us", json_real(1e-3));
+    json_object_set_new(json_array_get(recordings, 1), "shortest_us", json_real(1e6));
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", NULL, NULL), *vb = rv_efficiency_for_gpu(table, "B", NULL, NULL);
+    double ratio = 0, low = 0, high = 0;
+    guint pairs = 0;
+    ck_assert(rv_efficiency_fixed_ratio(va, vb, &ratio, &low, &high, &pairs));
+    ck_assert_uint_eq(pairs, 1);
+    ck_assert_double_eq_tol(ratio, 1e9, 1);
+    ck_assert(isfinite(low) && isfinite(high) && low <= ratio && ratio <= high);
+    rv_gpu_efficiency_free(va);
+    rv_gpu_efficiency_free(vb);
+    rv_efficiency_table_free(table);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
+/* Found by fuzz_efficiency (UBSan): a table may say a GPU reaches a tiny
+ * share of its roofline (a bucket of 1e-12 us over 1e15 us, 10^-27), and
+ * the kernels projected onto it then last far beyond int64: each class's
+ * totals added llround of them (unspecified, LLONG_MIN on x86) and
+ * overflowed.  The totals saturate; applying the plan refuses the
+ * durations in one line. */
+START_TEST(a_table_of_tiny_efficiencies_saturates_the_totals)
+{
+    rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0), b = make_gpu("B", "amd", 100, 1e12, 0);
+    const int64_t sizes[] = { 200000000 };
+    recording_spec x_on_a = { "aten::add", US(2), 0.8, 0.8 }, x_on_b = { "aten::add", US(2), 0.4, 0.4 };
+    recording_spec y = { "aten::mul", US(2), 0.8, 0.8 };
+    rv_efficiency_table *table = rv_efficiency_table_new();
+    add_recording(table, &a, &x_on_a, sizes, 1, "job X on A");
+    add_recording(table, &b, &x_on_b, sizes, 1, "job X on B");
+    char *text = rv_efficiency_table_to_json(table);
+    rv_efficiency_table_free(table);
+    json_t *root = json_loads(text, 0, NULL);
+    json_t *buckets = json_object_get(json_array_get(json_object_get(root, "recordings"), 1), "buckets");
+    for (size_t i = 0; i < json_array_size(buckets); i++) {
+        json_object_set_new(json_array_get(buckets, i), "roofline_us", json_real(1e-12));
+        json_object_set_new(json_array_get(buckets, i), "variable_us", json_real(1e15));
+    }
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    rv_graph *job_y = synthetic_recording(&a, &y, sizes, 1, 2);
+    rv_gpu_efficiency *va = rv_efficiency_for_gpu(table, "A", job_y, NULL), *vb = rv_efficiency_for_gpu(table, "B", job_y, NULL);
+    rv_efficiency_pair_views(va, vb);
+    move m = { &b, va, vb };
+    rv_cost_model *model;
+    rv_cost_plan *plan = project(job_y, &a, &m, &model);
+    const rv_cost_class_stats *elementwise = &plan->classes[RV_COST_ELEMENTWISE];
+    ck_assert_uint_eq(elementwise->by_table, 2);
+    /* 1.2e33 ns each, up to 1.2e48 at the range's top; the range's bottom
+     * (B's quartiles say 0.4) stays a few milliseconds */
+    ck_assert(elementwise->predicted_ns == INT64_MAX && elementwise->predicted_high_ns == INT64_MAX &&
+              elementwise->term_ns[RV_TERM_BANDWIDTH] == INT64_MAX);
+    ck_assert(elementwise->predicted_low_ns > 0 && elementwise->predicted_low_ns < INT64_MAX);
+    ck_assert(!rv_cost_plan_apply(job_y, plan, "test", &error));
+    ck_assert_msg(error->code == RV_ERROR_USAGE && !strchr(error->message, '\n'), "%s", error->message);
+    g_clear_error(&error);
+    rv_cost_plan_free(plan);
+    rv_cost_model_free(model);
+    rv_gpu_efficiency_free(va);
+    rv_gpu_efficiency_free(vb);
+    rv_efficiency_table_free(table);
+    rv_graph_free(job_y);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
+/* Found by fuzz_efficiency: a bucket's efficiency (roofline over time)
+ * was not bounded, only its quartiles, so a bucket of 1e15 us of roofline
+ * in 1e-12 us (10^27) was accepted, and projected a target's kernels to
+ * their fixed cost alone.  calibrate leaves out every sample above its
+ * bound (1, or 4 from the cache), so no bucket it writes passes it. */
+START_TEST(a_bucket_above_its_bound_is_refused)
+{
+    char *text = small_table_text();
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    json_t *root = json_loads(text, 0, NULL);
+    json_t *bucket = json_array_get(json_object_get(json_array_get(json_object_get(root, "recordings"), 0), "buckets"), 0);
+    ck_assert(json_object_get(bucket, "variant") == NULL);
+    const struct { const char *variant; double roofline_us; const char *refused; } cases[] = {
+        { NULL, 1e15, "recording 1, bucket 1: a bucket's efficiency ('roofline_us' / 'variable_us') is 1e+15, "
+                      "above its bound of 1" },
+        { NULL, 1.01, "is 1.01, above its bound of 1" },
+        { "in_cache", 4.01, "is 4.01, above its bound of 4" },
+        { NULL, 1.0, NULL },
+        { "in_cache", 4.0, NULL },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        if (cases[i].variant) json_object_set_new(bucket, "variant", json_string(cases[i].variant));
+        else json_object_del(bucket, "variant");
+        json_object_set_new(bucket, "roofline_us", json_real(cases[i].roofline_us));
+        json_object_set_new(bucket, "variable_us", json_real(1.0));
+        ck_assert(json_dump_file(root, path, 0) == 0);
+        GError *error = NULL;
+        rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+        if (cases[i].refused)
+            ck_assert_msg(table == NULL && strstr(error->message, cases[i].refused), "case %zu: %s", i,
+                          error ? error->message : "accepted");
+        else
+            ck_assert_msg(table != NULL, "case %zu: %s", i, error ? error->message : "");
+        g_clear_error(&error);
+        rv_efficiency_table_free(table);
+    }
+    json_decref(root);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
+/* A bucket of `kernels` elementwise vector kernels of `decade` at `efficiency`. */
+static json_t *bucket_of(int decade, double kernels, double efficiency)
+{
+    return json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:f}", "class", "elementwise", "unit", "vector", "decade", decade,
+                     "kernels", kernels, "roofline_us", efficiency * 1000, "variable_us", 1000.0, "q25", efficiency,
+                     "q75", efficiency);
+}
+
+/* Found reading the views that fuzz_efficiency exercises: a bucket may
+ * hold 10^9 kernels in each recording, and the view's and the listing's
+ * guint sums wrapped past 2^32.  Five recordings of 10^9 kernels at 0.5
+ * in decade 5 against one of 10^9 at 0.25 in decade 7: a kernel of decade
+ * 6 takes the neighbour with more kernels, decade 5 (its 5 x 10^9 had
+ * wrapped to 705,032,704, fewer); the listing's samples stop at 2^32 - 1. */
+START_TEST(huge_bucket_counts_do_not_wrap)
+{
+    char *text = small_table_text();
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_t *model = json_deep_copy(json_array_get(recordings, 0));
+    json_array_clear(recordings);
+    for (int i = 0; i < 5; i++) {
+        json_t *r = json_deep_copy(model), *buckets = json_array();
+        json_array_append_new(buckets, bucket_of(5, 1e9, 0.5));
+        if (i == 0) json_array_append_new(buckets, bucket_of(7, 1e9, 0.25));
+        if (i == 1)
+            for (int extra = 0; extra < 4; extra++) json_array_append_new(buckets, bucket_of(10 + extra, 1e9, 0.5));
+        json_object_set_new(r, "buckets", buckets);
+        json_object_set_new(r, "sha256", json_sprintf("recording %d", i));
+        json_array_append_new(recordings, r);
+    }
+    json_decref(model);
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    ck_assert_uint_eq(rv_efficiency_table_recording(table, 1).samples, G_MAXUINT); /* 5 x 10^9 */
+    rv_gpu_efficiency *view = rv_efficiency_for_gpu(table, "A", NULL, NULL);
+    rv_cost_bucket six = { RV_COST_ELEMENTWISE, RV_UNIT_VECTOR, RV_BUCKET_PLAIN, 6 };
+    rv_efficiency_pair pair;
+    ck_assert(rv_efficiency_bucket_ratio(view, view, six, six, &pair));
+    ck_assert_double_eq_tol(pair.source, 0.5, 1e-9);
+    rv_gpu_efficiency_free(view);
+    rv_efficiency_table_free(table);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
+/* Found by fuzz_efficiency (a table written back and read again): the
+ * writer packed a recording's kernels, a json_int_t, with json_pack's
+ * "i" (an int), so 2^31 kernels or more were written as a negative
+ * number and the table calibrate wrote was refused when read back. */
+START_TEST(the_largest_counts_are_written_back)
+{
+    char *text = small_table_text();
+    json_t *root = json_loads(text, 0, NULL);
+    json_t *recording = json_array_get(json_object_get(root, "recordings"), 0);
+    json_object_set_new(recording, "kernels", json_integer(G_MAXUINT));
+    json_object_set_new(recording, "rejected", json_integer(G_MAXUINT));
+    json_object_set_new(recording, "gap_samples", json_integer(G_MAXUINT));
+    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    char *path = g_build_filename(folder, "table.json", NULL);
+    ck_assert(json_dump_file(root, path, 0) == 0);
+    json_decref(root);
+    GError *error = NULL;
+    rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+    char *written = rv_efficiency_table_to_json(table);
+    ck_assert(g_file_set_contents(path, written, -1, NULL));
+    rv_efficiency_table *again = rv_efficiency_table_load(path, &error);
+    ck_assert_msg(again != NULL, "%s", error ? error->message : "");
+    rv_efficiency_recording r = rv_efficiency_table_recording(again, 0);
+    ck_assert(r.kernels == G_MAXUINT && r.rejected == G_MAXUINT);
+    rv_efficiency_table_free(again);
+    rv_efficiency_table_free(table);
+    g_free(written);
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+    g_free(text);
+}
+END_TEST
+
 START_TEST(a_recording_of_the_same_file_is_replaced)
 {
     rv_gpu a = make_gpu("A", "nvidia", 100, 1e12, 0);
@@ -630,6 +1001,13 @@ int main(void)
     tcase_add_test(tables, pairs_decide_where_the_gpus_share_jobs);
     tcase_add_test(tables, table_file_round_trip_and_refusals);
     tcase_add_test(tables, a_recording_of_the_same_file_is_replaced);
+    tcase_add_test(tables, a_refused_table_is_one_clean_line);
+    tcase_add_test(tables, a_recording_counts_whole_numbers_that_fit);
+    tcase_add_test(tables, a_pair_ratio_of_fixed_costs_stays_finite);
+    tcase_add_test(tables, a_table_of_tiny_efficiencies_saturates_the_totals);
+    tcase_add_test(tables, a_bucket_above_its_bound_is_refused);
+    tcase_add_test(tables, huge_bucket_counts_do_not_wrap);
+    tcase_add_test(tables, the_largest_counts_are_written_back);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");
     tcase_add_test(ranges, ranges_compound_and_move_durations);

@@ -36,8 +36,10 @@
  * $datadir/reverie/efficiency.json) is found like the GPU catalogue:
  * REVERIE_EFFICIENCY if set, else the build tree's data/ when running from
  * a meson build folder, else the install folder.  A file that is not such
- * a table is refused in one RV_ERROR_INPUT line naming the file and the
- * recording.
+ * a table is refused in one RV_ERROR_INPUT line naming the file and where
+ * (the line and column of a syntax error; the recording, and the bucket),
+ * escaped (escape.h) so that what the file holds cannot add a line or
+ * reach a terminal.
  */
 #ifndef REVERIE_EFFICIENCY_H
 #define REVERIE_EFFICIENCY_H

@@ -28,6 +28,7 @@
  * link), so that a user sees why a model is projected faster or slower.
  */
 #include "cli.h"
+#include "reverie/checked.h"
 #include "reverie/documents.h"
 #include "reverie/costmodel.h"
 #include "reverie/efficiency.h"
@@ -302,10 +303,13 @@ static void print_target(const rv_cost_plan *plan, const rv_gpu *source, const r
         g_snprintf(range, sizeof range, "%.3f - %.3f", s->predicted_low_ns / 1e6, s->predicted_high_ns / 1e6);
         printf("  %-12s %8u %12.3f %12.3f %23s %9u %10s\n", rv_cost_class_name((rv_cost_class)c), s->tasks,
                s->recorded_ns / 1e6, s->predicted_ns / 1e6, range, s->by_table, rv_cost_term_name(main_term(s)));
-        before += s->recorded_ns;
-        after += s->predicted_ns;
-        low += s->predicted_low_ns;
-        high += s->predicted_high_ns;
+        /* saturating: a table of tiny efficiencies projects a class to
+         * int64's limit (plan.c's totals saturate there), and one more
+         * class overflowed */
+        before = rv_saturating_add(before, s->recorded_ns);
+        after = rv_saturating_add(after, s->predicted_ns);
+        low = rv_saturating_add(low, s->predicted_low_ns);
+        high = rv_saturating_add(high, s->predicted_high_ns);
     }
     char range[48];
     g_snprintf(range, sizeof range, "%.3f - %.3f", low / 1e6, high / 1e6);

@@ -11,6 +11,7 @@
  */
 #include "reverie/efficiency.h"
 #include "reverie/error.h"
+#include "reverie/escape.h"
 #include "reverie/output.h"
 #include <jansson.h>
 #include <math.h>
@@ -46,7 +47,7 @@ struct rv_efficiency_table {
 };
 
 typedef struct {
-    guint kernels;
+    guint64 kernels;  /* a bucket may hold 10^9 in each recording: a guint wrapped past 2^32 */
     double roofline_ns, variable_ns, low, high;
 } bucket_total;
 
@@ -381,9 +382,11 @@ gboolean rv_efficiency_table_add(rv_efficiency_table *table, const rv_cost_model
 rv_efficiency_recording rv_efficiency_table_recording(const rv_efficiency_table *table, guint index)
 {
     const recording *r = g_ptr_array_index(table->recordings, index);
-    guint samples = 0;
+    /* summed in 64 bits and shown at most as 2^32 - 1: buckets of 10^9 kernels each wrapped a guint */
+    guint64 samples = 0;
     for (guint b = 0; b < r->buckets->len; b++) samples += g_array_index(r->buckets, bucket_entry, b).kernels;
-    return (rv_efficiency_recording){ r->gpu, r->label, r->sha256, r->kernels, samples, r->rejected, r->buckets->len,
+    return (rv_efficiency_recording){ r->gpu, r->label, r->sha256, r->kernels, (guint)MIN(samples, G_MAXUINT),
+                                      r->rejected, r->buckets->len,
                                       r->kernel_ns, r->fixed_ns, r->gap_ns };
 }
 
@@ -409,7 +412,7 @@ static json_t *recording_json(const recording *r)
     for (int k = 0; k < SIGNATURE_SIZE; k++) json_array_append_new(job, json_integer(r->job[k]));
     for (guint b = 0; b < r->buckets->len; b++)
         json_array_append_new(buckets, bucket_json(&g_array_index(r->buckets, bucket_entry, b)));
-    json_t *object = json_pack("{s:s,s:s,s:s,s:i,s:f,s:f,s:f}", "gpu", r->gpu, "recording", r->label, "sha256",
+    json_t *object = json_pack("{s:s,s:s,s:s,s:I,s:f,s:f,s:f}", "gpu", r->gpu, "recording", r->label, "sha256",
                                r->sha256, "kernels", (json_int_t)r->kernels, "kernel_time_us", r->kernel_ns / 1e3,
                                "fixed_us", r->fixed_ns / 1e3, "shortest_us", r->shortest_ns / 1e3);
     json_object_set_new(object, "rejected", json_integer(r->rejected));
@@ -444,9 +447,26 @@ char *rv_efficiency_table_to_json(const rv_efficiency_table *table)
     return out;
 }
 
+/* An RV_ERROR_INPUT about the file, on one line whatever the file holds:
+ * keys, texts and jansson's excerpts of it may hold newlines or terminal
+ * controls (JSON escapes, raw bytes), so the message is escaped (escape.h). */
+static void set_input_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+static void set_input_error(GError **error, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    char *text = g_strdup_vprintf(format, args);
+    va_end(args);
+    char *shown = rv_escape_text(text);
+    g_set_error_literal(error, RV_ERROR, RV_ERROR_INPUT, shown);
+    g_free(shown);
+    g_free(text);
+}
+
 typedef struct {
     const char *path;
     guint index;
+    guint bucket;  /* the bucket being read, from 1; 0 outside the buckets */
     GError **error;
 } reading;
 
@@ -457,7 +477,9 @@ static gboolean refuse(reading *r, const char *format, ...)
     va_start(args, format);
     char *what = g_strdup_vprintf(format, args);
     va_end(args);
-    g_set_error(r->error, RV_ERROR, RV_ERROR_INPUT, "%s: efficiency recording %u: %s", r->path, r->index + 1, what);
+    char *bucket = r->bucket ? g_strdup_printf(", bucket %u", r->bucket) : g_strdup("");
+    set_input_error(r->error, "%s: efficiency recording %u%s: %s", r->path, r->index + 1, bucket, what);
+    g_free(bucket);
     g_free(what);
     return FALSE;
 }
@@ -483,6 +505,18 @@ static gboolean number_in(reading *r, json_t *object, const char *key, double lo
         json_number_value(value) > high)
         return refuse(r, "'%s' must be a number in [%g, %g]", key, low, high);
     *out = json_number_value(value);
+    return TRUE;
+}
+
+/* A recording's count: a whole number from `low` up to G_MAXUINT, for the
+ * guint it is kept in (casting a larger or fractional double to guint is
+ * undefined behaviour, and a fraction of a kernel is no count). */
+static gboolean count_in(reading *r, json_t *object, const char *key, double low, guint *out)
+{
+    double value = 0;
+    if (!number_in(r, object, key, low, G_MAXUINT, TRUE, &value)) return FALSE;
+    if (value != floor(value)) return refuse(r, "'%s' must be a whole number", key);
+    *out = (guint)value;
     return TRUE;
 }
 
@@ -527,6 +561,13 @@ static gboolean read_bucket(reading *r, json_t *object, bucket_entry *b)
         return FALSE;
     if (b->q25 > b->q75) return refuse(r, "a bucket's 'q25' is above its 'q75'");
     b->key = (rv_cost_bucket){ (uint8_t)c, (uint8_t)u, (uint8_t)v, (int8_t)decade };
+    /* calibrate leaves out every sample above its bound, so no bucket it
+     * writes passes it (a margin for the 9 digits the file keeps); one that
+     * does would project the target's kernels to their fixed cost alone,
+     * or the source's to 10^27 times their time */
+    if (roofline_us / variable_us > efficiency_bound(b->key) * (1 + 1e-6))
+        return refuse(r, "a bucket's efficiency ('roofline_us' / 'variable_us') is %g, above its bound of %g",
+                      roofline_us / variable_us, efficiency_bound(b->key));
     b->kernels = (guint)kernels;
     b->roofline_ns = roofline_us * 1e3;
     b->variable_ns = variable_us * 1e3;
@@ -577,17 +618,22 @@ static recording *read_recording(reading *r, json_t *object)
     }
     recording *rec = g_new0(recording, 1);
     rec->buckets = g_array_new(FALSE, FALSE, sizeof(bucket_entry));
-    double kernels = 0, gap_samples = 0, kernel_us = 0, fixed_us = 0, shortest_us = 0, gap_us = -1, rejected = 0;
+    double kernel_us = 0, fixed_us = 0, shortest_us = 0, gap_us = -1;
     json_t *buckets = json_object_get(object, "buckets");
     gboolean ok = keys_known(r, object, "the recording", keys) && text_of(r, object, "gpu", &rec->gpu) &&
                   text_of(r, object, "recording", &rec->label) && text_of(r, object, "sha256", &rec->sha256) &&
-                  number_in(r, object, "kernels", 1, 1e12, TRUE, &kernels) &&
+                  count_in(r, object, "kernels", 1, &rec->kernels) &&
                   number_in(r, object, "kernel_time_us", 0, 1e15, TRUE, &kernel_us) &&
                   number_in(r, object, "fixed_us", 0, 1e6, TRUE, &fixed_us) &&
                   number_in(r, object, "shortest_us", 0, 1e6, TRUE, &shortest_us) &&
-                  number_in(r, object, "rejected", 0, 1e12, TRUE, &rejected) &&
+                  /* a kernel lasts whole nanoseconds: a pair's ratio of two
+                   * of these then stays within 10^9 either way (a denormal
+                   * made it infinite) */
+                  (shortest_us == 0 || shortest_us >= 1e-3 ||
+                   refuse(r, "'shortest_us' must be 0 (no kernel measured) or at least 0.001 (1 ns)")) &&
+                  count_in(r, object, "rejected", 0, &rec->rejected) &&
                   number_in(r, object, "gap_us", 0, 1e6, FALSE, &gap_us) &&
-                  number_in(r, object, "gap_samples", 0, 1e12, TRUE, &gap_samples) &&
+                  count_in(r, object, "gap_samples", 0, &rec->gap_samples) &&
                   read_signature(r, json_object_get(object, "job"), rec->job) &&
                   read_members(r, json_object_get(object, "job_members"), &rec->members);
     ok = ok && (json_is_array(buckets) || refuse(r, "'buckets' must be a list"));
@@ -595,20 +641,19 @@ static recording *read_recording(reading *r, json_t *object)
     json_t *item;
     if (ok) json_array_foreach(buckets, i, item) {
             bucket_entry b = { { 0, 0, 0, 0 }, 0, 0, 0, 0, 0 };
+            r->bucket = (guint)i + 1;
             if (!(ok = read_bucket(r, item, &b))) break;
             g_array_append_val(rec->buckets, b);
         }
+    r->bucket = 0;
     if (!ok) {
         recording_free(rec);
         return NULL;
     }
-    rec->kernels = (guint)kernels;
-    rec->rejected = (guint)rejected;
     rec->kernel_ns = kernel_us * 1e3;
     rec->fixed_ns = fixed_us * 1e3;
     rec->shortest_ns = shortest_us * 1e3;
     rec->gap_ns = gap_us >= 0 ? gap_us * 1e3 : -1;
-    rec->gap_samples = (guint)gap_samples;
     return rec;
 }
 
@@ -618,20 +663,19 @@ static gboolean read_table(rv_efficiency_table *table, json_t *root, GError **er
     json_t *version = json_is_object(root) ? json_object_get(root, "version") : NULL;
     json_t *recordings = json_is_object(root) ? json_object_get(root, "recordings") : NULL;
     if (!json_is_string(format) || strcmp(json_string_value(format), FORMAT_NAME) != 0 || !json_is_array(recordings)) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
-                    "%s: not an efficiency table (expected {\"format\": \"" FORMAT_NAME "\", \"recordings\": [...]})",
-                    table->path);
+        set_input_error(error, "%s: not an efficiency table (expected {\"format\": \"" FORMAT_NAME "\", \"recordings\": "
+                        "[...]})", table->path);
         return FALSE;
     }
     if (!json_is_integer(version) || json_integer_value(version) != FORMAT_VERSION) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: efficiency table version %s (this reverie reads version %d)",
-                    table->path, json_is_integer(version) ? "other than 1" : "missing", FORMAT_VERSION);
+        set_input_error(error, "%s: efficiency table version %s (this reverie reads version %d)", table->path,
+                        json_is_integer(version) ? "other than 1" : "missing", FORMAT_VERSION);
         return FALSE;
     }
     size_t i;
     json_t *entry;
     json_array_foreach(recordings, i, entry) {
-        reading r = { table->path, (guint)i, error };
+        reading r = { table->path, (guint)i, 0, error };
         recording *rec = read_recording(&r, entry);
         if (rec == NULL) return FALSE;
         for (guint j = 0; j < table->recordings->len; j++)
@@ -651,7 +695,10 @@ rv_efficiency_table *rv_efficiency_table_load(const char *path, GError **error)
     json_error_t parse_error;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &parse_error);
     if (root == NULL) {
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: %s (line %d)", path, parse_error.text, parse_error.line);
+        /* the column too (as metaflow's rule files say it): a table written
+         * without indentation is one line */
+        set_input_error(error, "%s: line %d, column %d: %s", path, parse_error.line, parse_error.column,
+                        parse_error.text);
         return NULL;
     }
     rv_efficiency_table *table = rv_efficiency_table_new();

@@ -9,6 +9,7 @@
  * after, and the same for the range's ends), else by the peak ratio.
  */
 #include "costmodel_private.h"
+#include "reverie/checked.h"
 #include "reverie/comm.h"
 #include "reverie/efficiency.h"
 #include "reverie/range.h"
@@ -545,6 +546,18 @@ static double comm_ns(const rv_cost_model *model, const rv_task *task, const rv_
     return fixed + ((double)task->duration_ns - fixed) * change->comm_bytes_factor * from / to;
 }
 
+/* Add a time to a class's totals, which are only shown: an efficiency
+ * table of odd but accepted figures (a target bucket at 10^-27 of its
+ * roofline) can project a kernel beyond int64, where llround's result is
+ * unspecified and the sum overflowed; the totals saturate instead, and the
+ * plan's durations themselves are refused when it is applied. */
+static void add_shown(int64_t *total, double ns)
+{
+    int64_t rounded;
+    if (!rv_checked_round(ns, &rounded)) rounded = isnan(ns) ? 0 : ns > 0 ? INT64_MAX : INT64_MIN;
+    *total = rv_saturating_add(*total, rounded);
+}
+
 /* Keep a task's estimate in the plan and count it in its class. */
 static void record(planning *p, int32_t id, rv_cost_class cls, const rv_task *task, estimate e)
 {
@@ -555,10 +568,10 @@ static void record(planning *p, int32_t id, rv_cost_class cls, const rv_task *ta
     rv_cost_class_stats *stats = &p->plan->classes[cls];
     stats->tasks++;
     stats->recorded_ns += task->duration_ns;
-    stats->predicted_ns += (int64_t)llround(e.ns);
-    stats->predicted_low_ns += (int64_t)llround(MIN(e.low, e.ns));
-    stats->predicted_high_ns += (int64_t)llround(MAX(e.high, e.ns));
-    stats->term_ns[e.term] += (int64_t)llround(e.ns);
+    add_shown(&stats->predicted_ns, e.ns);
+    add_shown(&stats->predicted_low_ns, MIN(e.low, e.ns));
+    add_shown(&stats->predicted_high_ns, MAX(e.high, e.ns));
+    add_shown(&stats->term_ns[e.term], e.ns);
 }
 
 static estimate exact(double ns, rv_cost_term term) { return (estimate){ ns, ns, ns, term, 0, 0, 0 }; }

@@ -16,6 +16,9 @@
 #   fuzz_params  parameters, escaping params-
 #   fuzz_metaflow metaflow rule files metaflow-
 #   fuzz_forge   forged saved graphs  forge-  (valid checksums, every report)
+#   fuzz_efficiency efficiency tables efficiency-  (views and plans of what is accepted)
+#
+# HARNESSES="fuzz_efficiency ..." in the environment fuzzes only those.
 set -eu
 seconds=${1:-60}
 build=${2:-build}
@@ -25,6 +28,9 @@ cd "$root"
 out=$(cd "$build" && pwd)/fuzz-all
 regressions=$root/tests/fuzz/regressions
 mkdir -p "$out"
+# fuzz_efficiency projects between GPUs of the source tree's catalogue
+REVERIE_GPU_CATALOGUE=$root/data/gpus.json
+export REVERIE_GPU_CATALOGUE
 
 seed_store() {
     for trace in traces/small_ddp.json.gz traces/hta_event_sync.json.gz traces/hta_triton_a100.json.gz; do
@@ -87,8 +93,40 @@ seed_forge() {
     return 0
 }
 
+# Tables small enough to mutate quickly (the shipped one is 350 KB): the
+# BERT-small pair calibrated (H100 and MI300X sides of one job), trimmed
+# copies of data/efficiency.json (a recording of each GPU; two H100/H200
+# pairs; one recording of an older table, without job_members, with two
+# buckets), an empty table, and a truncated one.
+seed_efficiency() {
+    pair=traces/pairs/gpu_h100_vs_mi300x_bert_small
+    if [ -f "$pair/h100.json.gz" ]; then
+        "$build/reverie" calibrate --force "$pair/h100.json.gz" "$pair/mi300x.json.gz" -o "$1/seed-pair.json" >/dev/null || true
+    fi
+    python3 - data/efficiency.json "$1" <<'EOF'
+import json, sys
+table = json.load(open(sys.argv[1]))
+recordings = table["recordings"]
+def write(name, chosen):
+    with open(sys.argv[2] + "/" + name, "w") as out:
+        json.dump(dict(table, about="", recordings=chosen), out, separators=(",", ":"))
+gpus = {}
+for r in recordings:
+    gpus.setdefault(r["gpu"], r)
+write("seed-one-per-gpu.json", list(gpus.values()))
+write("seed-h100-h200.json", [r for r in recordings if r["gpu"] == "H100-SXM"][-2:] +
+      [r for r in recordings if r["gpu"] == "H200"][-2:])
+old = {k: v for k, v in recordings[0].items() if k != "job_members"}
+write("seed-older-two-buckets.json", [dict(old, buckets=old["buckets"][:2])])
+write("seed-empty.json", [])
+EOF
+    head -c 3000 data/efficiency.json >"$1/seed-truncated.json"
+    cp "$regressions"/efficiency-* "$1/" 2>/dev/null || true
+    return 0
+}
+
 crashes=""
-for harness in fuzz_store fuzz_import fuzz_elf fuzz_params fuzz_metaflow fuzz_forge; do
+for harness in ${HARNESSES:-fuzz_store fuzz_import fuzz_elf fuzz_params fuzz_metaflow fuzz_forge fuzz_efficiency}; do
     work=$out/$harness
     rm -rf "$work/crashes" # an earlier run's, already kept under regressions/
     mkdir -p "$work/corpus" "$work/crashes"
@@ -100,6 +138,7 @@ for harness in fuzz_store fuzz_import fuzz_elf fuzz_params fuzz_metaflow fuzz_fo
     set -- -max_total_time="$seconds" -max_len=$max_len -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$work/crashes/" -print_final_stats=1
     [ "$harness" = fuzz_import ] && set -- "$@" -dict="$root/tests/fuzz/import.dict"
+    [ "$harness" = fuzz_efficiency ] && set -- "$@" -dict="$root/tests/fuzz/efficiency.dict"
     echo "== $harness: fuzzing for $seconds s"
     (cd "$work" && ./"$harness" "$@" corpus >"$work/log" 2>&1) || true
     grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$work/log" | tail -1 || true
