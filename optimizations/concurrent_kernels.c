@@ -340,7 +340,43 @@ typedef struct {
     gboolean tuned;
     GHashTable *grouped;   /* task + 1 of the grouped GEMMs' kernels */
     guint whole, launched;
+    GHashTable *shares;    /* rv_launch -> occupancy_memo: see occupancy_of */
 } demand_context;
+
+/* A launch's occupancy shares on the context's GPU, or none (ok FALSE). */
+typedef struct {
+    rv_launch launch;
+    gboolean ok;
+    double shares[RV_SHARE_OCCUPANCY_COUNT];
+} occupancy_memo;
+
+static guint launch_hash(gconstpointer key)
+{
+    const rv_launch *l = key;
+    return ((l->blocks * 31u + l->threads) * 31u + l->registers) * 31u + l->shared_bytes;
+}
+
+static gboolean launch_equal(gconstpointer a, gconstpointer b)
+{
+    const rv_launch *x = a, *y = b;
+    return x->blocks == y->blocks && x->threads == y->threads && x->registers == y->registers &&
+           x->shared_bytes == y->shared_bytes;
+}
+
+/* The shares depend on the GPU and the launch alone, and a model repeats a
+ * few launch shapes over every step: worked out once per distinct launch
+ * (the same function on the same inputs, so the same doubles). */
+static const occupancy_memo *occupancy_of(demand_context *ctx, const rv_launch *launch)
+{
+    occupancy_memo *memo = g_hash_table_lookup(ctx->shares, launch);
+    if (memo == NULL) {
+        memo = g_new0(occupancy_memo, 1);
+        memo->launch = *launch;
+        memo->ok = rv_cost_occupancy_shares(ctx->gpu, launch, memo->shares);
+        g_hash_table_insert(ctx->shares, &memo->launch, memo);
+    }
+    return memo;
+}
 
 static double unit_peak(const rv_gpu *gpu, const rv_kernel_cost *cost)
 {
@@ -370,17 +406,17 @@ static rv_kernel_demand demand_of(demand_context *ctx, const rv_graph *graph, in
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
     const rv_kernel_cost *cost = rv_cost_model_kernel(ctx->model, t);
-    double shares[RV_SHARE_OCCUPANCY_COUNT];
     const rv_launch *launch = rv_task_launch(graph, t);
-    if (cost == NULL || cost->cls == RV_COST_UNKNOWN || launch == NULL ||
-        !rv_cost_occupancy_shares(ctx->gpu, launch, shares)) {
+    const occupancy_memo *occupancy = cost == NULL || cost->cls == RV_COST_UNKNOWN || launch == NULL
+                                          ? NULL : occupancy_of(ctx, launch);
+    if (occupancy == NULL || !occupancy->ok) {
         ctx->whole++;
         return rv_kernel_demand_whole(task->duration_ns);
     }
     ctx->launched++;
     rv_kernel_demand demand = { { 0, 0, 0, 0 }, 0, 0 };
     gboolean tuned = ctx->tuned && g_hash_table_contains(ctx->grouped, GINT_TO_POINTER(t + 1));
-    for (int r = 0; r < RV_SHARE_OCCUPANCY_COUNT; r++) demand.occupancy[r] = tuned ? 0 : (float)shares[r];
+    for (int r = 0; r < RV_SHARE_OCCUPANCY_COUNT; r++) demand.occupancy[r] = tuned ? 0 : (float)occupancy->shares[r];
     throughput_demand(ctx, cost, task->duration_ns, &demand);
     return demand;
 }
@@ -484,8 +520,10 @@ static gboolean turn_rule_on(rv_graph *graph, const rv_params *params, const GAr
     }
     rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
     demand_context ctx = { gpu, model, strcmp(rv_params_string(params, "tiles"), "tuned") == 0,
-                           grouped_tasks(graph, groups), 0, 0 };
+                           grouped_tasks(graph, groups), 0, 0,
+                           g_hash_table_new_full(launch_hash, launch_equal, NULL, g_free) };
     record_demands(graph, &ctx);
+    g_hash_table_destroy(ctx.shares);
     graph->sharing.enabled = TRUE;
     g_string_append_printf(notes, "    sharing rule on %s: %u kernels share by their launches (occupancy) and by bandwidth "
                            "and compute; %u without a launch or class take the whole GPU%s\n", gpu->id, ctx.launched,
