@@ -136,6 +136,8 @@ void rv_graph_index_free(rv_graph_index *index)
         g_free(index->check_marks[m].epoch);
         g_free(index->check_marks[m].value);
     }
+    g_free(index->calls_seen.epoch);
+    g_free(index->calls_seen.value);
     rv_order_witness_unref(index->witness);
     rv_selection_memo_unref(index->selections);
     g_free(index);

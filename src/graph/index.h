@@ -44,6 +44,7 @@ typedef struct rv_graph_index {
     int64_t launch_ns;           /* cached typical launch for inserted calls; -1: compute again */
     rv_task_marks marks[5];      /* scratch for transform.c's walks */
     rv_task_marks check_marks[2]; /* scratch for cycles.c's searches */
+    rv_task_marks calls_seen;    /* scratch for memory.c's rv_memory_effect_add_for_tasks */
     struct rv_order_witness *witness; /* an order of an earlier state of the edges (cycles.h), or NULL;
                                          kept by a reset, shared by copies */
     struct rv_selection_memo *selections; /* rv_graph_remember_selections (select.h), or NULL; kept by a
