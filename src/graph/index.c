@@ -92,7 +92,7 @@ void rv_graph_index_share_witness(rv_graph *target, const rv_graph *source)
     index->selections = selections;
 }
 
-rv_graph_index *rv_graph_index_sync(const rv_graph *graph)
+rv_graph_index *rv_graph_index_catch_up(const rv_graph *graph)
 {
     rv_graph_index *index = rv_graph_index_get(graph);
     if (index->tasks_array != graph->tasks || index->edges_array != graph->edges ||
