@@ -159,24 +159,56 @@ static kernel_traits traits_of_name(const char *name, const char *op, rv_task_ki
     return traits;
 }
 
-/* The traits of a kernel task, from `memo` (name and operator ids -> kernel_traits). */
-static const kernel_traits *traits_of(GHashTable *memo, const rv_graph *graph, const rv_task *task)
+/* Traits by (name, operator): a hash table, and in front of it the entry
+ * each name id last found - a name mostly comes with one operator, and a
+ * lookup per kernel and phase was a sixth of the apply. */
+typedef struct {
+    gint64 key;            /* name id << 32 | operator id */
+    kernel_traits traits;
+} traits_entry;
+
+typedef struct {
+    GHashTable *table;     /* &traits_entry.key -> traits_entry (owned) */
+    GPtrArray *recent;     /* by name id: the traits_entry it last found, or NULL */
+} traits_memo;
+
+static void traits_memo_init(traits_memo *memo, const rv_graph *graph)
+{
+    memo->table = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+    memo->recent = g_ptr_array_new();
+    g_ptr_array_set_size(memo->recent, rv_strings_count(graph->strings));
+}
+
+static void traits_memo_clear(traits_memo *memo)
+{
+    g_hash_table_destroy(memo->table);
+    g_ptr_array_unref(memo->recent);
+}
+
+/* The traits of a kernel task, from `memo`. */
+static const kernel_traits *traits_of(traits_memo *memo, const rv_graph *graph, const rv_task *task)
 {
     gint64 key = ((gint64)task->name << 32) | (guint32)MAX(task->op, 0);
-    kernel_traits *traits = g_hash_table_lookup(memo, &key);
-    if (traits) return traits;
-    const char *op = task->op > 0 ? rv_strings_get(graph->strings, task->op) : NULL;
-    traits = g_new(kernel_traits, 1);
-    *traits = traits_of_name(rv_strings_get(graph->strings, task->name), op, (rv_task_kind)task->kind);
-    g_hash_table_insert(memo, g_memdup2(&key, sizeof key), traits);
-    return traits;
+    gboolean named = task->name >= 0 && (guint)task->name < memo->recent->len;
+    traits_entry *entry = named ? g_ptr_array_index(memo->recent, task->name) : NULL;
+    if (entry && entry->key == key) return &entry->traits;
+    entry = g_hash_table_lookup(memo->table, &key);
+    if (entry == NULL) {
+        const char *op = task->op > 0 ? rv_strings_get(graph->strings, task->op) : NULL;
+        entry = g_new(traits_entry, 1);
+        entry->key = key;
+        entry->traits = traits_of_name(rv_strings_get(graph->strings, task->name), op, (rv_task_kind)task->kind);
+        g_hash_table_insert(memo->table, &entry->key, entry);
+    }
+    if (named) g_ptr_array_index(memo->recent, task->name) = entry;
+    return &entry->traits;
 }
 
 /* Does the kernel start a unit in this phase: a GEMM of a matmul
  * operator or a convolution gradient in backward (not a fused attention
  * kernel, one kernel for all its gradients), a GEMM on shaped operands in
  * forward? */
-static unit_kind unit_of(GHashTable *memo, const rv_graph *graph, const rv_task *task, rv_phase phase)
+static unit_kind unit_of(traits_memo *memo, const rv_graph *graph, const rv_task *task, rv_phase phase)
 {
     if (task->kind != RV_TASK_KERNEL || task->phase != phase) return NOT_A_UNIT;
     const kernel_traits *traits = traits_of(memo, graph, task);
@@ -209,7 +241,7 @@ static GPtrArray *stream_orders(const rv_graph *graph)
 /* The unit of one stream's order that starts at position *at (a GEMM and
  * its auxiliary kernels, each next to the one before on the stream), *at
  * moved past it; FALSE when the task at *at starts none. */
-static gboolean next_unit(GHashTable *memo, const rv_graph *graph, const GArray *order, guint *at, rv_phase phase,
+static gboolean next_unit(traits_memo *memo, const rv_graph *graph, const GArray *order, guint *at, rv_phase phase,
                           unit *found)
 {
     int32_t t = g_array_index(order, int32_t, *at);
@@ -251,7 +283,7 @@ static void close_group(const rv_graph *graph, group *g, GArray *groups)
 }
 
 /* The groups of one phase on one stream's order. */
-static void find_groups_on(GHashTable *memo, const rv_graph *graph, const GArray *order, rv_phase phase,
+static void find_groups_on(traits_memo *memo, const rv_graph *graph, const GArray *order, rv_phase phase,
                            GArray *groups)
 {
     group current = { NULL, -1, (uint8_t)phase };
@@ -274,12 +306,13 @@ static GArray *find_groups(const rv_graph *graph)
     GArray *groups = g_array_new(FALSE, FALSE, sizeof(group));
     g_array_set_clear_func(groups, group_clear);
     GPtrArray *orders = stream_orders(graph);
-    GHashTable *memo = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    traits_memo memo;
+    traits_memo_init(&memo, graph);
     for (guint r = 0; r < orders->len; r++) {
-        find_groups_on(memo, graph, g_ptr_array_index(orders, r), RV_PHASE_FORWARD, groups);
-        find_groups_on(memo, graph, g_ptr_array_index(orders, r), RV_PHASE_BACKWARD, groups);
+        find_groups_on(&memo, graph, g_ptr_array_index(orders, r), RV_PHASE_FORWARD, groups);
+        find_groups_on(&memo, graph, g_ptr_array_index(orders, r), RV_PHASE_BACKWARD, groups);
     }
-    g_hash_table_unref(memo);
+    traits_memo_clear(&memo);
     g_ptr_array_unref(orders);
     return groups;
 }
@@ -340,7 +373,43 @@ typedef struct {
     gboolean tuned;
     GHashTable *grouped;   /* task + 1 of the grouped GEMMs' kernels */
     guint whole, launched;
+    GHashTable *shares;    /* rv_launch -> occupancy_memo: see occupancy_of */
 } demand_context;
+
+/* A launch's occupancy shares on the context's GPU, or none (ok FALSE). */
+typedef struct {
+    rv_launch launch;
+    gboolean ok;
+    double shares[RV_SHARE_OCCUPANCY_COUNT];
+} occupancy_memo;
+
+static guint launch_hash(gconstpointer key)
+{
+    const rv_launch *l = key;
+    return ((l->blocks * 31u + l->threads) * 31u + l->registers) * 31u + l->shared_bytes;
+}
+
+static gboolean launch_equal(gconstpointer a, gconstpointer b)
+{
+    const rv_launch *x = a, *y = b;
+    return x->blocks == y->blocks && x->threads == y->threads && x->registers == y->registers &&
+           x->shared_bytes == y->shared_bytes;
+}
+
+/* The shares depend on the GPU and the launch alone, and a model repeats a
+ * few launch shapes over every step: worked out once per distinct launch
+ * (the same function on the same inputs, so the same doubles). */
+static const occupancy_memo *occupancy_of(demand_context *ctx, const rv_launch *launch)
+{
+    occupancy_memo *memo = g_hash_table_lookup(ctx->shares, launch);
+    if (memo == NULL) {
+        memo = g_new0(occupancy_memo, 1);
+        memo->launch = *launch;
+        memo->ok = rv_cost_occupancy_shares(ctx->gpu, launch, memo->shares);
+        g_hash_table_insert(ctx->shares, &memo->launch, memo);
+    }
+    return memo;
+}
 
 static double unit_peak(const rv_gpu *gpu, const rv_kernel_cost *cost)
 {
@@ -370,17 +439,17 @@ static rv_kernel_demand demand_of(demand_context *ctx, const rv_graph *graph, in
 {
     const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
     const rv_kernel_cost *cost = rv_cost_model_kernel(ctx->model, t);
-    double shares[RV_SHARE_OCCUPANCY_COUNT];
     const rv_launch *launch = rv_task_launch(graph, t);
-    if (cost == NULL || cost->cls == RV_COST_UNKNOWN || launch == NULL ||
-        !rv_cost_occupancy_shares(ctx->gpu, launch, shares)) {
+    const occupancy_memo *occupancy = cost == NULL || cost->cls == RV_COST_UNKNOWN || launch == NULL
+                                          ? NULL : occupancy_of(ctx, launch);
+    if (occupancy == NULL || !occupancy->ok) {
         ctx->whole++;
         return rv_kernel_demand_whole(task->duration_ns);
     }
     ctx->launched++;
     rv_kernel_demand demand = { { 0, 0, 0, 0 }, 0, 0 };
     gboolean tuned = ctx->tuned && g_hash_table_contains(ctx->grouped, GINT_TO_POINTER(t + 1));
-    for (int r = 0; r < RV_SHARE_OCCUPANCY_COUNT; r++) demand.occupancy[r] = tuned ? 0 : (float)shares[r];
+    for (int r = 0; r < RV_SHARE_OCCUPANCY_COUNT; r++) demand.occupancy[r] = tuned ? 0 : (float)occupancy->shares[r];
     throughput_demand(ctx, cost, task->duration_ns, &demand);
     return demand;
 }
@@ -484,8 +553,10 @@ static gboolean turn_rule_on(rv_graph *graph, const rv_params *params, const GAr
     }
     rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
     demand_context ctx = { gpu, model, strcmp(rv_params_string(params, "tiles"), "tuned") == 0,
-                           grouped_tasks(graph, groups), 0, 0 };
+                           grouped_tasks(graph, groups), 0, 0,
+                           g_hash_table_new_full(launch_hash, launch_equal, NULL, g_free) };
     record_demands(graph, &ctx);
+    g_hash_table_destroy(ctx.shares);
     graph->sharing.enabled = TRUE;
     g_string_append_printf(notes, "    sharing rule on %s: %u kernels share by their launches (occupancy) and by bandwidth "
                            "and compute; %u without a launch or class take the whole GPU%s\n", gpu->id, ctx.launched,

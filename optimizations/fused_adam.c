@@ -156,7 +156,7 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
     gboolean ok = TRUE;
     for (GList *k = keys; k != NULL && ok; k = k->next) {
         GArray *victims = g_hash_table_lookup(by_step, k->data);
-        g_array_sort_with_data(victims, rv_task_compare_recorded, graph);
+        rv_tasks_sort_recorded(graph, victims);
         int64_t sum = 0;
         int32_t first = g_array_index(victims, int32_t, 0);
         for (guint i = 0; i < victims->len; i++) {

@@ -369,10 +369,19 @@ static void tell_memory_model(rv_graph *graph, const pipeline_plan *plan, stage_
 {
     for (int d = 0; d < 2; d++)
         for (int s = 0; s < plan->stages; s++) {
-            const GArray *tasks = parts[d][s].tasks;
-            rv_memory_effect_add_for_tasks(graph, tasks, RV_MEM_EFFECT_STAGE, 1.0, s);
-            rv_memory_effect_add_for_tasks(graph, tasks, RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / plan->microbatches, 0);
-            rv_memory_effect_add_for_tasks(graph, tasks, RV_MEM_EFFECT_KEPT_SCALE, (double)in_flight(plan, s), 0);
+            guint calls = rv_memory_effect_add_for_tasks(graph, parts[d][s].tasks, RV_MEM_EFFECT_STAGE, 1.0, s);
+            /* A STAGE effect is always recorded, so the last `calls` effects
+             * name the part's launch calls, each once, in order: the other
+             * two effects go on the same calls without finding them again
+             * (the same effects, in the same order, as two more
+             * rv_memory_effect_add_for_tasks calls would add). */
+            guint first = graph->memory_effects->len - calls;
+            for (guint i = first; i < first + calls; i++)
+                rv_memory_effect_add(graph, g_array_index(graph->memory_effects, rv_memory_effect, i).call,
+                                     RV_MEM_EFFECT_ACTIVATION_SCALE, 1.0 / plan->microbatches, 0);
+            for (guint i = first; i < first + calls; i++)
+                rv_memory_effect_add(graph, g_array_index(graph->memory_effects, rv_memory_effect, i).call,
+                                     RV_MEM_EFFECT_KEPT_SCALE, (double)in_flight(plan, s), 0);
         }
 }
 
@@ -634,10 +643,17 @@ static void builder_clear(builder *b)
     g_free(b->link_tail[0]); g_free(b->link_tail[1]);
 }
 
-static gint compare_ids(gconstpointer a, gconstpointer b)
+/* `ids` (task ids below `tasks`) in ascending order, each once: by a flag
+ * per task and one pass over them, where sorting a million ids cost more
+ * than the pass (the same list as a sort and a dedup would give). */
+static void ids_sorted_once(GArray *ids, int32_t tasks)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
+    guint8 *listed = g_new0(guint8, MAX(tasks, 1));
+    for (guint i = 0; i < ids->len; i++) listed[g_array_index(ids, int32_t, i)] = 1;
+    g_array_set_size(ids, 0);
+    for (int32_t t = 0; t < tasks; t++)
+        if (listed[t]) g_array_append_val(ids, t);
+    g_free(listed);
 }
 
 /* Replace every step's forward and backward by its pipeline; returns the steps done, -1 on error. */
@@ -671,12 +687,7 @@ static int pipeline_steps(rv_graph *graph, const pipeline_plan *plan, const int6
             if (launch >= 0) g_array_append_val(replaced, launch);
         }
         g_array_append_vals(replaced, host->data, host->len);
-        g_array_sort(replaced, compare_ids);
-        guint kept = 0;  /* a launch is also a host call of its phase: once */
-        for (guint i = 0; i < replaced->len; i++)
-            if (i == 0 || g_array_index(replaced, int32_t, i) != g_array_index(replaced, int32_t, i - 1))
-                g_array_index(replaced, int32_t, kept++) = g_array_index(replaced, int32_t, i);
-        g_array_set_size(replaced, kept);
+        ids_sorted_once(replaced, rv_graph_task_count(graph)); /* a launch is also a host call of its phase */
         remove_region(graph, replaced, ends, slots, plan->stages);
         char *bytes = rv_format_bytes(b.transfer_bytes);
         g_string_append_printf(notes, "    %d stages x %d micro-batches (%s) in %d steps: %u kernels inserted, %u "

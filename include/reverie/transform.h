@@ -190,7 +190,8 @@ GList *rv_tasks_by_step_keys(GHashTable *groups);
  * Compare two task ids (pointers to int32) by recorded start, ties by id:
  * the order the trace shows, for plugins that pair or group tasks (the
  * simulator never reads recorded times).  user_data is the graph; use
- * with g_array_sort_with_data, or rv_tasks_sort_recorded.
+ * with g_array_sort_with_data, or rv_tasks_sort_recorded (which costs one
+ * pass over a list already in that order, as lists gathered by id often are).
  */
 gint rv_task_compare_recorded(gconstpointer a, gconstpointer b, gpointer graph);
 void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks);

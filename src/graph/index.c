@@ -92,7 +92,7 @@ void rv_graph_index_share_witness(rv_graph *target, const rv_graph *source)
     index->selections = selections;
 }
 
-rv_graph_index *rv_graph_index_sync(const rv_graph *graph)
+rv_graph_index *rv_graph_index_catch_up(const rv_graph *graph)
 {
     rv_graph_index *index = rv_graph_index_get(graph);
     if (index->tasks_array != graph->tasks || index->edges_array != graph->edges ||
@@ -136,6 +136,8 @@ void rv_graph_index_free(rv_graph_index *index)
         g_free(index->check_marks[m].epoch);
         g_free(index->check_marks[m].value);
     }
+    g_free(index->calls_seen.epoch);
+    g_free(index->calls_seen.value);
     rv_order_witness_unref(index->witness);
     rv_selection_memo_unref(index->selections);
     g_free(index);

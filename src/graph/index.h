@@ -44,6 +44,7 @@ typedef struct rv_graph_index {
     int64_t launch_ns;           /* cached typical launch for inserted calls; -1: compute again */
     rv_task_marks marks[5];      /* scratch for transform.c's walks */
     rv_task_marks check_marks[2]; /* scratch for cycles.c's searches */
+    rv_task_marks calls_seen;    /* scratch for memory.c's rv_memory_effect_add_for_tasks */
     struct rv_order_witness *witness; /* an order of an earlier state of the edges (cycles.h), or NULL;
                                          kept by a reset, shared by copies */
     struct rv_selection_memo *selections; /* rv_graph_remember_selections (select.h), or NULL; kept by a
@@ -56,7 +57,18 @@ rv_graph_index *rv_graph_index_get(const rv_graph *graph);
 /* target's witness becomes source's (cycles.h), and so do its remembered
  * selections (select.h): target was just made a copy of source. */
 void rv_graph_index_share_witness(rv_graph *target, const rv_graph *source);
-rv_graph_index *rv_graph_index_sync(const rv_graph *graph);
+rv_graph_index *rv_graph_index_catch_up(const rv_graph *graph);
+/* Mostly the index is up to date: the neighbour questions (order, launch)
+ * ask it hundreds of thousands of times in one rewrite, so that case is
+ * answered inline and only a change goes through the call. */
+static inline rv_graph_index *rv_graph_index_sync(const rv_graph *graph)
+{
+    rv_graph_index *index = graph->index;
+    if (index != NULL && index->tasks_array == graph->tasks && index->edges_array == graph->edges &&
+        (guint)index->tasks == graph->tasks->len && index->edges == graph->edges->len)
+        return index;
+    return rv_graph_index_catch_up(graph);
+}
 void rv_graph_index_free(rv_graph_index *index);
 /* Forget everything; the next sync rebuilds from the arrays. */
 void rv_graph_index_reset(const rv_graph *graph);

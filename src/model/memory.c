@@ -11,6 +11,7 @@
 #include "reverie/gpus.h"
 #include "reverie/shapes.h"
 #include "reverie/transform.h"
+#include "../graph/index.h"
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -87,17 +88,23 @@ void rv_memory_effect_add(rv_graph *graph, int32_t call, rv_memory_effect_kind k
     g_array_append_val(graph->memory_effects, effect);
 }
 
+/* Each call once, in the order of the tasks' first launches: the calls
+ * already marked are told by the edge index's per-task marks (a store and
+ * a compare each), not a hash table - plugins mark every kernel of a
+ * phase, hundreds of thousands at a million tasks. */
 guint rv_memory_effect_add_for_tasks(rv_graph *graph, const GArray *gpu_tasks, rv_memory_effect_kind kind,
                                      double factor, int32_t segment)
 {
-    GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+    rv_task_marks *seen = &rv_graph_index_get(graph)->calls_seen;
+    rv_task_marks_begin(seen, rv_graph_task_count(graph));
+    guint marked = 0;
     for (guint i = 0; i < gpu_tasks->len; i++) {
         int32_t call = rv_graph_launch_of(graph, g_array_index(gpu_tasks, int32_t, i));
-        if (call >= 0 && g_hash_table_add(seen, GINT_TO_POINTER(call + 1)))
-            rv_memory_effect_add(graph, call, kind, factor, segment);
+        if (call < 0 || rv_task_marks_has(seen, call)) continue;
+        rv_task_marks_set(seen, call, 0);
+        rv_memory_effect_add(graph, call, kind, factor, segment);
+        marked++;
     }
-    guint marked = g_hash_table_size(seen);
-    g_hash_table_destroy(seen);
     return marked;
 }
 

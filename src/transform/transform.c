@@ -191,20 +191,52 @@ enum { EMPTY = -1, IN_PROGRESS = -2, LEADS_TO_VICTIM = -3, UNVISITED = -4 };
 /* The index's scratch marks, by use. */
 enum { MARK_REACH = 0, MARK_THROUGH = 1, MARK_SCRATCH = 2, MARK_VICTIM = 3, MARK_JOINED = 4 };
 
+/* The walks push and pop once or more per task and edge they pass: plain
+ * growable buffers keep that to a store and a count, where a GArray's
+ * append and set_size are a call (and a memmove) each - most of the
+ * removal's instructions when they were GArrays. */
+typedef struct {
+    int32_t *at;
+    guint len, capacity;
+} int_stack;
+
+typedef struct {
+    cell *at;
+    guint len, capacity;
+} cell_stack;
+
+static inline void int_push(int_stack *s, int32_t value)
+{
+    if (s->len == s->capacity) {
+        s->capacity = s->capacity ? 2 * s->capacity : 64;
+        s->at = g_renew(int32_t, s->at, s->capacity);
+    }
+    s->at[s->len++] = value;
+}
+
+static inline void cell_push(cell_stack *s, cell value)
+{
+    if (s->len == s->capacity) {
+        s->capacity = s->capacity ? 2 * s->capacity : 64;
+        s->at = g_renew(cell, s->at, s->capacity);
+    }
+    s->at[s->len++] = value;
+}
+
 typedef struct {
     rv_graph *graph;
     rv_graph_index *index;
-    GArray *cells;      /* cell */
-    GArray *stack;      /* int32: the reach walk */
-    GArray *through;    /* int32: the through walk (which calls the reach walk) */
-    GArray *own;        /* cell: one list's own live successors, scratch */
-    GArray *lists;      /* int32: one task's successors' lists, scratch */
-    GArray *upstream;   /* int32: the removed tasks that lead to a victim, as found */
+    cell_stack cells;
+    int_stack stack;    /* the reach walk */
+    int_stack through;  /* the through walk (which calls the reach walk) */
+    cell_stack own;     /* one list's own live successors, scratch */
+    int_stack lists;    /* one task's successors' lists, scratch */
+    int_stack upstream; /* the removed tasks that lead to a victim, as found */
 } removal;
 
 static const cell *cell_at(const removal *rm, int32_t list)
 {
-    return &g_array_index(rm->cells, cell, list);
+    return &rm->cells.at[list];
 }
 
 static int32_t list_length(const removal *rm, int32_t list)
@@ -215,8 +247,8 @@ static int32_t list_length(const removal *rm, int32_t list)
 static int32_t prepend(removal *rm, int32_t task, int32_t kind, int32_t tail)
 {
     cell entry = { task, kind, tail, 1 + list_length(rm, tail) };
-    g_array_append_val(rm->cells, entry);
-    return (int32_t)rm->cells->len - 1;
+    cell_push(&rm->cells, entry);
+    return (int32_t)rm->cells.len - 1;
 }
 
 /* Is `list` the tail of `longest`?  Costs the difference of their lengths. */
@@ -237,36 +269,36 @@ static int32_t join_lists(removal *rm)
     rv_task_marks *seen = &rm->index->marks[MARK_SCRATCH];
     rv_task_marks_begin(seen, rv_graph_task_count(rm->graph));
     int32_t longest = EMPTY;
-    for (guint i = 0; i < rm->lists->len; i++) {
-        int32_t list = g_array_index(rm->lists, int32_t, i);
+    for (guint i = 0; i < rm->lists.len; i++) {
+        int32_t list = rm->lists.at[i];
         if (list_length(rm, list) > list_length(rm, longest)) longest = list;
     }
     guint others = 0;
-    for (guint i = 0; i < rm->lists->len; i++) {
-        int32_t list = g_array_index(rm->lists, int32_t, i);
+    for (guint i = 0; i < rm->lists.len; i++) {
+        int32_t list = rm->lists.at[i];
         if (list >= 0 && list != longest && !is_tail_of(rm, list, longest))
-            g_array_index(rm->lists, int32_t, others++) = list;
+            rm->lists.at[others++] = list;
     }
     if (others > 0)
         for (int32_t c = longest; c >= 0; c = cell_at(rm, c)->next) rv_task_marks_set(seen, cell_at(rm, c)->task, 0);
     guint fresh = 0; /* rm->own[0 .. fresh) is what goes in front */
-    for (guint i = 0; i < rm->own->len; i++) {
-        cell entry = g_array_index(rm->own, cell, i);
+    for (guint i = 0; i < rm->own.len; i++) {
+        cell entry = rm->own.at[i];
         if (rv_task_marks_has(seen, entry.task)) continue;
         rv_task_marks_set(seen, entry.task, 0);
-        g_array_index(rm->own, cell, fresh++) = entry;
+        rm->own.at[fresh++] = entry;
     }
-    g_array_set_size(rm->own, fresh);
+    rm->own.len = fresh;
     for (guint i = 0; i < others; i++)
-        for (int32_t c = g_array_index(rm->lists, int32_t, i); c >= 0; c = cell_at(rm, c)->next) {
+        for (int32_t c = rm->lists.at[i]; c >= 0; c = cell_at(rm, c)->next) {
             cell entry = *cell_at(rm, c);
             if (rv_task_marks_has(seen, entry.task)) continue;
             rv_task_marks_set(seen, entry.task, 0);
-            g_array_append_val(rm->own, entry);
+            cell_push(&rm->own, entry);
         }
     int32_t head = longest;
-    for (guint i = rm->own->len; i-- > 0;) {
-        const cell *entry = &g_array_index(rm->own, cell, i);
+    for (guint i = rm->own.len; i-- > 0;) {
+        const cell *entry = &rm->own.at[i];
         head = prepend(rm, entry->task, entry->kind, head);
     }
     return head;
@@ -277,17 +309,17 @@ static int32_t join_lists(removal *rm)
 static int32_t reach_from_successors(removal *rm, int32_t task)
 {
     const rv_task_marks *memo = &rm->index->marks[MARK_REACH];
-    g_array_set_size(rm->own, 0);
-    g_array_set_size(rm->lists, 0);
+    rm->own.len = 0;
+    rm->lists.len = 0;
     for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
         const rv_edge *edge = edge_at(rm->graph, e);
         if (!removed(rm->graph, edge->to)) {
             cell entry = { edge->to, edge->kind, EMPTY, 0 };
-            g_array_append_val(rm->own, entry);
+            cell_push(&rm->own, entry);
             continue;
         }
         int32_t list = rv_task_marks_get(memo, edge->to, UNVISITED);
-        if (list >= EMPTY) g_array_append_val(rm->lists, list);
+        if (list >= EMPTY) int_push(&rm->lists, list);
     }
     return join_lists(rm);
 }
@@ -297,21 +329,21 @@ static int32_t reach_from_successors(removal *rm, int32_t task)
 static int32_t reach_list(removal *rm, int32_t start)
 {
     rv_task_marks *memo = &rm->index->marks[MARK_REACH];
-    g_array_set_size(rm->stack, 0);
-    g_array_append_val(rm->stack, start);
-    while (rm->stack->len > 0) {
-        int32_t task = g_array_index(rm->stack, int32_t, rm->stack->len - 1);
+    rm->stack.len = 0;
+    int_push(&rm->stack, start);
+    while (rm->stack.len > 0) {
+        int32_t task = rm->stack.at[rm->stack.len - 1];
         int32_t state = rv_task_marks_get(memo, task, UNVISITED);
         if (state >= EMPTY) {
-            g_array_set_size(rm->stack, rm->stack->len - 1);
+            rm->stack.len--;
         } else if (state == IN_PROGRESS) {
-            g_array_set_size(rm->stack, rm->stack->len - 1);
+            rm->stack.len--;
             rv_task_marks_set(memo, task, reach_from_successors(rm, task));
         } else {
             rv_task_marks_set(memo, task, IN_PROGRESS);
             for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
                 int32_t next = edge_at(rm->graph, e)->to;
-                if (removed(rm->graph, next) && !rv_task_marks_has(memo, next)) g_array_append_val(rm->stack, next);
+                if (removed(rm->graph, next) && !rv_task_marks_has(memo, next)) int_push(&rm->stack, next);
             }
         }
     }
@@ -331,15 +363,15 @@ static void find_upstream(removal *rm, const GArray *victims)
         rv_task_marks_set(victim, task, 0);
         if (rv_task_marks_has(through, task)) continue;
         rv_task_marks_set(through, task, LEADS_TO_VICTIM);
-        g_array_append_val(rm->upstream, task);
+        int_push(&rm->upstream, task);
     }
-    for (guint i = 0; i < rm->upstream->len; i++) {
-        int32_t task = g_array_index(rm->upstream, int32_t, i);
+    for (guint i = 0; i < rm->upstream.len; i++) {
+        int32_t task = rm->upstream.at[i];
         for (int32_t e = rv_graph_index_first(rm->index, task, FALSE); e >= 0; e = rv_graph_index_next(rm->index, e, FALSE)) {
             int32_t before = edge_at(rm->graph, e)->from;
             if (!removed(rm->graph, before) || rv_task_marks_has(through, before)) continue;
             rv_task_marks_set(through, before, LEADS_TO_VICTIM);
-            g_array_append_val(rm->upstream, before);
+            int_push(&rm->upstream, before);
         }
     }
 }
@@ -349,11 +381,11 @@ static void find_upstream(removal *rm, const GArray *victims)
 static int32_t through_from_successors(removal *rm, int32_t task)
 {
     const rv_task_marks *through = &rm->index->marks[MARK_THROUGH];
-    g_array_set_size(rm->own, 0);
-    g_array_set_size(rm->lists, 0);
+    rm->own.len = 0;
+    rm->lists.len = 0;
     for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
         int32_t list = rv_task_marks_get(through, edge_at(rm->graph, e)->to, UNVISITED);
-        if (list >= EMPTY) g_array_append_val(rm->lists, list);
+        if (list >= EMPTY) int_push(&rm->lists, list);
     }
     return join_lists(rm);
 }
@@ -363,24 +395,24 @@ static void through_list(removal *rm, int32_t start)
 {
     rv_task_marks *through = &rm->index->marks[MARK_THROUGH];
     const rv_task_marks *victim = &rm->index->marks[MARK_VICTIM];
-    g_array_set_size(rm->through, 0);
-    g_array_append_val(rm->through, start);
-    while (rm->through->len > 0) {
-        int32_t task = g_array_index(rm->through, int32_t, rm->through->len - 1);
+    rm->through.len = 0;
+    int_push(&rm->through, start);
+    while (rm->through.len > 0) {
+        int32_t task = rm->through.at[rm->through.len - 1];
         int32_t state = rv_task_marks_get(through, task, UNVISITED);
         if (state >= EMPTY) {
-            g_array_set_size(rm->through, rm->through->len - 1);
+            rm->through.len--;
         } else if (state == IN_PROGRESS) {
-            g_array_set_size(rm->through, rm->through->len - 1);
+            rm->through.len--;
             rv_task_marks_set(through, task, through_from_successors(rm, task));
         } else if (rv_task_marks_has(victim, task)) {
-            g_array_set_size(rm->through, rm->through->len - 1);
+            rm->through.len--;
             rv_task_marks_set(through, task, reach_list(rm, task));
         } else {
             rv_task_marks_set(through, task, IN_PROGRESS);
             for (int32_t e = rv_graph_index_first(rm->index, task, TRUE); e >= 0; e = rv_graph_index_next(rm->index, e, TRUE)) {
                 int32_t next = edge_at(rm->graph, e)->to;
-                if (rv_task_marks_get(through, next, UNVISITED) == LEADS_TO_VICTIM) g_array_append_val(rm->through, next);
+                if (rv_task_marks_get(through, next, UNVISITED) == LEADS_TO_VICTIM) int_push(&rm->through, next);
             }
         }
     }
@@ -425,11 +457,11 @@ static void reconnect(removal *rm, const GArray *victims)
 {
     find_upstream(rm, victims);
     rv_task_marks_begin(&rm->index->marks[MARK_REACH], rv_graph_task_count(rm->graph));
-    for (guint i = 0; i < rm->upstream->len; i++) through_list(rm, g_array_index(rm->upstream, int32_t, i));
+    for (guint i = 0; i < rm->upstream.len; i++) through_list(rm, rm->upstream.at[i]);
     rv_task_marks *joined = &rm->index->marks[MARK_JOINED];
     rv_task_marks_begin(joined, rv_graph_task_count(rm->graph));
-    for (guint i = 0; i < rm->upstream->len; i++) {
-        int32_t task = g_array_index(rm->upstream, int32_t, i);
+    for (guint i = 0; i < rm->upstream.len; i++) {
+        int32_t task = rm->upstream.at[i];
         for (int32_t e = rv_graph_index_first(rm->index, task, FALSE); e >= 0; e = rv_graph_index_next(rm->index, e, FALSE)) {
             int32_t from = edge_at(rm->graph, e)->from;
             if (removed(rm->graph, from) || rv_task_marks_has(joined, from)) continue;
@@ -461,15 +493,15 @@ static int32_t live_next(removal *rm, int32_t task)
 {
     rv_task_marks *memo = &rm->index->marks[MARK_REACH];
     int32_t result = -1;
-    g_array_set_size(rm->stack, 0);
-    for (int32_t current = task; (gsize)rm->stack->len <= (gsize)rv_graph_task_count(rm->graph);) {
-        g_array_append_val(rm->stack, current);
+    rm->stack.len = 0;
+    for (int32_t current = task; (gsize)rm->stack.len <= (gsize)rv_graph_task_count(rm->graph);) {
+        int_push(&rm->stack, current);
         int32_t jump = rv_task_marks_get(memo, current, UNVISITED);
         if (jump == UNVISITED) jump = order_step(rm->graph, rm->index, current);
         if (jump < 0 || !removed(rm->graph, jump)) { result = jump; break; }
         current = jump;
     } /* past the task count: a cycle of removed tasks, -1 */
-    for (guint i = 0; i < rm->stack->len; i++) rv_task_marks_set(memo, g_array_index(rm->stack, int32_t, i), result);
+    for (guint i = 0; i < rm->stack.len; i++) rv_task_marks_set(memo, rm->stack.at[i], result);
     return result;
 }
 
@@ -513,18 +545,15 @@ static GArray *victims_of(rv_graph *graph, const GArray *tasks)
 /* Remove the tasks `victims_of` chose. */
 static int remove_victims(rv_graph *graph, const GArray *victims, rv_remove_mode mode)
 {
-    removal rm = { graph, rv_graph_index_sync(graph), g_array_new(FALSE, FALSE, sizeof(cell)),
-                   g_array_new(FALSE, FALSE, sizeof(int32_t)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
-                   g_array_new(FALSE, FALSE, sizeof(cell)), g_array_new(FALSE, FALSE, sizeof(int32_t)),
-                   g_array_new(FALSE, FALSE, sizeof(int32_t)) };
+    removal rm = { graph, rv_graph_index_sync(graph), { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 } };
     int count = mark_removed(&rm, victims, mode);
     reconnect(&rm, victims);
-    g_array_unref(rm.cells);
-    g_array_unref(rm.stack);
-    g_array_unref(rm.through);
-    g_array_unref(rm.own);
-    g_array_unref(rm.lists);
-    g_array_unref(rm.upstream);
+    g_free(rm.cells.at);
+    g_free(rm.stack.at);
+    g_free(rm.through.at);
+    g_free(rm.own.at);
+    g_free(rm.lists.at);
+    g_free(rm.upstream.at);
     return count;
 }
 
@@ -646,9 +675,9 @@ int rv_transform_replace_regions(rv_graph *graph, const GArray *victims, const G
     add_joins(graph, joins);
     g_array_unref(joins);
     g_free(region);
-    removal rm = { graph, rv_graph_index_sync(graph), NULL, g_array_new(FALSE, FALSE, sizeof(int32_t)), NULL, NULL, NULL, NULL };
+    removal rm = { graph, rv_graph_index_sync(graph), { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 } };
     int count = mark_removed(&rm, live_victims, mode);
-    g_array_unref(rm.stack);
+    g_free(rm.stack.at);
     g_array_unref(live_victims);
     durations_changed(graph); /* launch calls went: the typical launch may move */
     return count;
@@ -1008,9 +1037,21 @@ gint rv_task_compare_recorded(gconstpointer a, gconstpointer b, gpointer graph)
     return x < y ? -1 : x > y;
 }
 
+/* Is `tasks` already in recorded order?  Lists gathered by id often are
+ * (tasks are numbered as the trace recorded them), and the order is total
+ * (ties go by id), so a sorted list is the only answer: one pass instead
+ * of a merge sort's n log n calls. */
+static gboolean in_recorded_order(const rv_graph *graph, const GArray *tasks)
+{
+    const int32_t *ids = (const int32_t *)tasks->data;
+    for (guint i = 1; i < tasks->len; i++)
+        if (rv_task_compare_recorded(&ids[i - 1], &ids[i], (gpointer)graph) > 0) return FALSE;
+    return TRUE;
+}
+
 void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks)
 {
-    g_array_sort_with_data(tasks, rv_task_compare_recorded, (gpointer)graph);
+    if (!in_recorded_order(graph, tasks)) g_array_sort_with_data(tasks, rv_task_compare_recorded, (gpointer)graph);
 }
 
 void rv_predecessor_rows(const rv_graph *graph, int32_t **first_out, int32_t **from_out)
