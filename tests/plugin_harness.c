@@ -51,7 +51,7 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
     rv_params *params = rv_params_parse(descriptor, text, &local);
     ck_assert_msg(params != NULL, "%s:%s: %s", name, text, local ? local->message : "?");
-    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    rv_plugin_output output = { .notes = g_string_new(NULL) };
     gboolean ok = rv_plugin_apply(plugin, graph, params, &output, error);
     if (output.notes->len) g_printerr("%s:%s\n%s", name, text, output.notes->str);
     if (notes) g_string_append(notes, output.notes->str);

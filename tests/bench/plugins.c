@@ -205,7 +205,7 @@ static void measure_case(const rv_graph *graph, int c, int runs, measured *m)
     m->apply_s[c] = m->policy_replay_s[c] = 1e30;
     for (int run = 0; run < runs && m->refused[c] == NULL; run++) {
         rv_graph *copy = rv_graph_copy(graph);
-        rv_plugin_output output = { { NULL, NULL }, NULL, NULL };
+        rv_plugin_output output = { 0 };
         if (cases[c].prepare) {
             if (apply(copy, cases[c].prepare, &output, &m->refused[c]) < 0) die(cases[c].prepare, NULL);
             if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
