@@ -15,6 +15,11 @@
  *           left (validate.h, and for cycles the whole graph: the copy
  *           remembers no order, as in a single what-if);
  *   replay  the replay of the rewritten graph with the plugin's policy.
+ * Each plugin is applied as the last optimization of a what-if (plugin.h:
+ * last), and, when nothing is applied before it, lent the plain replay of
+ * the graph it receives (the what-if's baseline, untimed: a what-if runs
+ * it anyway); what it leaves for after the replay (after_replay) is timed
+ * as part of its apply.
  * It prints both at both sizes, the exponent k of time ~ tasks^k between
  * them, and the rewrite's time over a plain replay of the large graph (the
  * bounds: k <= 1.1 and 3x).  A replay itself grows faster than the tasks
@@ -145,16 +150,14 @@ static rv_graph *load(const char *path)
     return graph;
 }
 
-static double replay_s(const rv_graph *graph, const rv_policy *policy)
+/* The replay's time; its result is left in *sim (the caller clears it). */
+static double replay_s(const rv_graph *graph, const rv_policy *policy, rv_sim_result *sim)
 {
-    rv_sim_result sim = { 0 };
     GError *error = NULL;
     cool_caches();
     double started = now_s();
-    if (!rv_simulate(graph, policy, &sim, &error)) die("replay", error);
-    double took = now_s() - started;
-    rv_sim_result_clear(&sim);
-    return took;
+    if (!rv_simulate(graph, policy, sim, &error)) die("replay", error);
+    return now_s() - started;
 }
 
 /* Plugins stay loaded to the end: a policy's code lives in its module. */
@@ -171,14 +174,23 @@ static const rv_loaded_plugin *plugin_named(const char *name)
     return plugin;
 }
 
+static const rv_loaded_plugin *plugin_of_spec(const char *spec)
+{
+    char *name = g_strndup(spec, strcspn(spec, ":"));
+    const rv_loaded_plugin *plugin = plugin_named(name);
+    g_free(name);
+    return plugin;
+}
+
 /* Apply "NAME:k=v" to graph; returns the seconds it took, or -1 when the
- * plugin refused this graph (*refused says why). */
+ * plugin refused this graph (*refused says why).  output's `in` fields
+ * are the caller's; its notes are made here and freed with its
+ * after_replay (finish). */
 static double apply(rv_graph *graph, const char *spec, rv_plugin_output *output, char **refused)
 {
     GError *error = NULL;
     const char *colon = strchr(spec, ':');
-    char *name = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
-    const rv_loaded_plugin *plugin = plugin_named(name);
+    const rv_loaded_plugin *plugin = plugin_of_spec(spec);
     rv_params *params = rv_params_parse(rv_plugin_descriptor_of(plugin), colon ? colon + 1 : "", &error);
     if (params == NULL) die(spec, error);
     output->notes = g_string_new(NULL);
@@ -193,34 +205,62 @@ static double apply(rv_graph *graph, const char *spec, rv_plugin_output *output,
     } else {
         took = now_s() - started;
     }
-    g_string_free(output->notes, TRUE);
-    output->notes = NULL;
     rv_params_free(params);
-    g_free(name);
     return took;
+}
+
+/* Hand the replay (sim) to what the plugin left for after it, timed;
+ * then free the plugin's notes and policy. */
+static double finish(const char *spec, rv_plugin_output *output, const rv_graph *graph, const rv_sim_result *sim)
+{
+    const rv_policy *policy = output->policy.priority ? &output->policy : NULL;
+    double started = now_s();
+    rv_plugin_after_replay(plugin_of_spec(spec), output, graph, policy, sim);
+    double took = now_s() - started;
+    if (output->notes) g_string_free(output->notes, TRUE);
+    if (output->free_policy_data) output->free_policy_data(output->policy.user_data);
+    memset(output, 0, sizeof *output);
+    return took;
+}
+
+/* The prepared copy of graph for case c (its `prepare` applied, its policy
+ * dropped), with its plain replay in *before when nothing was applied. */
+static rv_graph *prepared_copy(const rv_graph *graph, int c, measured *m, rv_sim_result *before)
+{
+    rv_graph *copy = rv_graph_copy(graph);
+    rv_plugin_output output = { 0 };
+    if (cases[c].prepare) {
+        if (apply(copy, cases[c].prepare, &output, &m->refused[c]) < 0) die(cases[c].prepare, NULL);
+        rv_plugin_output_drop_after_replay(&output);
+        finish(cases[c].prepare, &output, copy, NULL);
+        return copy;
+    }
+    GError *error = NULL;
+    if (cases[c].spec && !rv_simulate(copy, NULL, before, &error)) die("baseline replay", error);
+    return copy;
 }
 
 static void measure_case(const rv_graph *graph, int c, int runs, measured *m)
 {
     m->apply_s[c] = m->policy_replay_s[c] = 1e30;
     for (int run = 0; run < runs && m->refused[c] == NULL; run++) {
-        rv_graph *copy = rv_graph_copy(graph);
-        rv_plugin_output output = { 0 };
-        if (cases[c].prepare) {
-            if (apply(copy, cases[c].prepare, &output, &m->refused[c]) < 0) die(cases[c].prepare, NULL);
-            if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
-            memset(&output, 0, sizeof output);
-        }
+        rv_sim_result before = { 0 }, sim = { 0 };
+        rv_graph *copy = prepared_copy(graph, c, m, &before);
+        rv_plugin_output output = { .last = TRUE, .before = before.start_ns ? &before : NULL };
         /* not inside MIN(), which would evaluate them twice */
         double applied = cases[c].spec ? apply(copy, cases[c].spec, &output, &m->refused[c]) : 0;
+        rv_sim_result_clear(&before);
         if (applied < 0) {
+            rv_plugin_output_drop_after_replay(&output);
+            if (output.notes) g_string_free(output.notes, TRUE);
             rv_graph_free(copy);
             break;
         }
-        double replayed = replay_s(copy, output.policy.priority ? &output.policy : NULL);
+        double replayed = replay_s(copy, output.policy.priority ? &output.policy : NULL, &sim);
+        if (cases[c].spec) applied += finish(cases[c].spec, &output, copy, &sim);
+        rv_sim_result_clear(&sim);
         m->apply_s[c] = MIN(m->apply_s[c], applied);
         m->policy_replay_s[c] = MIN(m->policy_replay_s[c], replayed);
-        if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
         rv_graph_free(copy);
     }
 }
