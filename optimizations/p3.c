@@ -136,21 +136,22 @@ typedef struct {
     const GArray *sizes;   /* bytes per layer, forward order */
     int first_layer;       /* what the last step's end waits for */
     int32_t send, recv;    /* the two channels */
+    int32_t push_name, pull_name; /* interned once: a million inserts would look them up a million times */
     GArray *ranks;         /* NULL with priority=off */
     rv_string_memo weighted; /* layer tags of weighted backward layers (layers.h) */
     guint pushes, steps, mismatched_steps;
 } p3_builder;
 
-/* One transfer of `bytes` on `channel` after task `after`; tagged like it. */
-static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, const char *name, int64_t bytes,
+/* One transfer of `bytes` taking `ns` on `channel` after task `after`; tagged like it. */
+static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, int32_t name, int64_t bytes, int64_t ns,
                                guint layer, GError **error)
 {
     rv_task task = *rv_graph_task(b->graph, after);
     task.kind = RV_TASK_COMM;
     task.flags = 0;
     task.resource = channel;
-    task.name = rv_strings_intern(b->graph->strings, name);
-    task.duration_ns = transfer_ns(b->link, bytes);
+    task.name = name;
+    task.duration_ns = ns;
     task.host_overhead_ns = 0;
     task.bytes = bytes;
     task.correlation = -1;
@@ -163,17 +164,26 @@ static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, co
     return id;
 }
 
-/* Push and pull every slice of layer j after `producer`; `waiter` (if any) waits for the pulls. */
+/*
+ * Push and pull every slice of layer j after `producer`; `waiter` (if
+ * any) waits for the pulls.  It waits on the last pull alone: a layer's
+ * slices leave in slice order on each channel (one rank, ids ascending,
+ * and a pull is ready only after its push), so the last pull ends last
+ * and the other edges could never decide the waiter's start.
+ */
 static gboolean insert_layer(p3_builder *b, guint j, int32_t producer, int32_t waiter, GError **error)
 {
-    for (int64_t left = g_array_index(b->sizes, int64_t, j); left > 0; left -= b->link->slice_bytes) {
-        int64_t bytes = MIN(left, b->link->slice_bytes);
-        int32_t push = insert_transfer(b, producer, b->send, "ps push", bytes, j, error);
-        int32_t pull = push < 0 ? -1 : insert_transfer(b, push, b->recv, "ps pull", bytes, j, error);
+    int64_t left = g_array_index(b->sizes, int64_t, j), full = b->link->slice_bytes;
+    int64_t full_ns = transfer_ns(b->link, full);
+    int32_t pull = -1;
+    for (; left > 0; left -= full) {
+        int64_t bytes = MIN(left, full), ns = bytes == full ? full_ns : transfer_ns(b->link, bytes);
+        int32_t push = insert_transfer(b, producer, b->send, b->push_name, bytes, ns, j, error);
+        pull = push < 0 ? -1 : insert_transfer(b, push, b->recv, b->pull_name, bytes, ns, j, error);
         if (pull < 0) return FALSE;
-        if (waiter >= 0) rv_transform_add_edge(b->graph, pull, waiter);
         b->pushes++;
     }
+    if (waiter >= 0 && pull >= 0) rv_transform_add_edge(b->graph, pull, waiter);
     return TRUE;
 }
 
@@ -294,12 +304,14 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     }
     const char *why = nothing_to_do(layers_by_step, sizes, &totals);
     gboolean priority = g_strcmp0(rv_params_string(params, "priority"), "on") == 0;
-    p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, NULL, { 0 }, 0, 0, 0 };
+    p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, 0, 0, NULL, { 0 }, 0, 0, 0 };
     rv_weighted_backward_memo_init(&b.weighted, graph);
     gboolean ok = why == NULL;
     if (ok) {
         b.send = rv_transform_add_channel(graph, "ps.send");
         b.recv = rv_transform_add_channel(graph, "ps.recv");
+        b.push_name = rv_strings_intern(graph->strings, "ps push");
+        b.pull_name = rv_strings_intern(graph->strings, "ps pull");
         if (priority) b.ranks = g_array_sized_new(FALSE, TRUE, sizeof(int64_t), (guint)rv_graph_task_count(graph));
         ok = insert_all_steps(&b, layers_by_step, error);
         if (ok && b.pushes == 0) why = "the trace has no backward-phase GPU work to attach pushes to";
