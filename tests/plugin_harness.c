@@ -73,6 +73,31 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     return ok;
 }
 
+char *apply_whatif(rv_graph *graph, const char *name, const char *text, gboolean last, const rv_policy *earlier,
+                   rv_sim_result *sim)
+{
+    char *path = plugin_path(name);
+    GError *error = NULL;
+    rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
+    ck_assert_msg(plugin != NULL, "loading %s: %s", path, error ? error->message : "?");
+    g_free(path);
+    rv_params *params = rv_params_parse(rv_plugin_descriptor_of(plugin), text, &error);
+    ck_assert_msg(params != NULL, "%s:%s: %s", name, text, error ? error->message : "?");
+    rv_sim_result before = { 0 };
+    if (last) simulate_with(graph, NULL, &before);
+    rv_plugin_output output = { .notes = g_string_new(NULL), .last = last, .before = last ? &before : NULL };
+    ck_assert_msg(rv_plugin_apply(plugin, graph, params, &output, &error), "%s:%s failed: %s", name, text,
+                  error ? error->message : "(no error set)");
+    rv_sim_result_clear(&before);
+    const rv_policy *policy = output.policy.priority ? &output.policy : earlier;
+    simulate_with(graph, policy, sim);
+    rv_plugin_after_replay(plugin, &output, graph, policy, sim);
+    if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
+    return g_string_free(output.notes, FALSE);
+}
+
 gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error)
 {
     return run_plugin(graph, name, text, error, NULL, NULL, NULL);

@@ -44,6 +44,14 @@ void apply_and_replay(rv_graph *graph, const char *name, const char *text, rv_si
  * either output may be NULL. */
 void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
                         int64_t *step_total_ns);
+/* Apply one plugin in a what-if: with `last`, as its last optimization
+ * (plugin.h), lent a plain replay of the graph it receives (`before`);
+ * else told nothing, as a sweep applies it.  Replay what it leaves with
+ * its priority, else `earlier` (one an earlier optimization left; may be
+ * NULL), into *sim (the caller clears it), and hand that replay to its
+ * after_replay.  Returns its notes (g_free). */
+char *apply_whatif(rv_graph *graph, const char *name, const char *text, gboolean last, const rv_policy *earlier,
+                   rv_sim_result *sim);
 int64_t makespan(const rv_graph *graph);
 /* Live tasks whose name contains `words`. */
 guint count_tasks_named(const rv_graph *graph, const char *words);
