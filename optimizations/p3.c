@@ -307,6 +307,16 @@ static gboolean insert_step(p3_builder *b, int step, GArray *backward, const GAr
     return ok;
 }
 
+/* Room in `array` for `extra` more elements, taken at once: grown by
+ * doubling, a task array of millions is copied again at every step. */
+static void make_room(GArray *array, guint64 extra)
+{
+    guint len = array->len;
+    if (extra > G_MAXUINT - len) return; /* the inserts will fail on their own */
+    g_array_set_size(array, len + (guint)extra);
+    g_array_set_size(array, len);
+}
+
 static gboolean insert_all_steps(p3_builder *b, const GPtrArray *layers_by_step, GError **error)
 {
     GPtrArray *backward = rv_backward_gpu_tasks_by_step(b->graph);
@@ -403,6 +413,10 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
         b.push_name = rv_strings_intern(graph->strings, "ps push");
         b.pull_name = rv_strings_intern(graph->strings, "ps pull");
         if (priority) b.ranks = g_array_sized_new(FALSE, TRUE, sizeof(int64_t), (guint)rv_graph_task_count(graph));
+        guint64 transfers = (guint64)graph->steps->len * (guint64)totals.slices * 2; /* at most: none coalesced */
+        make_room(graph->tasks, transfers);
+        make_room(graph->edges, transfers + (guint64)graph->steps->len * sizes->len);
+        if (b.ranks) make_room(b.ranks, (guint64)rv_graph_task_count(graph) + transfers);
         ok = insert_all_steps(&b, layers_by_step, error);
         if (ok && b.pushes == 0) why = "the trace has no backward-phase GPU work to attach pushes to";
         ok = ok && why == NULL;
