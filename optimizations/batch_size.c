@@ -91,11 +91,10 @@ typedef struct {
  * apply() would run when no policy was in force; with one (an earlier
  * optimization's), replay without it, as apply() would have.  A replay
  * that fails here is left out: the host's own replay of this graph ran. */
-static void throughput_after_replay(const rv_graph *graph, const rv_policy *policy, const rv_sim_result *sim,
-                                    GString *notes, void *data)
+static void throughput_after_replay(const rv_graph *graph, const rv_host_replay *replay, GString *notes, void *data)
 {
     const throughput *t = data;
-    int64_t after = policy == NULL ? rv_mean_step_ns_of(graph, sim) : rv_graph_mean_step_ns(graph, NULL);
+    int64_t after = replay->policy == NULL ? rv_mean_step_ns_of(graph, replay->sim) : rv_graph_mean_step_ns(graph, NULL);
     if (after >= 0) rv_throughput_describe(notes, t->before_ns, after, t->samples_before, t->samples_after);
 }
 

@@ -70,7 +70,9 @@
  * start), summed over the steps.  That replay is the prediction's own
  * when vdnn is the last optimization of a what-if (plugin.h: last): the
  * stall line is then written from the host's replay after it ran, rather
- * than from a second replay inside apply().
+ * than from a second replay inside apply(), and the peaks from the
+ * what-if's own memory estimates, where it made them (each costs about
+ * 1.7 plain replays at 1M tasks).
  *
  * Cost of a copy: latency + bytes / pcie_bandwidth.  The host calls that
  * issue the copies (Daydream's cudaMemcpyAsync launches) and vDNN's
@@ -517,12 +519,14 @@ static gboolean copy_stalls(const rv_graph *graph, const GArray *waits, const GA
     return TRUE;
 }
 
-/* The peak with and without the copies. */
+/* The peak with and without the copies; `with` is the estimate of the
+ * graph with them when the host made it, else NULL (estimated here). */
 static void write_peak_notes(GString *notes, gboolean estimated, const rv_memory_estimate *before,
-                             const rv_graph *graph)
+                             const rv_memory_estimate *with, const rv_graph *graph)
 {
     rv_memory_estimate after;
-    if (estimated && rv_memory_estimate_graph(graph, &after, NULL)) {
+    if (with) after = *with;
+    if (estimated && (with || rv_memory_estimate_graph(graph, &after, NULL))) {
         char *without = rv_format_bytes(before->peak), *with = rv_format_bytes(after.peak);
         char *offloaded = rv_format_bytes(after.offloaded);
         g_string_append_printf(notes, "    peak memory (estimate from shapes): %s without offloading, %s with (%s of "
@@ -547,17 +551,19 @@ static void write_stall_notes(GString *notes, const int64_t *stall_ns, guint ste
     g_free(stall); g_free(per_step); g_free(offload);
 }
 
-/* ---- the stall line after the host's replay (plugin.h: last) ---------- */
+/* ---- the memory and stall lines after the host's replay (plugin.h: last) */
 
 typedef struct {
     GArray *waits, *offload_waits;  /* as the inserter left them */
     rv_policy policy;               /* vdnn's own; its ranks belong to the host's copy of the policy */
     guint steps;
-} deferred_stalls;
+    gboolean estimated;             /* the peak before the copies, if estimated */
+    rv_memory_estimate before;
+} deferred_lines;
 
-static void deferred_stalls_free(gpointer data)
+static void deferred_lines_free(gpointer data)
 {
-    deferred_stalls *deferred = data;
+    deferred_lines *deferred = data;
     g_array_unref(deferred->waits);
     g_array_unref(deferred->offload_waits);
     g_free(deferred);
@@ -565,31 +571,35 @@ static void deferred_stalls_free(gpointer data)
 
 /* The host's replay is the one apply() would have run when it used vdnn's
  * own policy, which it does when vdnn is last: the graph is the one vdnn
- * left.  Any other policy: replay with vdnn's, as apply() would have. */
-static void stalls_after_replay(const rv_graph *graph, const rv_policy *policy, const rv_sim_result *sim,
-                                GString *notes, void *data)
+ * left.  Any other policy: replay with vdnn's, as apply() would have.  The
+ * host's memory estimate, if any, is of that graph too. */
+static void lines_after_replay(const rv_graph *graph, const rv_host_replay *replay, GString *notes, void *data)
 {
-    const deferred_stalls *deferred = data;
+    const deferred_lines *deferred = data;
+    write_peak_notes(notes, deferred->estimated, &deferred->before, replay->memory, graph);
     int64_t stall[2];
-    gboolean same = policy && policy->priority == deferred->policy.priority &&
-                    policy->user_data == deferred->policy.user_data;
-    if (same) stalls_of(graph, deferred->waits, deferred->offload_waits, sim, stall);
+    gboolean same = replay->policy && replay->policy->priority == deferred->policy.priority &&
+                    replay->policy->user_data == deferred->policy.user_data;
+    if (same) stalls_of(graph, deferred->waits, deferred->offload_waits, replay->sim, stall);
     if (same || copy_stalls(graph, deferred->waits, deferred->offload_waits, &deferred->policy, stall))
         write_stall_notes(notes, stall, deferred->steps);
 }
 
-/* The stall line: now, from a replay of its own, or after the host's. */
-static void report_stalls(const rv_graph *graph, inserter *ins, guint steps, rv_plugin_output *output)
+/* The memory and stall lines: now, from an estimate and a replay of its
+ * own, or after the host's (which makes both anyway). */
+static void report_lines(const rv_graph *graph, inserter *ins, guint steps, gboolean estimated,
+                         const rv_memory_estimate *before, rv_plugin_output *output)
 {
     if (output->last) {
-        deferred_stalls *deferred = g_new(deferred_stalls, 1);
-        *deferred = (deferred_stalls){ g_array_ref(ins->waits), g_array_ref(ins->offload_waits), output->policy,
-                                       steps };
-        output->after_replay = stalls_after_replay;
+        deferred_lines *deferred = g_new(deferred_lines, 1);
+        *deferred = (deferred_lines){ g_array_ref(ins->waits), g_array_ref(ins->offload_waits), output->policy,
+                                      steps, estimated, *before };
+        output->after_replay = lines_after_replay;
         output->after_replay_data = deferred;
-        output->free_after_replay_data = deferred_stalls_free;
+        output->free_after_replay_data = deferred_lines_free;
         return;
     }
+    write_peak_notes(output->notes, estimated, before, NULL, graph);
     int64_t stall[2];
     if (copy_stalls(graph, ins->waits, ins->offload_waits, &output->policy, stall))
         write_stall_notes(output->notes, stall, steps);
@@ -606,6 +616,13 @@ static prefetch_ranks *ranks_from(rv_graph *graph, const GArray *ranked)
         ranks->rank[entry->task] = entry->rank;
     }
     return ranks;
+}
+
+/* The memory estimate of the graph as it came: the host's when it lent one. */
+static gboolean estimate_before(const rv_graph *graph, const rv_plugin_output *output, rv_memory_estimate *before)
+{
+    if (output->before_memory) *before = *output->before_memory;
+    return output->before_memory || rv_memory_estimate_graph(graph, before, NULL);
 }
 
 static gboolean insert_plans(rv_graph *graph, inserter *ins, GPtrArray *plans, GError **error)
@@ -646,16 +663,15 @@ static gboolean vdnn_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     ins.ranked = g_array_new(FALSE, FALSE, sizeof(task_rank));
     ins.waits = g_array_new(FALSE, FALSE, sizeof(int32_t));
     ins.offload_waits = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    rv_memory_estimate before;
-    gboolean estimated = rv_memory_estimate_graph(graph, &before, NULL);
+    rv_memory_estimate before = { 0 };
+    gboolean estimated = estimate_before(graph, output, &before);
     gboolean ok = insert_plans(graph, &ins, plans, error);
     if (ok) {
         write_notes(output->notes, &ins, &found, plans->len, options.all);
         output->policy.priority = prefetch_priority;
         output->policy.user_data = ranks_from(graph, ins.ranked);
         output->free_policy_data = prefetch_ranks_free;
-        write_peak_notes(output->notes, estimated, &before, graph);
-        report_stalls(graph, &ins, plans->len, output);
+        report_lines(graph, &ins, plans->len, estimated, &before, output);
     }
     g_array_unref(ins.waits);
     g_array_unref(ins.offload_waits);

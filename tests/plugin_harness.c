@@ -4,6 +4,7 @@
 #include "plugin_harness.h"
 #include "project_traces.h"
 #include "reverie/job.h"
+#include "reverie/memory.h"
 #include "reverie/validate.h"
 #include <glib/gstdio.h>
 #include <string.h>
@@ -73,25 +74,43 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     return ok;
 }
 
-char *apply_whatif(rv_graph *graph, const char *name, const char *text, gboolean last, const rv_policy *earlier,
-                   rv_sim_result *sim)
+/* A host's memory estimate of the graph (memory.h), or NULL where it has none. */
+static const rv_memory_estimate *estimate_or_null(const rv_graph *graph, rv_memory_estimate *estimate)
+{
+    return rv_memory_estimate_graph(graph, estimate, NULL) ? estimate : NULL;
+}
+
+/* Load a plugin by name and parse its parameters, asserting both. */
+static rv_loaded_plugin *load_with(const char *name, const char *text, rv_params **params)
 {
     char *path = plugin_path(name);
     GError *error = NULL;
     rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
     ck_assert_msg(plugin != NULL, "loading %s: %s", path, error ? error->message : "?");
     g_free(path);
-    rv_params *params = rv_params_parse(rv_plugin_descriptor_of(plugin), text, &error);
-    ck_assert_msg(params != NULL, "%s:%s: %s", name, text, error ? error->message : "?");
+    *params = rv_params_parse(rv_plugin_descriptor_of(plugin), text, &error);
+    ck_assert_msg(*params != NULL, "%s:%s: %s", name, text, error ? error->message : "?");
+    return plugin;
+}
+
+char *apply_whatif(rv_graph *graph, const char *name, const char *text, gboolean last, const rv_policy *earlier,
+                   rv_sim_result *sim)
+{
+    rv_params *params;
+    rv_loaded_plugin *plugin = load_with(name, text, &params);
     rv_sim_result before = { 0 };
+    rv_memory_estimate memory_before, memory_after;
     if (last) simulate_with(graph, NULL, &before);
-    rv_plugin_output output = { .notes = g_string_new(NULL), .last = last, .before = last ? &before : NULL };
+    rv_plugin_output output = { .notes = g_string_new(NULL), .last = last, .before = last ? &before : NULL,
+                                .before_memory = last ? estimate_or_null(graph, &memory_before) : NULL };
+    GError *error = NULL;
     ck_assert_msg(rv_plugin_apply(plugin, graph, params, &output, &error), "%s:%s failed: %s", name, text,
                   error ? error->message : "(no error set)");
     rv_sim_result_clear(&before);
     const rv_policy *policy = output.policy.priority ? &output.policy : earlier;
     simulate_with(graph, policy, sim);
-    rv_plugin_after_replay(plugin, &output, graph, policy, sim);
+    rv_host_replay replay = { policy, sim, last ? estimate_or_null(graph, &memory_after) : NULL };
+    rv_plugin_after_replay(plugin, &output, graph, &replay);
     if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
     rv_params_free(params);
     rv_plugin_unload(plugin);
@@ -112,16 +131,14 @@ static int64_t later_first(const rv_graph *graph, int32_t task, void *data)
 static char *notes_after_host_replay(rv_graph *graph, const char *name, const char *text, const char *deferred,
                                      gboolean host_policy)
 {
-    char *path = plugin_path(name);
-    GError *error = NULL;
-    rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
-    ck_assert_msg(plugin != NULL, "loading %s: %s", path, error ? error->message : "?");
-    g_free(path);
-    rv_params *params = rv_params_parse(rv_plugin_descriptor_of(plugin), text, &error);
-    ck_assert_msg(params != NULL, "%s:%s: %s", name, text, error ? error->message : "?");
+    rv_params *params;
+    rv_loaded_plugin *plugin = load_with(name, text, &params);
     rv_sim_result before = { 0 }, sim = { 0 };
+    rv_memory_estimate memory_before, memory_after;
     simulate_with(graph, NULL, &before);
-    rv_plugin_output output = { .notes = g_string_new(NULL), .last = TRUE, .before = &before };
+    rv_plugin_output output = { .notes = g_string_new(NULL), .last = TRUE, .before = &before,
+                                .before_memory = estimate_or_null(graph, &memory_before) };
+    GError *error = NULL;
     ck_assert_msg(rv_plugin_apply(plugin, graph, params, &output, &error), "%s:%s: %s", name, text,
                   error ? error->message : "?");
     rv_sim_result_clear(&before);
@@ -137,7 +154,8 @@ static char *notes_after_host_replay(rv_graph *graph, const char *name, const ch
         sim.start_ns[t] *= 2;
         sim.end_ns[t] *= 2;
     }
-    rv_plugin_after_replay(plugin, &output, graph, policy, &sim);
+    rv_host_replay replay = { policy, &sim, estimate_or_null(graph, &memory_after) };
+    rv_plugin_after_replay(plugin, &output, graph, &replay);
     rv_sim_result_clear(&sim);
     if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
     rv_params_free(params);

@@ -45,7 +45,8 @@ void apply_and_replay(rv_graph *graph, const char *name, const char *text, rv_si
 void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
                         int64_t *step_total_ns);
 /* Apply one plugin in a what-if: with `last`, as its last optimization
- * (plugin.h), lent a plain replay of the graph it receives (`before`);
+ * (plugin.h), lent a plain replay and the memory estimate of the graph it
+ * receives, and the estimate of the graph it leaves after the replay;
  * else told nothing, as a sweep applies it.  Replay what it leaves with
  * its priority, else `earlier` (one an earlier optimization left; may be
  * NULL), into *sim (the caller clears it), and hand that replay to its

@@ -63,14 +63,15 @@ gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes,
  * with that replay: the last opt is told so (plugin.h's
  * rv_plugin_output.last) and may leave part of its notes to that replay
  * instead of replaying the graph itself; the first is lent `before`, a
- * replay of the graph as it is now without a policy (NULL: none).  A
- * host that then fails to replay frees what was left with rv_opt_free.
+ * replay of the graph as it is now without a policy, and `before_memory`,
+ * its memory estimate (either NULL: none).  A host that then fails to
+ * replay frees what was left with rv_opt_free.
  */
 gboolean rv_opts_apply_before_replay(rv_graph *graph, GPtrArray *opts, gboolean count_changes,
-                                     const rv_sim_result *before, rv_plugin_output *last_policy, GError **error);
-/* Hand the replay (with the policy it used, NULL: none) to every opt that
- * left something for it; each appends to its own notes. */
-void rv_opts_after_replay(GPtrArray *opts, const rv_graph *graph, const rv_policy *policy, const rv_sim_result *sim);
+                                     const rv_sim_result *before, const rv_memory_estimate *before_memory,
+                                     rv_plugin_output *last_policy, GError **error);
+/* Hand the replay to every opt that left something for it; each appends to its own notes. */
+void rv_opts_after_replay(GPtrArray *opts, const rv_graph *graph, const rv_host_replay *replay);
 
 /* After rv_opts_apply with count_changes: one line (char*, g_free) per
  * optimization that changed no task, "SPEC changed no task: its prediction

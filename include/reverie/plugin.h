@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include "reverie/compose.h"
 #include "reverie/graph.h"
+#include "reverie/memory.h"
 #include "reverie/sim.h"
 
 G_BEGIN_DECLS
@@ -45,8 +46,9 @@ G_BEGIN_DECLS
                                         contention.h), RV_MEM_EFFECT_OFFLOAD and
                                         rv_memory_estimate.offloaded_states, RV_MEM_EFFECT_RESIDENT and
                                         rv_memory_estimate.resident (memory.h);
-                                     10: rv_plugin_output.last, .before and .after_replay (a replay the
-                                        host runs anyway, lent to the plugin) */
+                                     10: rv_plugin_output.last, .before, .before_memory and
+                                        .after_replay (replays and memory estimates the host
+                                        makes anyway, lent to the plugin) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {
@@ -80,11 +82,16 @@ const char *rv_params_string(const rv_params *params, const char *name); /* also
 /* TRUE if the user gave the parameter (rather than its default). */
 gboolean rv_params_given(const rv_params *params, const char *name);
 
-/* Called by the host after its replay of the graph (see rv_plugin_output.last):
- * `policy` is the one that replay used (NULL: none), `sim` its result;
- * lines it appends to `notes` end the plugin's notes. */
-typedef void (*rv_after_replay_fn)(const rv_graph *graph, const rv_policy *policy, const rv_sim_result *sim,
-                                   GString *notes, void *data);
+/* What the host hands to after_replay (rv_plugin_output.last): its replay
+ * of the graph the plugin left, and its memory estimate of that graph. */
+typedef struct {
+    const rv_policy *policy;          /* the policy the replay used; NULL: none */
+    const rv_sim_result *sim;         /* the replay's result */
+    const rv_memory_estimate *memory; /* rv_memory_estimate_graph's, where the host made one; else NULL */
+} rv_host_replay;
+
+/* Called by the host after its replay; lines it appends to `notes` end the plugin's notes. */
+typedef void (*rv_after_replay_fn)(const rv_graph *graph, const rv_host_replay *replay, GString *notes, void *data);
 
 /*
  * What apply() may hand back besides a transformed graph.  The host sets
@@ -96,7 +103,9 @@ typedef void (*rv_after_replay_fn)(const rv_graph *graph, const rv_policy *polic
  *           with that replay.  A plugin that replays its own result for its
  *           notes can leave that to after_replay;
  *   before  the graph as apply() receives it, replayed without a policy
- *           (the host's baseline, for the first optimization), or NULL.
+ *           (the host's baseline, for the first optimization), or NULL;
+ *   before_memory  rv_memory_estimate_graph's estimate of that graph
+ *           (memory.h) where the host made one, or NULL.
  * after_replay is only called where `last` was set; its data is freed
  * with free_after_replay_data either way.
  */
@@ -107,6 +116,7 @@ typedef struct {
     /* Appended in ABI 10 (above). */
     gboolean last;                  /* in */
     const rv_sim_result *before;    /* in */
+    const rv_memory_estimate *before_memory; /* in */
     rv_after_replay_fn after_replay;
     void *after_replay_data;
     GDestroyNotify free_after_replay_data;
@@ -176,7 +186,7 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
  * its data; the apply watch below is told as for apply().  Nothing happens
  * when output holds none. */
 void rv_plugin_after_replay(const rv_loaded_plugin *plugin, rv_plugin_output *output, const rv_graph *graph,
-                            const rv_policy *policy, const rv_sim_result *sim);
+                            const rv_host_replay *replay);
 /* Free what after_replay would have had (a host that will not replay). */
 void rv_plugin_output_drop_after_replay(rv_plugin_output *output);
 

@@ -156,14 +156,22 @@ static void keep_output(rv_opt *opt, rv_plugin_output *output, rv_plugin_output 
         last_policy->notes = NULL;
         last_policy->last = FALSE;
         last_policy->before = NULL;
+        last_policy->before_memory = NULL;
     }
 }
 
-/* Apply opts[i], told `last` and lent `before` (plugin.h). */
-static gboolean apply_one(rv_graph *graph, rv_opt *opt, gboolean count_changes, gboolean last,
-                          const rv_sim_result *before, rv_plugin_output *last_policy, GError **error)
+/* What the host lends the first optimization (plugin.h): the graph's replay and memory estimate. */
+typedef struct {
+    const rv_sim_result *sim;
+    const rv_memory_estimate *memory;
+} lent;
+
+/* Apply opts[i], told `last` and lent what `before` holds (plugin.h). */
+static gboolean apply_one(rv_graph *graph, rv_opt *opt, gboolean count_changes, gboolean last, lent before,
+                          rv_plugin_output *last_policy, GError **error)
 {
-    rv_plugin_output output = { .notes = g_string_new(NULL), .last = last, .before = before };
+    rv_plugin_output output = { .notes = g_string_new(NULL), .last = last, .before = before.sim,
+                                .before_memory = before.memory };
     GArray *snap = count_changes ? snapshot(graph) : NULL;
     guint edges_before = graph->edges->len;
     rv_contention contention_before = graph->contention;
@@ -187,11 +195,12 @@ static gboolean apply_one(rv_graph *graph, rv_opt *opt, gboolean count_changes, 
 }
 
 static gboolean apply_all(rv_graph *graph, GPtrArray *opts, gboolean count_changes, gboolean replay_follows,
-                          const rv_sim_result *before, rv_plugin_output *last_policy, GError **error)
+                          lent before, rv_plugin_output *last_policy, GError **error)
 {
+    lent nothing = { NULL, NULL };
     for (guint i = 0; i < opts->len; i++) {
         gboolean last = replay_follows && i + 1 == opts->len;
-        if (!apply_one(graph, g_ptr_array_index(opts, i), count_changes, last, i == 0 ? before : NULL, last_policy,
+        if (!apply_one(graph, g_ptr_array_index(opts, i), count_changes, last, i == 0 ? before : nothing, last_policy,
                        error))
             return FALSE;
     }
@@ -201,19 +210,22 @@ static gboolean apply_all(rv_graph *graph, GPtrArray *opts, gboolean count_chang
 gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                        GError **error)
 {
-    return apply_all(graph, opts, count_changes, FALSE, NULL, last_policy, error);
+    lent nothing = { NULL, NULL };
+    return apply_all(graph, opts, count_changes, FALSE, nothing, last_policy, error);
 }
 
 gboolean rv_opts_apply_before_replay(rv_graph *graph, GPtrArray *opts, gboolean count_changes,
-                                     const rv_sim_result *before, rv_plugin_output *last_policy, GError **error)
+                                     const rv_sim_result *before, const rv_memory_estimate *before_memory,
+                                     rv_plugin_output *last_policy, GError **error)
 {
-    return apply_all(graph, opts, count_changes, TRUE, before, last_policy, error);
+    lent lend = { before, before_memory };
+    return apply_all(graph, opts, count_changes, TRUE, lend, last_policy, error);
 }
 
-void rv_opts_after_replay(GPtrArray *opts, const rv_graph *graph, const rv_policy *policy, const rv_sim_result *sim)
+void rv_opts_after_replay(GPtrArray *opts, const rv_graph *graph, const rv_host_replay *replay)
 {
     for (guint i = 0; i < opts->len; i++) {
         rv_opt *opt = g_ptr_array_index(opts, i);
-        rv_plugin_after_replay(opt->loaded, &opt->after, graph, policy, sim);
+        rv_plugin_after_replay(opt->loaded, &opt->after, graph, replay);
     }
 }

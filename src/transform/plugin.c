@@ -416,11 +416,11 @@ void rv_plugin_output_drop_after_replay(rv_plugin_output *output)
 }
 
 void rv_plugin_after_replay(const rv_loaded_plugin *plugin, rv_plugin_output *output, const rv_graph *graph,
-                            const rv_policy *policy, const rv_sim_result *sim)
+                            const rv_host_replay *replay)
 {
     if (output->after_replay == NULL) return;
     if (apply_watch) apply_watch(plugin->descriptor->name, TRUE);
-    output->after_replay(graph, policy, sim, output->notes, output->after_replay_data);
+    output->after_replay(graph, replay, output->notes, output->after_replay_data);
     if (apply_watch) apply_watch(plugin->descriptor->name, FALSE);
     rv_plugin_output_drop_after_replay(output);
 }

@@ -16,10 +16,11 @@
  *           remembers no order, as in a single what-if);
  *   replay  the replay of the rewritten graph with the plugin's policy.
  * Each plugin is applied as the last optimization of a what-if (plugin.h:
- * last), and, when nothing is applied before it, lent the plain replay of
- * the graph it receives (the what-if's baseline, untimed: a what-if runs
- * it anyway); what it leaves for after the replay (after_replay) is timed
- * as part of its apply.
+ * last), and, when nothing is applied before it, lent the plain replay and
+ * the memory estimate of the graph it receives (the what-if's baseline,
+ * untimed: a what-if makes them anyway); what it leaves for after the
+ * replay (after_replay) is timed as part of its apply, handed the replay
+ * and the estimate of the graph it left (untimed, likewise).
  * It prints both at both sizes, the exponent k of time ~ tasks^k between
  * them, and the rewrite's time over a plain replay of the large graph (the
  * bounds: k <= 1.1 and 3x).  A replay itself grows faster than the tasks
@@ -40,6 +41,7 @@
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/load.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/sim.h"
 #include <malloc.h>
@@ -209,13 +211,24 @@ static double apply(rv_graph *graph, const char *spec, rv_plugin_output *output,
     return took;
 }
 
-/* Hand the replay (sim) to what the plugin left for after it, timed;
- * then free the plugin's notes and policy. */
+/* What a what-if makes anyway and lends the plugins (plugin.h): the
+ * graph's plain replay and memory estimate, made once per graph. */
+typedef struct {
+    rv_sim_result sim;
+    rv_memory_estimate memory;
+    gboolean estimated;
+} lent;
+
+/* Hand the host's replay (sim) and, when the plugin left something for it,
+ * the memory estimate (untimed: a what-if makes it anyway) to the plugin's
+ * after_replay, timed; then free the plugin's notes and policy. */
 static double finish(const char *spec, rv_plugin_output *output, const rv_graph *graph, const rv_sim_result *sim)
 {
-    const rv_policy *policy = output->policy.priority ? &output->policy : NULL;
+    rv_memory_estimate memory;
+    gboolean estimated = output->after_replay && rv_memory_estimate_graph(graph, &memory, NULL);
+    rv_host_replay replay = { output->policy.priority ? &output->policy : NULL, sim, estimated ? &memory : NULL };
     double started = now_s();
-    rv_plugin_after_replay(plugin_of_spec(spec), output, graph, policy, sim);
+    rv_plugin_after_replay(plugin_of_spec(spec), output, graph, &replay);
     double took = now_s() - started;
     if (output->notes) g_string_free(output->notes, TRUE);
     if (output->free_policy_data) output->free_policy_data(output->policy.user_data);
@@ -223,9 +236,8 @@ static double finish(const char *spec, rv_plugin_output *output, const rv_graph 
     return took;
 }
 
-/* The prepared copy of graph for case c (its `prepare` applied, its policy
- * dropped), with its plain replay in *before when nothing was applied. */
-static rv_graph *prepared_copy(const rv_graph *graph, int c, measured *m, rv_sim_result *before)
+/* The copy of graph for case c, its `prepare` applied (its policy dropped). */
+static rv_graph *prepared_copy(const rv_graph *graph, int c, measured *m)
 {
     rv_graph *copy = rv_graph_copy(graph);
     rv_plugin_output output = { 0 };
@@ -233,23 +245,21 @@ static rv_graph *prepared_copy(const rv_graph *graph, int c, measured *m, rv_sim
         if (apply(copy, cases[c].prepare, &output, &m->refused[c]) < 0) die(cases[c].prepare, NULL);
         rv_plugin_output_drop_after_replay(&output);
         finish(cases[c].prepare, &output, copy, NULL);
-        return copy;
     }
-    GError *error = NULL;
-    if (cases[c].spec && !rv_simulate(copy, NULL, before, &error)) die("baseline replay", error);
     return copy;
 }
 
-static void measure_case(const rv_graph *graph, int c, int runs, measured *m)
+static void measure_case(const rv_graph *graph, const lent *baseline, int c, int runs, measured *m)
 {
     m->apply_s[c] = m->policy_replay_s[c] = 1e30;
+    gboolean first = cases[c].prepare == NULL; /* the what-if's first optimization: lent the baseline's */
     for (int run = 0; run < runs && m->refused[c] == NULL; run++) {
-        rv_sim_result before = { 0 }, sim = { 0 };
-        rv_graph *copy = prepared_copy(graph, c, m, &before);
-        rv_plugin_output output = { .last = TRUE, .before = before.start_ns ? &before : NULL };
+        rv_sim_result sim = { 0 };
+        rv_graph *copy = prepared_copy(graph, c, m);
+        rv_plugin_output output = { .last = TRUE, .before = first ? &baseline->sim : NULL,
+                                    .before_memory = first && baseline->estimated ? &baseline->memory : NULL };
         /* not inside MIN(), which would evaluate them twice */
         double applied = cases[c].spec ? apply(copy, cases[c].spec, &output, &m->refused[c]) : 0;
-        rv_sim_result_clear(&before);
         if (applied < 0) {
             rv_plugin_output_drop_after_replay(&output);
             if (output.notes) g_string_free(output.notes, TRUE);
@@ -285,9 +295,13 @@ static measured measure(const char *path, int runs)
     rv_graph *graph = load(path);
     m.tasks = rv_graph_task_count(graph);
     fprintf(stderr, "%s: %d tasks, imported in %.1f s\n", path, m.tasks, now_s() - started);
+    lent baseline = { 0 };
+    GError *error = NULL;
+    if (!rv_simulate(graph, NULL, &baseline.sim, &error)) die("baseline replay", error);
+    baseline.estimated = rv_memory_estimate_graph(graph, &baseline.memory, NULL);
     for (int c = 0; c < CASES; c++) {
         if (!wanted(c)) continue;
-        measure_case(graph, c, runs, &m);
+        measure_case(graph, &baseline, c, runs, &m);
         if (m.refused[c]) {
             fprintf(stderr, "  %-32s refused: %s\n", cases[c].spec, m.refused[c]);
             continue;
@@ -295,6 +309,7 @@ static measured measure(const char *path, int runs)
         fprintf(stderr, "  %-32s apply %8.1f ms  replay %8.1f ms\n", cases[c].spec ? cases[c].spec : "(none)",
                 m.apply_s[c] * 1e3, m.policy_replay_s[c] * 1e3);
     }
+    rv_sim_result_clear(&baseline.sim);
     rv_graph_free(graph);
     return m;
 }
