@@ -247,8 +247,9 @@ static gboolean coalescable(const rv_graph *graph, const rv_plugin_output *outpu
            !graph->contention.enabled && !graph->sharing.enabled && transfer_ns(link, 1) > 0;
 }
 
-/* Layer j's k >= 2 slices as P1, P' and Q (above); FALSE without an error
- * when their sum would not fit a task (then they go in one by one). */
+/* Layer j's slices as P1, P' and Q (above), *done TRUE; *done FALSE with
+ * nothing inserted when it has one slice or their sum would not fit a
+ * task (then they go in one by one).  FALSE only with an error. */
 static gboolean insert_layer_coalesced(p3_builder *b, guint j, int32_t producer, int32_t waiter, gboolean *done,
                                        GError **error)
 {
@@ -315,6 +316,25 @@ static void make_room(GArray *array, guint64 extra)
     if (extra > G_MAXUINT - len) return; /* the inserts will fail on their own */
     g_array_set_size(array, len + (guint)extra);
     g_array_set_size(array, len);
+}
+
+/* The channels, names and ranks the transfers need, whether they may be
+ * coalesced, and room for them all. */
+static void start_insertion(p3_builder *b, const rv_plugin_output *output, const model_totals *totals,
+                            gboolean priority)
+{
+    rv_graph *graph = b->graph;
+    int32_t resources = (int32_t)graph->resources->len;
+    b->send = rv_transform_add_channel(graph, "ps.send");
+    b->recv = rv_transform_add_channel(graph, "ps.recv");
+    b->coalesce = coalescable(graph, output, b->link, priority, b->send >= resources && b->recv >= resources);
+    b->push_name = rv_strings_intern(graph->strings, "ps push");
+    b->pull_name = rv_strings_intern(graph->strings, "ps pull");
+    if (priority) b->ranks = g_array_sized_new(FALSE, TRUE, sizeof(int64_t), (guint)rv_graph_task_count(graph));
+    guint64 transfers = (guint64)graph->steps->len * (guint64)totals->slices * 2; /* at most: none coalesced */
+    make_room(graph->tasks, transfers);
+    make_room(graph->edges, transfers + (guint64)graph->steps->len * b->sizes->len);
+    if (b->ranks) make_room(b->ranks, (guint64)rv_graph_task_count(graph) + transfers);
 }
 
 static gboolean insert_all_steps(p3_builder *b, const GPtrArray *layers_by_step, GError **error)
@@ -406,17 +426,7 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     rv_weighted_backward_memo_init(&b.weighted, graph);
     gboolean ok = why == NULL;
     if (ok) {
-        guint resources = graph->resources->len;
-        b.send = rv_transform_add_channel(graph, "ps.send");
-        b.recv = rv_transform_add_channel(graph, "ps.recv");
-        b.coalesce = coalescable(graph, output, &link, priority, b.send >= (int32_t)resources && b.recv >= (int32_t)resources);
-        b.push_name = rv_strings_intern(graph->strings, "ps push");
-        b.pull_name = rv_strings_intern(graph->strings, "ps pull");
-        if (priority) b.ranks = g_array_sized_new(FALSE, TRUE, sizeof(int64_t), (guint)rv_graph_task_count(graph));
-        guint64 transfers = (guint64)graph->steps->len * (guint64)totals.slices * 2; /* at most: none coalesced */
-        make_room(graph->tasks, transfers);
-        make_room(graph->edges, transfers + (guint64)graph->steps->len * sizes->len);
-        if (b.ranks) make_room(b.ranks, (guint64)rv_graph_task_count(graph) + transfers);
+        start_insertion(&b, output, &totals, priority);
         ok = insert_all_steps(&b, layers_by_step, error);
         if (ok && b.pushes == 0) why = "the trace has no backward-phase GPU work to attach pushes to";
         ok = ok && why == NULL;
