@@ -519,14 +519,14 @@ static gboolean copy_stalls(const rv_graph *graph, const GArray *waits, const GA
     return TRUE;
 }
 
-/* The peak with and without the copies; `with` is the estimate of the
- * graph with them when the host made it, else NULL (estimated here). */
+/* The peak with and without the copies; `host_after` is the estimate of
+ * the graph with them when the host made it, else NULL (estimated here). */
 static void write_peak_notes(GString *notes, gboolean estimated, const rv_memory_estimate *before,
-                             const rv_memory_estimate *with, const rv_graph *graph)
+                             const rv_memory_estimate *host_after, const rv_graph *graph)
 {
     rv_memory_estimate after;
-    if (with) after = *with;
-    if (estimated && (with || rv_memory_estimate_graph(graph, &after, NULL))) {
+    if (host_after) after = *host_after;
+    if (estimated && (host_after || rv_memory_estimate_graph(graph, &after, NULL))) {
         char *without = rv_format_bytes(before->peak), *with = rv_format_bytes(after.peak);
         char *offloaded = rv_format_bytes(after.offloaded);
         g_string_append_printf(notes, "    peak memory (estimate from shapes): %s without offloading, %s with (%s of "
