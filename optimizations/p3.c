@@ -27,6 +27,9 @@
  * priority=off returns no policy: each channel serves slices in the order
  * they became ready (first come, first served), which is the plain
  * parameter server, so the gain of P3 itself is the difference of the two.
+ * There, when p3 is the last optimization of a what-if, a layer's slices
+ * go in as three transfers that the replay gives the same times as the
+ * 2k slices (coalescing, below); the notes still count slices.
  *
  * Simplifications, each a choice:
  *  - slices are spread over as many servers as workers (round-robin, as
@@ -136,21 +139,23 @@ typedef struct {
     const GArray *sizes;   /* bytes per layer, forward order */
     int first_layer;       /* what the last step's end waits for */
     int32_t send, recv;    /* the two channels */
+    int32_t push_name, pull_name; /* interned once: a million inserts would look them up a million times */
     GArray *ranks;         /* NULL with priority=off */
+    gboolean coalesce;     /* may a layer's slices go in as three transfers (coalescing, below)? */
     rv_string_memo weighted; /* layer tags of weighted backward layers (layers.h) */
     guint pushes, steps, mismatched_steps;
 } p3_builder;
 
-/* One transfer of `bytes` on `channel` after task `after`; tagged like it. */
-static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, const char *name, int64_t bytes,
+/* One transfer of `bytes` taking `ns` on `channel` after task `after`; tagged like it. */
+static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, int32_t name, int64_t bytes, int64_t ns,
                                guint layer, GError **error)
 {
     rv_task task = *rv_graph_task(b->graph, after);
     task.kind = RV_TASK_COMM;
     task.flags = 0;
     task.resource = channel;
-    task.name = rv_strings_intern(b->graph->strings, name);
-    task.duration_ns = transfer_ns(b->link, bytes);
+    task.name = name;
+    task.duration_ns = ns;
     task.host_overhead_ns = 0;
     task.bytes = bytes;
     task.correlation = -1;
@@ -163,18 +168,112 @@ static int32_t insert_transfer(p3_builder *b, int32_t after, int32_t channel, co
     return id;
 }
 
-/* Push and pull every slice of layer j after `producer`; `waiter` (if any) waits for the pulls. */
+/*
+ * Push and pull every slice of layer j after `producer`; `waiter` (if
+ * any) waits for the pulls.  It waits on the last pull alone: a layer's
+ * slices leave in slice order on each channel (one rank, ids ascending,
+ * and a pull is ready only after its push), so the last pull ends last
+ * and the other edges could never decide the waiter's start.
+ */
 static gboolean insert_layer(p3_builder *b, guint j, int32_t producer, int32_t waiter, GError **error)
 {
-    for (int64_t left = g_array_index(b->sizes, int64_t, j); left > 0; left -= b->link->slice_bytes) {
-        int64_t bytes = MIN(left, b->link->slice_bytes);
-        int32_t push = insert_transfer(b, producer, b->send, "ps push", bytes, j, error);
-        int32_t pull = push < 0 ? -1 : insert_transfer(b, push, b->recv, "ps pull", bytes, j, error);
+    int64_t left = g_array_index(b->sizes, int64_t, j), full = b->link->slice_bytes;
+    int64_t full_ns = transfer_ns(b->link, full);
+    int32_t pull = -1;
+    for (; left > 0; left -= full) {
+        int64_t bytes = MIN(left, full), ns = bytes == full ? full_ns : transfer_ns(b->link, bytes);
+        int32_t push = insert_transfer(b, producer, b->send, b->push_name, bytes, ns, j, error);
+        pull = push < 0 ? -1 : insert_transfer(b, push, b->recv, b->pull_name, bytes, ns, j, error);
         if (pull < 0) return FALSE;
-        if (waiter >= 0) rv_transform_add_edge(b->graph, pull, waiter);
         b->pushes++;
     }
+    if (waiter >= 0 && pull >= 0) rv_transform_add_edge(b->graph, pull, waiter);
     return TRUE;
+}
+
+/* ---- coalescing ------------------------------------------------------ */
+
+/*
+ * With priority=off, and nothing after p3 to re-cost or re-rank its
+ * transfers, the replay cannot tell a layer's k slices apart, so they go
+ * in as three transfers instead of 2k:
+ *   P1  the first slice's push, after the producer (as before);
+ *   P'  the other slices' pushes as one, after the producer;
+ *   Q   every pull as one, after P1; the waiter waits for Q.
+ * Each keeps its slices' latencies: P' lasts the sum of their times, each
+ * rounded as its own transfer would be, and Q the sum of all k.  Why the
+ * times of every other task stay the same, to the ns:
+ *  - no policy: the replay dispatches tasks in order of (ready time, id).
+ *    The k pushes are ready at once (the producer's end) with ids of their
+ *    own (their pulls in between, not yet ready), so they run back to back
+ *    from the send channel's free time s: s + S, S the sum of their times,
+ *    as P1 and P' do (P' is P1's successor in id, ready with it);
+ *  - pull i is ready when push i ends; every other transfer on these
+ *    channels (p3's own: new channels) ends before s or after s + S, so
+ *    nothing else on the receive channel becomes ready between the
+ *    layer's first pull and its last.  The first slice is the largest,
+ *    so each pull is ready by the time the one before it ends: the pulls
+ *    run back to back from max(free, s + time of slice 1), as Q does,
+ *    and end when Q ends;
+ *  - the waiter waits for the last pull, as for Q; both channels are free
+ *    again at the same times.
+ * Conditions (coalescable): priority=off; p3 is the last optimization of
+ * a what-if (plugin.h: last), so no later plugin re-costs a transfer per
+ * message (network's latencies) or sets a policy; no earlier plugin may
+ * have set one (a policy breaks ties by id, and with it a later layer
+ * nearer the input would cut in between a layer's slices); no contention
+ * or sharing rule (its replay dispatches as a policy replay does); the
+ * channels are new; every transfer takes at least 1 ns (a zero-length
+ * transfer would tie with the layer's last pull).  With priority=on
+ * nothing is coalesced: the gradient of a layer nearer the input arrives
+ * while the replay runs and takes the channel at the next slice boundary,
+ * which only the replay knows.
+ */
+
+/* May a policy be in force: an earlier plugin that may set one (or says nothing of what it does)? */
+static gboolean earlier_policy_possible(const rv_graph *graph)
+{
+    for (guint i = 0; i < graph->applied->len; i++) {
+        const rv_applied_plugin *applied = &g_array_index(graph->applied, rv_applied_plugin, i);
+        if (!applied->declared || (applied->effects.rewrites & RV_ASPECT_SCHEDULE)) return TRUE;
+    }
+    return FALSE;
+}
+
+static gboolean coalescable(const rv_graph *graph, const rv_plugin_output *output, const link_model *link,
+                            gboolean priority, gboolean new_channels)
+{
+    return !priority && output->last && new_channels && !earlier_policy_possible(graph) &&
+           !graph->contention.enabled && !graph->sharing.enabled && transfer_ns(link, 1) > 0;
+}
+
+/* Layer j's slices as P1, P' and Q (above), *done TRUE; *done FALSE with
+ * nothing inserted when it has one slice or their sum would not fit a
+ * task (then they go in one by one).  FALSE only with an error. */
+static gboolean insert_layer_coalesced(p3_builder *b, guint j, int32_t producer, int32_t waiter, gboolean *done,
+                                       GError **error)
+{
+    int64_t bytes = g_array_index(b->sizes, int64_t, j), full = b->link->slice_bytes;
+    int64_t k = (bytes + full - 1) / full, first_ns = transfer_ns(b->link, full);
+    int64_t last_ns = transfer_ns(b->link, bytes - (k - 1) * full), rest_ns = 0;
+    *done = k >= 2 && rv_checked_mul(k - 2, first_ns, &rest_ns) &&
+            (rest_ns = rv_saturating_add(rest_ns, last_ns)) <= RV_MAX_DURATION_NS - first_ns;
+    if (!*done) return TRUE;
+    int32_t first = insert_transfer(b, producer, b->send, b->push_name, full, first_ns, j, error);
+    int32_t rest = first < 0 ? -1 : insert_transfer(b, producer, b->send, b->push_name, bytes - full, rest_ns, j, error);
+    int32_t pulls = rest < 0 ? -1 : insert_transfer(b, first, b->recv, b->pull_name, bytes, first_ns + rest_ns, j, error);
+    if (pulls < 0) return FALSE;
+    if (waiter >= 0) rv_transform_add_edge(b->graph, pulls, waiter);
+    b->pushes += (guint)k;
+    return TRUE;
+}
+
+/* Layer j's transfers: coalesced where they may be, else slice by slice. */
+static gboolean insert_layer_transfers(p3_builder *b, guint j, int32_t producer, int32_t waiter, GError **error)
+{
+    gboolean done = FALSE;
+    if (b->coalesce && !insert_layer_coalesced(b, j, producer, waiter, &done, error)) return FALSE;
+    return done || insert_layer(b, j, producer, waiter, error);
 }
 
 /* What waits for layer j's pulls: its first forward GPU task in the next
@@ -201,12 +300,41 @@ static gboolean insert_step(p3_builder *b, int step, GArray *backward, const GAr
     for (guint j = 0; j < n && ok; j++) {
         if (g_array_index(b->sizes, int64_t, j) <= 0) continue;
         int32_t producer = g_array_index(runs, int32_t, rv_gradient_run(n - 1 - j, n, runs->len));
-        ok = insert_layer(b, j, producer, waiter_of(b, next, j, step), error);
+        ok = insert_layer_transfers(b, j, producer, waiter_of(b, next, j, step), error);
     }
     g_array_unref(runs);
     if (next && next->len != n) b->mismatched_steps++;
     b->steps++;
     return ok;
+}
+
+/* Room in `array` for `extra` more elements, taken at once: grown by
+ * doubling, a task array of millions is copied again at every step. */
+static void make_room(GArray *array, guint64 extra)
+{
+    guint len = array->len;
+    if (extra > G_MAXUINT - len) return; /* the inserts will fail on their own */
+    g_array_set_size(array, len + (guint)extra);
+    g_array_set_size(array, len);
+}
+
+/* The channels, names and ranks the transfers need, whether they may be
+ * coalesced, and room for them all. */
+static void start_insertion(p3_builder *b, const rv_plugin_output *output, const model_totals *totals,
+                            gboolean priority)
+{
+    rv_graph *graph = b->graph;
+    int32_t resources = (int32_t)graph->resources->len;
+    b->send = rv_transform_add_channel(graph, "ps.send");
+    b->recv = rv_transform_add_channel(graph, "ps.recv");
+    b->coalesce = coalescable(graph, output, b->link, priority, b->send >= resources && b->recv >= resources);
+    b->push_name = rv_strings_intern(graph->strings, "ps push");
+    b->pull_name = rv_strings_intern(graph->strings, "ps pull");
+    if (priority) b->ranks = g_array_sized_new(FALSE, TRUE, sizeof(int64_t), (guint)rv_graph_task_count(graph));
+    guint64 transfers = (guint64)graph->steps->len * (guint64)totals->slices * 2; /* at most: none coalesced */
+    make_room(graph->tasks, transfers);
+    make_room(graph->edges, transfers + (guint64)graph->steps->len * b->sizes->len);
+    if (b->ranks) make_room(b->ranks, (guint64)rv_graph_task_count(graph) + transfers);
 }
 
 static gboolean insert_all_steps(p3_builder *b, const GPtrArray *layers_by_step, GError **error)
@@ -294,13 +422,11 @@ static gboolean p3_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
     }
     const char *why = nothing_to_do(layers_by_step, sizes, &totals);
     gboolean priority = g_strcmp0(rv_params_string(params, "priority"), "on") == 0;
-    p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, NULL, { 0 }, 0, 0, 0 };
+    p3_builder b = { graph, &link, sizes, totals.first_layer, -1, -1, 0, 0, NULL, FALSE, { 0 }, 0, 0, 0 };
     rv_weighted_backward_memo_init(&b.weighted, graph);
     gboolean ok = why == NULL;
     if (ok) {
-        b.send = rv_transform_add_channel(graph, "ps.send");
-        b.recv = rv_transform_add_channel(graph, "ps.recv");
-        if (priority) b.ranks = g_array_sized_new(FALSE, TRUE, sizeof(int64_t), (guint)rv_graph_task_count(graph));
+        start_insertion(&b, output, &totals, priority);
         ok = insert_all_steps(&b, layers_by_step, error);
         if (ok && b.pushes == 0) why = "the trace has no backward-phase GPU work to attach pushes to";
         ok = ok && why == NULL;

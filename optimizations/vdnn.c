@@ -67,7 +67,12 @@
  * and the stall it costs: the time the GPU waits for prefetches, from a
  * replay of the graph with the copies (per waiting task, how much later
  * its prefetch lands than its other predecessors and its stream let it
- * start), summed over the steps.
+ * start), summed over the steps.  That replay is the prediction's own
+ * when vdnn is the last optimization of a what-if (plugin.h: last): the
+ * stall line is then written from the host's replay after it ran, rather
+ * than from a second replay inside apply(), and the peaks from the
+ * what-if's own memory estimates, where it made them (each costs about
+ * 1.7 plain replays at 1M tasks).
  *
  * Cost of a copy: latency + bytes / pcie_bandwidth.  The host calls that
  * issue the copies (Daydream's cudaMemcpyAsync launches) and vDNN's
@@ -490,9 +495,18 @@ static int64_t copy_stall_ns(const rv_graph *graph, const GArray *waits, const r
     return stall;
 }
 
-/* The stalls for prefetches (stall[0]) and offloads (stall[1]); FALSE if
- * the replay fails (the host's own replay will say why). */
-static gboolean copy_stalls(const rv_graph *graph, const inserter *ins, const rv_policy *policy, int64_t stall[2])
+/* The stalls for prefetches (stall[0]) and offloads (stall[1]) in a replay. */
+static void stalls_of(const rv_graph *graph, const GArray *waits, const GArray *offload_waits,
+                      const rv_sim_result *result, int64_t stall[2])
+{
+    stall[0] = copy_stall_ns(graph, waits, result);
+    stall[1] = copy_stall_ns(graph, offload_waits, result);
+}
+
+/* The same from a replay of its own; FALSE if the replay fails (the
+ * host's own replay will say why). */
+static gboolean copy_stalls(const rv_graph *graph, const GArray *waits, const GArray *offload_waits,
+                            const rv_policy *policy, int64_t stall[2])
 {
     rv_sim_result result = { 0 };
     GError *error = NULL;
@@ -500,18 +514,19 @@ static gboolean copy_stalls(const rv_graph *graph, const inserter *ins, const rv
         g_error_free(error);
         return FALSE;
     }
-    stall[0] = copy_stall_ns(graph, ins->waits, &result);
-    stall[1] = copy_stall_ns(graph, ins->offload_waits, &result);
+    stalls_of(graph, waits, offload_waits, &result, stall);
     rv_sim_result_clear(&result);
     return TRUE;
 }
 
-/* The peak with and without the copies, and the stall they cost. */
-static void write_memory_notes(GString *notes, gboolean estimated, const rv_memory_estimate *before,
-                               const rv_graph *graph, const int64_t *stall_ns, guint steps)
+/* The peak with and without the copies; `host_after` is the estimate of
+ * the graph with them when the host made it, else NULL (estimated here). */
+static void write_peak_notes(GString *notes, gboolean estimated, const rv_memory_estimate *before,
+                             const rv_memory_estimate *host_after, const rv_graph *graph)
 {
     rv_memory_estimate after;
-    if (estimated && rv_memory_estimate_graph(graph, &after, NULL)) {
+    if (host_after) after = *host_after;
+    if (estimated && (host_after || rv_memory_estimate_graph(graph, &after, NULL))) {
         char *without = rv_format_bytes(before->peak), *with = rv_format_bytes(after.peak);
         char *offloaded = rv_format_bytes(after.offloaded);
         g_string_append_printf(notes, "    peak memory (estimate from shapes): %s without offloading, %s with (%s of "
@@ -522,7 +537,11 @@ static void write_memory_notes(GString *notes, gboolean estimated, const rv_memo
     } else {
         g_string_append(notes, "    peak memory: not estimated (no operator with Input Dims)\n");
     }
-    if (stall_ns == NULL) return;
+}
+
+/* The stall the copies cost (the last line of the notes). */
+static void write_stall_notes(GString *notes, const int64_t *stall_ns, guint steps)
+{
     char *stall = rv_format_duration(stall_ns[0]), *per_step = rv_format_duration(stall_ns[0] / MAX(steps, 1));
     char *offload = rv_format_duration(stall_ns[1]);
     g_string_append_printf(notes, "    stall: the GPU waits %s for prefetches over %u steps (%s per step; "
@@ -530,6 +549,60 @@ static void write_memory_notes(GString *notes, gboolean estimated, const rv_memo
                            "(offload_stall_ns=%" G_GINT64_FORMAT ")\n",
                            stall, steps, per_step, stall_ns[0], offload, stall_ns[1]);
     g_free(stall); g_free(per_step); g_free(offload);
+}
+
+/* ---- the memory and stall lines after the host's replay (plugin.h: last) */
+
+typedef struct {
+    GArray *waits, *offload_waits;  /* as the inserter left them */
+    rv_policy policy;               /* vdnn's own; its ranks belong to the host's copy of the policy */
+    guint steps;
+    gboolean estimated;             /* the peak before the copies, if estimated */
+    rv_memory_estimate before;
+} deferred_lines;
+
+static void deferred_lines_free(gpointer data)
+{
+    deferred_lines *deferred = data;
+    g_array_unref(deferred->waits);
+    g_array_unref(deferred->offload_waits);
+    g_free(deferred);
+}
+
+/* The host's replay is the one apply() would have run when it used vdnn's
+ * own policy, which it does when vdnn is last: the graph is the one vdnn
+ * left.  Any other policy: replay with vdnn's, as apply() would have.  The
+ * host's memory estimate, if any, is of that graph too. */
+static void lines_after_replay(const rv_graph *graph, const rv_host_replay *replay, GString *notes, void *data)
+{
+    const deferred_lines *deferred = data;
+    write_peak_notes(notes, deferred->estimated, &deferred->before, replay->memory, graph);
+    int64_t stall[2];
+    gboolean same = replay->policy && replay->policy->priority == deferred->policy.priority &&
+                    replay->policy->user_data == deferred->policy.user_data;
+    if (same) stalls_of(graph, deferred->waits, deferred->offload_waits, replay->sim, stall);
+    if (same || copy_stalls(graph, deferred->waits, deferred->offload_waits, &deferred->policy, stall))
+        write_stall_notes(notes, stall, deferred->steps);
+}
+
+/* The memory and stall lines: now, from an estimate and a replay of its
+ * own, or after the host's (which makes both anyway). */
+static void report_lines(const rv_graph *graph, inserter *ins, guint steps, gboolean estimated,
+                         const rv_memory_estimate *before, rv_plugin_output *output)
+{
+    if (output->last) {
+        deferred_lines *deferred = g_new(deferred_lines, 1);
+        *deferred = (deferred_lines){ g_array_ref(ins->waits), g_array_ref(ins->offload_waits), output->policy,
+                                      steps, estimated, *before };
+        output->after_replay = lines_after_replay;
+        output->after_replay_data = deferred;
+        output->free_after_replay_data = deferred_lines_free;
+        return;
+    }
+    write_peak_notes(output->notes, estimated, before, NULL, graph);
+    int64_t stall[2];
+    if (copy_stalls(graph, ins->waits, ins->offload_waits, &output->policy, stall))
+        write_stall_notes(output->notes, stall, steps);
 }
 
 /* The rank table handed to the simulator. */
@@ -543,6 +616,13 @@ static prefetch_ranks *ranks_from(rv_graph *graph, const GArray *ranked)
         ranks->rank[entry->task] = entry->rank;
     }
     return ranks;
+}
+
+/* The memory estimate of the graph as it came: the host's when it lent one. */
+static gboolean estimate_before(const rv_graph *graph, const rv_plugin_output *output, rv_memory_estimate *before)
+{
+    if (output->before_memory) *before = *output->before_memory;
+    return output->before_memory || rv_memory_estimate_graph(graph, before, NULL);
 }
 
 static gboolean insert_plans(rv_graph *graph, inserter *ins, GPtrArray *plans, GError **error)
@@ -583,17 +663,15 @@ static gboolean vdnn_apply(rv_graph *graph, const rv_params *params, rv_plugin_o
     ins.ranked = g_array_new(FALSE, FALSE, sizeof(task_rank));
     ins.waits = g_array_new(FALSE, FALSE, sizeof(int32_t));
     ins.offload_waits = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    rv_memory_estimate before;
-    gboolean estimated = rv_memory_estimate_graph(graph, &before, NULL);
+    rv_memory_estimate before = { 0 };
+    gboolean estimated = estimate_before(graph, output, &before);
     gboolean ok = insert_plans(graph, &ins, plans, error);
     if (ok) {
         write_notes(output->notes, &ins, &found, plans->len, options.all);
         output->policy.priority = prefetch_priority;
         output->policy.user_data = ranks_from(graph, ins.ranked);
         output->free_policy_data = prefetch_ranks_free;
-        int64_t stall[2];
-        gboolean replayed = copy_stalls(graph, &ins, &output->policy, stall);
-        write_memory_notes(output->notes, estimated, &before, graph, replayed ? stall : NULL, plans->len);
+        report_lines(graph, &ins, plans->len, estimated, &before, output);
     }
     g_array_unref(ins.waits);
     g_array_unref(ins.offload_waits);

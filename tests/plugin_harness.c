@@ -4,6 +4,7 @@
 #include "plugin_harness.h"
 #include "project_traces.h"
 #include "reverie/job.h"
+#include "reverie/memory.h"
 #include "reverie/validate.h"
 #include <glib/gstdio.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     const rv_plugin *descriptor = rv_plugin_descriptor_of(plugin);
     rv_params *params = rv_params_parse(descriptor, text, &local);
     ck_assert_msg(params != NULL, "%s:%s: %s", name, text, local ? local->message : "?");
-    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    rv_plugin_output output = { .notes = g_string_new(NULL) };
     gboolean ok = rv_plugin_apply(plugin, graph, params, &output, error);
     if (output.notes->len) g_printerr("%s:%s\n%s", name, text, output.notes->str);
     if (notes) g_string_append(notes, output.notes->str);
@@ -71,6 +72,112 @@ static gboolean run_plugin(rv_graph *graph, const char *name, const char *text, 
     rv_params_free(params);
     rv_plugin_unload(plugin);
     return ok;
+}
+
+/* A host's memory estimate of the graph (memory.h), or NULL where it has none. */
+static const rv_memory_estimate *estimate_or_null(const rv_graph *graph, rv_memory_estimate *estimate)
+{
+    return rv_memory_estimate_graph(graph, estimate, NULL) ? estimate : NULL;
+}
+
+/* Load a plugin by name and parse its parameters, asserting both. */
+static rv_loaded_plugin *load_with(const char *name, const char *text, rv_params **params)
+{
+    char *path = plugin_path(name);
+    GError *error = NULL;
+    rv_loaded_plugin *plugin = rv_plugin_load(path, &error);
+    ck_assert_msg(plugin != NULL, "loading %s: %s", path, error ? error->message : "?");
+    g_free(path);
+    *params = rv_params_parse(rv_plugin_descriptor_of(plugin), text, &error);
+    ck_assert_msg(*params != NULL, "%s:%s: %s", name, text, error ? error->message : "?");
+    return plugin;
+}
+
+char *apply_whatif(rv_graph *graph, const char *name, const char *text, gboolean last, const rv_policy *earlier,
+                   rv_sim_result *sim)
+{
+    rv_params *params;
+    rv_loaded_plugin *plugin = load_with(name, text, &params);
+    rv_sim_result before = { 0 };
+    rv_memory_estimate memory_before, memory_after;
+    if (last) simulate_with(graph, NULL, &before);
+    rv_plugin_output output = { .notes = g_string_new(NULL), .last = last, .before = last ? &before : NULL,
+                                .before_memory = last ? estimate_or_null(graph, &memory_before) : NULL };
+    GError *error = NULL;
+    ck_assert_msg(rv_plugin_apply(plugin, graph, params, &output, &error), "%s:%s failed: %s", name, text,
+                  error ? error->message : "(no error set)");
+    rv_sim_result_clear(&before);
+    const rv_policy *policy = output.policy.priority ? &output.policy : earlier;
+    simulate_with(graph, policy, sim);
+    rv_host_replay replay = { policy, sim, last ? estimate_or_null(graph, &memory_after) : NULL };
+    rv_plugin_after_replay(plugin, &output, graph, &replay);
+    if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
+    return g_string_free(output.notes, FALSE);
+}
+
+/* A policy unlike any plugin's: among tasks that could start together, the later task first. */
+static int64_t later_first(const rv_graph *graph, int32_t task, void *data)
+{
+    (void)graph; (void)data;
+    return -(int64_t)task;
+}
+
+/* Apply as a what-if's last optimization; `deferred` must not be in the
+ * notes apply() writes, but after after_replay, called with a replay that
+ * uses the plugin's policy (host_policy TRUE) or another one, which the
+ * plugin must not read.  Returns the notes (g_free). */
+static char *notes_after_host_replay(rv_graph *graph, const char *name, const char *text, const char *deferred,
+                                     gboolean host_policy)
+{
+    rv_params *params;
+    rv_loaded_plugin *plugin = load_with(name, text, &params);
+    rv_sim_result before = { 0 }, sim = { 0 };
+    rv_memory_estimate memory_before, memory_after;
+    simulate_with(graph, NULL, &before);
+    rv_plugin_output output = { .notes = g_string_new(NULL), .last = TRUE, .before = &before,
+                                .before_memory = estimate_or_null(graph, &memory_before) };
+    GError *error = NULL;
+    ck_assert_msg(rv_plugin_apply(plugin, graph, params, &output, &error), "%s:%s: %s", name, text,
+                  error ? error->message : "?");
+    rv_sim_result_clear(&before);
+    ck_assert_msg(output.after_replay != NULL && strstr(output.notes->str, deferred) == NULL,
+                  "%s:%s replayed '%s' itself", name, text, deferred);
+    rv_policy other = { later_first, NULL };
+    const rv_policy *own = output.policy.priority ? &output.policy : NULL;
+    const rv_policy *policy = host_policy ? own : &other;
+    simulate_with(graph, policy, &sim);
+    /* under another policy the plugin must replay itself: doubled times
+     * (no replay's) make sure it does not read this one */
+    for (int32_t t = 0; !host_policy && t < sim.task_count; t++) {
+        sim.start_ns[t] *= 2;
+        sim.end_ns[t] *= 2;
+    }
+    rv_host_replay replay = { policy, &sim, estimate_or_null(graph, &memory_after) };
+    rv_plugin_after_replay(plugin, &output, graph, &replay);
+    rv_sim_result_clear(&sim);
+    if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
+    rv_params_free(params);
+    rv_plugin_unload(plugin);
+    return g_string_free(output.notes, FALSE);
+}
+
+void assert_notes_from_host_replays(const rv_graph *graph, const char *name, const char *text, const char *deferred)
+{
+    rv_graph *alone = rv_graph_copy(graph), *last = rv_graph_copy(graph), *other = rv_graph_copy(graph);
+    char *expected = apply_notes(alone, name, text);
+    ck_assert_msg(strstr(expected, deferred) != NULL, "%s:%s wrote no '%s'", name, text, deferred);
+    char *from_host = notes_after_host_replay(last, name, text, deferred, TRUE);
+    char *from_own = notes_after_host_replay(other, name, text, deferred, FALSE);
+    ck_assert_str_eq(from_host, expected);
+    ck_assert_str_eq(from_own, expected);
+    g_free(expected);
+    g_free(from_host);
+    g_free(from_own);
+    rv_graph_free(alone);
+    rv_graph_free(last);
+    rv_graph_free(other);
 }
 
 gboolean apply_plugin(rv_graph *graph, const char *name, const char *text, GError **error)

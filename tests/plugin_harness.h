@@ -44,6 +44,21 @@ void apply_and_replay(rv_graph *graph, const char *name, const char *text, rv_si
  * either output may be NULL. */
 void apply_and_simulate(rv_graph *graph, const char *name, const char *text, int64_t *makespan_ns,
                         int64_t *step_total_ns);
+/* Apply one plugin in a what-if: with `last`, as its last optimization
+ * (plugin.h), lent a plain replay and the memory estimate of the graph it
+ * receives, and the estimate of the graph it leaves after the replay;
+ * else told nothing, as a sweep applies it.  Replay what it leaves with
+ * its priority, else `earlier` (one an earlier optimization left; may be
+ * NULL), into *sim (the caller clears it), and hand that replay to its
+ * after_replay.  Returns its notes (g_free). */
+char *apply_whatif(rv_graph *graph, const char *name, const char *text, gboolean last, const rv_policy *earlier,
+                   rv_sim_result *sim);
+/* A plugin that writes a note from a replay of its result (vdnn's stalls,
+ * batch-size's steps): applied as a what-if's last optimization it must
+ * leave the line containing `deferred` to after_replay, and write the
+ * same notes as applied alone (replaying itself) - whether the host's
+ * replay used the plugin's policy or another (then it replays itself). */
+void assert_notes_from_host_replays(const rv_graph *graph, const char *name, const char *text, const char *deferred);
 int64_t makespan(const rv_graph *graph);
 /* Live tasks whose name contains `words`. */
 guint count_tasks_named(const rv_graph *graph, const char *words);

@@ -806,7 +806,7 @@ START_TEST(apply_blames_a_plugin_that_breaks_the_graph)
     rv_loaded_plugin *plugin = load_plugin("REVERIE_HOSTILE_PLUGINS", broken_plugins[_i].file);
     rv_params *params = rv_params_parse(rv_plugin_descriptor_of(plugin), "", NULL);
     rv_graph *graph = small_graph();
-    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    rv_plugin_output output = { .notes = g_string_new(NULL) };
     GError *error = NULL;
     ck_assert(!rv_plugin_apply(plugin, graph, params, &output, &error));
     ck_assert_msg(error != NULL && error->code == RV_ERROR_PLUGIN, "%s", error ? error->message : "no error");

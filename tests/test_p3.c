@@ -17,10 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "reverie/compose.h"
+#include "reverie/contention.h"
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/layers.h"
 #include "reverie/plugin.h"
+#include "reverie/report.h"
 #include "reverie/sim.h"
 #include "reverie/transform.h"
 #include "plugin_harness.h"
@@ -215,6 +218,115 @@ START_TEST(p3_hand_param_sizes)
 }
 END_TEST
 
+/* ---- coalescing (p3.c): only where the replay cannot tell ------------ */
+
+/* Every task the graph had before p3 (ids below `count`) starts and ends
+ * at the same ns in both replays, and the steps and makespans agree. */
+static void assert_same_times(const rv_graph *graph, const rv_sim_result *a, const rv_sim_result *b, int32_t count,
+                              const char *what)
+{
+    for (int32_t t = 0; t < count; t++)
+        ck_assert_msg(a->start_ns[t] == b->start_ns[t] && a->end_ns[t] == b->end_ns[t],
+                      "%s: task %d at %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT " instead of %" G_GINT64_FORMAT
+                      "-%" G_GINT64_FORMAT, what, t, a->start_ns[t], a->end_ns[t], b->start_ns[t], b->end_ns[t]);
+    ck_assert_msg(a->makespan_ns == b->makespan_ns, "%s: makespan", what);
+    GArray *steps_a = rv_step_times(graph, a), *steps_b = rv_step_times(graph, b);
+    ck_assert_int_eq(steps_a->len, steps_b->len);
+    for (guint i = 0; i < steps_a->len; i++)
+        ck_assert_int_eq(g_array_index(steps_a, rv_step_time, i).simulated_ns,
+                         g_array_index(steps_b, rv_step_time, i).simulated_ns);
+    g_array_unref(steps_a);
+    g_array_unref(steps_b);
+}
+
+/* p3 as a what-if's last optimization, where it may coalesce, against p3
+ * slice by slice (as a host that tells it nothing gets it), on copies of
+ * graph replayed with p3's policy, else `earlier`.  The original tasks'
+ * times must agree; returns how many tasks fewer the first inserted. */
+static int32_t compare_coalesced(const rv_graph *graph, const char *text, const rv_policy *earlier, const char *what)
+{
+    rv_graph *coalesced = rv_graph_copy(graph), *sliced = rv_graph_copy(graph);
+    rv_sim_result a = { 0 }, b = { 0 };
+    g_free(apply_whatif(coalesced, "p3", text, TRUE, earlier, &a));
+    g_free(apply_whatif(sliced, "p3", text, FALSE, earlier, &b));
+    assert_same_times(graph, &a, &b, rv_graph_task_count(graph), what);
+    int32_t fewer = rv_graph_task_count(sliced) - rv_graph_task_count(coalesced);
+    ck_assert_int_ge(fewer, 0);
+    rv_sim_result_clear(&a);
+    rv_sim_result_clear(&b);
+    rv_graph_free(coalesced);
+    rv_graph_free(sliced);
+    return fewer;
+}
+
+/* With priority=off the replay cannot tell a layer's slices apart: on the
+ * hand-built graph B's three slices a step become three transfers (A has
+ * one slice: nothing to coalesce), and every task keeps its times. */
+START_TEST(p3_coalesced_agrees)
+{
+    tiny t = p3_graph(TRUE, TRUE);
+    ck_assert_int_eq(compare_coalesced(t.graph, HAND_PARAMS ",priority=off", NULL, "priority=off"), 2 * (6 - 3));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+static int64_t same_rank(const rv_graph *graph, int32_t task, void *data)
+{
+    (void)graph; (void)task; (void)data;
+    return 0;
+}
+
+/*
+ * Where the replay could tell the slices apart, p3 must not coalesce:
+ * the times must agree all the same (and do only if it did not).  On the
+ * hand-built graph A's gradient arrives while B's slices wait, and
+ *  - priority=on: A takes the channel at B's next slice boundary;
+ *  - an earlier optimization's policy (ties broken by id: A was inserted
+ *    first) or the contention rule (whose replay dispatches likewise)
+ *    does the same with priority=off;
+ *  - channels that other transfers use already are not p3's to reason about.
+ */
+START_TEST(p3_coalesces_only_what_replay_cannot_tell)
+{
+    tiny t = p3_graph(TRUE, TRUE);
+    compare_coalesced(t.graph, HAND_PARAMS ",priority=on", NULL, "priority=on");
+
+    rv_plugin_effects scheduler = { .rewrites = RV_ASPECT_SCHEDULE, .order = RV_ORDER(RV_STAGE_EXECUTION, 99) };
+    rv_graph *ranked = rv_graph_copy(t.graph);
+    rv_compose_record(ranked, "a-scheduler", &scheduler);
+    rv_policy policy = { same_rank, NULL };
+    compare_coalesced(ranked, HAND_PARAMS ",priority=off", &policy, "an earlier policy");
+    rv_graph_free(ranked);
+
+    rv_graph *contended = rv_graph_copy(t.graph);
+    contended->contention = rv_contention_default();
+    compare_coalesced(contended, HAND_PARAMS ",priority=off", NULL, "contention");
+    rv_graph_free(contended);
+
+    /* channels that already carry transfers (p3 twice): p3 cannot know what waits on them */
+    rv_graph *twice = rv_graph_copy(t.graph);
+    apply_ok(twice, "p3", HAND_PARAMS ",priority=off");
+    ck_assert_int_eq(compare_coalesced(twice, HAND_PARAMS ",priority=off", NULL, "p3 twice"), 0);
+    rv_graph_free(twice);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
+/* The same on real traces: ResNet-50's 54 layers (recorded shapes), and
+ * the generated MLP of gen_mlp_memory; slices of 40 KB so that most layers
+ * have several. */
+START_TEST(p3_coalesced_agrees_real)
+{
+    const char *traces[] = { "kineto_legacy_resnet50_v100.2steps.json.gz", "gen_mlp_memory.json.gz" };
+    for (guint i = 0; i < G_N_ELEMENTS(traces); i++) {
+        rv_graph *graph = load_trace(traces[i]);
+        ck_assert_int_gt(compare_coalesced(graph, "slice_size=40KB,priority=off", NULL, traces[i]), 0);
+        compare_coalesced(graph, "slice_size=40KB,priority=on", NULL, traces[i]);
+        rv_graph_free(graph);
+    }
+}
+END_TEST
+
 /* ---- nothing to act on ---------------------------------------------- */
 
 static void expect_error(rv_graph *graph, const char *text, const char *words)
@@ -382,19 +494,23 @@ static Suite *p3_suite(void)
     tcase_add_test(tc, p3_hand_priority_on);
     tcase_add_test(tc, p3_hand_param_sizes);
     tcase_add_test(tc, p3_nothing_to_act_on);
+    tcase_add_test(tc, p3_coalesced_agrees);
+    tcase_add_test(tc, p3_coalesces_only_what_replay_cannot_tell);
     suite_add_tcase(suite, tc);
     tc = tcase_create("real traces");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, layers_resnet50);
     tcase_add_test(tc, p3_real_legacy);
     tcase_add_test(tc, p3_real_hta);
+    tcase_add_test(tc, p3_coalesced_agrees_real);
     suite_add_tcase(suite, tc);
     return suite;
 }
 
 int main(void)
 {
-    static const char *const traces[] = { "hta_resnet50_v100.json.gz", "kineto_legacy_resnet50_v100.2steps.json.gz", NULL };
+    static const char *const traces[] = { "hta_resnet50_v100.json.gz", "kineto_legacy_resnet50_v100.2steps.json.gz",
+                                          "gen_mlp_memory.json.gz", NULL };
     require_project_traces(traces);
     SRunner *runner = srunner_create(p3_suite());
     srunner_run_all(runner, CK_NORMAL);

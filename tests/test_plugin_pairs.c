@@ -171,7 +171,7 @@ typedef struct {
 static gboolean apply_checked(rv_graph *graph, const loaded *entry, const char *pair, rv_plugin_output *policy,
                               char **why)
 {
-    rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
+    rv_plugin_output output = { .notes = g_string_new(NULL) };
     GError *error = NULL;
     gboolean ok = rv_plugin_apply(entry->plugin, graph, entry->params, &output, &error);
     g_string_free(output.notes, TRUE);
@@ -217,7 +217,7 @@ static void run_pairs_from(rv_graph *work, const rv_graph *base, guint a, const 
     const loaded *first = g_ptr_array_index(plugins, a);
     char *alone = g_strdup_printf("%s: %s", trace, first->name);
     rv_graph *after_first = rv_graph_copy(base);
-    rv_plugin_output first_policy = { { NULL, NULL }, NULL, NULL };
+    rv_plugin_output first_policy = { 0 };
     char *why = NULL;
     gboolean first_worked = apply_checked(after_first, first, alone, &first_policy, &why);
     for (guint b = 0; b < plugins->len; b++) {
@@ -231,7 +231,7 @@ static void run_pairs_from(rv_graph *work, const rv_graph *base, guint a, const 
         char *pair = g_strdup_printf("%s: %s then %s", trace, first->name, second->name);
         int64_t began = g_get_monotonic_time();
         rv_graph_assign(work, after_first);
-        rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+        rv_plugin_output policy = { 0 };
         out->refused_by = 1;
         out->worked = apply_checked(work, second, pair, &policy, &out->why);
         if (out->worked) out->total_ns = replayed_total(work, policy.policy.priority ? &policy : &first_policy, pair);

@@ -168,6 +168,18 @@ START_TEST(batch_size_scales_per_sample_work)
 }
 END_TEST
 
+/* In a what-if where batch-size comes first and last, its step line comes
+ * from the baseline's and the prediction's replays, and says what its own
+ * replays said; after a replay with a policy it must replay without. */
+START_TEST(batch_size_steps_from_the_host_replays)
+{
+    rv_graph *graph = load_trace(LEGACY);
+    assert_notes_from_host_replays(graph, "batch-size", "factor=2", "step ");
+    assert_notes_from_host_replays(graph, "batch-size", "factor=0.5,batch=32", "step ");
+    rv_graph_free(graph);
+}
+END_TEST
+
 /* Four micro-batches: forward and backward x4, optimizer once. */
 START_TEST(grad_accumulation_repeats_passes)
 {
@@ -366,6 +378,7 @@ int main(void)
     tcase_set_timeout(batch, 300);
     tcase_add_test(batch, batch_neutral);
     tcase_add_test(batch, batch_size_scales_per_sample_work);
+    tcase_add_test(batch, batch_size_steps_from_the_host_replays);
     tcase_add_test(batch, grad_accumulation_repeats_passes);
     tcase_add_test(batch, batch_refusals);
     suite_add_tcase(suite, batch);

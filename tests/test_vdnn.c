@@ -7,7 +7,8 @@
  * slow and latency-bound links, the prefetch's start time, policy=all);
  * graphs with nothing to offload must fail with one RV_ERROR_PLUGIN line;
  * the two real ResNet-50 traces must have their 53 convolutions offloaded
- * and slow down more as the link gets slower.
+ * and slow down more as the link gets slower; the stall line is the same
+ * whether vdnn replays the graph itself or a what-if lends it its replay.
  */
 #include <check.h>
 #include <glib.h>
@@ -433,6 +434,20 @@ START_TEST(hta_resnet50_needs_sizes)
 }
 END_TEST
 
+/* In a what-if where vdnn comes last, its stall line comes from the
+ * prediction's own replay, and says what its own replay said. */
+START_TEST(stalls_from_the_host_replay)
+{
+    two_convs n = two_convs_graph();
+    assert_notes_from_host_replays(n.t.graph, "vdnn", "pcie_bandwidth=500MB/s,latency=0us", "stall:");
+    rv_graph_free(n.t.graph);
+    rv_graph *graph = load_trace("kineto_legacy_resnet50_v100.2steps.json.gz");
+    assert_notes_from_host_replays(graph, "vdnn", "", "stall:");
+    assert_notes_from_host_replays(graph, "vdnn", "policy=all,pcie_bandwidth=4GB/s", "stall:");
+    rv_graph_free(graph);
+}
+END_TEST
+
 /* ---- suite ---------------------------------------------------------- */
 
 static Suite *vdnn_suite(void)
@@ -458,6 +473,7 @@ static Suite *vdnn_suite(void)
     tcase_add_test(tc, legacy_resnet50_slowdown);
     tcase_add_test(tc, legacy_resnet50_neutral);
     tcase_add_test(tc, hta_resnet50_needs_sizes);
+    tcase_add_test(tc, stalls_from_the_host_replay);
     suite_add_tcase(suite, tc);
     return suite;
 }

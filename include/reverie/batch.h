@@ -14,6 +14,7 @@
 #include <glib.h>
 #include <stdint.h>
 #include "reverie/graph.h"
+#include "reverie/sim.h"
 
 G_BEGIN_DECLS
 
@@ -23,6 +24,8 @@ int64_t rv_graph_batch_size(const rv_graph *graph);
 /* The mean simulated step time of the graph as it stands (no policy), or
  * -1 with error set. */
 int64_t rv_graph_mean_step_ns(const rv_graph *graph, GError **error);
+/* The same from a replay of the graph already run (any policy: the caller's choice). */
+int64_t rv_mean_step_ns_of(const rv_graph *graph, const rv_sim_result *sim);
 
 /* One line "    step 95.6 ms -> 172.4 ms; 32 -> 64 samples a step: 334.7 -> 371.2 samples/s\n". */
 void rv_throughput_describe(GString *out, int64_t before_ns, int64_t after_ns, double samples_before,

@@ -25,6 +25,9 @@ typedef struct {
     GString *notes;   /* what apply() reported; NULL before */
     gboolean counted; /* changed_tasks was counted when it was applied */
     uint64_t changed_tasks;  /* tasks it inserted, removed or retimed, when counted */
+    /* What apply() left for after the host's replay (plugin.h: after_replay,
+     * its data; notes are the opt's), when applied by rv_opts_apply_before_replay. */
+    rv_plugin_output after;
 } rv_opt;
 
 /* Loaded plugins by name, each loaded once (free with g_hash_table_destroy,
@@ -54,6 +57,22 @@ GPtrArray *rv_opts_prepare(GHashTable *plugins, char *const *specs, GError **err
  */
 gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
                        GError **error);
+/*
+ * rv_opts_apply for a host that replays the graph right after, with the
+ * last policy kept in *last_policy, and then calls rv_opts_after_replay
+ * with that replay: the last opt is told so (plugin.h's
+ * rv_plugin_output.last) and may leave part of its notes to that replay
+ * instead of replaying the graph itself; the first is lent `before`, a
+ * replay of the graph as it is now without a policy, and `before_memory`,
+ * its memory estimate (either NULL: none).  A host that then fails to
+ * replay frees what was left with rv_opt_free.
+ */
+gboolean rv_opts_apply_before_replay(rv_graph *graph, GPtrArray *opts, gboolean count_changes,
+                                     const rv_sim_result *before, const rv_memory_estimate *before_memory,
+                                     rv_plugin_output *last_policy, GError **error);
+/* Hand the replay to every opt that left something for it; each appends to its own notes. */
+void rv_opts_after_replay(GPtrArray *opts, const rv_graph *graph, const rv_host_replay *replay);
+
 /* After rv_opts_apply with count_changes: one line (char*, g_free) per
  * optimization that changed no task, "SPEC changed no task: its prediction
  * is the baseline", so that no front end lets a prediction silently

@@ -24,11 +24,12 @@
 #include <stdint.h>
 #include "reverie/compose.h"
 #include "reverie/graph.h"
+#include "reverie/memory.h"
 #include "reverie/sim.h"
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 9u  /* 2: rv_priority_fn became a rank (sim.h);
+#define RV_PLUGIN_ABI_VERSION 10u  /* 2: rv_priority_fn became a rank (sim.h);
                                      3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
                                      4: several ranks in one graph (rv_resource.rank_index,
                                         rv_task.collective, graph->collectives and graph->ranks);
@@ -44,7 +45,10 @@ G_BEGIN_DECLS
                                         rv_graph.kernel_demands (the sharing rule,
                                         contention.h), RV_MEM_EFFECT_OFFLOAD and
                                         rv_memory_estimate.offloaded_states, RV_MEM_EFFECT_RESIDENT and
-                                        rv_memory_estimate.resident (memory.h) */
+                                        rv_memory_estimate.resident (memory.h);
+                                     10: rv_plugin_output.last, .before, .before_memory and
+                                        .after_replay (replays and memory estimates the host
+                                        makes anyway, lent to the plugin) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {
@@ -78,11 +82,44 @@ const char *rv_params_string(const rv_params *params, const char *name); /* also
 /* TRUE if the user gave the parameter (rather than its default). */
 gboolean rv_params_given(const rv_params *params, const char *name);
 
-/* What apply() may hand back besides a transformed graph. */
+/* What the host hands to after_replay (rv_plugin_output.last): its replay
+ * of the graph the plugin left, and its memory estimate of that graph. */
+typedef struct {
+    const rv_policy *policy;          /* the policy the replay used; NULL: none */
+    const rv_sim_result *sim;         /* the replay's result */
+    const rv_memory_estimate *memory; /* rv_memory_estimate_graph's, where the host made one; else NULL */
+} rv_host_replay;
+
+/* Called by the host after its replay; lines it appends to `notes` end the plugin's notes. */
+typedef void (*rv_after_replay_fn)(const rv_graph *graph, const rv_host_replay *replay, GString *notes, void *data);
+
+/*
+ * What apply() may hand back besides a transformed graph.  The host sets
+ * the two fields marked "in" before apply() (zero: it tells nothing) and a
+ * plugin reads them to skip a replay of its own that the host runs anyway:
+ *   last    no optimization follows this one, and the host replays the
+ *           graph apply() leaves - with the last policy any optimization
+ *           returned - and then calls after_replay, if apply() set it,
+ *           with that replay.  A plugin that replays its own result for its
+ *           notes can leave that to after_replay;
+ *   before  the graph as apply() receives it, replayed without a policy
+ *           (the host's baseline, for the first optimization), or NULL;
+ *   before_memory  rv_memory_estimate_graph's estimate of that graph
+ *           (memory.h) where the host made one, or NULL.
+ * after_replay is only called where `last` was set; its data is freed
+ * with free_after_replay_data either way.
+ */
 typedef struct {
     rv_policy policy;      /* a replacement scheduling priority, or {NULL} */
     GDestroyNotify free_policy_data;
     GString *notes;        /* free-form lines for the report ("4 buckets, 97.5 MiB") */
+    /* Appended in ABI 10 (above). */
+    gboolean last;                  /* in */
+    const rv_sim_result *before;    /* in */
+    const rv_memory_estimate *before_memory; /* in */
+    rv_after_replay_fn after_replay;
+    void *after_replay_data;
+    GDestroyNotify free_after_replay_data;
 } rv_plugin_output;
 
 typedef struct {
@@ -144,8 +181,17 @@ GPtrArray *rv_params_describe(const rv_params *params);
 gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const rv_params *params,
                          rv_plugin_output *output, GError **error);
 
-/* Told before and after every rv_plugin_apply (entering TRUE, then FALSE),
- * whoever calls it: the command line's isolated children (src/cli/isolate.c)
+/* Call the after_replay that `output` holds (plugin.h's rv_plugin_output),
+ * if any, as the host of a `last` plugin must after its replay, then free
+ * its data; the apply watch below is told as for apply().  Nothing happens
+ * when output holds none. */
+void rv_plugin_after_replay(const rv_loaded_plugin *plugin, rv_plugin_output *output, const rv_graph *graph,
+                            const rv_host_replay *replay);
+/* Free what after_replay would have had (a host that will not replay). */
+void rv_plugin_output_drop_after_replay(rv_plugin_output *output);
+
+/* Told before and after every rv_plugin_apply and rv_plugin_after_replay
+ * (entering TRUE, then FALSE), whoever calls it: the command line's isolated children (src/cli/isolate.c)
  * tell their parent which plugin a crash or a hang belongs to.  One watch
  * per process, set before any plugin runs (not thread-safe to change);
  * NULL: none. */

@@ -114,6 +114,8 @@ typedef struct {
  * replay's error.  Clear with rv_replay_clear either way. */
 gboolean rv_replay_run(const rv_graph *graph, const rv_policy *policy, rv_replay *out, GError **error);
 void rv_replay_clear(rv_replay *replay);
+/* What rv_replay_run reads, from a replay already run (sim is left as it is). */
+void rv_replay_read(const rv_graph *graph, const rv_sim_result *sim, rv_replay *out);
 
 /* The steps of one replay that reuses a replay structure (sim.h; may be
  * NULL) as rv_replay_run reads them, without the ranks' detail: what a

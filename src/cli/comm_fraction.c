@@ -164,7 +164,7 @@ static gboolean run_scenario(const rv_graph *graph, GHashTable *plugins, char **
         g_ptr_array_add(scaling, opt);
     }
     rv_graph *copy = rv_graph_copy(graph);
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    rv_plugin_output policy = { 0 };
     gboolean ok = rv_cli_apply_opts(copy, opts, FALSE, &policy, error);
     if (ok) rv_compose_rebase(copy);
     ok = ok && rv_cli_apply_opts(copy, scaling, FALSE, &policy, error) &&

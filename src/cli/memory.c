@@ -232,7 +232,7 @@ static json_t *json_view(const memory_view *v)
 static gboolean optimize(rv_graph *graph, GPtrArray *opts, char **specs, memory_view *v, GError **error)
 {
     if (opts->len == 0) return TRUE;
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    rv_plugin_output policy = { 0 };
     gboolean ok = rv_cli_apply_opts(graph, opts, FALSE, &policy, error);
     rv_opts_policy_clear(&policy);
     if (ok) v->optimized = g_strjoinv(", ", specs);

@@ -41,7 +41,7 @@ gboolean rv_cli_load_optimized(const char *path, char **specs, rv_cli_optimized 
     GPtrArray *opts = rv_opts_prepare(out->plugins, specs, error);
     if (opts == NULL) return FALSE;
     out->graph = rv_cli_load(path, error);
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    rv_plugin_output policy = { 0 };
     gboolean ok = out->graph != NULL && rv_cli_apply_opts(out->graph, opts, opts->len > 0, &policy, error);
     rv_opts_policy_clear(&policy);
     g_ptr_array_unref(opts);

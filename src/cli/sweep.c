@@ -249,7 +249,7 @@ static variant_result *evaluate_on(sweep_run *run, uint64_t v, rv_graph *graph)
         rv_opt *opt = rv_opt_parse(run->plugins, g_ptr_array_index(specs, i), &error);
         if (opt) g_ptr_array_add(opts, opt);
     }
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    rv_plugin_output policy = { 0 };
     GArray *steps = NULL;
     if (error == NULL && rv_cli_apply_opts(graph, opts, FALSE, &policy, &error))
         steps = rv_cli_replay_steps(graph, run->structure, policy.policy.priority ? &policy.policy : NULL, &error);

@@ -36,15 +36,21 @@ int64_t rv_graph_batch_size(const rv_graph *graph)
     return batch > 0 ? batch : 0;
 }
 
-int64_t rv_graph_mean_step_ns(const rv_graph *graph, GError **error)
+int64_t rv_mean_step_ns_of(const rv_graph *graph, const rv_sim_result *sim)
 {
-    rv_sim_result sim = { 0 };
-    if (!rv_simulate(graph, NULL, &sim, error)) return -1;
-    GArray *steps = rv_step_times(graph, &sim);
+    GArray *steps = rv_step_times(graph, sim);
     int64_t total = 0;
     for (guint i = 0; i < steps->len; i++) total += g_array_index(steps, rv_step_time, i).simulated_ns;
     int64_t mean = steps->len ? total / (int64_t)steps->len : 0;
     g_array_unref(steps);
+    return mean;
+}
+
+int64_t rv_graph_mean_step_ns(const rv_graph *graph, GError **error)
+{
+    rv_sim_result sim = { 0 };
+    if (!rv_simulate(graph, NULL, &sim, error)) return -1;
+    int64_t mean = rv_mean_step_ns_of(graph, &sim);
     rv_sim_result_clear(&sim);
     return mean;
 }

@@ -64,22 +64,28 @@ void rv_rank_waits_free(GArray *waits)
 
 /* ---- one replay as the reports read it ---------------------------------------- */
 
+void rv_replay_read(const rv_graph *graph, const rv_sim_result *sim, rv_replay *out)
+{
+    memset(out, 0, sizeof *out);
+    out->launch_queue_ignored = sim->launch_queue_ignored;
+    if (rv_graph_rank_count(graph) > 1) {
+        out->by_rank = rv_step_times_by_rank(graph, sim);
+        out->steps = rv_job_step_times(out->by_rank);
+        out->waits = rv_rank_waits(graph, sim);
+    } else {
+        out->steps = rv_step_times(graph, sim);
+    }
+    rv_critical_path *path = rv_critical_path_find(graph, sim);
+    rv_critical_path_host_share(path, graph, &out->path_ns, &out->host_path_ns, &out->profiler_path_ns);
+    rv_critical_path_free(path);
+}
+
 gboolean rv_replay_run(const rv_graph *graph, const rv_policy *policy, rv_replay *out, GError **error)
 {
     memset(out, 0, sizeof *out);
     rv_sim_result sim = { 0 };
     if (!rv_simulate(graph, policy, &sim, error)) return FALSE;
-    out->launch_queue_ignored = sim.launch_queue_ignored;
-    if (rv_graph_rank_count(graph) > 1) {
-        out->by_rank = rv_step_times_by_rank(graph, &sim);
-        out->steps = rv_job_step_times(out->by_rank);
-        out->waits = rv_rank_waits(graph, &sim);
-    } else {
-        out->steps = rv_step_times(graph, &sim);
-    }
-    rv_critical_path *path = rv_critical_path_find(graph, &sim);
-    rv_critical_path_host_share(path, graph, &out->path_ns, &out->host_path_ns, &out->profiler_path_ns);
-    rv_critical_path_free(path);
+    rv_replay_read(graph, &sim, out);
     rv_sim_result_clear(&sim);
     return TRUE;
 }

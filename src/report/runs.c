@@ -17,7 +17,7 @@
 
 static gboolean predict(rv_runs *runs, GPtrArray *opts, GError **error)
 {
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    rv_plugin_output policy = { 0 };
     runs->predicted = rv_graph_copy(runs->baseline);
     gboolean ok = rv_opts_apply(runs->predicted, opts, TRUE, &policy, error) &&
                   rv_simulate(runs->predicted, policy.policy.priority ? &policy.policy : NULL, &runs->predicted_sim, error);

@@ -7,18 +7,39 @@
 #include "reverie/range.h"
 #include <string.h>
 
+/* Replay the graph into *out and keep the replay's result in *sim, which
+ * the optimizations are lent (plugin.h: before, after_replay), as are the
+ * memory estimates. */
+static gboolean replay_keeping(const rv_graph *graph, const rv_policy *policy, rv_replay *out, rv_sim_result *sim,
+                               GError **error)
+{
+    if (!rv_simulate(graph, policy, sim, error)) return FALSE;
+    rv_replay_read(graph, sim, out);
+    return TRUE;
+}
+
 gboolean rv_whatif_run(rv_whatif *whatif, rv_graph *graph, GPtrArray *opts, GError **error)
 {
     memset(whatif, 0, sizeof *whatif);
     whatif->baseline_gpu_ns = rv_gpu_kernel_ns(graph);
-    if (!rv_replay_run(graph, NULL, &whatif->baseline, error)) return FALSE;
+    rv_sim_result sim = { 0 };
+    if (!replay_keeping(graph, NULL, &whatif->baseline, &sim, error)) return FALSE;
     rv_memory_peak_before(&whatif->peak, graph);
-    if (!rv_opts_apply(graph, opts, TRUE, &whatif->policy, error)) return FALSE;
+    /* the first optimization gets the graph the baseline replayed and estimated */
+    const rv_memory_estimate *memory = whatif->peak.estimated ? &whatif->peak.baseline : NULL;
+    gboolean ok = rv_opts_apply_before_replay(graph, opts, TRUE, &sim, memory, &whatif->policy, error);
+    rv_sim_result_clear(&sim);
     const rv_policy *policy = whatif->policy.policy.priority ? &whatif->policy.policy : NULL;
-    if (!rv_replay_run(graph, policy, &whatif->predicted, error)) return FALSE;
-    whatif->predicted_gpu_ns = rv_gpu_kernel_ns(graph);
-    rv_memory_peak_after(&whatif->peak, graph);
-    return rv_prediction_range_run(graph, policy, &whatif->range, error);
+    ok = ok && replay_keeping(graph, policy, &whatif->predicted, &sim, error);
+    if (ok) {
+        whatif->predicted_gpu_ns = rv_gpu_kernel_ns(graph);
+        rv_memory_peak_after(&whatif->peak, graph);
+        /* the last optimization's notes may wait for this replay and estimate */
+        rv_host_replay replay = { policy, &sim, whatif->peak.estimated ? &whatif->peak.predicted : NULL };
+        rv_opts_after_replay(opts, graph, &replay);
+    }
+    rv_sim_result_clear(&sim);
+    return ok && rv_prediction_range_run(graph, policy, &whatif->range, error);
 }
 
 void rv_whatif_clear(rv_whatif *whatif)

@@ -67,6 +67,7 @@ void rv_opt_free(gpointer data)
     rv_opt *opt = data;
     rv_params_free(opt->params);
     g_free(opt->spec);
+    rv_plugin_output_drop_after_replay(&opt->after);
     if (opt->notes) g_string_free(opt->notes, TRUE);
     g_free(opt);
 }
@@ -125,39 +126,106 @@ static uint64_t changed_since(const rv_graph *graph, const GArray *before, guint
     return changed == 0 && graph->edges->len != edges_before ? 1 : changed;
 }
 
-gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
-                           GError **error)
+/* Did apply() turn the contention or sharing rule on or change it (contention.h)? */
+static gboolean rule_changed(const rv_graph *graph, const rv_contention *contention_before, gboolean sharing_before)
 {
+    return contention_before->enabled != graph->contention.enabled ||
+           contention_before->comm_slowdown != graph->contention.comm_slowdown ||
+           contention_before->compute_slowdown != graph->contention.compute_slowdown ||
+           sharing_before != graph->sharing.enabled;
+}
+
+/* Keep what apply() handed back: its notes and after_replay in the opt,
+ * its policy (if any) as the last one. */
+static void keep_output(rv_opt *opt, rv_plugin_output *output, rv_plugin_output *last_policy)
+{
+    opt->notes = output->notes;
+    if (output->last && output->after_replay) {
+        opt->after.after_replay = output->after_replay;
+        opt->after.after_replay_data = output->after_replay_data;
+        opt->after.free_after_replay_data = output->free_after_replay_data;
+        opt->after.notes = opt->notes;
+        output->after_replay = NULL;
+        output->after_replay_data = NULL;
+        output->free_after_replay_data = NULL;
+    }
+    rv_plugin_output_drop_after_replay(output); /* set without `last`: nothing will call it */
+    if (output->policy.priority != NULL) {
+        rv_opts_policy_clear(last_policy);
+        *last_policy = *output;
+        last_policy->notes = NULL;
+        last_policy->last = FALSE;
+        last_policy->before = NULL;
+        last_policy->before_memory = NULL;
+    }
+}
+
+/* What the host lends the first optimization (plugin.h): the graph's replay and memory estimate. */
+typedef struct {
+    const rv_sim_result *sim;
+    const rv_memory_estimate *memory;
+} lent;
+
+/* Apply opts[i], told `last` and lent what `before` holds (plugin.h). */
+static gboolean apply_one(rv_graph *graph, rv_opt *opt, gboolean count_changes, gboolean last, lent before,
+                          rv_plugin_output *last_policy, GError **error)
+{
+    rv_plugin_output output = { .notes = g_string_new(NULL), .last = last, .before = before.sim,
+                                .before_memory = before.memory };
+    GArray *snap = count_changes ? snapshot(graph) : NULL;
+    guint edges_before = graph->edges->len;
+    rv_contention contention_before = graph->contention;
+    gboolean sharing_before = graph->sharing.enabled;
+    /* rv_plugin_apply also checks the graph the plugin left */
+    if (!rv_plugin_apply(opt->loaded, graph, opt->params, &output, error)) {
+        if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
+        rv_plugin_output_drop_after_replay(&output);
+        g_string_free(output.notes, TRUE);
+        if (snap) g_array_unref(snap);
+        return FALSE;
+    }
+    if (snap) {
+        gboolean new_rule = rule_changed(graph, &contention_before, sharing_before);
+        opt->changed_tasks = changed_since(graph, snap, edges_before, output.policy.priority != NULL || new_rule);
+        opt->counted = TRUE;
+        g_array_unref(snap);
+    }
+    keep_output(opt, &output, last_policy);
+    return TRUE;
+}
+
+static gboolean apply_all(rv_graph *graph, GPtrArray *opts, gboolean count_changes, gboolean replay_follows,
+                          lent before, rv_plugin_output *last_policy, GError **error)
+{
+    lent nothing = { NULL, NULL };
     for (guint i = 0; i < opts->len; i++) {
-        rv_opt *opt = g_ptr_array_index(opts, i);
-        rv_plugin_output output = { { NULL, NULL }, NULL, g_string_new(NULL) };
-        GArray *before = count_changes ? snapshot(graph) : NULL;
-        guint edges_before = graph->edges->len;
-        rv_contention contention_before = graph->contention;
-        gboolean sharing_before = graph->sharing.enabled;
-        /* rv_plugin_apply also checks the graph the plugin left */
-        if (!rv_plugin_apply(opt->loaded, graph, opt->params, &output, error)) {
-            if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
-            g_string_free(output.notes, TRUE);
-            if (before) g_array_unref(before);
+        gboolean last = replay_follows && i + 1 == opts->len;
+        if (!apply_one(graph, g_ptr_array_index(opts, i), count_changes, last, i == 0 ? before : nothing, last_policy,
+                       error))
             return FALSE;
-        }
-        if (before) {
-            gboolean new_rule = contention_before.enabled != graph->contention.enabled ||
-                                contention_before.comm_slowdown != graph->contention.comm_slowdown ||
-                                contention_before.compute_slowdown != graph->contention.compute_slowdown ||
-                                sharing_before != graph->sharing.enabled;
-            opt->changed_tasks = changed_since(graph, before, edges_before, output.policy.priority != NULL || new_rule);
-            opt->counted = TRUE;
-            g_array_unref(before);
-        }
-        opt->notes = output.notes;
-        if (output.policy.priority != NULL) {
-            rv_opts_policy_clear(last_policy);
-            *last_policy = output;
-            last_policy->notes = NULL;
-        }
     }
     return TRUE;
 }
 
+gboolean rv_opts_apply(rv_graph *graph, GPtrArray *opts, gboolean count_changes, rv_plugin_output *last_policy,
+                       GError **error)
+{
+    lent nothing = { NULL, NULL };
+    return apply_all(graph, opts, count_changes, FALSE, nothing, last_policy, error);
+}
+
+gboolean rv_opts_apply_before_replay(rv_graph *graph, GPtrArray *opts, gboolean count_changes,
+                                     const rv_sim_result *before, const rv_memory_estimate *before_memory,
+                                     rv_plugin_output *last_policy, GError **error)
+{
+    lent lend = { before, before_memory };
+    return apply_all(graph, opts, count_changes, TRUE, lend, last_policy, error);
+}
+
+void rv_opts_after_replay(GPtrArray *opts, const rv_graph *graph, const rv_host_replay *replay)
+{
+    for (guint i = 0; i < opts->len; i++) {
+        rv_opt *opt = g_ptr_array_index(opts, i);
+        rv_plugin_after_replay(opt->loaded, &opt->after, graph, replay);
+    }
+}

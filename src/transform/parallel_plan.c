@@ -233,7 +233,7 @@ static void evaluate(const search *s, rv_plan_config *c)
     }
     GError *error = NULL;
     rv_graph *copy = rv_graph_copy(s->graph);
-    rv_plugin_output policy = { { NULL, NULL }, NULL, NULL };
+    rv_plugin_output policy = { 0 };
     gboolean ok = apply_specs(s, copy, specs, &policy, &error);
     if (ok && second->len > 1) {
         rv_compose_rebase(copy);

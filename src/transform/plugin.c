@@ -407,6 +407,24 @@ gboolean rv_plugin_apply(const rv_loaded_plugin *plugin, rv_graph *graph, const 
     return ok;
 }
 
+void rv_plugin_output_drop_after_replay(rv_plugin_output *output)
+{
+    if (output->free_after_replay_data) output->free_after_replay_data(output->after_replay_data);
+    output->after_replay = NULL;
+    output->after_replay_data = NULL;
+    output->free_after_replay_data = NULL;
+}
+
+void rv_plugin_after_replay(const rv_loaded_plugin *plugin, rv_plugin_output *output, const rv_graph *graph,
+                            const rv_host_replay *replay)
+{
+    if (output->after_replay == NULL) return;
+    if (apply_watch) apply_watch(plugin->descriptor->name, TRUE);
+    output->after_replay(graph, replay, output->notes, output->after_replay_data);
+    if (apply_watch) apply_watch(plugin->descriptor->name, FALSE);
+    rv_plugin_output_drop_after_replay(output);
+}
+
 /* ---- parameters ----------------------------------------------------- */
 
 static gboolean parse_choice(const rv_param_spec *spec, const char *text, GError **error)

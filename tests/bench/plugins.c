@@ -15,6 +15,12 @@
  *           left (validate.h, and for cycles the whole graph: the copy
  *           remembers no order, as in a single what-if);
  *   replay  the replay of the rewritten graph with the plugin's policy.
+ * Each plugin is applied as the last optimization of a what-if (plugin.h:
+ * last), and, when nothing is applied before it, lent the plain replay and
+ * the memory estimate of the graph it receives (the what-if's baseline,
+ * untimed: a what-if makes them anyway); what it leaves for after the
+ * replay (after_replay) is timed as part of its apply, handed the replay
+ * and the estimate of the graph it left (untimed, likewise).
  * It prints both at both sizes, the exponent k of time ~ tasks^k between
  * them, and the rewrite's time over a plain replay of the large graph (the
  * bounds: k <= 1.1 and 3x).  A replay itself grows faster than the tasks
@@ -35,6 +41,7 @@
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/load.h"
+#include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/sim.h"
 #include <malloc.h>
@@ -145,16 +152,14 @@ static rv_graph *load(const char *path)
     return graph;
 }
 
-static double replay_s(const rv_graph *graph, const rv_policy *policy)
+/* The replay's time; its result is left in *sim (the caller clears it). */
+static double replay_s(const rv_graph *graph, const rv_policy *policy, rv_sim_result *sim)
 {
-    rv_sim_result sim = { 0 };
     GError *error = NULL;
     cool_caches();
     double started = now_s();
-    if (!rv_simulate(graph, policy, &sim, &error)) die("replay", error);
-    double took = now_s() - started;
-    rv_sim_result_clear(&sim);
-    return took;
+    if (!rv_simulate(graph, policy, sim, &error)) die("replay", error);
+    return now_s() - started;
 }
 
 /* Plugins stay loaded to the end: a policy's code lives in its module. */
@@ -171,14 +176,23 @@ static const rv_loaded_plugin *plugin_named(const char *name)
     return plugin;
 }
 
+static const rv_loaded_plugin *plugin_of_spec(const char *spec)
+{
+    char *name = g_strndup(spec, strcspn(spec, ":"));
+    const rv_loaded_plugin *plugin = plugin_named(name);
+    g_free(name);
+    return plugin;
+}
+
 /* Apply "NAME:k=v" to graph; returns the seconds it took, or -1 when the
- * plugin refused this graph (*refused says why). */
+ * plugin refused this graph (*refused says why).  output's `in` fields
+ * are the caller's; its notes are made here and freed with its
+ * after_replay (finish). */
 static double apply(rv_graph *graph, const char *spec, rv_plugin_output *output, char **refused)
 {
     GError *error = NULL;
     const char *colon = strchr(spec, ':');
-    char *name = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
-    const rv_loaded_plugin *plugin = plugin_named(name);
+    const rv_loaded_plugin *plugin = plugin_of_spec(spec);
     rv_params *params = rv_params_parse(rv_plugin_descriptor_of(plugin), colon ? colon + 1 : "", &error);
     if (params == NULL) die(spec, error);
     output->notes = g_string_new(NULL);
@@ -193,34 +207,70 @@ static double apply(rv_graph *graph, const char *spec, rv_plugin_output *output,
     } else {
         took = now_s() - started;
     }
-    g_string_free(output->notes, TRUE);
-    output->notes = NULL;
     rv_params_free(params);
-    g_free(name);
     return took;
 }
 
-static void measure_case(const rv_graph *graph, int c, int runs, measured *m)
+/* What a what-if makes anyway and lends the plugins (plugin.h): the
+ * graph's plain replay and memory estimate, made once per graph. */
+typedef struct {
+    rv_sim_result sim;
+    rv_memory_estimate memory;
+    gboolean estimated;
+} lent;
+
+/* Hand the host's replay (sim) and, when the plugin left something for it,
+ * the memory estimate (untimed: a what-if makes it anyway) to the plugin's
+ * after_replay, timed; then free the plugin's notes and policy. */
+static double finish(const char *spec, rv_plugin_output *output, const rv_graph *graph, const rv_sim_result *sim)
+{
+    rv_memory_estimate memory;
+    gboolean estimated = output->after_replay && rv_memory_estimate_graph(graph, &memory, NULL);
+    rv_host_replay replay = { output->policy.priority ? &output->policy : NULL, sim, estimated ? &memory : NULL };
+    double started = now_s();
+    rv_plugin_after_replay(plugin_of_spec(spec), output, graph, &replay);
+    double took = now_s() - started;
+    if (output->notes) g_string_free(output->notes, TRUE);
+    if (output->free_policy_data) output->free_policy_data(output->policy.user_data);
+    memset(output, 0, sizeof *output);
+    return took;
+}
+
+/* The copy of graph for case c, its `prepare` applied (its policy dropped). */
+static rv_graph *prepared_copy(const rv_graph *graph, int c, measured *m)
+{
+    rv_graph *copy = rv_graph_copy(graph);
+    rv_plugin_output output = { 0 };
+    if (cases[c].prepare) {
+        if (apply(copy, cases[c].prepare, &output, &m->refused[c]) < 0) die(cases[c].prepare, NULL);
+        rv_plugin_output_drop_after_replay(&output);
+        finish(cases[c].prepare, &output, copy, NULL);
+    }
+    return copy;
+}
+
+static void measure_case(const rv_graph *graph, const lent *baseline, int c, int runs, measured *m)
 {
     m->apply_s[c] = m->policy_replay_s[c] = 1e30;
+    gboolean first = cases[c].prepare == NULL; /* the what-if's first optimization: lent the baseline's */
     for (int run = 0; run < runs && m->refused[c] == NULL; run++) {
-        rv_graph *copy = rv_graph_copy(graph);
-        rv_plugin_output output = { { NULL, NULL }, NULL, NULL };
-        if (cases[c].prepare) {
-            if (apply(copy, cases[c].prepare, &output, &m->refused[c]) < 0) die(cases[c].prepare, NULL);
-            if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
-            memset(&output, 0, sizeof output);
-        }
+        rv_sim_result sim = { 0 };
+        rv_graph *copy = prepared_copy(graph, c, m);
+        rv_plugin_output output = { .last = TRUE, .before = first ? &baseline->sim : NULL,
+                                    .before_memory = first && baseline->estimated ? &baseline->memory : NULL };
         /* not inside MIN(), which would evaluate them twice */
         double applied = cases[c].spec ? apply(copy, cases[c].spec, &output, &m->refused[c]) : 0;
         if (applied < 0) {
+            rv_plugin_output_drop_after_replay(&output);
+            if (output.notes) g_string_free(output.notes, TRUE);
             rv_graph_free(copy);
             break;
         }
-        double replayed = replay_s(copy, output.policy.priority ? &output.policy : NULL);
+        double replayed = replay_s(copy, output.policy.priority ? &output.policy : NULL, &sim);
+        if (cases[c].spec) applied += finish(cases[c].spec, &output, copy, &sim);
+        rv_sim_result_clear(&sim);
         m->apply_s[c] = MIN(m->apply_s[c], applied);
         m->policy_replay_s[c] = MIN(m->policy_replay_s[c], replayed);
-        if (output.free_policy_data) output.free_policy_data(output.policy.user_data);
         rv_graph_free(copy);
     }
 }
@@ -245,9 +295,13 @@ static measured measure(const char *path, int runs)
     rv_graph *graph = load(path);
     m.tasks = rv_graph_task_count(graph);
     fprintf(stderr, "%s: %d tasks, imported in %.1f s\n", path, m.tasks, now_s() - started);
+    lent baseline = { 0 };
+    GError *error = NULL;
+    if (!rv_simulate(graph, NULL, &baseline.sim, &error)) die("baseline replay", error);
+    baseline.estimated = rv_memory_estimate_graph(graph, &baseline.memory, NULL);
     for (int c = 0; c < CASES; c++) {
         if (!wanted(c)) continue;
-        measure_case(graph, c, runs, &m);
+        measure_case(graph, &baseline, c, runs, &m);
         if (m.refused[c]) {
             fprintf(stderr, "  %-32s refused: %s\n", cases[c].spec, m.refused[c]);
             continue;
@@ -255,6 +309,7 @@ static measured measure(const char *path, int runs)
         fprintf(stderr, "  %-32s apply %8.1f ms  replay %8.1f ms\n", cases[c].spec ? cases[c].spec : "(none)",
                 m.apply_s[c] * 1e3, m.policy_replay_s[c] * 1e3);
     }
+    rv_sim_result_clear(&baseline.sim);
     rv_graph_free(graph);
     return m;
 }
