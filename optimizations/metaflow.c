@@ -125,18 +125,7 @@ static void rule_free(gpointer data)
 
 /* A usage error about a rule file, on one line whatever the file holds:
  * names, keys and jansson's excerpts are escaped (escape.h). */
-static void set_file_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-static void set_file_error(GError **error, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    char *text = g_strdup_vprintf(format, args);
-    va_end(args);
-    char *shown = rv_escape_text(text);
-    g_set_error_literal(error, RV_ERROR, RV_ERROR_USAGE, shown);
-    g_free(shown);
-    g_free(text);
-}
+#define set_file_error(error, ...) rv_set_escaped_error((error), RV_ERROR_USAGE, __VA_ARGS__)
 
 /* "FILE: rule N ("name"): " for messages (g_free). */
 static char *rule_where(const char *path, guint index, const rule *r)

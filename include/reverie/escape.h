@@ -31,6 +31,9 @@ G_BEGIN_DECLS
 char *rv_escape_text(const char *text);
 /* The same, appended to a GString. */
 void rv_escape_append(GString *out, const char *text);
+/* Set *error (RV_ERROR, code) to the formatted message escaped: one line
+ * whatever the file it quotes holds (keys, names, jansson's excerpts). */
+void rv_set_escaped_error(GError **error, int code, const char *format, ...) G_GNUC_PRINTF(3, 4);
 /* TRUE when rv_escape_text would change text (NULL: FALSE). */
 gboolean rv_text_needs_escape(const char *text);
 

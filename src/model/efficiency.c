@@ -450,18 +450,7 @@ char *rv_efficiency_table_to_json(const rv_efficiency_table *table)
 /* An RV_ERROR_INPUT about the file, on one line whatever the file holds:
  * keys, texts and jansson's excerpts of it may hold newlines or terminal
  * controls (JSON escapes, raw bytes), so the message is escaped (escape.h). */
-static void set_input_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-static void set_input_error(GError **error, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    char *text = g_strdup_vprintf(format, args);
-    va_end(args);
-    char *shown = rv_escape_text(text);
-    g_set_error_literal(error, RV_ERROR, RV_ERROR_INPUT, shown);
-    g_free(shown);
-    g_free(text);
-}
+#define set_input_error(error, ...) rv_set_escaped_error((error), RV_ERROR_INPUT, __VA_ARGS__)
 
 typedef struct {
     const char *path;

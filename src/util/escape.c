@@ -3,6 +3,7 @@
  * include/reverie/escape.h for what is escaped and why).
  */
 #include "reverie/escape.h"
+#include "reverie/error.h"
 #include <string.h>
 
 /* Printable code points that still change how text is shown. */
@@ -117,4 +118,16 @@ const char *rv_bounded_name(const char *text, char **scratch)
     if (consumed < length) g_string_append_printf(out, " [... %" G_GSIZE_FORMAT " bytes in all]", length);
     *scratch = g_string_free(out, FALSE);
     return *scratch;
+}
+
+void rv_set_escaped_error(GError **error, int code, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    char *text = g_strdup_vprintf(format, args);
+    va_end(args);
+    char *shown = rv_escape_text(text);
+    g_set_error_literal(error, RV_ERROR, code, shown);
+    g_free(shown);
+    g_free(text);
 }
