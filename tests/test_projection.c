@@ -433,6 +433,22 @@ START_TEST(bandwidth_moves_only_the_share_it_held)
 }
 END_TEST
 
+/* A table.json in a fresh temporary folder (both g_free'd by scratch_remove). */
+static char *scratch_table_path(char **folder)
+{
+    *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
+    ck_assert(*folder != NULL);
+    return g_build_filename(*folder, "table.json", NULL);
+}
+
+static void scratch_remove(char *folder, char *path)
+{
+    g_unlink(path);
+    g_rmdir(folder);
+    g_free(path);
+    g_free(folder);
+}
+
 /* ---- the table file ------------------------------------------------------- */
 
 START_TEST(table_file_round_trip_and_refusals)
@@ -443,8 +459,7 @@ START_TEST(table_file_round_trip_and_refusals)
     rv_efficiency_table *table = rv_efficiency_table_new();
     add_recording(table, &a, &x, sizes, 2, "x");
     char *text = rv_efficiency_table_to_json(table);
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     ck_assert(g_file_set_contents(path, text, -1, NULL));
     GError *error = NULL;
     rv_efficiency_table *loaded = rv_efficiency_table_load(path, &error);
@@ -486,10 +501,7 @@ START_TEST(table_file_round_trip_and_refusals)
     ck_assert(rv_efficiency_table_load(path, &error) == NULL);
     ck_assert_msg(strstr(error->message, "recording 2: the same file"), "%s", error->message);
     g_clear_error(&error);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(again);
     g_free(text);
     rv_efficiency_table_free(table);
@@ -537,8 +549,7 @@ static char *refusal_of(const char *text, const char *old, const char *new, cons
 START_TEST(a_refused_table_is_one_clean_line)
 {
     char *text = small_table_text();
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     static const char *const cases[][3] = {
         { "\"fixed_us\"", "\"fixed\\n\\u001b[2J\"", "unknown key 'fixed\\n\\x1b[2J'" },
         { "\"buckets\"", "\001", ", column " },
@@ -561,10 +572,7 @@ START_TEST(a_refused_table_is_one_clean_line)
     g_free(message);
     free(twice);
     json_decref(root);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(text);
 }
 END_TEST
@@ -589,8 +597,7 @@ static char *refusal_with(const char *text, const char *key, json_t *value, cons
 START_TEST(a_recording_counts_whole_numbers_that_fit)
 {
     char *text = small_table_text();
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     static const char *const keys[] = { "kernels", "rejected", "gap_samples" };
     for (gsize k = 0; k < G_N_ELEMENTS(keys); k++) {
         char *message = refusal_with(text, keys[k], json_real(1e12), path);
@@ -614,10 +621,7 @@ START_TEST(a_recording_counts_whole_numbers_that_fit)
     ck_assert_msg(table != NULL, "%s", error ? error->message : "");
     ck_assert_uint_eq(rv_efficiency_table_recording(table, 0).kernels, G_MAXUINT);
     rv_efficiency_table_free(table);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(text);
 }
 END_TEST
@@ -637,8 +641,7 @@ START_TEST(a_pair_ratio_of_fixed_costs_stays_finite)
     add_recording(table, &b, &on_b, sizes, 1, "job X on B");
     char *text = rv_efficiency_table_to_json(table);
     rv_efficiency_table_free(table);
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     char *message = refusal_with(text, "shortest_us", json_real(5e-324), path);
     ck_assert_msg(strstr(message, "recording 1: 'shortest_us' must be 0 (no kernel measured) or at least 0.001"), "%s",
                   message);
@@ -661,10 +664,7 @@ START_TEST(a_pair_ratio_of_fixed_costs_stays_finite)
     rv_gpu_efficiency_free(va);
     rv_gpu_efficiency_free(vb);
     rv_efficiency_table_free(table);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(text);
 }
 END_TEST
@@ -692,8 +692,7 @@ START_TEST(a_table_of_tiny_efficiencies_saturates_the_totals)
         json_object_set_new(json_array_get(buckets, i), "roofline_us", json_real(1e-12));
         json_object_set_new(json_array_get(buckets, i), "variable_us", json_real(1e15));
     }
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     ck_assert(json_dump_file(root, path, 0) == 0);
     json_decref(root);
     GError *error = NULL;
@@ -721,10 +720,7 @@ START_TEST(a_table_of_tiny_efficiencies_saturates_the_totals)
     rv_gpu_efficiency_free(vb);
     rv_efficiency_table_free(table);
     rv_graph_free(job_y);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(text);
 }
 END_TEST
@@ -737,8 +733,7 @@ END_TEST
 START_TEST(a_bucket_above_its_bound_is_refused)
 {
     char *text = small_table_text();
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     json_t *root = json_loads(text, 0, NULL);
     json_t *bucket = json_array_get(json_object_get(json_array_get(json_object_get(root, "recordings"), 0), "buckets"), 0);
     ck_assert(json_object_get(bucket, "variant") == NULL);
@@ -767,10 +762,7 @@ START_TEST(a_bucket_above_its_bound_is_refused)
         rv_efficiency_table_free(table);
     }
     json_decref(root);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(text);
 }
 END_TEST
@@ -806,8 +798,7 @@ START_TEST(huge_bucket_counts_do_not_wrap)
         json_array_append_new(recordings, r);
     }
     json_decref(model);
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     ck_assert(json_dump_file(root, path, 0) == 0);
     json_decref(root);
     GError *error = NULL;
@@ -821,10 +812,7 @@ START_TEST(huge_bucket_counts_do_not_wrap)
     ck_assert_double_eq_tol(pair.source, 0.5, 1e-9);
     rv_gpu_efficiency_free(view);
     rv_efficiency_table_free(table);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(text);
 }
 END_TEST
@@ -841,8 +829,7 @@ START_TEST(the_largest_counts_are_written_back)
     json_object_set_new(recording, "kernels", json_integer(G_MAXUINT));
     json_object_set_new(recording, "rejected", json_integer(G_MAXUINT));
     json_object_set_new(recording, "gap_samples", json_integer(G_MAXUINT));
-    char *folder = g_dir_make_tmp("reverie-efficiency-XXXXXX", NULL);
-    char *path = g_build_filename(folder, "table.json", NULL);
+    char *folder, *path = scratch_table_path(&folder);
     ck_assert(json_dump_file(root, path, 0) == 0);
     json_decref(root);
     GError *error = NULL;
@@ -857,10 +844,7 @@ START_TEST(the_largest_counts_are_written_back)
     rv_efficiency_table_free(again);
     rv_efficiency_table_free(table);
     g_free(written);
-    g_unlink(path);
-    g_rmdir(folder);
-    g_free(path);
-    g_free(folder);
+    scratch_remove(folder, path);
     g_free(text);
 }
 END_TEST
