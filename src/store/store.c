@@ -552,11 +552,50 @@ static void patch_le(GString *out, gsize at, uint64_t value, int width)
     for (int i = 0; i < width; i++) out->str[at + i] = (char)(value >> (8 * i));
 }
 
-static void write_strings(GString *out, const rv_graph *graph)
+/*
+ * Where a section's bytes go: a small buffer, spilled every megabyte into
+ * the section's running CRC and length and, when `file` is set, the file.
+ * So a graph is saved without its whole file in memory (a job of many
+ * ranks is as large as its graph again): the sections are encoded once to
+ * learn their CRCs and lengths for the table at the front, and again to be
+ * written.
+ */
+typedef struct {
+    GString *buffer;
+    FILE *file;          /* NULL: only measure */
+    uLong crc;
+    guint64 length;
+    gboolean write_failed;
+} rvg_sink;
+
+enum { SINK_SPILL_BYTES = 1 << 20 };
+
+static void sink_flush(rvg_sink *sink)
 {
+    if (sink->buffer->len == 0) return;
+    sink->crc = crc32_z(sink->crc, (const Bytef *)sink->buffer->str, sink->buffer->len);
+    sink->length += sink->buffer->len;
+    if (sink->file != NULL && !sink->write_failed &&
+        fwrite(sink->buffer->str, 1, sink->buffer->len, sink->file) != sink->buffer->len)
+        sink->write_failed = TRUE;
+    g_string_truncate(sink->buffer, 0);
+}
+
+/* Called once per record: cheap unless the buffer is full. */
+static inline void sink_spill(rvg_sink *sink)
+{
+    if (sink->buffer->len >= SINK_SPILL_BYTES) sink_flush(sink);
+}
+
+static void write_strings(rvg_sink *sink, const rv_graph *graph)
+{
+    GString *out = sink->buffer;
     int32_t count = rv_strings_count(graph->strings);
     put_u32(out, (uint32_t)count);
-    for (int32_t id = 0; id < count; id++) put_str(out, rv_strings_get(graph->strings, id));
+    for (int32_t id = 0; id < count; id++) {
+        sink_spill(sink);
+        put_str(out, rv_strings_get(graph->strings, id));
+    }
 }
 
 /* An rv_estimate: i64 value, i64 spread, u64 samples, u8 source. */
@@ -568,10 +607,12 @@ static void put_estimate(GString *out, const rv_estimate *estimate)
     put_u8(out, estimate->source);
 }
 
-static void write_resources(GString *out, const rv_graph *graph)
+static void write_resources(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_u32(out, graph->resources->len);
     for (guint r = 0; r < graph->resources->len; r++) {
+        sink_spill(sink);
         const rv_resource *resource = &g_array_index(graph->resources, rv_resource, r);
         put_i64(out, resource->process);
         put_i64(out, resource->thread);
@@ -586,10 +627,12 @@ static void write_resources(GString *out, const rv_graph *graph)
     }
 }
 
-static void write_tasks(GString *out, const rv_graph *graph)
+static void write_tasks(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_u32(out, graph->tasks->len);
     for (guint t = 0; t < graph->tasks->len; t++) {
+        sink_spill(sink);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         put_i64(out, task->duration_ns);
         put_i64(out, task->host_overhead_ns);
@@ -609,10 +652,12 @@ static void write_tasks(GString *out, const rv_graph *graph)
     }
 }
 
-static void write_edges(GString *out, const rv_graph *graph)
+static void write_edges(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_u32(out, graph->edges->len);
     for (guint e = 0; e < graph->edges->len; e++) {
+        sink_spill(sink);
         const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
         put_i32(out, edge->from);
         put_i32(out, edge->to);
@@ -621,10 +666,12 @@ static void write_edges(GString *out, const rv_graph *graph)
     }
 }
 
-static void write_steps(GString *out, const rv_graph *graph)
+static void write_steps(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_u32(out, graph->steps->len);
     for (guint s = 0; s < graph->steps->len; s++) {
+        sink_spill(sink);
         const rv_step *step = &g_array_index(graph->steps, rv_step, s);
         put_i32(out, step->name);
         put_i64(out, step->recorded_begin_ns);
@@ -658,8 +705,9 @@ static void write_timing(GString *out, const rv_timing *timing)
     put_u64(out, timing->profiled_operators);
 }
 
-static void write_metadata(GString *out, const rv_graph *graph)
+static void write_metadata(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_str(out, graph->source ? graph->source : "");
     put_u32(out, graph->device_names->len);
     for (guint d = 0; d < graph->device_names->len; d++)
@@ -675,10 +723,12 @@ static void write_metadata(GString *out, const rv_graph *graph)
     write_timing(out, &graph->timing);
 }
 
-static void write_collectives(GString *out, const rv_graph *graph)
+static void write_collectives(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_u32(out, graph->collectives->len);
     for (guint c = 0; c < graph->collectives->len; c++) {
+        sink_spill(sink);
         const rv_collective_info *info = &g_array_index(graph->collectives, rv_collective_info, c);
         put_i64(out, info->bytes);
         put_i64(out, info->seq);
@@ -694,10 +744,12 @@ static void write_collectives(GString *out, const rv_graph *graph)
     }
 }
 
-static void write_ranks(GString *out, const rv_graph *graph)
+static void write_ranks(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_u32(out, graph->ranks->len);
     for (guint r = 0; r < graph->ranks->len; r++) {
+        sink_spill(sink);
         const rv_rank *rank = &g_array_index(graph->ranks, rv_rank, r);
         put_i64(out, rank->rank);
         put_i64(out, rank->world_size);
@@ -707,10 +759,12 @@ static void write_ranks(GString *out, const rv_graph *graph)
     }
 }
 
-static void write_memory(GString *out, const rv_graph *graph)
+static void write_memory(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     put_u32(out, graph->memory->len);
     for (guint i = 0; i < graph->memory->len; i++) {
+        sink_spill(sink);
         const rv_memory_record *record = &g_array_index(graph->memory, rv_memory_record, i);
         put_i64(out, record->peak_allocated);
         put_i64(out, record->peak_reserved);
@@ -723,12 +777,14 @@ static void write_memory(GString *out, const rv_graph *graph)
     }
 }
 
-static void write_launches(GString *out, const rv_graph *graph)
+static void write_launches(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     guint count = 0;
     for (guint i = 0; i < graph->launches->len; i++) count += g_array_index(graph->launches, rv_launch, i).blocks > 0;
     put_u32(out, count);
     for (guint i = 0; i < graph->launches->len; i++) {
+        sink_spill(sink);
         const rv_launch *launch = &g_array_index(graph->launches, rv_launch, i);
         if (launch->blocks == 0) continue;
         put_i32(out, (int32_t)i);
@@ -739,12 +795,14 @@ static void write_launches(GString *out, const rv_graph *graph)
     }
 }
 
-static void write_host_operators(GString *out, const rv_graph *graph)
+static void write_host_operators(rvg_sink *sink, const rv_graph *graph)
 {
+    GString *out = sink->buffer;
     guint count = 0;
     for (guint i = 0; i < graph->host_operators->len; i++) count += g_array_index(graph->host_operators, uint32_t, i) > 0;
     put_u32(out, count);
     for (guint i = 0; i < graph->host_operators->len; i++) {
+        sink_spill(sink);
         uint32_t operators = g_array_index(graph->host_operators, uint32_t, i);
         if (operators == 0) continue;
         put_i32(out, (int32_t)i);
@@ -752,40 +810,55 @@ static void write_host_operators(GString *out, const rv_graph *graph)
     }
 }
 
-typedef void (*section_writer)(GString *out, const rv_graph *graph);
+typedef void (*section_writer)(rvg_sink *sink, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
     NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
     write_collectives, write_ranks, write_memory, write_launches, write_host_operators,
 };
 
-/* The whole file in memory: header, table, then the sections by id. */
-static GString *encode_graph(const rv_graph *graph)
+/* One section through a sink: its CRC and length, and its bytes written to
+ * `file` unless that is NULL.  FALSE when the file refused a write. */
+static gboolean encode_section(const rv_graph *graph, uint32_t id, GString *buffer, FILE *file, uint32_t *crc,
+                               guint64 *length)
+{
+    rvg_sink sink = { buffer, file, crc32_z(0L, Z_NULL, 0), 0, FALSE };
+    g_string_truncate(buffer, 0);
+    section_writers[id](&sink, graph);
+    sink_flush(&sink);
+    *crc = (uint32_t)sink.crc;
+    *length = sink.length;
+    return !sink.write_failed;
+}
+
+/* The header and the section table, from each section's CRC and length
+ * (the sections follow the table in id order). */
+static GString *encode_front(const uint32_t *crcs, const guint64 *lengths)
 {
     gsize table_end = RVG_HEADER_SIZE + RVG_ENTRY_SIZE * SECTION_COUNT;
-    GString *out = g_string_sized_new(table_end + (gsize)graph->tasks->len * (RVG_TASK_SIZE + 2 * RVG_EDGE_SIZE));
+    GString *out = g_string_sized_new(table_end);
     g_string_append_len(out, (const char *)rvg_magic, sizeof rvg_magic);
     put_u32(out, RVG_VERSION);
     put_u32(out, SECTION_COUNT);
     put_u32(out, 0); /* header CRC, patched below */
     put_u32(out, 0); /* reserved */
-    g_string_set_size(out, table_end);
+    guint64 offset = table_end;
     for (uint32_t id = 1; id <= SECTION_COUNT; id++) {
-        gsize offset = out->len;
-        section_writers[id](out, graph);
-        gsize entry = RVG_HEADER_SIZE + RVG_ENTRY_SIZE * (id - 1);
-        patch_le(out, entry, id, 4);
-        patch_le(out, entry + 4, crc_of((const guint8 *)out->str + offset, out->len - offset), 4);
-        patch_le(out, entry + 8, offset, 8);
-        patch_le(out, entry + 16, out->len - offset, 8);
+        put_u32(out, id);
+        put_u32(out, crcs[id]);
+        put_u64(out, offset);
+        put_u64(out, lengths[id]);
+        offset += lengths[id];
     }
     patch_le(out, 16, header_crc((const guint8 *)out->str, table_end), 4);
     return out;
 }
 
-/* The graph as the bytes of a .rvg file, or NULL when the graph is not
- * one the reader would accept (name: for the message). */
-static GString *encode_checked(const rv_graph *graph, const char *name, GError **error)
+/* The graph as a .rvg file, written to `file` section by section; first
+ * checked to be one the reader would accept (name: for the message).  A
+ * write the file refuses is FALSE with no error: the caller's stream says
+ * why (output.h). */
+static gboolean encode_checked(const rv_graph *graph, const char *name, FILE *file, guint64 *bytes, GError **error)
 {
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);
@@ -793,17 +866,34 @@ static GString *encode_checked(const rv_graph *graph, const char *name, GError *
         g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot save %s: the graph is inconsistent (%s: %s)",
                     name, section, why->str);
     g_string_free(why, TRUE);
-    return section == NULL ? encode_graph(graph) : NULL;
+    if (section != NULL) return FALSE;
+    uint32_t crcs[SECTION_COUNT + 1] = { 0 };
+    guint64 lengths[SECTION_COUNT + 1] = { 0 };
+    GString *buffer = g_string_sized_new(SINK_SPILL_BYTES + 4096);
+    for (uint32_t id = 1; id <= SECTION_COUNT; id++) encode_section(graph, id, buffer, NULL, &crcs[id], &lengths[id]);
+    GString *front = encode_front(crcs, lengths);
+    gboolean ok = fwrite(front->str, 1, front->len, file) == front->len;
+    guint64 total = front->len;
+    g_string_free(front, TRUE);
+    for (uint32_t id = 1; id <= SECTION_COUNT && ok; id++) {
+        uint32_t crc;
+        guint64 length;
+        ok = encode_section(graph, id, buffer, file, &crc, &length);
+        total += length;
+        if (ok && (crc != crcs[id] || length != lengths[id])) { /* the table written above would lie */
+            g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot save %s: its %s changed while it was written",
+                        name, section_names[id]);
+            ok = FALSE;
+        }
+    }
+    g_string_free(buffer, TRUE);
+    if (bytes) *bytes = total;
+    return ok;
 }
 
 gboolean rv_store_write(const rv_graph *graph, FILE *file, guint64 *bytes, GError **error)
 {
-    GString *encoded = encode_checked(graph, "the graph", error);
-    if (encoded == NULL) return FALSE;
-    gboolean ok = fwrite(encoded->str, 1, encoded->len, file) == encoded->len;
-    if (bytes) *bytes = encoded->len;
-    g_string_free(encoded, TRUE);
-    return ok;
+    return encode_checked(graph, "the graph", file, bytes, error);
 }
 
 static gboolean fill_graph(FILE *file, gpointer graph, GError **error)
