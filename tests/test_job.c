@@ -199,6 +199,36 @@ START_TEST(dlrm_saved_and_loaded)
 }
 END_TEST
 
+/* The join that frees its inputs as it copies them (an import's) builds
+ * the same job as the one that keeps them, and leaves no input behind. */
+START_TEST(dlrm_join_freeing_its_inputs)
+{
+    GPtrArray *graphs = load_dlrm_ranks();
+    rv_graph *kept = join_ranks_ok(graphs);
+    GError *error = NULL;
+    rv_graph *freed = rv_job_join_freeing(graphs, "dlrm", &error);
+    ck_assert_msg(freed != NULL, "%s", error ? error->message : "");
+    for (guint i = 0; i < graphs->len; i++) ck_assert_ptr_null(g_ptr_array_index(graphs, i));
+    ck_assert_int_eq(rv_graph_task_count(freed), rv_graph_task_count(kept));
+    ck_assert_uint_eq(freed->edges->len, kept->edges->len);
+    for (int32_t t = 0; t < rv_graph_task_count(kept); t++) {
+        const rv_task *a = rv_graph_task(kept, t), *b = rv_graph_task(freed, t);
+        ck_assert(a->duration_ns == b->duration_ns && a->host_overhead_ns == b->host_overhead_ns &&
+                  a->recorded_start_ns == b->recorded_start_ns && a->resource == b->resource && a->kind == b->kind &&
+                  a->flags == b->flags && a->collective == b->collective);
+        ck_assert_str_eq(rv_strings_get(kept->strings, a->name), rv_strings_get(freed->strings, b->name));
+    }
+    for (guint e = 0; e < kept->edges->len; e++) {
+        const rv_edge *a = &g_array_index(kept->edges, rv_edge, e), *b = &g_array_index(freed->edges, rv_edge, e);
+        ck_assert(a->from == b->from && a->to == b->to && a->kind == b->kind && a->from_start == b->from_start);
+    }
+    ck_assert_int_eq(step_total(freed), step_total(kept));
+    rv_graph_free(kept);
+    rv_graph_free(freed);
+    g_ptr_array_unref(graphs); /* its slots are NULL: nothing freed twice */
+}
+END_TEST
+
 static void expect_join_error(GPtrArray *graphs, const char *want)
 {
     GError *error = NULL;
@@ -525,6 +555,7 @@ int main(void)
     tcase_add_test(dlrm, dlrm_collectives_matched_by_order);
     tcase_add_test(dlrm, dlrm_clock_offset_found);
     tcase_add_test(dlrm, dlrm_saved_and_loaded);
+    tcase_add_test(dlrm, dlrm_join_freeing_its_inputs);
     suite_add_tcase(suite, dlrm);
     TCase *matching = tcase_create("matching");
     tcase_set_timeout(matching, 300);

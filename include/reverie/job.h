@@ -70,6 +70,13 @@ GPtrArray *rv_collectives_match(const rv_graph *graph, GError **error);
  * that is not one job.
  */
 rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error);
+/* As rv_job_join, but each input is freed as soon as it is copied into the
+ * joint graph and its slot in `graphs` set to NULL, so a job of many ranks
+ * is never held twice (an import's peak memory).  Inputs refused before
+ * the copying starts (not one world, a rank missing) are left as they
+ * were; once it has started every slot ends NULL, whether or not the join
+ * then succeeds. */
+rv_graph *rv_job_join_freeing(GPtrArray *graphs, const char *source, GError **error);
 
 /* ---- a rank without its peers (peers.c) ------------------------------- */
 

@@ -7,12 +7,16 @@
 #include "reverie/error.h"
 #include "reverie/stats.h"
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 /* ---- which ranks ---------------------------------------------------------- */
 
 typedef struct {
     const rv_graph *graph;
     int64_t rank;
+    guint slot;  /* its index in the caller's array */
 } rank_input;
 
 static gint by_rank(gconstpointer left, gconstpointer right)
@@ -30,7 +34,7 @@ static GArray *order_ranks(GPtrArray *graphs, int64_t *world_size, GError **erro
     *world_size = -1;
     for (guint i = 0; i < graphs->len; i++) {
         const rv_graph *graph = g_ptr_array_index(graphs, i);
-        rank_input input = { graph, graph->rank >= 0 ? graph->rank : (int64_t)i };
+        rank_input input = { graph, graph->rank >= 0 ? graph->rank : (int64_t)i, i };
         g_array_append_val(inputs, input);
         if (graph->world_size <= 0) continue;
         if (sized != NULL && graph->world_size != *world_size) {
@@ -189,7 +193,21 @@ static void append_rank(rv_graph *joint, const rv_graph *graph, int64_t rank)
     joint->legacy_schema |= graph->legacy_schema;
 }
 
-static rv_graph *side_by_side(const GArray *inputs, int64_t world_size, const char *source)
+/* Hand the memory of the ranks freed so far back to the system.  They were
+ * built on the import's worker threads, whose malloc arenas the joint
+ * graph, grown on this thread, never reuses, and the command keeps freed
+ * blocks by default (src/cli/main.c): without this the job would hold its
+ * ranks twice after all. */
+static void release_free_memory(void)
+{
+#ifdef __GLIBC__
+    (void)malloc_trim(0);
+#endif
+}
+
+/* With `owned` (the caller's array of the inputs), each input is freed
+ * once it is copied, and its slot set to NULL. */
+static rv_graph *side_by_side(const GArray *inputs, int64_t world_size, const char *source, GPtrArray *owned)
 {
     rv_graph *joint = rv_graph_new(NULL, source);
     const rv_graph *first = g_array_index(inputs, rank_input, 0).graph;
@@ -204,6 +222,15 @@ static rv_graph *side_by_side(const GArray *inputs, int64_t world_size, const ch
         const rank_input *input = &g_array_index(inputs, rank_input, i);
         append_rank(joint, input->graph, input->rank);
         joint->whole_trace_step &= input->graph->whole_trace_step;
+        if (owned == NULL || i == 0) continue; /* the first one's metadata is read above: freed last */
+        rv_graph_free(owned->pdata[input->slot]);
+        owned->pdata[input->slot] = NULL;
+        if (i % 16 == 0) release_free_memory();
+    }
+    if (owned != NULL) {
+        guint first_slot = g_array_index(inputs, rank_input, 0).slot;
+        rv_graph_free(owned->pdata[first_slot]);
+        owned->pdata[first_slot] = NULL;
     }
     return joint;
 }
@@ -478,7 +505,7 @@ static void meet_at_rendezvous(rv_graph *joint, const GPtrArray *matched)
     g_free(state.new_index);
 }
 
-rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
+static rv_graph *join(GPtrArray *graphs, const char *source, gboolean freeing, GError **error)
 {
     g_return_val_if_fail(graphs != NULL && graphs->len > 0, NULL);
     int64_t world_size = -1;
@@ -488,7 +515,7 @@ rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
         g_array_unref(inputs);
         return NULL;
     }
-    rv_graph *joint = side_by_side(inputs, world_size, source);
+    rv_graph *joint = side_by_side(inputs, world_size, source, freeing ? graphs : NULL);
     g_array_unref(inputs);
     rv_graph_merge_peer_waits(joint); /* joined, the peers' arrivals replace each rank's recorded wait */
     GPtrArray *matched = rv_collectives_match(joint, error);
@@ -506,6 +533,16 @@ rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
         return NULL;
     }
     return joint;
+}
+
+rv_graph *rv_job_join(GPtrArray *graphs, const char *source, GError **error)
+{
+    return join(graphs, source, FALSE, error);
+}
+
+rv_graph *rv_job_join_freeing(GPtrArray *graphs, const char *source, GError **error)
+{
+    return join(graphs, source, TRUE, error);
 }
 
 guint rv_job_enter_together(rv_graph *graph)

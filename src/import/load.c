@@ -338,9 +338,15 @@ rv_graph *rv_load_job(char *const *paths, int count, const rv_load_options *opti
     g_ptr_array_unref(list);
     if (graphs == NULL) return NULL;
     char *name = job_name(paths, count, folder);
-    rv_graph *joint = rv_job_join(graphs, name, error);
-    /* notes only once the ranks are known to be one job: bad input gets its one line and nothing else */
-    for (guint i = 0; joint != NULL && i < graphs->len; i++) add_notes(g_ptr_array_index(graphs, i), options->notes);
+    /* The ranks' notes are taken before the join frees them, and given only
+     * once the ranks are known to be one job: bad input gets its one line
+     * and nothing else. */
+    GPtrArray *rank_notes = options->notes ? g_ptr_array_new_with_free_func(g_free) : NULL;
+    for (guint i = 0; i < graphs->len; i++) add_notes(g_ptr_array_index(graphs, i), rank_notes);
+    rv_graph *joint = rv_job_join_freeing(graphs, name, error);
+    for (guint i = 0; joint != NULL && rank_notes != NULL && i < rank_notes->len; i++)
+        g_ptr_array_add(options->notes, g_strdup(g_ptr_array_index(rank_notes, i)));
+    if (rank_notes) g_ptr_array_unref(rank_notes);
     g_free(name);
     g_ptr_array_unref(graphs);
     return joint;
