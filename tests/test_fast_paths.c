@@ -6,6 +6,11 @@
  *    rule it implements, written the slow way: repeatedly dispatch the
  *    ready task of least (begin, rank, id), begin = max(max(resource free,
  *    ready) + host overhead, released);
+ *  - the replay without a policy in edge order (sim.c's run_in_edge_order,
+ *    no heap) against the same rule, on graphs whose channels are chained
+ *    or hold only instants, where any order the edges allow gives the
+ *    rule's times; and a channel of real tasks with no order between them
+ *    still replayed in order of time;
  *  - the transform API's edge index (src/graph/index.c) against scans of
  *    the whole edge array, after random inserts, splices and removals;
  *  - removal's reconnection: after removing a batch, two live tasks are
@@ -27,12 +32,17 @@
 
 enum { THREAD_A, THREAD_B, STREAM, CHANNEL_A, CHANNEL_B, RESOURCES };
 
+/* What the channels' tasks are: queued with no order between them (where
+ * the policy's waiting queues matter), chained by order edges like a
+ * thread, or instants (no duration, no overhead: a joint job's rendezvous). */
+typedef enum { CHANNELS_QUEUED, CHANNELS_CHAINED, CHANNELS_INSTANT } channel_mode;
+
 typedef struct {
     rv_graph *graph;
     int64_t *rank;
 } random_graph;
 
-static int32_t add_random_task(rv_graph *graph, GRand *rng, int resource)
+static int32_t add_random_task(rv_graph *graph, GRand *rng, int resource, channel_mode mode)
 {
     rv_task task = { 0 };
     task.resource = resource;
@@ -44,12 +54,14 @@ static int32_t add_random_task(rv_graph *graph, GRand *rng, int resource)
     task.step = -1;
     /* overheads on channels too, so waiting tasks differ in more than rank */
     if (g_rand_int_range(rng, 0, 3) == 0) task.host_overhead_ns = 1000 * g_rand_int_range(rng, 0, 4);
+    if (mode == CHANNELS_INSTANT && resource >= CHANNEL_A) task.duration_ns = task.host_overhead_ns = 0;
     return rv_graph_add_task(graph, &task);
 }
 
 /* Tasks in id order; threads and the stream chained by order edges, the
- * channels not; extra edges only from lower to higher ids (a DAG). */
-static random_graph make_random_graph(GRand *rng, int count)
+ * channels as `mode` says; extra edges only from lower to higher ids (a
+ * DAG). */
+static random_graph make_random_graph(GRand *rng, int count, channel_mode mode)
 {
     random_graph made = { rv_graph_new(NULL, "random"), g_new0(int64_t, count) };
     const char *names[RESOURCES] = { "thread 1/1", "thread 1/2", "gpu 0 stream 7", "net", "pcie" };
@@ -60,9 +72,9 @@ static random_graph make_random_graph(GRand *rng, int count)
     int32_t last[RESOURCES] = { -1, -1, -1, -1, -1 };
     for (int i = 0; i < count; i++) {
         int resource = g_rand_int_range(rng, 0, RESOURCES);
-        int32_t id = add_random_task(made.graph, rng, resource);
+        int32_t id = add_random_task(made.graph, rng, resource, mode);
         made.rank[id] = g_rand_int_range(rng, 0, 4);
-        if (resource < CHANNEL_A && last[resource] >= 0)
+        if ((resource < CHANNEL_A || mode == CHANNELS_CHAINED) && last[resource] >= 0)
             rv_graph_add_edge(made.graph, last[resource], id, resource == STREAM ? RV_EDGE_STREAM : RV_EDGE_THREAD, FALSE);
         last[resource] = id;
         for (int k = g_rand_int_range(rng, 0, 3); k > 0 && id > 0; k--)
@@ -124,7 +136,7 @@ START_TEST(policy_replay_matches_the_rule)
 {
     GRand *rng = g_rand_new_with_seed(20240501);
     for (int round = 0; round < 400; round++) {
-        random_graph made = make_random_graph(rng, g_rand_int_range(rng, 2, 90));
+        random_graph made = make_random_graph(rng, g_rand_int_range(rng, 2, 90), CHANNELS_QUEUED);
         int32_t n = rv_graph_task_count(made.graph);
         int64_t *expected = g_new(int64_t, n);
         reference_replay(made.graph, made.rank, expected);
@@ -141,6 +153,63 @@ START_TEST(policy_replay_matches_the_rule)
         rv_graph_free(made.graph);
     }
     g_rand_free(rng);
+}
+END_TEST
+
+/* Without a policy, on graphs where every resource is chained or holds
+ * only instants, the replay dispatches in edge order (no heap); its times
+ * must be the rule's, whatever order it picked.  Both kinds of channel,
+ * since a rendezvous resource is the one a joint job does not chain. */
+START_TEST(edge_order_replay_matches_the_rule)
+{
+    GRand *rng = g_rand_new_with_seed(20261127);
+    for (int round = 0; round < 400; round++) {
+        channel_mode mode = round % 2 ? CHANNELS_CHAINED : CHANNELS_INSTANT;
+        random_graph made = make_random_graph(rng, g_rand_int_range(rng, 2, 90), mode);
+        int32_t n = rv_graph_task_count(made.graph);
+        int64_t *expected = g_new(int64_t, n), *no_rank = g_new0(int64_t, n);
+        reference_replay(made.graph, no_rank, expected);
+        rv_sim_result sim = { 0 };
+        GError *error = NULL;
+        ck_assert_msg(rv_simulate(made.graph, NULL, &sim, &error), "%s", error ? error->message : "");
+        for (int32_t t = 0; t < n; t++)
+            ck_assert_msg(sim.start_ns[t] == expected[t], "round %d (%s) task %d: replay %lld, rule %lld", round,
+                          mode == CHANNELS_CHAINED ? "chained" : "instants", t, (long long)sim.start_ns[t],
+                          (long long)expected[t]);
+        rv_sim_result_clear(&sim);
+        g_free(expected);
+        g_free(no_rank);
+        g_free(made.rank);
+        rv_graph_free(made.graph);
+    }
+    g_rand_free(rng);
+}
+END_TEST
+
+/* Two transfers on one channel with no order between them: the one ready
+ * first (at 0) takes the channel, the other (ready at 3) waits for it to
+ * end at 5.  Task ids are chosen so that an edge-order replay would reach
+ * the later one first: it must not be used on such a channel. */
+START_TEST(unordered_channel_replays_in_time_order)
+{
+    rv_graph *graph = rv_graph_new(NULL, "two transfers");
+    rv_graph_add_resource(graph, RV_RES_CPU_THREAD, 1, 1, "thread 1/1");
+    rv_graph_add_resource(graph, RV_RES_CHANNEL, -1, -1, "net");
+    rv_task transfer = { .resource = 1, .duration_ns = 5, .correlation = -1, .input_dims = -1, .step = -1,
+                         .kind = RV_TASK_COMM };
+    rv_task call = { .resource = 0, .duration_ns = 3, .correlation = -1, .input_dims = -1, .step = -1,
+                     .kind = RV_TASK_CPU };
+    int32_t first = rv_graph_add_task(graph, &transfer);
+    int32_t before = rv_graph_add_task(graph, &call);
+    int32_t second = rv_graph_add_task(graph, &transfer);
+    rv_graph_add_edge(graph, before, second, RV_EDGE_PLUGIN, FALSE);
+    rv_sim_result sim = { 0 };
+    GError *error = NULL;
+    ck_assert_msg(rv_simulate(graph, NULL, &sim, &error), "%s", error ? error->message : "");
+    ck_assert_int_eq(sim.start_ns[first], 0);
+    ck_assert_int_eq(sim.start_ns[second], 5);
+    rv_sim_result_clear(&sim);
+    rv_graph_free(graph);
 }
 END_TEST
 
@@ -291,7 +360,7 @@ START_TEST(index_matches_scans_through_edits)
 {
     GRand *rng = g_rand_new_with_seed(7);
     for (int round = 0; round < 60; round++) {
-        random_graph made = make_random_graph(rng, g_rand_int_range(rng, 5, 60));
+        random_graph made = make_random_graph(rng, g_rand_int_range(rng, 5, 60), CHANNELS_QUEUED);
         /* launch edges for some kernels, so that launch_of has answers */
         for (int32_t t = 1; t < rv_graph_task_count(made.graph); t++)
             if (rv_graph_task(made.graph, t)->resource == STREAM && g_rand_boolean(rng))
@@ -315,7 +384,7 @@ END_TEST
 START_TEST(invalidate_after_hand_edit)
 {
     GRand *rng = g_rand_new_with_seed(3);
-    random_graph made = make_random_graph(rng, 40);
+    random_graph made = make_random_graph(rng, 40, CHANNELS_QUEUED);
     check_queries(made.graph);
     for (guint e = 0; e < made.graph->edges->len; e++) {
         rv_edge *edge = &g_array_index(made.graph->edges, rv_edge, e);
@@ -361,6 +430,8 @@ int main(void)
     TCase *tc = tcase_create("against-references");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, policy_replay_matches_the_rule);
+    tcase_add_test(tc, edge_order_replay_matches_the_rule);
+    tcase_add_test(tc, unordered_channel_replays_in_time_order);
     tcase_add_test(tc, index_matches_scans_through_edits);
     tcase_add_test(tc, invalidate_after_hand_edit);
     tcase_add_test(tc, median_by_selection_matches_sorting);

@@ -5,7 +5,11 @@
  * overheads, each GPU stream's launch latency, idle gap and launch-queue
  * depth, and the edges - never recorded start times.  Ready tasks wait in a
  * binary heap; by default the task that can start earliest goes first,
- * ties broken by task id (recorded order).
+ * ties broken by task id (recorded order).  Where that order cannot change
+ * any time - no policy, no contention, and every resource's tasks chained
+ * by order edges or zero-length instants (every built graph, a joint job's
+ * rendezvous included) - the replay skips the heap and dispatches the ready
+ * tasks in any order the edges allow, with the same times.
  *
  * A plugin may add a policy (Daydream's overridden Schedule function, e.g.
  * P3's "layers near the input first").  With a policy, a task is dispatched

@@ -38,11 +38,15 @@
  * reconnects their neighbours before marking them).
  * Every time is checked against RV_SIM_TIME_MAX_NS, so a graph whose
  * durations add up past it fails with an error instead of wrapping.
+ * Edge order: without a policy or contention, where every resource is one
+ * chain of order edges (or holds only instants), a task's begin depends
+ * only on its predecessors' times, so the heap is skipped and the ready
+ * tasks are dispatched from a stack (run_in_edge_order, find_unchained).
  * Contention and sharing (contention.h), when the graph turns either on,
  * are a replay of their own (run_contended below): the plain replays above
  * are not touched.
  *
- * Cost: O((V + E) log V) time, O(V + E) memory.
+ * Cost: O((V + E) log V) time (O(V + E) in edge order), O(V + E) memory.
  */
 #include "reverie/sim.h"
 #include "reverie/error.h"
@@ -110,6 +114,8 @@ typedef struct {
     uint8_t *how;           /* one of the enum above */
     int32_t *waiting;       /* predecessors not yet dispatched */
     int32_t *holder;        /* per launch call: the task it waits for in the queue, or -1 */
+    int32_t *unchained;     /* resources whose live tasks are not one chain of order edges (find_unchained) */
+    int32_t unchained_count;
 } adjacency;
 
 
@@ -192,7 +198,7 @@ static task_key *scan_tasks(const rv_graph *graph, task_time **times)
 /* One pass over the edges: how each readies its target, the counts of the
  * compressed rows, and the stream chains and launches for the holders. */
 static uint8_t *classify_edges(const rv_graph *graph, const task_key *keys, adjacency *adj, int32_t *next,
-                               int32_t *launch, uint8_t *has_previous)
+                               int32_t *launch, uint8_t *has_previous, uint8_t *order_in, uint8_t *order_out)
 {
     const rv_edge *edges = (const rv_edge *)graph->edges->data;
     guint edge_count = graph->edges->len;
@@ -203,6 +209,10 @@ static uint8_t *classify_edges(const rv_graph *graph, const task_key *keys, adja
         if (how[e] == DEAD_EDGE) continue;
         adj->first[edge->from + 1]++;
         adj->waiting[edge->to]++;
+        if (how[e] == ORDER_ONLY) {
+            order_in[edge->to] = (uint8_t)MIN(order_in[edge->to] + 1, 2);
+            order_out[edge->from] = (uint8_t)MIN(order_out[edge->from] + 1, 2);
+        }
         if (how[e] == ORDER_ONLY && keys[edge->to].gpu) {
             next[edge->from] = edge->to;
             has_previous[edge->to] = 1;
@@ -213,6 +223,37 @@ static uint8_t *classify_edges(const rv_graph *graph, const task_key *keys, adja
     return how;
 }
 
+/*
+ * The resources whose live tasks are not one chain of order edges (each
+ * task at most one order edge in and one out, one task per resource without
+ * a predecessor).  On a chained resource the task before t is one of t's
+ * predecessors and no other task of it can run between them, so free(r)
+ * when t is dispatched is the same whatever order the ready tasks are
+ * dispatched in.  Every resource of a built graph of one trace is chained;
+ * a joint job's rendezvous resource is not (see edge_order_allowed), and a
+ * plugin's rewrite may leave one that is not (two transfers on one channel
+ * with no order between them), where the heap decides who goes first.
+ */
+static void find_unchained(const rv_graph *graph, const task_key *keys, const uint8_t *order_in,
+                           const uint8_t *order_out, adjacency *adj)
+{
+    int32_t n = rv_graph_task_count(graph);
+    guint resources = graph->resources->len;
+    uint8_t *has_head = g_new0(uint8_t, resources + 1), *unchained = g_new0(uint8_t, resources + 1);
+    for (int32_t t = 0; t < n; t++) {
+        if (!keys[t].live) continue;
+        int32_t on = keys[t].resource;
+        if (order_in[t] > 1 || order_out[t] > 1 || (order_in[t] == 0 && has_head[on])) unchained[on] = 1;
+        if (order_in[t] == 0) has_head[on] = 1;
+    }
+    adj->unchained = g_new(int32_t, resources + 1);
+    adj->unchained_count = 0;
+    for (guint r = 0; r < resources; r++)
+        if (unchained[r]) adj->unchained[adj->unchained_count++] = (int32_t)r;
+    g_free(has_head);
+    g_free(unchained);
+}
+
 /* Without the queue (with_queue FALSE) no launch call has a holder: the
  * fallback replay of rv_simulate_reusing. */
 static void build_adjacency(const rv_graph *graph, const task_key *keys, adjacency *adj, gboolean with_queue)
@@ -221,12 +262,15 @@ static void build_adjacency(const rv_graph *graph, const task_key *keys, adjacen
     const rv_edge *edges = (const rv_edge *)graph->edges->data;
     guint edge_count = graph->edges->len;
     int32_t *next = g_new(int32_t, n), *launch = g_new(int32_t, n);
-    uint8_t *has_previous = g_new0(uint8_t, n);
+    uint8_t *has_previous = g_new0(uint8_t, n), *order_in = g_new0(uint8_t, n), *order_out = g_new0(uint8_t, n);
     adj->first = g_new0(int32_t, n + 1);
     adj->waiting = g_new0(int32_t, n);
     adj->holder = g_new(int32_t, n);
     for (int32_t t = 0; t < n; t++) next[t] = launch[t] = adj->holder[t] = -1;
-    uint8_t *how = classify_edges(graph, keys, adj, next, launch, has_previous);
+    uint8_t *how = classify_edges(graph, keys, adj, next, launch, has_previous, order_in, order_out);
+    find_unchained(graph, keys, order_in, order_out, adj);
+    g_free(order_in);
+    g_free(order_out);
     if (with_queue) find_queue_holders(graph, keys, next, launch, has_previous, adj->holder);
     for (int32_t t = 0; t < n; t++) {
         if (adj->holder[t] < 0) continue;
@@ -314,6 +358,7 @@ static void free_adjacency(adjacency *adj)
     g_free(adj->how);
     g_free(adj->waiting);
     g_free(adj->holder);
+    g_free(adj->unchained);
 }
 
 static inline int64_t rank_of(const rv_graph *graph, const rv_policy *policy, int32_t task)
@@ -395,6 +440,12 @@ typedef struct {
     int64_t *resource_free;
     int32_t dispatched;
     gboolean overflow;
+    /* run_in_edge_order only: ready tasks not yet dispatched, a stack (any
+     * order gives the same times there, and the last readied is the one
+     * whose data is still in cache) */
+    int32_t *pending;
+    int32_t pending_count;
+    uint8_t *free_ignored;  /* per resource: one of instants (edge_order_allowed); NULL: none */
     /* with a policy only */
     int32_t *version;       /* per task: the version of its valid heap entry */
     waiting_queue *waiting; /* per resource: tasks blocked by it */
@@ -448,6 +499,8 @@ static void replay_clear(replay *r)
     g_free(r->keys);
     g_free(r->times);
     g_free(r->heap.entries);
+    g_free(r->pending);
+    g_free(r->free_ignored);
     g_free(r->ready);
     g_free(r->released);
     g_free(r->resource_free);
@@ -467,6 +520,10 @@ static inline int64_t earliest(const replay *r, int32_t t)
 
 static void push(replay *r, int32_t task)
 {
+    if (r->pending) {
+        r->pending[r->pending_count++] = task;
+        return;
+    }
     heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task, r->version ? r->version[task] : 0);
 }
 
@@ -523,6 +580,53 @@ static void run_default(replay *r)
             break;
         }
         dispatch(r, top.task, begin);
+    }
+}
+
+/*
+ * May the replay dispatch in edge order (run_in_edge_order)?  Yes when
+ * every resource is chained (find_unchained), and also when the only
+ * unchained resources hold nothing but instants - tasks of no duration and
+ * no host overhead on a resource with no idle gap, as a joint job's
+ * rendezvous, where each collective's participants meet.  The heap replay
+ * pops tasks in order of nondecreasing earliest start, so such a resource
+ * is free again (its last task ended at its own start, no later than this
+ * task's earliest) before its next task is ready: it never delays anything,
+ * and the edge-order replay ignores its free time.  The caller has ruled
+ * out a policy and contention, which choose among ready tasks.
+ */
+static gboolean edge_order_allowed(replay *r)
+{
+    if (r->adj.unchained_count == 0) return TRUE;
+    r->free_ignored = g_new0(uint8_t, r->graph->resources->len + 1);
+    for (int32_t i = 0; i < r->adj.unchained_count; i++) {
+        int32_t on = r->adj.unchained[i];
+        if (r->resources[on].idle_gap_ns != 0) return FALSE;
+        r->free_ignored[on] = 1;
+    }
+    for (int32_t t = 0; t < rv_graph_task_count(r->graph); t++)
+        if (r->keys[t].live && r->free_ignored[r->keys[t].resource] &&
+            (r->times[t].duration != 0 || r->times[t].overhead != 0))
+            return FALSE;
+    return TRUE;
+}
+
+/* No policy, no contention, edge_order_allowed: dispatch the ready tasks in
+ * any order the edges allow (the times are the heap replay's), without the
+ * heap's O(log V) a task. */
+static void run_in_edge_order(replay *r)
+{
+    r->pending = g_new(int32_t, (gsize)rv_graph_task_count(r->graph) + 1);
+    push_all_ready(r);
+    while (r->pending_count > 0 && !r->overflow) {
+        int32_t t = r->pending[--r->pending_count];
+        int64_t begin = begin_of(r, t);
+        if (begin > RV_SIM_TIME_MAX_NS) {
+            r->overflow = TRUE;
+            break;
+        }
+        dispatch(r, t, begin);
+        if (r->free_ignored && r->free_ignored[r->keys[t].resource]) r->resource_free[r->keys[t].resource] = 0;
     }
 }
 
@@ -910,6 +1014,7 @@ static gboolean replay_once(const rv_graph *graph, const rv_sim_structure *struc
     replay_init(&r, graph, policy, structure, with_queue);
     if (r.contended) run_contended(&r);
     else if (policy) run_policy(&r);
+    else if (edge_order_allowed(&r)) run_in_edge_order(&r);
     else run_default(&r);
     int32_t n = rv_graph_task_count(graph), live_count = 0;
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;
