@@ -198,18 +198,31 @@ gboolean rv_graph_check_edge(const rv_graph *graph, guint e, GError **error)
     return TRUE;
 }
 
-/* Every plugin's rewrite ends with this over all the edges: with one rank
+/* Does an edge of a graph of several ranks (ids and kind already checked)
+ * stay within one rank, or touch the job's own resources or a removed
+ * task?  check_rank_crossing's rule, inline. */
+static inline gboolean stays_in_rank(const rv_task *tasks, const rv_resource *resources, const rv_edge *edge)
+{
+    const rv_task *from = &tasks[edge->from], *to = &tasks[edge->to];
+    int32_t a = resources[from->resource].rank_index, b = resources[to->resource].rank_index;
+    return a < 0 || b < 0 || a == b || ((from->flags | to->flags) & RV_TASK_FLAG_REMOVED);
+}
+
+/* Every plugin's rewrite and every load end with this over all the edges:
  * an edge is checked inline, and only one that fails goes through
- * rv_graph_check_edge, for the same first error as before. */
+ * rv_graph_check_edge, for the same first error as before.  (The tasks'
+ * resources were checked before this runs.) */
 gboolean rv_graph_check_edges(const rv_graph *graph, GError **error)
 {
     const rv_edge *edges = (const rv_edge *)graph->edges->data;
+    const rv_task *task_array = (const rv_task *)graph->tasks->data;
+    const rv_resource *resources = (const rv_resource *)graph->resources->data;
     int32_t tasks = rv_graph_task_count(graph);
     gboolean one_rank = graph->ranks->len <= 1;
     for (guint e = 0; e < graph->edges->len; e++) {
         const rv_edge *edge = &edges[e];
-        gboolean plain = one_rank && edge->from >= 0 && edge->from < tasks && edge->to >= 0 && edge->to < tasks &&
-                         edge->kind < RV_EDGE_KIND_COUNT;
+        gboolean plain = edge->from >= 0 && edge->from < tasks && edge->to >= 0 && edge->to < tasks &&
+                         edge->kind < RV_EDGE_KIND_COUNT && (one_rank || stays_in_rank(task_array, resources, edge));
         if (!plain && !rv_graph_check_edge(graph, e, error)) return FALSE;
     }
     return TRUE;
