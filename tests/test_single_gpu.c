@@ -195,6 +195,20 @@ START_TEST(grad_accumulation_repeats_passes)
 }
 END_TEST
 
+/* The same for grad-accumulation's step line: from the host's replays
+ * when it comes first and last, its own replay under another policy, and
+ * the very line its own replays write. */
+START_TEST(grad_accumulation_steps_from_the_host_replays)
+{
+    rv_graph *graph = load_trace(RESNET);
+    assert_notes_from_host_replays(graph, "grad-accumulation", "steps=4", "    step ");
+    rv_graph_free(graph);
+    graph = load_trace(LEGACY);
+    assert_notes_from_host_replays(graph, "grad-accumulation", "steps=2,batch=32", "    step ");
+    rv_graph_free(graph);
+}
+END_TEST
+
 START_TEST(batch_refusals)
 {
     rv_graph *graph = load_trace("hta_cpu_only.json.gz");
@@ -379,6 +393,7 @@ int main(void)
     tcase_add_test(batch, batch_neutral);
     tcase_add_test(batch, batch_size_scales_per_sample_work);
     tcase_add_test(batch, batch_size_steps_from_the_host_replays);
+    tcase_add_test(batch, grad_accumulation_steps_from_the_host_replays);
     tcase_add_test(batch, grad_accumulation_repeats_passes);
     tcase_add_test(batch, batch_refusals);
     suite_add_tcase(suite, batch);
