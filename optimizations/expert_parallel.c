@@ -285,10 +285,13 @@ static gboolean tokens_grow(const rv_graph *graph, int32_t task, const rv_kernel
     return TRUE;
 }
 
-/* The FFNs' kernels re-costed for top_k x capacity times the tokens. */
-static gboolean recost_ffns(rv_graph *graph, expert_state *state, const rv_gpu *gpu, GString *notes, GError **error)
+/* The FFNs' kernels re-costed for top_k x capacity times the tokens, on
+ * the model of the graph as it now is (the inserted pieces counted in its
+ * fixed cost and calibration). */
+static gboolean recost_ffns(rv_graph *graph, expert_state *state, const rv_cost_model *model, GString *notes,
+                            GError **error)
 {
-    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+    const rv_gpu *gpu = rv_cost_model_source(model);
     rv_cost_plan *plan = rv_cost_model_plan(model, tokens_grow, state);
     gboolean ok = rv_cost_plan_apply(graph, plan, "the expert-parallel top_k and capacity", error);
     if (ok) {
@@ -297,7 +300,6 @@ static gboolean recost_ffns(rv_graph *graph, expert_state *state, const rv_gpu *
         rv_cost_plan_describe(plan, "      ", notes);
     }
     rv_cost_plan_free(plan);
-    rv_cost_model_free(model);
     return ok;
 }
 
@@ -389,9 +391,8 @@ static gboolean cost_pieces(rv_graph *graph, const expert_state *state, const rv
                                  &costs->permute_ns, error);
 }
 
-static gboolean insert_pieces(rv_graph *graph, expert_state *state, const rv_gpu *gpu, GError **error)
+static gboolean insert_pieces(rv_graph *graph, expert_state *state, const rv_cost_model *model, GError **error)
 {
-    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
     rv_kernel_inserter in;
     rv_kernel_inserter_init(&in, graph, model, error);
     piece_costs costs;
@@ -403,6 +404,20 @@ static gboolean insert_pieces(rv_graph *graph, expert_state *state, const rv_gpu
         if (!ok && error && *error == NULL)
             g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "an FFN's kernel has no launch call to put the router's next to");
     }
+    return ok;
+}
+
+/* The router, permutes and all-to-alls inserted, costed on the model of
+ * the graph as recorded; then the FFNs re-costed on the model of the graph
+ * with them.  Inserting only adds tasks and edges, so that second model is
+ * the first extended (costmodel.h), not built again: the same model. */
+static gboolean insert_and_recost(rv_graph *graph, expert_state *state, const rv_gpu *gpu, GString *notes,
+                                  GError **error)
+{
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+    gboolean ok = insert_pieces(graph, state, model, error);
+    if (ok) rv_cost_model_extend(model);
+    ok = ok && recost_ffns(graph, state, model, notes, error);
     rv_cost_model_free(model);
     return ok;
 }
@@ -454,8 +469,7 @@ static gboolean expert_run(rv_graph *graph, const rv_params *params, expert_stat
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(error);
     const rv_gpu *gpu = catalogue ? rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"),
                                                     "source_gpu", error) : NULL;
-    gboolean ok = gpu != NULL && insert_pieces(graph, state, gpu, error) &&
-                  recost_ffns(graph, state, gpu, output->notes, error);
+    gboolean ok = gpu != NULL && insert_and_recost(graph, state, gpu, output->notes, error);
     if (ok) {
         note_memory(graph, state);
         graph->world_size = MAX(rv_graph_world_size(graph), state->gpus);
