@@ -110,6 +110,7 @@ typedef struct {
     guint blocks[2], steps, inserted_kernels, all_to_alls;
     guint forward_linear;      /* linear GEMMs of a forward block */
     rv_block_finder *finder;
+    GHashTable *dims;          /* Input Dims string id + 1 -> its rv_gemm_dims, or NULL where they give none */
 } expert_state;
 
 /* ---- finding the FFNs --------------------------------------------------------- */
@@ -154,6 +155,23 @@ static gboolean ffn_tokens(const rv_blocks *blocks, guint b, gboolean forward, e
     return ok;
 }
 
+/* rv_block_gemm_dims of a task, worked out once per distinct Input Dims
+ * (they are all it reads): every step's blocks repeat the same few
+ * shapes, and parsing them was a twelfth of the rewrite. */
+static gboolean gemm_dims(const rv_graph *graph, expert_state *state, int32_t task, rv_gemm_dims *dims)
+{
+    gpointer key = GINT_TO_POINTER(g_array_index(graph->tasks, rv_task, task).input_dims + 1);
+    rv_gemm_dims *known;
+    if (!g_hash_table_lookup_extended(state->dims, key, NULL, (gpointer *)&known)) {
+        rv_gemm_dims found;
+        known = rv_block_gemm_dims(graph, task, &found) ? g_memdup2(&found, sizeof found) : NULL;
+        g_hash_table_insert(state->dims, key, known);
+    }
+    if (known) *dims = *known;
+    else memset(dims, 0, sizeof *dims);
+    return known != NULL;
+}
+
 /* Note the FFN of block b in one phase: its kernels, FC1 .. FC2 and every one between. */
 static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *blocks, const GArray *kernels, guint b,
                      gboolean forward)
@@ -175,7 +193,7 @@ static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *bloc
     }
     if (!forward) return;
     rv_gemm_dims dims;
-    if (!rv_block_gemm_dims(graph, span.first, &dims)) return;
+    if (!gemm_dims(graph, state, span.first, &dims)) return;
     int64_t elements = dims.tokens * dims.hidden;
     g_array_append_val(state->inputs, elements);
     g_array_append_val(state->hiddens, dims.hidden);
@@ -498,8 +516,10 @@ static gboolean expert_apply(rv_graph *graph, const rv_params *params, rv_plugin
     state.hiddens = g_array_new(FALSE, FALSE, sizeof(int64_t));
     state.widths = g_array_new(FALSE, FALSE, sizeof(int64_t));
     state.finder = rv_block_finder_new(graph);
+    state.dims = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     gboolean ok = expert_run(graph, params, &state, output, error);
     rv_block_finder_free(state.finder);
+    g_hash_table_destroy(state.dims);
     g_array_unref(state.spans);
     g_hash_table_destroy(state.expert_work);
     g_array_unref(state.forward_calls);
