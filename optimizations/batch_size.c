@@ -74,46 +74,13 @@ static gboolean scale_loading(rv_graph *graph, double factor, GString *notes, GE
     return ok;
 }
 
-/* ---- the throughput line -------------------------------------------- */
-
-/* The mean step before the change: the host's replay when it lent one. */
-static int64_t mean_step_before(const rv_graph *graph, const rv_plugin_output *output, GError **error)
-{
-    return output->before ? rv_mean_step_ns_of(graph, output->before) : rv_graph_mean_step_ns(graph, error);
-}
-
-typedef struct {
-    int64_t before_ns;
-    double samples_before, samples_after;
-} throughput;
-
-/* After the host's replay (batch-size was last): that replay is the one
- * apply() would run when no policy was in force; with one (an earlier
- * optimization's), replay without it, as apply() would have.  A replay
- * that fails here is left out: the host's own replay of this graph ran. */
-static void throughput_after_replay(const rv_graph *graph, const rv_host_replay *replay, GString *notes, void *data)
-{
-    const throughput *t = data;
-    int64_t after = replay->policy == NULL ? rv_mean_step_ns_of(graph, replay->sim) : rv_graph_mean_step_ns(graph, NULL);
-    if (after >= 0) rv_throughput_describe(notes, t->before_ns, after, t->samples_before, t->samples_after);
-}
-
-/* The line "step A -> B; samples": now, or after the host's replay. */
+/* The line "step A -> B; samples" for factor x the samples (batch.h). */
 static gboolean describe_throughput(rv_graph *graph, const rv_params *params, double factor, int64_t before,
                                     rv_plugin_output *output, GError **error)
 {
     int64_t batch = rv_params_integer(params, "batch");
     if (batch == 0) batch = rv_graph_batch_size(graph);
-    throughput t = { before, (double)batch, (double)batch * factor };
-    if (output->last) {
-        output->after_replay = throughput_after_replay;
-        output->after_replay_data = g_memdup2(&t, sizeof t);
-        output->free_after_replay_data = g_free;
-        return TRUE;
-    }
-    int64_t after = rv_graph_mean_step_ns(graph, error);
-    if (after >= 0) rv_throughput_describe(output->notes, before, after, t.samples_before, t.samples_after);
-    return after >= 0;
+    return rv_throughput_note(graph, output, before, (double)batch, (double)batch * factor, error);
 }
 
 static gboolean batch_size_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
@@ -141,7 +108,7 @@ static gboolean batch_size_apply(rv_graph *graph, const rv_params *params, rv_pl
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(error);
     if (catalogue == NULL) return FALSE;
     const rv_gpu *gpu = rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"), "source_gpu", error);
-    int64_t before = gpu ? mean_step_before(graph, output, error) : -1;
+    int64_t before = gpu ? rv_mean_step_before(graph, output, error) : -1;
     gboolean ok = before >= 0;
     if (ok) {
         rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);

@@ -80,10 +80,23 @@ static const rv_param_spec cuda_graphs_params[] = {
 typedef struct {
     int32_t *first;
     int32_t *gpu;
+    int32_t *launcher;  /* per task: the call that launched it (live GPU tasks), else -1 */
     guint8 *collective;
     guint calls;        /* how many launched something */
     GByteArray *forbidden; /* by name id: forbidden_name's verdicts */
 } launches;
+
+/* Per task, the call of its first launch edge (in edge order), else -1:
+ * rv_graph_launch_of for every task (its index lists each task's edges in
+ * edge order) in one pass over the edges instead of a question per task. */
+static void first_launch_calls(const rv_graph *graph, int32_t *launcher)
+{
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) launcher[id] = -1;
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+        if (edge->kind == RV_EDGE_LAUNCH && launcher[edge->to] < 0) launcher[edge->to] = edge->from;
+    }
+}
 
 static void launches_init(launches *l, const rv_graph *graph)
 {
@@ -95,9 +108,10 @@ static void launches_init(launches *l, const rv_graph *graph)
     l->forbidden = g_byte_array_sized_new((guint)rv_strings_count(graph->strings));
     g_byte_array_set_size(l->forbidden, (guint)rv_strings_count(graph->strings));
     memset(l->forbidden->data, 0, l->forbidden->len);
+    first_launch_calls(graph, launcher);
     for (int32_t id = 0; id < n; id++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        launcher[id] = (task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU) ? -1 : rv_graph_launch_of(graph, id);
+        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) launcher[id] = -1;
         if (launcher[id] < 0) continue;
         l->calls += l->first[launcher[id] + 1]++ == 0;
         if (task->kind == RV_TASK_COMM || task->collective > 0 || (task->flags & RV_TASK_FLAG_RENDEZVOUS))
@@ -109,15 +123,58 @@ static void launches_init(launches *l, const rv_graph *graph)
     for (int32_t id = 0; id < n; id++)
         if (launcher[id] >= 0) l->gpu[fill[launcher[id]]++] = id;
     g_free(fill);
-    g_free(launcher);
+    l->launcher = launcher;
 }
 
 static void launches_clear(launches *l)
 {
     g_free(l->first);
     g_free(l->gpu);
+    g_free(l->launcher);
     g_free(l->collective);
     g_byte_array_unref(l->forbidden);
+}
+
+/* ---- tasks by step ------------------------------------------------------ */
+
+/* Tasks grouped by step, each group in id order, indexed by step + 1
+ * (step -1: a trace without ProfilerStep; a valid graph has no other
+ * step outside graph->steps), NULL where a step has none.  A flat index
+ * with each group sized once, not a hash table lookup and an append per
+ * task: those were a sixth of the apply at 100k tasks. */
+typedef gboolean (*task_filter)(const rv_graph *graph, const rv_task *task, gconstpointer data);
+
+static void group_free(gpointer list)
+{
+    if (list) g_array_unref(list);
+}
+
+static GPtrArray *group_by_step(const rv_graph *graph, task_filter take, gconstpointer data)
+{
+    guint slots = graph->steps->len + 1;
+    int32_t n = rv_graph_task_count(graph);
+    guint *count = g_new0(guint, slots);
+    guint8 *taken = g_new(guint8, MAX(n, 1));
+    for (int32_t id = 0; id < n; id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        taken[id] = (guint8)take(graph, task, data);
+        if (taken[id]) count[task->step + 1]++;
+    }
+    GPtrArray *groups = g_ptr_array_new_full(slots, group_free);
+    int32_t **fill = g_new(int32_t *, slots);
+    for (guint s = 0; s < slots; s++) {
+        GArray *group = count[s] ? g_array_sized_new(FALSE, FALSE, sizeof(int32_t), count[s]) : NULL;
+        if (group) g_array_set_size(group, count[s]);
+        fill[s] = group ? (int32_t *)group->data : NULL;
+        g_ptr_array_add(groups, group);
+    }
+    /* written in place: an append is a call per task */
+    for (int32_t id = 0; id < n; id++)
+        if (taken[id]) *fill[g_array_index(graph->tasks, rv_task, id).step + 1]++ = id;
+    g_free(fill);
+    g_free(taken);
+    g_free(count);
+    return groups;
 }
 
 /* ---- which steps are static ------------------------------------------- */
@@ -153,42 +210,52 @@ static gboolean in_a_step(const rv_graph *graph, const rv_task *task)
     return task->step >= 0 || graph->steps->len == 0;
 }
 
-/* The steps (indices) that qualify, as a set of step + 2; the others are
- * named in `left`. */
-static GHashTable *static_steps(const rv_graph *graph, gboolean check, GString *left)
+/* A live GPU task inside a step. */
+static gboolean gpu_in_step(const rv_graph *graph, const rv_task *task, gconstpointer data)
 {
-    GHashTable *by_step = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        if (!(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU) && in_a_step(graph, task))
-            rv_tasks_by_step_add(by_step, task->step, id);
-    }
-    GList *keys = rv_tasks_by_step_keys(by_step);
-    guint steps = g_list_length(keys);
-    signature *sigs = g_new0(signature, MAX(steps, 1));
-    guint i = 0;
-    for (GList *k = keys; k; k = k->next, i++) {
-        GArray *tasks = g_hash_table_lookup(by_step, k->data);
+    (void)data;
+    return !(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU) && in_a_step(graph, task);
+}
+
+/* The steps that qualify: a flag by step + 1 (as group_by_step), and how many. */
+typedef struct {
+    guint8 *steps;
+    guint count;
+} qualified_steps;
+
+/* The steps that qualify; the others are named in `left`.  With
+ * static=assume every step with GPU work does: no signature (nor the sort
+ * it needs) is worked out, since none is compared. */
+static qualified_steps static_steps(const rv_graph *graph, gboolean check, GString *left)
+{
+    GPtrArray *by_step = group_by_step(graph, gpu_in_step, NULL);
+    guint steps = 0;
+    for (guint s = 0; s < by_step->len; s++) steps += g_ptr_array_index(by_step, s) != NULL;
+    signature *sigs = g_new0(signature, by_step->len);
+    for (guint s = 0; check && s < by_step->len; s++) {
+        GArray *tasks = g_ptr_array_index(by_step, s);
+        if (tasks == NULL) continue;
         rv_tasks_sort_recorded(graph, tasks);
-        sigs[i] = step_signature(graph, tasks);
+        sigs[s] = step_signature(graph, tasks);
     }
-    GHashTable *qualified = g_hash_table_new(g_direct_hash, g_direct_equal);
-    i = 0;
-    for (GList *k = keys; k; k = k->next, i++) {
+    qualified_steps qualified = { g_new0(guint8, by_step->len), 0 };
+    for (guint s = 0; s < by_step->len; s++) {
+        if (g_ptr_array_index(by_step, s) == NULL) continue;
         gboolean twin = !check || steps == 1;
-        for (guint j = 0; j < steps && !twin; j++)
-            twin = j != i && sigs[j].hash == sigs[i].hash && sigs[j].count == sigs[i].count;
-        int32_t step = GPOINTER_TO_INT(k->data) - 2;
+        for (guint j = 0; j < by_step->len && !twin; j++)
+            twin = j != s && g_ptr_array_index(by_step, j) != NULL && sigs[j].hash == sigs[s].hash &&
+                   sigs[j].count == sigs[s].count;
+        int32_t step = (int32_t)s - 1;
         if (twin) {
-            g_hash_table_add(qualified, GINT_TO_POINTER(step + 2));
+            qualified.steps[s] = 1;
+            qualified.count++;
         } else if (step >= 0) {
             const rv_step *info = &g_array_index(graph->steps, rv_step, step);
             g_string_append_printf(left, "%s%s", left->len ? ", " : "", rv_strings_get(graph->strings, info->name));
         }
     }
     g_free(sigs);
-    g_list_free(keys);
-    g_hash_table_destroy(by_step);
+    g_ptr_array_unref(by_step);
     return qualified;
 }
 
@@ -245,13 +312,34 @@ static gboolean capturable(const rv_graph *graph, const launches *l, const char 
     return rv_graph_resource_previous(graph, id) >= 0;
 }
 
-static void close_segment(GPtrArray *out, segment **current)
+/* A run of capturable calls, cpu_tasks[start ..) of one step, and the GPU
+ * tasks they launched. */
+typedef struct {
+    gboolean open, past_forward;
+    guint start, gpu;
+} run;
+
+/* End the run at cpu_tasks[end]: a segment if it launched two GPU tasks
+ * or more.  Its arrays are sized once and copied into, not appended to
+ * call by call (an append per call and per launch was a tenth of the
+ * apply). */
+static void close_run(const launches *l, const int32_t *ids, guint end, run *r, GPtrArray *out)
 {
-    segment *s = *current;
-    if (s == NULL) return;
-    if (s->gpu->len >= 2) g_ptr_array_add(out, s);
-    else segment_free(s);
-    *current = NULL;
+    if (!r->open) return;
+    r->open = FALSE;
+    if (r->gpu < 2) return;
+    segment *s = g_new0(segment, 1);
+    s->calls = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), end - r->start);
+    g_array_append_vals(s->calls, ids + r->start, end - r->start);
+    s->gpu = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), r->gpu);
+    g_array_set_size(s->gpu, r->gpu);
+    int32_t *at = (int32_t *)s->gpu->data;
+    for (guint k = r->start; k < end; k++) {
+        int32_t id = ids[k], launched = l->first[id + 1] - l->first[id];
+        memcpy(at, l->gpu + l->first[id], sizeof(int32_t) * (gsize)launched);
+        at += launched;
+    }
+    g_ptr_array_add(out, s);
 }
 
 /* The segments of one step's CPU tasks (all threads, recorded order). */
@@ -259,59 +347,76 @@ static void step_segments(const rv_graph *graph, const launches *l, const char *
                           GPtrArray *out)
 {
     rv_tasks_sort_recorded(graph, cpu_tasks);
-    segment *current = NULL;
-    gboolean past_forward = FALSE;
+    const int32_t *ids = (const int32_t *)cpu_tasks->data;
+    run r = { FALSE, FALSE, 0, 0 };
     gboolean whole_step = strcmp(region, "step") == 0;
     for (guint i = 0; i < cpu_tasks->len; i++) {
-        int32_t id = g_array_index(cpu_tasks, int32_t, i);
+        int32_t id = ids[i];
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
         if (!capturable(graph, l, region, id)) {
             /* a zero-length marker or data loading on another thread breaks
              * nothing the graph holds, but we stay simple: every task that
              * cannot be captured ends the graph */
-            close_segment(out, &current);
+            close_run(l, ids, i, &r, out);
             continue;
         }
-        if (whole_step && task->phase == RV_PHASE_FORWARD && past_forward) close_segment(out, &current);
-        if (current == NULL) {
-            current = g_new0(segment, 1);
-            current->calls = g_array_new(FALSE, FALSE, sizeof(int32_t));
-            current->gpu = g_array_new(FALSE, FALSE, sizeof(int32_t));
-            past_forward = FALSE;
-        }
-        if (task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER) past_forward = TRUE;
-        g_array_append_val(current->calls, id);
-        g_array_append_vals(current->gpu, l->gpu + l->first[id], (guint)(l->first[id + 1] - l->first[id]));
+        if (whole_step && task->phase == RV_PHASE_FORWARD && r.past_forward) close_run(l, ids, i, &r, out);
+        if (!r.open) r = (run){ TRUE, FALSE, i, 0 };
+        if (task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER) r.past_forward = TRUE;
+        r.gpu += (guint)(l->first[id + 1] - l->first[id]);
     }
-    close_segment(out, &current);
+    close_run(l, ids, cpu_tasks->len, &r, out);
 }
 
 /* ---- the gaps ------------------------------------------------------------ */
 
-/* Per stream (resource index -> int64 ns, or absent): the 5th percentile of
- * the recorded gaps between back-to-back queued GPU tasks. */
-static GHashTable *minimum_gaps(const rv_graph *graph)
+/* The recorded gap before GPU task `id` on its stream when it was queued
+ * back to back behind the previous one (its launch call had ended before
+ * that one did), else -1. */
+static int64_t queued_gap(const rv_graph *graph, const launches *l, int32_t id)
 {
-    GHashTable *samples = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        int32_t previous = rv_graph_resource_previous(graph, id), call = rv_graph_launch_of(graph, id);
-        if (previous < 0 || call < 0) continue;
-        const rv_task *before = &g_array_index(graph->tasks, rv_task, previous);
-        const rv_task *launch = &g_array_index(graph->tasks, rv_task, call);
-        if (before->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED | RV_TASK_FLAG_RENDEZVOUS)) continue;
-        int64_t before_end = before->recorded_start_ns + before->duration_ns;
-        if (launch->recorded_start_ns + launch->duration_ns > before_end) continue; /* not queued */
-        int64_t gap = task->recorded_start_ns - before_end;
-        if (gap < 0) continue;
-        GArray *list = g_hash_table_lookup(samples, GINT_TO_POINTER(task->resource + 1));
-        if (list == NULL) {
-            list = g_array_new(FALSE, FALSE, sizeof(int64_t));
-            g_hash_table_insert(samples, GINT_TO_POINTER(task->resource + 1), list);
-        }
-        g_array_append_val(list, gap);
+    const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+    if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)) || !(task->flags & RV_TASK_FLAG_GPU)) return -1;
+    int32_t previous = rv_graph_resource_previous(graph, id), call = l->launcher[id];
+    if (previous < 0 || call < 0) return -1;
+    const rv_task *before = &g_array_index(graph->tasks, rv_task, previous);
+    const rv_task *launch = &g_array_index(graph->tasks, rv_task, call);
+    if (before->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED | RV_TASK_FLAG_RENDEZVOUS)) return -1;
+    int64_t before_end = before->recorded_start_ns + before->duration_ns;
+    if (launch->recorded_start_ns + launch->duration_ns > before_end) return -1; /* not queued */
+    int64_t gap = task->recorded_start_ns - before_end;
+    return gap < 0 ? -1 : gap;
+}
+
+/* Per stream (resource index + 1 -> GArray of int64 ns, or absent): the
+ * recorded gaps between back-to-back queued GPU tasks, in id order, for
+ * their 5th percentile.  Each task's launch call is the one launches_init
+ * found (the graph is as it was).  Counted first and written in place: an
+ * append per GPU task was a twentieth of the apply. */
+static GHashTable *minimum_gaps(const rv_graph *graph, const launches *l)
+{
+    int32_t n = rv_graph_task_count(graph);
+    guint streams = graph->resources->len;
+    int64_t *gap = g_new(int64_t, MAX(n, 1));
+    guint *count = g_new0(guint, MAX(streams, 1));
+    for (int32_t id = 0; id < n; id++) {
+        gap[id] = queued_gap(graph, l, id);
+        if (gap[id] >= 0) count[g_array_index(graph->tasks, rv_task, id).resource]++;
     }
+    GHashTable *samples = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    int64_t **fill = g_new0(int64_t *, MAX(streams, 1));
+    for (guint r = 0; r < streams; r++) {
+        if (count[r] == 0) continue;
+        GArray *list = g_array_sized_new(FALSE, FALSE, sizeof(int64_t), count[r]);
+        g_array_set_size(list, count[r]);
+        fill[r] = (int64_t *)list->data;
+        g_hash_table_insert(samples, GINT_TO_POINTER((int32_t)r + 1), list);
+    }
+    for (int32_t id = 0; id < n; id++)
+        if (gap[id] >= 0) *fill[g_array_index(graph->tasks, rv_task, id).resource]++ = gap[id];
+    g_free(fill);
+    g_free(count);
+    g_free(gap);
     return samples;
 }
 
@@ -436,46 +541,53 @@ static gboolean collapse_all(rv_graph *graph, const GPtrArray *segments, int64_t
     return ok;
 }
 
-/* Every qualifying step's segments. */
-static GPtrArray *find_segments(const rv_graph *graph, const launches *l, const char *region, GHashTable *qualified)
+/* A live CPU task in a qualifying step. */
+static gboolean cpu_in_qualified(const rv_graph *graph, const rv_task *task, gconstpointer data)
 {
-    GHashTable *cpu_by_step = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        if ((task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) || !in_a_step(graph, task)) continue;
-        if (g_hash_table_contains(qualified, GINT_TO_POINTER(task->step + 2))) rv_tasks_by_step_add(cpu_by_step, task->step, id);
-    }
+    const qualified_steps *qualified = data;
+    return !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) && in_a_step(graph, task) &&
+           qualified->steps[task->step + 1];
+}
+
+/* Every qualifying step's segments, step by step. */
+static GPtrArray *find_segments(const rv_graph *graph, const launches *l, const char *region,
+                                const qualified_steps *qualified)
+{
+    GPtrArray *cpu_by_step = group_by_step(graph, cpu_in_qualified, qualified);
     GPtrArray *segments = g_ptr_array_new_with_free_func(segment_free);
-    GList *keys = rv_tasks_by_step_keys(cpu_by_step);
-    for (GList *k = keys; k; k = k->next) step_segments(graph, l, region, g_hash_table_lookup(cpu_by_step, k->data), segments);
-    g_list_free(keys);
-    g_hash_table_destroy(cpu_by_step);
+    for (guint s = 0; s < cpu_by_step->len; s++)
+        if (g_ptr_array_index(cpu_by_step, s)) step_segments(graph, l, region, g_ptr_array_index(cpu_by_step, s), segments);
+    g_ptr_array_unref(cpu_by_step);
     return segments;
 }
 
-/* Streams that hold captured GPU tasks -> 1 + how many of their GPU tasks are not captured. */
+/* Streams that hold captured GPU tasks -> 1 + how many of their GPU tasks
+ * are not captured.  A flag per task and a count per stream: hash tables
+ * of every captured task were an eighth of the apply. */
 static GHashTable *captured_streams(const rv_graph *graph, const GPtrArray *segments)
 {
-    GHashTable *captured = g_hash_table_new(g_direct_hash, g_direct_equal);
-    GHashTable *streams = g_hash_table_new(g_direct_hash, g_direct_equal);
+    guint8 *captured = g_new0(guint8, MAX(rv_graph_task_count(graph), 1));
+    guint *uncaptured = g_new0(guint, MAX(graph->resources->len, 1));
+    guint8 *holds = g_new0(guint8, MAX(graph->resources->len, 1));
     for (guint i = 0; i < segments->len; i++) {
         const segment *s = g_ptr_array_index(segments, i);
         for (guint j = 0; j < s->gpu->len; j++) {
             int32_t id = g_array_index(s->gpu, int32_t, j);
-            g_hash_table_add(captured, GINT_TO_POINTER(id + 1));
-            g_hash_table_insert(streams, GINT_TO_POINTER(g_array_index(graph->tasks, rv_task, id).resource + 1),
-                                GUINT_TO_POINTER(1));
+            captured[id] = 1;
+            holds[g_array_index(graph->tasks, rv_task, id).resource] = 1;
         }
     }
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        gpointer key = GINT_TO_POINTER(task->resource + 1);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU) ||
-            g_hash_table_contains(captured, GINT_TO_POINTER(id + 1)) || !g_hash_table_contains(streams, key))
-            continue;
-        g_hash_table_insert(streams, key, GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(streams, key)) + 1));
+        if (!(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU) && !captured[id] && holds[task->resource])
+            uncaptured[task->resource]++;
     }
-    g_hash_table_destroy(captured);
+    GHashTable *streams = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint r = 0; r < graph->resources->len; r++)
+        if (holds[r]) g_hash_table_insert(streams, GINT_TO_POINTER((int32_t)r + 1), GUINT_TO_POINTER(uncaptured[r] + 1));
+    g_free(captured);
+    g_free(uncaptured);
+    g_free(holds);
     return streams;
 }
 
@@ -498,17 +610,17 @@ static gboolean cuda_graphs_apply(rv_graph *graph, const rv_params *params, rv_p
         return FALSE;
     }
     GString *left = g_string_new(NULL);
-    GHashTable *qualified = static_steps(graph, check, left);
-    GPtrArray *segments = find_segments(graph, &l, region, qualified);
+    qualified_steps qualified = static_steps(graph, check, left);
+    GPtrArray *segments = find_segments(graph, &l, region, &qualified);
     gboolean ok = TRUE;
     if (segments->len == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "no %s region to capture: %s",
                     strcmp(region, "step") == 0 ? "step" : region,
-                    g_hash_table_size(qualified) == 0 ? "no step has static shapes (each step's Input Dims differ from every other's)"
+                    qualified.count == 0 ? "no step has static shapes (each step's Input Dims differ from every other's)"
                                                       : "no run of two or more GPU tasks launched by calls capture can hold");
         ok = FALSE;
     }
-    GHashTable *gaps = ok ? minimum_gaps(graph) : NULL;
+    GHashTable *gaps = ok ? minimum_gaps(graph, &l) : NULL;
     GHashTable *streams = ok ? captured_streams(graph, segments) : NULL;
     int64_t launch_ns = rv_params_duration_ns(params, "launch_cost");
     if (launch_ns == 0) launch_ns = rv_graph_typical_launch_ns(graph);
@@ -525,7 +637,7 @@ static gboolean cuda_graphs_apply(rv_graph *graph, const rv_params *params, rv_p
         g_string_append_printf(output->notes,
                                "    region=%s: %u graphs in %u steps replace %u CPU calls launching %u GPU tasks; "
                                "graph launch %s each; CPU time removed %s\n",
-                               region, segments->len, g_hash_table_size(qualified), calls, kernels, each, saved);
+                               region, segments->len, qualified.count, calls, kernels, each, saved);
         if (left->len) g_string_append_printf(output->notes, "    left alone (shapes differ from every other step): %s\n", left->str);
         if (!check) g_string_append(output->notes, "    static=assume: shapes not checked\n");
         g_free(each);
@@ -535,7 +647,7 @@ static gboolean cuda_graphs_apply(rv_graph *graph, const rv_params *params, rv_p
     if (gaps) g_hash_table_destroy(gaps);
     if (streams) g_hash_table_destroy(streams);
     g_ptr_array_unref(segments);
-    g_hash_table_destroy(qualified);
+    g_free(qualified.steps);
     g_string_free(left, TRUE);
     launches_clear(&l);
     return ok;

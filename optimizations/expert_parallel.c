@@ -110,6 +110,7 @@ typedef struct {
     guint blocks[2], steps, inserted_kernels, all_to_alls;
     guint forward_linear;      /* linear GEMMs of a forward block */
     rv_block_finder *finder;
+    GHashTable *dims;          /* Input Dims string id + 1 -> its rv_gemm_dims, or NULL where they give none */
 } expert_state;
 
 /* ---- finding the FFNs --------------------------------------------------------- */
@@ -154,6 +155,23 @@ static gboolean ffn_tokens(const rv_blocks *blocks, guint b, gboolean forward, e
     return ok;
 }
 
+/* rv_block_gemm_dims of a task, worked out once per distinct Input Dims
+ * (they are all it reads): every step's blocks repeat the same few
+ * shapes, and parsing them was a twelfth of the rewrite. */
+static gboolean gemm_dims(const rv_graph *graph, expert_state *state, int32_t task, rv_gemm_dims *dims)
+{
+    gpointer key = GINT_TO_POINTER(g_array_index(graph->tasks, rv_task, task).input_dims + 1);
+    rv_gemm_dims *known;
+    if (!g_hash_table_lookup_extended(state->dims, key, NULL, (gpointer *)&known)) {
+        rv_gemm_dims found;
+        known = rv_block_gemm_dims(graph, task, &found) ? g_memdup2(&found, sizeof found) : NULL;
+        g_hash_table_insert(state->dims, key, known);
+    }
+    if (known) *dims = *known;
+    else memset(dims, 0, sizeof *dims);
+    return known != NULL;
+}
+
 /* Note the FFN of block b in one phase: its kernels, FC1 .. FC2 and every one between. */
 static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *blocks, const GArray *kernels, guint b,
                      gboolean forward)
@@ -175,7 +193,7 @@ static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *bloc
     }
     if (!forward) return;
     rv_gemm_dims dims;
-    if (!rv_block_gemm_dims(graph, span.first, &dims)) return;
+    if (!gemm_dims(graph, state, span.first, &dims)) return;
     int64_t elements = dims.tokens * dims.hidden;
     g_array_append_val(state->inputs, elements);
     g_array_append_val(state->hiddens, dims.hidden);
@@ -285,10 +303,13 @@ static gboolean tokens_grow(const rv_graph *graph, int32_t task, const rv_kernel
     return TRUE;
 }
 
-/* The FFNs' kernels re-costed for top_k x capacity times the tokens. */
-static gboolean recost_ffns(rv_graph *graph, expert_state *state, const rv_gpu *gpu, GString *notes, GError **error)
+/* The FFNs' kernels re-costed for top_k x capacity times the tokens, on
+ * the model of the graph as it now is (the inserted pieces counted in its
+ * fixed cost and calibration). */
+static gboolean recost_ffns(rv_graph *graph, expert_state *state, const rv_cost_model *model, GString *notes,
+                            GError **error)
 {
-    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+    const rv_gpu *gpu = rv_cost_model_source(model);
     rv_cost_plan *plan = rv_cost_model_plan(model, tokens_grow, state);
     gboolean ok = rv_cost_plan_apply(graph, plan, "the expert-parallel top_k and capacity", error);
     if (ok) {
@@ -297,7 +318,6 @@ static gboolean recost_ffns(rv_graph *graph, expert_state *state, const rv_gpu *
         rv_cost_plan_describe(plan, "      ", notes);
     }
     rv_cost_plan_free(plan);
-    rv_cost_model_free(model);
     return ok;
 }
 
@@ -389,9 +409,8 @@ static gboolean cost_pieces(rv_graph *graph, const expert_state *state, const rv
                                  &costs->permute_ns, error);
 }
 
-static gboolean insert_pieces(rv_graph *graph, expert_state *state, const rv_gpu *gpu, GError **error)
+static gboolean insert_pieces(rv_graph *graph, expert_state *state, const rv_cost_model *model, GError **error)
 {
-    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
     rv_kernel_inserter in;
     rv_kernel_inserter_init(&in, graph, model, error);
     piece_costs costs;
@@ -403,6 +422,20 @@ static gboolean insert_pieces(rv_graph *graph, expert_state *state, const rv_gpu
         if (!ok && error && *error == NULL)
             g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "an FFN's kernel has no launch call to put the router's next to");
     }
+    return ok;
+}
+
+/* The router, permutes and all-to-alls inserted, costed on the model of
+ * the graph as recorded; then the FFNs re-costed on the model of the graph
+ * with them.  Inserting only adds tasks and edges, so that second model is
+ * the first extended (costmodel.h), not built again: the same model. */
+static gboolean insert_and_recost(rv_graph *graph, expert_state *state, const rv_gpu *gpu, GString *notes,
+                                  GError **error)
+{
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+    gboolean ok = insert_pieces(graph, state, model, error);
+    if (ok) rv_cost_model_extend(model);
+    ok = ok && recost_ffns(graph, state, model, notes, error);
     rv_cost_model_free(model);
     return ok;
 }
@@ -454,8 +487,7 @@ static gboolean expert_run(rv_graph *graph, const rv_params *params, expert_stat
     rv_gpu_catalogue *catalogue = rv_gpu_catalogue_load_default(error);
     const rv_gpu *gpu = catalogue ? rv_gpu_of_graph(catalogue, graph, rv_params_string(params, "source_gpu"),
                                                     "source_gpu", error) : NULL;
-    gboolean ok = gpu != NULL && insert_pieces(graph, state, gpu, error) &&
-                  recost_ffns(graph, state, gpu, output->notes, error);
+    gboolean ok = gpu != NULL && insert_and_recost(graph, state, gpu, output->notes, error);
     if (ok) {
         note_memory(graph, state);
         graph->world_size = MAX(rv_graph_world_size(graph), state->gpus);
@@ -484,8 +516,10 @@ static gboolean expert_apply(rv_graph *graph, const rv_params *params, rv_plugin
     state.hiddens = g_array_new(FALSE, FALSE, sizeof(int64_t));
     state.widths = g_array_new(FALSE, FALSE, sizeof(int64_t));
     state.finder = rv_block_finder_new(graph);
+    state.dims = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     gboolean ok = expert_run(graph, params, &state, output, error);
     rv_block_finder_free(state.finder);
+    g_hash_table_destroy(state.dims);
     g_array_unref(state.spans);
     g_hash_table_destroy(state.expert_work);
     g_array_unref(state.forward_calls);

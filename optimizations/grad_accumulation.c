@@ -13,7 +13,10 @@
  * no_sync() skips them in the first K-1 micro-batches), so they keep their
  * time.  The notes replay the graph before and after (no policy, before
  * any later --opt) and give samples per second for an effective batch of K
- * micro-batches (batch=, else from the shapes, batch.h).
+ * micro-batches (batch=, else from the shapes, batch.h).  A what-if
+ * replays those graphs anyway when grad-accumulation comes first (the
+ * baseline: plugin.h's `before`) or last (the prediction, when no policy
+ * is in force: after_replay); those replays are used rather than run twice.
  * Weak: stretching a task stands for K copies of it; the overlap between
  * micro-batches (the next forward's launches while the last backward runs)
  * is modelled only within one stretched pass, and the all-reduces of a
@@ -39,6 +42,15 @@ static gboolean repeated(const rv_task *task)
     return task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD;
 }
 
+/* The line "step A -> B; samples" for K micro-batches a step (batch.h). */
+static gboolean describe_throughput(rv_graph *graph, const rv_params *params, int64_t k, int64_t before,
+                                    rv_plugin_output *output, GError **error)
+{
+    int64_t batch = rv_params_integer(params, "batch");
+    if (batch == 0) batch = rv_graph_batch_size(graph);
+    return rv_throughput_note(graph, output, before, (double)batch, (double)batch * (double)k, error);
+}
+
 static gboolean grad_accumulation_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     int64_t k = rv_params_integer(params, "steps");
@@ -60,7 +72,7 @@ static gboolean grad_accumulation_apply(rv_graph *graph, const rv_params *params
                     tasks->len == 0 ? "micro-batch" : "optimizer step");
     if (ok && k > 1) {
         char *cause = g_strdup_printf("steps=%" G_GINT64_FORMAT, k);
-        int64_t before = rv_graph_mean_step_ns(graph, error);
+        int64_t before = rv_mean_step_before(graph, output, error);
         ok = before >= 0 && rv_tasks_check_scale(graph, tasks, (double)k, cause, error);
         if (ok) {
             rv_transform_scale(graph, tasks, (double)k);
@@ -69,11 +81,7 @@ static gboolean grad_accumulation_apply(rv_graph *graph, const rv_params *params
                                    "    %" G_GINT64_FORMAT " micro-batches per optimizer step: %u forward, backward and "
                                    "data-loading tasks (and host overheads) x%" G_GINT64_FORMAT
                                    "; optimizer and collectives once\n", k, tasks->len, k);
-            int64_t after = rv_graph_mean_step_ns(graph, error);
-            ok = after >= 0;
-            int64_t batch = rv_params_integer(params, "batch");
-            if (batch == 0) batch = rv_graph_batch_size(graph);
-            if (ok) rv_throughput_describe(output->notes, before, after, (double)batch, (double)batch * (double)k);
+            ok = describe_throughput(graph, params, k, before, output, error);
         }
         g_free(cause);
     } else if (ok) {

@@ -15,6 +15,7 @@
 #include "plugin_harness.h"
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
+#include "reverie/inserted.h"
 #include "reverie/trace.h"
 
 static rv_gpu_catalogue *catalogue(void)
@@ -349,6 +350,75 @@ START_TEST(model_reads_the_traces)
 }
 END_TEST
 
+/* ---- extending a model ------------------------------------------------------ */
+
+/* The two models know the same of every task and of the trace, to the bit. */
+static void assert_same_model(const rv_cost_model *a, const rv_cost_model *b, int32_t tasks)
+{
+    for (int32_t t = 0; t < tasks; t++) {
+        const rv_kernel_cost *x = rv_cost_model_kernel(a, t), *y = rv_cost_model_kernel(b, t);
+        ck_assert_msg((x == NULL) == (y == NULL), "task %d", t);
+        if (x == NULL) continue;
+        ck_assert_msg(x->cls == y->cls && x->dtype == y->dtype && x->dtype_assumed == y->dtype_assumed &&
+                      x->unit == y->unit && x->aligned == y->aligned && x->autocast_fp32 == y->autocast_fp32 &&
+                      x->shaped == y->shaped && x->library == y->library && x->fused == y->fused &&
+                      x->flops == y->flops && x->bytes == y->bytes, "task %d", t);
+    }
+    ck_assert_int_eq(rv_cost_model_fixed_ns(a), rv_cost_model_fixed_ns(b));
+    ck_assert_int_eq(rv_cost_model_usual_dtype(a), rv_cost_model_usual_dtype(b));
+    for (int cls = 0; cls < RV_COST_CLASS_COUNT; cls++)
+        for (int unit = RV_UNIT_VECTOR; unit <= RV_UNIT_MATRIX; unit++) {
+            guint m = 0, n = 0;
+            double e = rv_cost_model_efficiency(a, (rv_cost_class)cls, (rv_unit)unit, &m);
+            ck_assert_msg(e == rv_cost_model_efficiency(b, (rv_cost_class)cls, (rv_unit)unit, &n) && m == n, "class %d", cls);
+        }
+    ck_assert(rv_cost_model_streaming_ns(a, 1e6) == rv_cost_model_streaming_ns(b, 1e6));
+}
+
+/* Insert `count` kernels named `name` lasting `ns`, after every `every`-th
+ * GPU kernel of the recorded ones, then extend the model; it must be the
+ * model built anew.  Returns what moved: 1 the fixed cost, 2 the usual dtype. */
+static int extend_and_compare(const char *name, int64_t ns, int every, int count)
+{
+    rv_gpu_catalogue *c = catalogue();
+    rv_graph *graph = load_trace("pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz");
+    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, TRUE);
+    int64_t fixed = rv_cost_model_fixed_ns(model);
+    rv_dtype usual = rv_cost_model_usual_dtype(model);
+    rv_kernel_inserter in;
+    rv_kernel_inserter_init(&in, graph, model, NULL);
+    int32_t recorded = rv_graph_task_count(graph);
+    int inserted = 0;
+    for (int32_t t = 0, seen = 0; t < recorded && inserted < count; t++) {
+        const rv_task *task = rv_graph_task(graph, t);
+        if (task->kind != RV_TASK_KERNEL || seen++ % every != 0) continue;
+        inserted += rv_kernel_inserter_add_lasting(&in, t, FALSE, name, ns) >= 0;
+    }
+    ck_assert_int_eq(inserted, count);
+    rv_cost_model_extend(model);
+    rv_cost_model *anew = rv_cost_model_new(graph, gpu, TRUE);
+    assert_same_model(model, anew, rv_graph_task_count(graph));
+    int moved = (rv_cost_model_fixed_ns(anew) != fixed) | (rv_cost_model_usual_dtype(anew) != usual) << 1;
+    rv_cost_model_free(anew);
+    rv_cost_model_free(model);
+    rv_graph_free(graph);
+    rv_gpu_catalogue_free(c);
+    return moved;
+}
+
+/* rv_cost_model_extend is a rebuild, whichever way it goes: a few short
+ * kernels inserted (the fixed cost and the dtype stay: the calibration goes
+ * on), many very short ones (the fixed cost moves: recalibrated), long bf16
+ * GEMMs (the usual dtype moves: built again). */
+START_TEST(extend_is_a_rebuild)
+{
+    ck_assert_int_eq(extend_and_compare("moe permute", 2000, 50, 4), 0);
+    ck_assert_int_eq(extend_and_compare("moe router", 100, 1, 150), 1);
+    ck_assert_int_eq(extend_and_compare("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn", 900000000, 5, 30) & 2, 2);
+}
+END_TEST
+
 int main(void)
 {
     static const char *const traces[] = { "pairs/weights_fp32_vs_bf16_a10g/fp32.json.gz",
@@ -374,6 +444,7 @@ int main(void)
     tcase_set_timeout(real, 300);
     tcase_add_test(real, identity_on_real_traces);
     tcase_add_test(real, model_reads_the_traces);
+    tcase_add_test(real, extend_is_a_rebuild);
     suite_add_tcase(suite, real);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -272,6 +272,44 @@ START_TEST(pipeline_transfers_are_pipeline_collectives)
 }
 END_TEST
 
+/* The stage streams and links the pipeline fills: each a single chain, in
+ * the order its tasks were put there, of the order edges a stream (a
+ * stream edge) or a channel (a thread edge) has - what inserting each
+ * after the last one there gives - and each task marked inserted. */
+START_TEST(pipeline_stages_and_links_are_chained_in_order)
+{
+    rv_graph *graph = load_trace("kineto_legacy_resnet50_v100.2steps.json.gz");
+    guint resources_before = graph->resources->len;
+    apply_ok(graph, "pipeline", "stages=3,microbatches=4,activation_bytes=1MB");
+    guint chained = 0;
+    for (guint r = resources_before; r < graph->resources->len; r++) {
+        gboolean stream = g_array_index(graph->resources, rv_resource, r).kind == RV_RES_GPU_STREAM;
+        int32_t previous = -1;
+        for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+            const rv_task *task = rv_graph_task(graph, id);
+            if (task->resource != (int32_t)r || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+            ck_assert(task->flags & RV_TASK_FLAG_INSERTED);
+            ck_assert_int_eq(rv_graph_resource_previous(graph, id), previous);
+            if (previous >= 0) {
+                ck_assert_int_eq(rv_graph_resource_next(graph, previous), id);
+                gboolean found = FALSE;
+                for (guint e = 0; e < graph->edges->len && !found; e++) {
+                    const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
+                    found = edge->from == previous && edge->to == id &&
+                            edge->kind == (stream ? RV_EDGE_STREAM : RV_EDGE_THREAD) && !edge->from_start;
+                }
+                ck_assert_msg(found, "no order edge %d -> %d on resource %u", previous, id, r);
+                chained++;
+            }
+            previous = id;
+        }
+        ck_assert_int_eq(rv_graph_resource_next(graph, previous), -1);
+    }
+    ck_assert_uint_gt(chained, 1000);
+    rv_graph_free(graph);
+}
+END_TEST
+
 START_TEST(pipeline_neutral_is_the_baseline)
 {
     check_neutral("kineto_legacy_resnet50_v100.2steps.json.gz", "pipeline", "stages=1,microbatches=1");
@@ -624,6 +662,7 @@ static Suite *distributed_suite(void)
     tcase_add_test(pipeline, pipeline_schedule_on_a_generated_trace);
     tcase_add_test(pipeline, pipeline_schedule_on_real_traces);
     tcase_add_test(pipeline, pipeline_transfers_are_pipeline_collectives);
+    tcase_add_test(pipeline, pipeline_stages_and_links_are_chained_in_order);
     tcase_add_test(pipeline, pipeline_neutral_is_the_baseline);
     tcase_add_test(pipeline, pipeline_refuses_what_it_cannot_split);
     suite_add_tcase(suite, pipeline);

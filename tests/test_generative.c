@@ -70,6 +70,8 @@ START_TEST(experts_on_timesformer)
     ck_assert_msg(strstr(notes, "found 12 Transformer blocks per step in the forward"), "%s", notes);
     ck_assert_msg(strstr(notes, "each FFN becomes 8 experts over 8 GPUs (1 each), top-2, capacity 1.25"), "%s", notes);
     ck_assert_msg(strstr(notes, "24 all-to-alls"), "%s", notes);
+    /* F and T x H from the FFNs' shapes (each distinct Input Dims parsed once) */
+    ck_assert_msg(strstr(notes, "; F = 3072, on H100-SXM") && strstr(notes, "all-to-alls of 183.76 MiB"), "%s", notes);
     /* the FFNs' GEMMs, as the cost plan reports them: "gemm  36 tasks  4.416 ms -> 10.877 ms" */
     const char *line = strstr(notes, "      gemm");
     guint tasks = 0;

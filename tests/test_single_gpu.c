@@ -84,6 +84,66 @@ START_TEST(cuda_graphs_hand_built)
 }
 END_TEST
 
+/*
+ * Three steps on one thread and one stream, each: a call, then launches.
+ * Step 0: python, k0, k1, cudaStreamSynchronize (capture cannot hold
+ * it), k2 (alone after it: a graph of one kernel is left alone).  Steps 1
+ * and 2: python, then three launches; step 2's last kernel has other
+ * shapes.  The thread's first call stays (nothing to anchor a graph
+ * launch after).
+ */
+static tiny three_steps(void)
+{
+    tiny t = tiny_new();
+    int32_t shapes[2] = { rv_strings_intern(t.graph->strings, "[[8, 64]]"), rv_strings_intern(t.graph->strings, "[[8, 32]]") };
+    const int kernels[3] = { 3, 3, 3 };
+    for (int step = 0; step < 3; step++) {
+        int32_t first = tiny_task(&t, t.cpu, RV_TASK_CPU, "python", US(1), RV_PHASE_FORWARD);
+        for (int k = 0; k < kernels[step]; k++) {
+            if (step == 0 && k == 2) tiny_task(&t, t.cpu, RV_TASK_CPU, "cudaStreamSynchronize", US(1), RV_PHASE_FORWARD);
+            int32_t gpu = tiny_launch(&t, "kernel", US(10), US(2), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+            rv_graph_task(t.graph, gpu)->input_dims = shapes[step == 2 && k == 2];
+        }
+        rv_step info = { rv_strings_intern(t.graph->strings, step == 0 ? "ProfilerStep#0" : step == 1 ? "ProfilerStep#1"
+                                                                                                        : "ProfilerStep#2"),
+                         0, 0, first, rv_graph_task_count(t.graph) - 1 };
+        for (int32_t id = first; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = step;
+        g_array_append_val(t.graph->steps, info);
+    }
+    tiny_record(t.graph);
+    for (guint step = 0; step < t.graph->steps->len; step++) {
+        rv_step *info = &g_array_index(t.graph->steps, rv_step, step);
+        const rv_task *last = rv_graph_task(t.graph, info->end_marker);
+        info->recorded_begin_ns = rv_graph_task(t.graph, info->begin_marker)->recorded_start_ns;
+        info->recorded_end_ns = last->recorded_start_ns + last->duration_ns;
+    }
+    return t;
+}
+
+/* Which steps qualify, which calls each graph takes and how many GPU tasks
+ * on a captured stream stay outside a graph, counted by hand: static=assume
+ * takes all three steps (step 0's lone kernel after the synchronize stays
+ * out), the check leaves step 2 (its shapes differ) and, with no twin for
+ * it, its kernels stay out as well. */
+START_TEST(cuda_graphs_segments_by_hand)
+{
+    tiny t = three_steps();
+    char *notes = apply_notes(t.graph, "cuda-graphs", "static=assume");
+    ck_assert_msg(strstr(notes, "region=step: 3 graphs in 3 steps replace 10 CPU calls launching 8 GPU tasks") &&
+                  strstr(notes, "; 1 uncaptured GPU tasks there get it too") &&
+                  strstr(notes, "no back-to-back sample"), "%s", notes); /* each kernel waited for its launch */
+    g_free(notes);
+    rv_graph_free(t.graph);
+    t = three_steps();
+    notes = apply_notes(t.graph, "cuda-graphs", "");
+    ck_assert_msg(strstr(notes, "region=step: 2 graphs in 2 steps replace 6 CPU calls launching 5 GPU tasks") &&
+                  strstr(notes, "left alone (shapes differ from every other step): ProfilerStep#2\n") &&
+                  strstr(notes, "; 4 uncaptured GPU tasks there get it too"), "%s", notes);
+    g_free(notes);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
 /* The issue's figures: large on the launch-bound trace (over 25% of a
  * step half of which is two cudaFree calls that stay), almost none on the
  * GPU-bound one. */
@@ -191,6 +251,20 @@ START_TEST(grad_accumulation_repeats_passes)
     ck_assert_int_eq(phase_gpu_ns(graph, RV_PHASE_BACKWARD), backward * 4);
     ck_assert_int_eq(phase_gpu_ns(graph, RV_PHASE_OPTIMIZER), optimizer);
     ck_assert(predicted > 3 * base && predicted < 4 * base);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* The same for grad-accumulation's step line: from the host's replays
+ * when it comes first and last, its own replay under another policy, and
+ * the very line its own replays write. */
+START_TEST(grad_accumulation_steps_from_the_host_replays)
+{
+    rv_graph *graph = load_trace(RESNET);
+    assert_notes_from_host_replays(graph, "grad-accumulation", "steps=4", "    step ");
+    rv_graph_free(graph);
+    graph = load_trace(LEGACY);
+    assert_notes_from_host_replays(graph, "grad-accumulation", "steps=2,batch=32", "    step ");
     rv_graph_free(graph);
 }
 END_TEST
@@ -370,6 +444,7 @@ int main(void)
     TCase *graphs = tcase_create("cuda_graphs");
     tcase_set_timeout(graphs, 300);
     tcase_add_test(graphs, cuda_graphs_hand_built);
+    tcase_add_test(graphs, cuda_graphs_segments_by_hand);
     tcase_add_test(graphs, cuda_graphs_launch_bound_vs_gpu_bound);
     tcase_add_test(graphs, cuda_graphs_static_shapes);
     tcase_add_test(graphs, cuda_graphs_refusals);
@@ -379,6 +454,7 @@ int main(void)
     tcase_add_test(batch, batch_neutral);
     tcase_add_test(batch, batch_size_scales_per_sample_work);
     tcase_add_test(batch, batch_size_steps_from_the_host_replays);
+    tcase_add_test(batch, grad_accumulation_steps_from_the_host_replays);
     tcase_add_test(batch, grad_accumulation_repeats_passes);
     tcase_add_test(batch, batch_refusals);
     suite_add_tcase(suite, batch);

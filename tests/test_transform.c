@@ -804,6 +804,68 @@ START_TEST(tasks_by_step)
 }
 END_TEST
 
+/* A graph of `resources` resources (alternating threads and streams) with
+ * `per` tasks each at random recorded starts, ascending on each resource
+ * or not, many of them tied. */
+static rv_graph *recorded_tasks(GRand *rand, int resources, int per, gboolean ascending)
+{
+    rv_graph *graph = rv_graph_new(NULL, "sort");
+    for (int r = 0; r < resources; r++) {
+        char *name = g_strdup_printf("resource %d", r);
+        rv_graph_add_resource(graph, r % 2 ? RV_RES_GPU_STREAM : RV_RES_CPU_THREAD, 0, r, name);
+        g_free(name);
+    }
+    int64_t *at = g_new0(int64_t, resources);
+    for (int i = 0; i < resources * per; i++) {
+        int r = g_rand_int_range(rand, 0, resources);
+        at[r] = ascending ? at[r] + g_rand_int_range(rand, 0, 3) : g_rand_int_range(rand, 0, 40);
+        rv_task task = { 0 };
+        task.resource = r;
+        task.recorded_start_ns = at[r];
+        task.correlation = -1;
+        task.input_dims = -1;
+        task.step = -1;
+        rv_graph_add_task(graph, &task);
+    }
+    g_free(at);
+    return graph;
+}
+
+/* rv_tasks_sort_recorded gives the list a full sort by
+ * rv_task_compare_recorded gives, whichever way it takes: in order
+ * already, a few runs in order (each of one resource) merged, or sorted
+ * (too many runs: many resources, or out of order on one; an id twice). */
+START_TEST(sort_recorded_is_the_full_sort)
+{
+    GRand *rand = g_rand_new_with_seed(11);
+    for (int round = 0; round < 200; round++) {
+        int resources = 1 + round % 11;
+        rv_graph *graph = recorded_tasks(rand, resources, 1 + g_rand_int_range(rand, 0, 30), round % 3 != 0);
+        GArray *list = g_array_new(FALSE, FALSE, sizeof(int32_t));
+        for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
+            if (g_rand_int_range(rand, 0, 4)) g_array_append_val(list, id);
+        int32_t twice = list->len ? g_array_index(list, int32_t, 0) : -1;
+        if (round % 7 == 0 && twice >= 0) g_array_append_val(list, twice);
+        for (int late = 0; round % 5 == 1 && late < 3 && list->len > 1; late++) {
+            /* a task out of place on its resource, as the builder's late ones are */
+            int32_t moved = g_array_index(list, int32_t, 0);
+            g_array_remove_index(list, 0);
+            g_array_append_val(list, moved);
+        }
+        GArray *expected = g_array_copy(list);
+        g_array_sort_with_data(expected, rv_task_compare_recorded, graph);
+        rv_tasks_sort_recorded(graph, list);
+        ck_assert_uint_eq(list->len, expected->len);
+        for (guint i = 0; i < list->len; i++)
+            ck_assert_msg(g_array_index(list, int32_t, i) == g_array_index(expected, int32_t, i), "round %d, at %u", round, i);
+        g_array_unref(list);
+        g_array_unref(expected);
+        rv_graph_free(graph);
+    }
+    g_rand_free(rand);
+}
+END_TEST
+
 /* Order neighbours follow thread/stream edges only, and skip removed tasks;
  * launch edges are not order. */
 START_TEST(resource_neighbours_and_launch_of)
@@ -1091,7 +1153,7 @@ static Suite *transform_suite(void)
                                replace_regions_stand_in, replace_regions_host_calls };
     const TTest *insertion[] = { insert_unordered, insert_after_splices_order, insert_gpu_task_with_launch,
                                  insert_errors };
-    const TTest *structure[] = { add_edge, add_channel_with_transfers, tasks_by_step,
+    const TTest *structure[] = { add_edge, add_channel_with_transfers, tasks_by_step, sort_recorded_is_the_full_sort,
                                  resource_neighbours_and_launch_of, typical_launch };
     const TTest *policy[] = { policy_rank_decides_contended_resource, policy_constant_rank_reproduces_default_real };
     const TTest *shapes[] = { shapes_conv_record, shapes_malformed, shapes_negative_extents, shapes_overflow,

@@ -172,6 +172,13 @@ typedef struct rv_cost_model rv_cost_model;
  * `achievable` chooses the matrix peaks (above).  The graph must outlive
  * the model and keep its tasks (the model reads their durations). */
 rv_cost_model *rv_cost_model_new(const rv_graph *graph, const rv_gpu *source, gboolean achievable);
+/* The model rv_cost_model_new would build of its graph now, where the
+ * graph has only gained tasks and edges since the model was built or last
+ * extended (inserted.h's kernels, rv_transform_insert; none of its earlier
+ * tasks changed or removed): the new tasks' kernels counted in, the fixed
+ * cost, usual dtype and calibration as of all the tasks, for about the
+ * cost of the new ones. */
+void rv_cost_model_extend(rv_cost_model *model);
 void rv_cost_model_free(rv_cost_model *model);
 
 /* NULL for CPU tasks and removed ones. */

@@ -191,7 +191,9 @@ GList *rv_tasks_by_step_keys(GHashTable *groups);
  * the order the trace shows, for plugins that pair or group tasks (the
  * simulator never reads recorded times).  user_data is the graph; use
  * with g_array_sort_with_data, or rv_tasks_sort_recorded (which costs one
- * pass over a list already in that order, as lists gathered by id often are).
+ * pass over a list already in that order, as lists gathered by id often are,
+ * and a merge where the list is a few runs in that order, each of one
+ * resource: a step's calls on its threads; the same list either way).
  */
 gint rv_task_compare_recorded(gconstpointer a, gconstpointer b, gpointer graph);
 void rv_tasks_sort_recorded(const rv_graph *graph, GArray *tasks);

@@ -1,5 +1,6 @@
 /*
- * batch.c - samples per step from shapes, and throughput lines (batch.h).
+ * batch.c - samples per step from shapes, and throughput lines (batch.h),
+ * from the host's lent replays where a plugin has them (plugin.h).
  */
 #include "reverie/batch.h"
 #include "reverie/kernels.h"
@@ -69,4 +70,40 @@ void rv_throughput_describe(GString *out, int64_t before_ns, int64_t after_ns, d
     g_string_append_c(out, '\n');
     g_free(was);
     g_free(now);
+}
+
+int64_t rv_mean_step_before(const rv_graph *graph, const rv_plugin_output *output, GError **error)
+{
+    return output->before ? rv_mean_step_ns_of(graph, output->before) : rv_graph_mean_step_ns(graph, error);
+}
+
+typedef struct {
+    int64_t before_ns;
+    double samples_before, samples_after;
+} throughput;
+
+/* After the host's replay: the very replay rv_throughput_note would run
+ * when no policy was in force; with one (an earlier optimization's),
+ * replay without it.  A replay that fails here is left out: the host's
+ * own replay of this graph ran. */
+static void throughput_after_replay(const rv_graph *graph, const rv_host_replay *replay, GString *notes, void *data)
+{
+    const throughput *t = data;
+    int64_t after = replay->policy == NULL ? rv_mean_step_ns_of(graph, replay->sim) : rv_graph_mean_step_ns(graph, NULL);
+    if (after >= 0) rv_throughput_describe(notes, t->before_ns, after, t->samples_before, t->samples_after);
+}
+
+gboolean rv_throughput_note(const rv_graph *graph, rv_plugin_output *output, int64_t before_ns, double samples_before,
+                            double samples_after, GError **error)
+{
+    throughput t = { before_ns, samples_before, samples_after };
+    if (output->last) {
+        output->after_replay = throughput_after_replay;
+        output->after_replay_data = g_memdup2(&t, sizeof t);
+        output->free_after_replay_data = g_free;
+        return TRUE;
+    }
+    int64_t after = rv_graph_mean_step_ns(graph, error);
+    if (after >= 0) rv_throughput_describe(output->notes, before_ns, after, samples_before, samples_after);
+    return after >= 0;
 }

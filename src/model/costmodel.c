@@ -156,22 +156,17 @@ static void measure_work(const rv_graph *graph, const rv_task *task, rv_kernel_c
     cost->aligned = (uint8_t)work->aligned;
 }
 
-/* What the first pass over the tasks gathers besides each kernel's class:
- * the named kernel time per dtype (for the usual dtype) and the durations
- * the fixed cost is a percentile of.  One pass, not three: at a million
- * tasks each pass over them is a large share of a plugin's cost. */
-typedef struct {
-    double time[RV_DTYPE_COUNT];
-    GArray *durations;
-} first_pass;
-
-static void classify_tasks(rv_cost_model *model, first_pass *seen)
+/* The first pass over tasks [from, to): each kernel's class, and, in the
+ * model, the named kernel time per dtype (for the usual dtype) and the
+ * durations the fixed cost is a percentile of.  One pass, not three: at a
+ * million tasks each pass over them is a large share of a plugin's cost. */
+static void classify_tasks(rv_cost_model *model, int32_t from, int32_t to)
 {
     GHashTable *names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
     const rv_kernel_cost none = { NOT_GPU, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     /* sized once and written in place: an append is a call per task */
-    g_array_set_size(model->kernels, (guint)rv_graph_task_count(model->graph));
-    for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
+    g_array_set_size(model->kernels, (guint)to);
+    for (int32_t t = from; t < to; t++) {
         const rv_task *task = &g_array_index(model->graph->tasks, rv_task, t);
         rv_kernel_cost cost = none;
         if (is_costed_task(task)) {
@@ -179,9 +174,9 @@ static void classify_tasks(rv_cost_model *model, first_pass *seen)
             cost = (rv_kernel_cost){ verdict.cls, verdict.dtype, 0, RV_UNIT_VECTOR, 1, verdict.autocast_fp32, 0,
                                      verdict.library, verdict.fused, 0, 0 };
             cost.dtype_assumed = verdict.dtype == RV_DTYPE_UNKNOWN && !verdict.integer;
-            if (rv_cost_class_is_costed(cost.cls) && !cost.dtype_assumed) seen->time[cost.dtype] += (double)task->duration_ns;
+            if (rv_cost_class_is_costed(cost.cls) && !cost.dtype_assumed) model->named_time[cost.dtype] += (double)task->duration_ns;
             /* a zero is a profiler's rounding, not a kernel that costs nothing */
-            if (task->kind == RV_TASK_KERNEL && task->duration_ns > 0) g_array_append_val(seen->durations, task->duration_ns);
+            if (task->kind == RV_TASK_KERNEL && task->duration_ns > 0) g_array_append_val(model->durations, task->duration_ns);
         }
         g_array_index(model->kernels, rv_kernel_cost, t) = cost;
     }
@@ -189,17 +184,19 @@ static void classify_tasks(rv_cost_model *model, first_pass *seen)
 }
 
 /* The floating dtype of most of the named kernel time. */
-static rv_dtype usual_dtype(const first_pass *seen)
+static rv_dtype usual_dtype(const rv_cost_model *model)
 {
     rv_dtype best = RV_DTYPE_UNKNOWN;
     for (int d = 1; d < RV_DTYPE_COUNT; d++)
-        if (d != RV_DTYPE_INT8 && seen->time[d] > seen->time[best]) best = (rv_dtype)d;
+        if (d != RV_DTYPE_INT8 && model->named_time[d] > model->named_time[best]) best = (rv_dtype)d;
     return best;
 }
 
-static int64_t fixed_cost(const first_pass *seen)
+/* A percentile by selection: it reorders the durations, and depends on
+ * which they are, not on their order. */
+static int64_t fixed_cost(const rv_cost_model *model)
 {
-    int64_t fixed = rv_quantile_int64(seen->durations, FIXED_PERCENTILE, 0);
+    int64_t fixed = rv_quantile_int64(model->durations, FIXED_PERCENTILE, 0);
     return fixed < FIXED_CAP_NS ? fixed : FIXED_CAP_NS;
 }
 
@@ -214,12 +211,13 @@ static void calibrate(rv_cost_model *model, const rv_kernel_cost *cost, const rv
     model->calibrated_samples[cost->cls][cost->unit]++;
 }
 
-/* Assumed dtypes, units and work, once the usual dtype is known, and the
- * calibration, once the fixed cost is: the second and last pass. */
-static void complete_tasks(rv_cost_model *model)
+/* Assumed dtypes, units and work of tasks [from, to), once the usual
+ * dtype is known, and their share of the calibration, once the fixed cost
+ * is: the second and last pass. */
+static void complete_tasks(rv_cost_model *model, int32_t from, int32_t to)
 {
     GHashTable *work = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)g_array_unref);
-    for (int32_t t = 0; t < rv_graph_task_count(model->graph); t++) {
+    for (int32_t t = from; t < to; t++) {
         rv_kernel_cost *cost = &g_array_index(model->kernels, rv_kernel_cost, t);
         if (cost->cls == NOT_GPU) continue;
         const rv_task *task = &g_array_index(model->graph->tasks, rv_task, t);
@@ -231,6 +229,21 @@ static void complete_tasks(rv_cost_model *model)
     g_hash_table_destroy(work);
 }
 
+/* Classify, measure and calibrate the graph's tasks from scratch. */
+static void build(rv_cost_model *model)
+{
+    g_array_set_size(model->kernels, 0);
+    g_array_set_size(model->durations, 0);
+    memset(model->named_time, 0, sizeof model->named_time);
+    memset(model->calibrated_roofline, 0, sizeof model->calibrated_roofline);
+    memset(model->calibrated_time, 0, sizeof model->calibrated_time);
+    memset(model->calibrated_samples, 0, sizeof model->calibrated_samples);
+    classify_tasks(model, 0, rv_graph_task_count(model->graph));
+    model->usual = usual_dtype(model);
+    model->fixed_ns = fixed_cost(model);
+    complete_tasks(model, 0, rv_graph_task_count(model->graph));
+}
+
 rv_cost_model *rv_cost_model_new(const rv_graph *graph, const rv_gpu *source, gboolean achievable)
 {
     rv_cost_model *model = g_new0(rv_cost_model, 1);
@@ -238,19 +251,60 @@ rv_cost_model *rv_cost_model_new(const rv_graph *graph, const rv_gpu *source, gb
     model->source = source;
     model->achievable = achievable;
     model->kernels = g_array_sized_new(FALSE, FALSE, sizeof(rv_kernel_cost), (guint)rv_graph_task_count(graph));
-    first_pass seen = { { 0 }, g_array_new(FALSE, FALSE, sizeof(int64_t)) };
-    classify_tasks(model, &seen);
-    model->usual = usual_dtype(&seen);
-    model->fixed_ns = fixed_cost(&seen);
-    g_array_unref(seen.durations);
-    complete_tasks(model);
+    model->durations = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    build(model);
     return model;
+}
+
+/* The calibration again, over every task, for another fixed cost. */
+static void recalibrate(rv_cost_model *model)
+{
+    memset(model->calibrated_roofline, 0, sizeof model->calibrated_roofline);
+    memset(model->calibrated_time, 0, sizeof model->calibrated_time);
+    memset(model->calibrated_samples, 0, sizeof model->calibrated_samples);
+    for (int32_t t = 0; t < (int32_t)model->kernels->len; t++) {
+        const rv_kernel_cost *cost = &g_array_index(model->kernels, rv_kernel_cost, t);
+        if (cost->cls != NOT_GPU) calibrate(model, cost, &g_array_index(model->graph->tasks, rv_task, t));
+    }
+}
+
+/*
+ * Exactly what rv_cost_model_new would build now, for a graph that only
+ * gained tasks (and edges) since.  The new tasks are classified after the
+ * old ones, so the per-dtype sums add in the same order as one pass would;
+ * the fixed cost is a percentile of the same durations; a kernel's class,
+ * dtype, work and unit depend on its own fields and the usual dtype only.
+ * So where the usual dtype stays, only the new tasks are measured, and the
+ * calibration, a sum in task order, goes on with them - or, where the fixed
+ * cost moved, is summed again over every kernel (its inputs are kept).
+ * Where the usual dtype changes (a kernel whose dtype was assumed is
+ * measured anew) the model is built from scratch.
+ */
+void rv_cost_model_extend(rv_cost_model *model)
+{
+    int32_t from = (int32_t)model->kernels->len, to = rv_graph_task_count(model->graph);
+    if (to == from) return;
+    rv_dtype usual = model->usual;
+    int64_t fixed = model->fixed_ns;
+    classify_tasks(model, from, to);
+    if (usual_dtype(model) != usual) {
+        build(model);
+        return;
+    }
+    model->fixed_ns = fixed_cost(model);
+    if (model->fixed_ns != fixed) {
+        complete_tasks(model, from, to);
+        recalibrate(model);
+    } else {
+        complete_tasks(model, from, to);
+    }
 }
 
 void rv_cost_model_free(rv_cost_model *model)
 {
     if (model == NULL) return;
     g_array_unref(model->kernels);
+    g_array_unref(model->durations);
     g_free(model);
 }
 

@@ -22,6 +22,11 @@ struct rv_cost_model {
     double calibrated_roofline[RV_COST_CLASS_COUNT][2];
     double calibrated_time[RV_COST_CLASS_COUNT][2];
     guint calibrated_samples[RV_COST_CLASS_COUNT][2];
+    /* What the first pass gathered, kept for rv_cost_model_extend: the
+     * named kernel time per dtype, summed in task order, and the kernel
+     * durations the fixed cost is a percentile of (in no set order). */
+    double named_time[RV_DTYPE_COUNT];
+    GArray *durations;
 };
 
 static inline gboolean rv_cost_class_is_costed(rv_cost_class cls)
