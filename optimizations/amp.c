@@ -309,7 +309,14 @@ static gboolean insert_found_inf_sync(rv_kernel_inserter *in, int32_t unscale, i
     spec.task.correlation = -1;
     spec.task.duration_ns = in->launch_call_ns;
     spec.task.host_overhead_ns = in->launch_overhead_ns;
-    spec.task.recorded_start_ns = rv_graph_task(in->graph, anchor)->recorded_start_ns;
+    /* For the optimizations after this one that go by recorded order: the
+     * host reads found_inf once backward has returned, just before the
+     * optimizer's first launch - after every launch (on any thread) whose
+     * work the unscale kernel follows on its stream.  The anchor's own time
+     * would put it before the autograd thread's last launches, and
+     * cuda-graphs would then capture those behind it. */
+    spec.task.recorded_start_ns = MAX(rv_graph_task(in->graph, anchor)->recorded_start_ns,
+                                      rv_graph_task(in->graph, launch)->recorded_start_ns - 1);
     int32_t id = rv_transform_insert(in->graph, &spec, in->error);
     if (id < 0) return FALSE;
     rv_transform_add_edge(in->graph, unscale, id);
