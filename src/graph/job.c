@@ -222,16 +222,12 @@ static rv_graph *side_by_side(const GArray *inputs, int64_t world_size, const ch
         const rank_input *input = &g_array_index(inputs, rank_input, i);
         append_rank(joint, input->graph, input->rank);
         joint->whole_trace_step &= input->graph->whole_trace_step;
-        if (owned == NULL || i == 0) continue; /* the first one's metadata is read above: freed last */
+        if (owned == NULL) continue; /* (the first one's metadata above is copied, not kept) */
         rv_graph_free(owned->pdata[input->slot]);
         owned->pdata[input->slot] = NULL;
-        if (i % 16 == 0) release_free_memory();
+        if (i % 16 == 15) release_free_memory();
     }
-    if (owned != NULL) {
-        guint first_slot = g_array_index(inputs, rank_input, 0).slot;
-        rv_graph_free(owned->pdata[first_slot]);
-        owned->pdata[first_slot] = NULL;
-    }
+    if (owned != NULL) release_free_memory();
     return joint;
 }
 
