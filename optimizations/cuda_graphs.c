@@ -86,29 +86,16 @@ typedef struct {
     GByteArray *forbidden; /* by name id: forbidden_name's verdicts */
 } launches;
 
-/* Per task, the call of its first launch edge (in edge order), else -1:
- * rv_graph_launch_of for every task (its index lists each task's edges in
- * edge order) in one pass over the edges instead of a question per task. */
-static void first_launch_calls(const rv_graph *graph, int32_t *launcher)
-{
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) launcher[id] = -1;
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (edge->kind == RV_EDGE_LAUNCH && launcher[edge->to] < 0) launcher[edge->to] = edge->from;
-    }
-}
-
 static void launches_init(launches *l, const rv_graph *graph)
 {
     int32_t n = rv_graph_task_count(graph);
-    int32_t *launcher = g_new(int32_t, MAX(n, 1));
+    int32_t *launcher = rv_graph_launch_calls(graph);
     l->first = g_new0(int32_t, n + 1);
     l->collective = g_new0(guint8, MAX(n, 1));
     l->calls = 0;
     l->forbidden = g_byte_array_sized_new((guint)rv_strings_count(graph->strings));
     g_byte_array_set_size(l->forbidden, (guint)rv_strings_count(graph->strings));
     memset(l->forbidden->data, 0, l->forbidden->len);
-    first_launch_calls(graph, launcher);
     for (int32_t id = 0; id < n; id++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
         if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) launcher[id] = -1;

@@ -208,6 +208,10 @@ int32_t rv_graph_resource_previous(const rv_graph *graph, int32_t task);
 int32_t rv_graph_resource_next(const rv_graph *graph, int32_t task);
 /* The CPU call that launched a GPU task, or -1. */
 int32_t rv_graph_launch_of(const rv_graph *graph, int32_t task);
+/* rv_graph_launch_of for every task at once, in one pass over the edges
+ * (each task's first launch edge, in edge order): an array of one entry
+ * per task, -1 where none (g_free).  For a plugin that asks of most tasks. */
+int32_t *rv_graph_launch_calls(const rv_graph *graph);
 
 /* The predecessors of every task, from the edges as they are now, in
  * compressed rows: those of task t are from[first[t] .. first[t + 1]).

@@ -7,19 +7,13 @@
 #include "reverie/transform.h"
 #include "reverie/validate.h"
 
-/* The median host time before a GPU task's launch call.  Each task's
- * launch call is its first launch edge's, in edge order (as
- * rv_graph_launch_of answers), found in one pass over the edges rather
- * than a question per task; the overheads are written in place. */
+/* The median host time before a GPU task's launch call (the launch
+ * calls found in one pass, rv_graph_launch_calls; the overheads written
+ * in place). */
 static int64_t median_launch_overhead(const rv_graph *graph)
 {
     int32_t n = rv_graph_task_count(graph);
-    int32_t *launch = g_new(int32_t, MAX(n, 1));
-    for (int32_t t = 0; t < n; t++) launch[t] = -1;
-    for (guint e = 0; e < graph->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(graph->edges, rv_edge, e);
-        if (edge->kind == RV_EDGE_LAUNCH && launch[edge->to] < 0) launch[edge->to] = edge->from;
-    }
+    int32_t *launch = rv_graph_launch_calls(graph);
     GArray *overheads = g_array_sized_new(FALSE, FALSE, sizeof(int64_t), (guint)n);
     g_array_set_size(overheads, (guint)n);
     guint found = 0;

@@ -104,6 +104,18 @@ int32_t rv_graph_launch_of(const rv_graph *graph, int32_t task)
     return -1;
 }
 
+int32_t *rv_graph_launch_calls(const rv_graph *graph)
+{
+    int32_t n = rv_graph_task_count(graph);
+    int32_t *launcher = g_new(int32_t, MAX(n, 1));
+    for (int32_t id = 0; id < n; id++) launcher[id] = -1;
+    for (guint e = 0; e < graph->edges->len; e++) {
+        const rv_edge *edge = edge_at(graph, (int32_t)e);
+        if (edge->kind == RV_EDGE_LAUNCH && launcher[edge->to] < 0) launcher[edge->to] = edge->from;
+    }
+    return launcher;
+}
+
 int64_t rv_graph_typical_launch_ns(const rv_graph *graph)
 {
     /* room for every edge, written in place and cut to what was found: an
