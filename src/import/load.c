@@ -344,8 +344,7 @@ rv_graph *rv_load_job(char *const *paths, int count, const rv_load_options *opti
     GPtrArray *rank_notes = options->notes ? g_ptr_array_new_with_free_func(g_free) : NULL;
     for (guint i = 0; i < graphs->len; i++) add_notes(g_ptr_array_index(graphs, i), rank_notes);
     rv_graph *joint = rv_job_join_freeing(graphs, name, error);
-    for (guint i = 0; joint != NULL && rank_notes != NULL && i < rank_notes->len; i++)
-        g_ptr_array_add(options->notes, g_strdup(g_ptr_array_index(rank_notes, i)));
+    if (joint != NULL && rank_notes != NULL) g_ptr_array_extend_and_steal(options->notes, g_steal_pointer(&rank_notes));
     if (rank_notes) g_ptr_array_unref(rank_notes);
     g_free(name);
     g_ptr_array_unref(graphs);
