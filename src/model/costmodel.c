@@ -229,15 +229,21 @@ static void complete_tasks(rv_cost_model *model, int32_t from, int32_t to)
     g_hash_table_destroy(work);
 }
 
+/* No task counted in the calibration yet. */
+static void clear_calibration(rv_cost_model *model)
+{
+    memset(model->calibrated_roofline, 0, sizeof model->calibrated_roofline);
+    memset(model->calibrated_time, 0, sizeof model->calibrated_time);
+    memset(model->calibrated_samples, 0, sizeof model->calibrated_samples);
+}
+
 /* Classify, measure and calibrate the graph's tasks from scratch. */
 static void build(rv_cost_model *model)
 {
     g_array_set_size(model->kernels, 0);
     g_array_set_size(model->durations, 0);
     memset(model->named_time, 0, sizeof model->named_time);
-    memset(model->calibrated_roofline, 0, sizeof model->calibrated_roofline);
-    memset(model->calibrated_time, 0, sizeof model->calibrated_time);
-    memset(model->calibrated_samples, 0, sizeof model->calibrated_samples);
+    clear_calibration(model);
     classify_tasks(model, 0, rv_graph_task_count(model->graph));
     model->usual = usual_dtype(model);
     model->fixed_ns = fixed_cost(model);
@@ -259,9 +265,7 @@ rv_cost_model *rv_cost_model_new(const rv_graph *graph, const rv_gpu *source, gb
 /* The calibration again, over every task, for another fixed cost. */
 static void recalibrate(rv_cost_model *model)
 {
-    memset(model->calibrated_roofline, 0, sizeof model->calibrated_roofline);
-    memset(model->calibrated_time, 0, sizeof model->calibrated_time);
-    memset(model->calibrated_samples, 0, sizeof model->calibrated_samples);
+    clear_calibration(model);
     for (int32_t t = 0; t < (int32_t)model->kernels->len; t++) {
         const rv_kernel_cost *cost = &g_array_index(model->kernels, rv_kernel_cost, t);
         if (cost->cls != NOT_GPU) calibrate(model, cost, &g_array_index(model->graph->tasks, rv_task, t));
