@@ -28,6 +28,11 @@
  *     from the start, as they do once the pipeline has filled.  A trace
  *     cannot show where the workers stood when it began; start=cold starts
  *     all N at the window's first instant (a freshly made iterator);
+ *   - each worker runs with one intra-op thread (PyTorch's worker loop calls
+ *     torch.set_num_threads(1)), while the recorded process may have run
+ *     its transform's larger operators on several: a batch can take a
+ *     worker longer than it took the recording (`worker_slowdown`, 1 by
+ *     default: the trace cannot show how much the threads helped);
  *   - the workers' loading runs beside the training process on the same
  *     host, and slows its host work (CPU calls and host overheads) by
  *     interference x (loading time / the rest of the step), the average
@@ -63,6 +68,11 @@ static const rv_param_spec dataloader_params[] = {
       "where the workers stand when the window begins: steady (a sample of a long run: batches arrive every load / N "
       "from the start) or cold (all N start loading at the window's first instant, as a fresh iterator does)",
       "steady|cold" },
+    { "worker_slowdown", RV_PARAM_NUMBER, "1", "x",
+      "how much longer a batch takes a worker than it took the recorded process: workers run with one intra-op "
+      "thread (torch.set_num_threads(1)), the recorded process with several; 1 assumes the threads did not help "
+      "(a num_workers=0 trace cannot show it: time one batch with torch.set_num_threads(1) against the default)",
+      NULL },
     { "interference", RV_PARAM_NUMBER, "0", "x",
       "slowdown of the training process's host work per busy worker; 0 assumes free cores: a host property the "
       "trace cannot show, give your host's (the notes print its effect per 0.1)", NULL },
@@ -155,19 +165,20 @@ static void apply_remaining(rv_graph *graph, GArray *loadings, int64_t remaining
 
 typedef struct {
     int64_t workers, prefetch, handoff_ns, page_fault_ns;
+    double worker_slowdown;     /* a batch's time on a one-thread worker over its recorded time */
     double interference;
     gboolean steady;        /* start=steady: the workers' cycles staggered at the window's start */
 } worker_model;
 
 /* The loading of one batch on its worker, after that worker's previous batch. */
 static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t after, const step_loading *loading,
-                                  double share_left, GError **error)
+                                  double share_left, double slowdown, GError **error)
 {
     rv_insert_spec spec = { { 0 }, after, -1 };
     const rv_task *handoff = rv_graph_task(graph, loading->handoff_task);
     spec.task = *handoff;
     spec.task.resource = channel;
-    spec.task.duration_ns = (int64_t)llround((double)loading->work_ns * share_left);
+    spec.task.duration_ns = (int64_t)llround((double)loading->work_ns * slowdown * share_left);
     spec.task.host_overhead_ns = 0;
     spec.task.correlation = -1;
     spec.task.flags = 0;
@@ -197,7 +208,8 @@ static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_
         if (loading->handoff_task < 0) continue;
         int64_t w = (int64_t)i % model->workers;
         double share_left = model->steady && last[w] < 0 ? (double)(w + 1) / (double)model->workers : 1.0;
-        int32_t load = insert_worker_load(graph, channel[w], last[w], loading, share_left, error);
+        int32_t load = insert_worker_load(graph, channel[w], last[w], loading, share_left, model->worker_slowdown,
+                                        error);
         if (load < 0) { ok = FALSE; break; }
         last[w] = load;
         if ((int64_t)i >= window) {
@@ -282,22 +294,28 @@ static void slow_host_work(rv_graph *graph, double factor)
 }
 
 /* What bounds the step once the pipeline has filled: the workers' delivery
- * (a batch every load / N) or the training loop's own time. */
+ * (a batch every load x worker_slowdown / N) or the training loop's own
+ * time.  While the workers bound it, each 0.1 of worker_slowdown adds
+ * load / N / 10 to every step: printed, since the trace cannot show it. */
 static void append_pipeline_bound(rv_plugin_output *output, guint steps, int64_t loading_ns, int64_t rest_ns,
                                   const worker_model *model)
 {
     if (steps == 0) return;
-    int64_t delivery_ns = loading_ns / (int64_t)steps / model->workers;
+    int64_t recorded_delivery_ns = loading_ns / (int64_t)steps / model->workers;
+    int64_t delivery_ns = (int64_t)llround((double)recorded_delivery_ns * model->worker_slowdown);
     int64_t loop_ns = rest_ns / (int64_t)steps + model->handoff_ns;
     char *delivery = rv_format_duration(delivery_ns), *loop = rv_format_duration(loop_ns);
+    char *tenth = rv_format_duration(recorded_delivery_ns / 10);
     g_string_append_printf(output->notes,
-                           "    %" G_GINT64_FORMAT " workers deliver a batch every %s; the training loop takes %s a "
-                           "step with its hand-off (recorded): %s the step (start=%s)\n",
-                           model->workers, delivery, loop,
+                           "    %" G_GINT64_FORMAT " workers deliver a batch every %s (worker_slowdown %.2f: one "
+                           "intra-op thread each; each 0.1 more adds %s while they bound the step); the training "
+                           "loop takes %s a step with its hand-off (recorded): %s the step (start=%s)\n",
+                           model->workers, delivery, model->worker_slowdown, tenth, loop,
                            delivery_ns > loop_ns ? "the workers bound" : "the training loop bounds",
                            model->steady ? "steady" : "cold");
     g_free(delivery);
     g_free(loop);
+    g_free(tenth);
 }
 
 static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_model *model, rv_plugin_output *output,
@@ -305,7 +323,8 @@ static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_mo
 {
     int64_t recorded_loading_ns, rest_ns;
     split_recorded_steps(graph, loadings, &recorded_loading_ns, &rest_ns);
-    double busy = busy_workers(recorded_loading_ns, rest_ns, model->workers);
+    int64_t worker_loading_ns = (int64_t)llround((double)recorded_loading_ns * model->worker_slowdown);
+    double busy = busy_workers(worker_loading_ns, rest_ns, model->workers);
     double factor = 1.0 + model->interference * busy;
     int64_t loading_ns = 0;
     for (guint i = 0; i < loadings->len; i++) loading_ns += g_array_index(loadings, step_loading, i).work_ns;
@@ -330,13 +349,14 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
 {
     worker_model model = { rv_params_integer(params, "workers"), rv_params_integer(params, "prefetch"),
                            rv_params_duration_ns(params, "handoff"), rv_params_duration_ns(params, "page_fault"),
-                           rv_params_number(params, "interference"),
+                           rv_params_number(params, "worker_slowdown"), rv_params_number(params, "interference"),
                            strcmp(rv_params_string(params, "start"), "steady") == 0 };
     if (model.workers < 0 || model.workers > 4096 || model.prefetch < 1 || model.prefetch > 1024 ||
-        model.interference < 0 || model.interference > 100) {
+        model.interference < 0 || model.interference > 100 || model.worker_slowdown < 0.1 ||
+        model.worker_slowdown > 100) {
         /* a value out of range is the user's (exit 1), not the plugin's */
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
-                    "workers must be 0 to 4096, prefetch 1 to 1024 and interference 0 to 100");
+                    "workers must be 0 to 4096, prefetch 1 to 1024, worker_slowdown 0.1 to 100 and interference 0 to 100");
         return FALSE;
     }
     GArray *loadings = collect_loadings(graph);

@@ -317,12 +317,16 @@ static tiny two_step_loading_graph(void)
 START_TEST(dataloader_workers_hand_built)
 {
     const char *mechanics = "handoff=10us,page_fault=0us,interference=0";
-    const struct { int workers; const char *start; int64_t expected; } cases[] = {
-        { 2, "cold", US(215) }, { 1, "cold", US(265) }, { 2, "steady", US(165) }, { 1, "steady", US(265) } };
+    /* worker_slowdown 2: one worker's two 200 us loads in a row, then the
+     * hand-off, the launch and the kernel: 400 + 10 + 50 + 5 us. */
+    const struct { int workers; const char *start; const char *slowdown; int64_t expected; } cases[] = {
+        { 2, "cold", "1", US(215) }, { 1, "cold", "1", US(265) }, { 2, "steady", "1", US(165) },
+        { 1, "steady", "1", US(265) }, { 1, "cold", "2", US(465) } };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         tiny t = two_step_loading_graph();
         ck_assert_int_eq(makespan(t.graph), US(260));
-        char *text = g_strdup_printf("workers=%d,start=%s,%s", cases[i].workers, cases[i].start, mechanics);
+        char *text = g_strdup_printf("workers=%d,start=%s,worker_slowdown=%s,%s", cases[i].workers, cases[i].start,
+                                     cases[i].slowdown, mechanics);
         int64_t span;
         apply_and_simulate(t.graph, "dataloader", text, &span, NULL);
         ck_assert_msg(span == cases[i].expected, "%s: %" G_GINT64_FORMAT, text, span);
