@@ -71,7 +71,7 @@ static const rv_param_spec dataloader_params[] = {
     { "worker_slowdown", RV_PARAM_NUMBER, "1", "x",
       "how much longer a batch takes a worker than it took the recorded process: workers run with one intra-op "
       "thread (torch.set_num_threads(1)), the recorded process with several; 1 assumes the threads did not help "
-      "(a num_workers=0 trace cannot show it: time one batch with torch.set_num_threads(1) against the default)",
+      "(a num_workers=0 trace cannot show it: tests/bench/dataloader_threads.py measures it for your dataset)",
       NULL },
     { "interference", RV_PARAM_NUMBER, "0", "x",
       "slowdown of the training process's host work per busy worker; 0 assumes free cores: a host property the "
