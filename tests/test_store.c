@@ -100,6 +100,36 @@ static void expect_load_error(const guint8 *data, gsize length, const char *want
     g_error_free(error);
 }
 
+/* The bytes written to a file and loaded from it (read section by section,
+ * store.c) give what loading them from memory gives: the same error
+ * message, or a graph that saves back to the same bytes. */
+static void expect_file_loads_like_buffer(const guint8 *data, gsize length, const char *what)
+{
+    char *dir = temp_dir();
+    char *path = g_build_filename(dir, "damaged.rvg", NULL);
+    ck_assert(g_file_set_contents(path, (const char *)data, (gssize)length, NULL));
+    GError *from_file = NULL, *from_buffer = NULL;
+    rv_graph *file_graph = rv_store_load(path, &from_file);
+    rv_graph *buffer_graph = rv_store_load_buffer(data, length, path, &from_buffer);
+    ck_assert_msg((file_graph == NULL) == (buffer_graph == NULL), "%s: one way loads, the other does not", what);
+    if (file_graph == NULL) {
+        ck_assert_msg(from_file && from_buffer && strcmp(from_file->message, from_buffer->message) == 0,
+                      "%s: the file says \"%s\", the buffer \"%s\"", what, from_file ? from_file->message : "",
+                      from_buffer ? from_buffer->message : "");
+    } else {
+        gsize again_length = 0;
+        guint8 *again = save_bytes(file_graph, &again_length);
+        ck_assert_msg(again_length == length && memcmp(again, data, length) == 0, "%s: saved back differently", what);
+        g_free(again);
+    }
+    g_clear_error(&from_file);
+    g_clear_error(&from_buffer);
+    rv_graph_free(file_graph);
+    rv_graph_free(buffer_graph);
+    g_free(path);
+    remove_dir(dir);
+}
+
 static uint32_t le32(const guint8 *at)
 {
     return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
@@ -412,6 +442,7 @@ static void assert_round_trip(const rv_graph *graph)
     gsize length = 0, again_length = 0;
     guint8 *bytes = save_bytes(graph, &length);
     rv_graph *loaded = load_bytes(bytes, length);
+    expect_file_loads_like_buffer(bytes, length, graph->source ? graph->source : "round trip");
     assert_strings_equal(graph, loaded);
     assert_resources_equal(graph, loaded);
     assert_tasks_edges_steps_equal(graph, loaded);
@@ -621,6 +652,30 @@ START_TEST(truncated_and_flipped_real_graph)
 }
 END_TEST
 
+/* A sample of cuts and bit flips through a file: the same message as the
+ * buffer gives (the exhaustive damage tests run on buffers). */
+START_TEST(damaged_files_fail_like_buffers)
+{
+    gsize length;
+    guint8 *bytes = event_sync_bytes(&length);
+    for (gsize cut = 0; cut < length; cut += 97) {
+        char what[64];
+        g_snprintf(what, sizeof what, "file cut at %zu of %zu bytes", (size_t)cut, (size_t)length);
+        expect_file_loads_like_buffer(bytes, cut, what);
+    }
+    guint8 *copy = g_memdup2(bytes, length);
+    for (gsize at = 0; at < length; at += 89) {
+        copy[at] ^= (guint8)(1u << (at % 8));
+        char what[64];
+        g_snprintf(what, sizeof what, "file with byte %zu flipped", (size_t)at);
+        expect_file_loads_like_buffer(copy, length, what);
+        copy[at] ^= (guint8)(1u << (at % 8));
+    }
+    g_free(copy);
+    g_free(bytes);
+}
+END_TEST
+
 START_TEST(newer_version)
 {
     gsize length;
@@ -793,6 +848,7 @@ static void apply_forgery(const guint8 *bytes, gsize length, const forgery *f)
     put_le(copy + at, f->value, f->width);
     fix_checksums(copy, length);
     expect_load_error(copy, length, f->want, f->want);
+    expect_file_loads_like_buffer(copy, length, f->want);
     g_free(copy);
 }
 
@@ -1020,6 +1076,7 @@ static Suite *store_suite(void)
     tcase_add_test(damage, truncated_hand_built);
     tcase_add_test(damage, bit_flips_hand_built);
     tcase_add_test(damage, truncated_and_flipped_real_graph);
+    tcase_add_test(damage, damaged_files_fail_like_buffers);
     tcase_add_test(damage, newer_version);
     tcase_add_test(damage, forged_timing_estimates);
     tcase_add_test(damage, empty_file);
