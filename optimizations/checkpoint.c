@@ -26,18 +26,49 @@
  * segment's activations again while backward passes through it, so the
  * whatif's peak line shows what checkpointing saves.  A trace without
  * Input Dims gets the runtime; whatif says the peak is not estimated.
- * Weak: segments by time, not by module; dropout's random state, and the
- * recomputation overlapping the previous segment's backward, are not
- * modelled.
+ * BLOCKS (cut=blocks).  torch.utils.checkpoint around each block of a
+ * model (a Transformer layer, a residual block) recomputes every block,
+ * the last too, and nothing outside them (embeddings, the head, the
+ * loss).  A trace names no modules, so a block is found as the model's
+ * repetition: the run of a step's forward GPU tasks whose kernel names
+ * repeat with a period of at least MIN_BLOCK_TASKS tasks and that covers
+ * the most GPU time (starting at its leftmost phase), then the same in
+ * what comes before and after it (a ResNet's stages), for blocks at least
+ * half as long as the first run's.  The
+ * backward must repeat as many blocks; forward block i's copy goes before
+ * the first task of its backward (the backward's blocks in reverse).
+ * EARLY STOP (use_reentrant=false).  PyTorch's non-reentrant checkpoint
+ * stops recomputing once every tensor the segment's backward saved is
+ * back, so a segment's trailing operators whose outputs nothing in it
+ * saves (a Transformer layer's last projection and residual add) are not
+ * run again.  Which tensors an operator saves is ATen's (its derivative
+ * formula): a matrix product, a normalization, gelu or attention save
+ * their input, relu, softmax, sigmoid, tanh and dropout their output, an
+ * add nothing.  Taking each operator's input as the previous GPU task's
+ * output (a chain; a residual branch's input is older), a segment is
+ * recomputed up to its last task whose output the next task saves or that
+ * saves its own output.  use_reentrant=true (PyTorch's default when it is
+ * not given) recomputes the whole segment.
+ * Weak: segments=N cuts by time, not by module; a block whose first
+ * instance differs (a downsampling residual block) is not found as one;
+ * dropout's random state, and the recomputation overlapping the previous
+ * segment's backward, are not modelled.
  */
 #include "reverie/error.h"
 #include "reverie/memory.h"
 #include "reverie/plugin.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
+#include <string.h>
 
 static const rv_param_spec checkpoint_params[] = {
-    { "segments", RV_PARAM_INTEGER, "1", "segments", "forward segments (checkpoint_sequential's segments; 1: none recomputed)", NULL },
+    { "segments", RV_PARAM_INTEGER, "1", "segments", "forward segments (checkpoint_sequential's segments; 1: none recomputed); cut=time only", NULL },
+    { "cut", RV_PARAM_CHOICE, "time", NULL,
+      "time: `segments` runs of equal GPU time, the last kept (checkpoint_sequential); blocks: every repeated block "
+      "of the model recomputed, nothing outside them (torch.utils.checkpoint around each layer)", "time|blocks" },
+    { "use_reentrant", RV_PARAM_CHOICE, "true", NULL,
+      "PyTorch's use_reentrant: true recomputes whole segments (its default when not given); false stops once "
+      "every tensor the backward saved is back (non-reentrant early stop)", "true|false" },
     { NULL }
 };
 
@@ -64,6 +95,9 @@ typedef struct {
     guint copies, other_stream;
     int64_t copied_ns;
     guint marked_calls;              /* launch calls whose activations are recomputed (memory.h) */
+    guint blocks, block_tasks;       /* cut=blocks: blocks recomputed, their forward GPU tasks */
+    gboolean early_stop;             /* the setting use_reentrant=false, read by every segment */
+    guint not_rerun;                 /* GPU tasks early stop left out */
 } totals;
 
 static gboolean same_operator(const rv_task *a, const rv_task *b)
@@ -82,6 +116,57 @@ static void mark_recomputed(rv_graph *graph, const GArray *forward, guint from, 
     if (i < to) g_array_append_vals(rest, &g_array_index(forward, int32_t, i), to - i);
     sum->marked_calls += rv_memory_effect_add_for_tasks(graph, rest, RV_MEM_EFFECT_RECOMPUTED, 1.0, segment);
     g_array_unref(rest);
+}
+
+/* ---- use_reentrant=false: where recomputation stops ------------------- */
+
+/* ATen operators whose backward saves their input, and those that save
+ * their output (derivatives.yaml); any other saves nothing a segment must
+ * rebuild.  Matched on the innermost operator that launched the task. */
+static const char *const saves_input[] = {
+    "aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+    "aten::convolution", "aten::cudnn_convolution", "aten::_convolution", "aten::native_layer_norm",
+    "aten::layer_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::_batch_norm_impl_index",
+    "aten::native_group_norm", "aten::gelu", "aten::silu", "aten::mul", "aten::embedding",
+    "aten::_efficient_attention_forward", "aten::_flash_attention_forward",
+    "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_cudnn_attention", "aten::max_pool2d_with_indices", NULL
+};
+static const char *const saves_output[] = {
+    "aten::relu", "aten::relu_", "aten::threshold", "aten::threshold_", "aten::sigmoid", "aten::tanh",
+    "aten::_softmax", "aten::softmax", "aten::exp", "aten::native_dropout", "aten::dropout",
+    "aten::_efficient_attention_forward", "aten::_flash_attention_forward",
+    "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_flash_attention", NULL
+};
+
+static gboolean op_in(const char *op, const char *const *names)
+{
+    for (; *names != NULL; names++)
+        if (strcmp(op, *names) == 0) return TRUE;
+    return FALSE;
+}
+
+/* The end of forward[from, to) that a non-reentrant checkpoint recomputes:
+ * one past the last task whose output is saved (by the next task, or by
+ * itself); from if none is. */
+static guint early_stop_end(rv_graph *graph, const GArray *forward, guint from, guint to)
+{
+    guint end = from;
+    for (guint i = from; i < to; i++) {
+        const char *op = rv_strings_get(graph->strings, rv_graph_task(graph, g_array_index(forward, int32_t, i))->op);
+        if (op == NULL) continue;
+        if (op_in(op, saves_output)) end = i + 1;
+        else if (op_in(op, saves_input) && i > from) end = MAX(end, i);
+    }
+    return end;
+}
+
+/* Where the recomputation of forward[from, to) ends under the setting. */
+static guint recompute_end(rv_graph *graph, const GArray *forward, guint from, guint to, totals *sum)
+{
+    guint end = sum->early_stop ? early_stop_end(graph, forward, from, to) : to;
+    sum->not_rerun += to - end;
+    return end;
 }
 
 /* Insert copies of forward[from, to) before `before` (a backward GPU task). */
@@ -116,6 +201,146 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
     return TRUE;
 }
 
+/* ---- cut=blocks ----------------------------------------------------------- */
+
+/* A block is at least this many GPU tasks: a pair of kernels that repeats
+ * (a copy and a cast) is no layer. */
+#define MIN_BLOCK_TASKS 3
+
+typedef struct {
+    guint start, period, count;     /* count copies of period tasks from start */
+} repeat_run;
+
+/* A step's GPU tasks as the repetition sees them: kernel names, and the
+ * GPU time before each position (prefix[i]: tasks [0, i)). */
+typedef struct {
+    int32_t *names;
+    int64_t *prefix;
+} task_sequence;
+
+static int64_t run_ns(const task_sequence *seq, const repeat_run *run)
+{
+    return seq->prefix[run->start + run->count * run->period] - seq->prefix[run->start];
+}
+
+/* The repeated run of [from, to) that covers the most GPU time, among the
+ * longest run of each period >= MIN_BLOCK_TASKS that repeats at least
+ * twice (count 0 if none).  Layers are where a model's time goes; a
+ * long run of tiny kernels (per-parameter copies) is not its layers.  For
+ * each period, a run of m matching positions (position i and i + period
+ * hold the same kernel) counted from the right means [i, i + m + period)
+ * repeats.  O(n^2 / 2) name comparisons: about a quarter of a second for
+ * 20,000 forward tasks. */
+static repeat_run longest_repeat(const task_sequence *seq, guint from, guint to)
+{
+    repeat_run best = { 0, 0, 0 };
+    int64_t best_ns = 0;
+    for (guint period = MIN_BLOCK_TASKS; from + 2 * period <= to; period++) {
+        repeat_run longest = { 0, period, 0 };
+        guint matches = 0;
+        for (guint i = to - period; i-- > from;) {
+            matches = seq->names[i] == seq->names[i + period] ? matches + 1 : 0;
+            guint count = (matches + period) / period;
+            /* of equal runs, the leftmost: a layer's first kernel is the
+             * earliest that repeats (the stretch can run one kernel past
+             * the last layer, into a final norm like its first) */
+            if (count >= 2 && count >= longest.count) {
+                longest.start = i;
+                longest.count = count;
+            }
+        }
+        if (longest.count >= 2 && run_ns(seq, &longest) > best_ns) {
+            best = longest;
+            best_ns = run_ns(seq, &longest);
+        }
+    }
+    return best;
+}
+
+/* The repeated runs of [from, to), in order: the one of most GPU time,
+ * then the same in what comes before and after it (a ResNet's stages),
+ * keeping runs whose blocks take at least half as long as the first
+ * run's (a model's layers cost alike; a repetition of small kernels
+ * beside them is no layer).  min_block_ns 0: the first run. */
+static void find_runs(const task_sequence *seq, guint from, guint to, int64_t min_block_ns, GArray *runs)
+{
+    repeat_run run = longest_repeat(seq, from, to);
+    if (run.count == 0) return;
+    int64_t block_ns = run_ns(seq, &run) / run.count;
+    if (block_ns < min_block_ns) return;
+    int64_t keep_ns = min_block_ns ? min_block_ns : MAX(1, block_ns / 2);
+    find_runs(seq, from, run.start, keep_ns, runs);
+    g_array_append_val(runs, run);
+    find_runs(seq, run.start + run.count * run.period, to, keep_ns, runs);
+}
+
+static GArray *runs_of(rv_graph *graph, const GArray *tasks)
+{
+    task_sequence seq = { g_new(int32_t, MAX(tasks->len, 1)), g_new0(int64_t, tasks->len + 1) };
+    for (guint i = 0; i < tasks->len; i++) {
+        const rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
+        seq.names[i] = task->name;
+        seq.prefix[i + 1] = seq.prefix[i] + task->duration_ns;
+    }
+    GArray *runs = g_array_new(FALSE, FALSE, sizeof(repeat_run));
+    find_runs(&seq, 0, tasks->len, 0, runs);
+    g_free(seq.names);
+    g_free(seq.prefix);
+    return runs;
+}
+
+/* Forward run f's blocks recomputed before their backward in run b (the
+ * backward's blocks in reverse order). */
+static gboolean recompute_run(rv_graph *graph, GArray *forward, GArray *backward, const repeat_run *f,
+                              const repeat_run *b, totals *sum, GError **error)
+{
+    gboolean ok = TRUE;
+    for (guint block = 0; block < f->count && ok; block++) {
+        guint from = f->start + block * f->period, to = from + f->period;
+        guint bw_first = b->start + (f->count - 1 - block) * b->period;
+        mark_recomputed(graph, forward, from, to, (int32_t)sum->blocks, sum);
+        ok = recompute(graph, forward, from, recompute_end(graph, forward, from, to, sum),
+                       g_array_index(backward, int32_t, bw_first), sum, error);
+        sum->blocks++;
+        sum->block_tasks += f->period;
+    }
+    return ok;
+}
+
+/* Every block of the forward's runs recomputed before its own backward.
+ * The backward runs in the reverse order of the forward's; a forward run
+ * is paired with the next backward run of as many blocks, and runs either
+ * side without a partner (a repetition that is no layer, such as a
+ * gradient accumulation's few kernels) are left alone. */
+static gboolean checkpoint_step_blocks(rv_graph *graph, GArray *forward, GArray *backward, int32_t step, totals *sum,
+                                       GError **error)
+{
+    rv_tasks_sort_recorded(graph, forward);
+    rv_tasks_sort_recorded(graph, backward);
+    GArray *fw = runs_of(graph, forward), *bw = runs_of(graph, backward);
+    guint paired = 0, next_bw = 0;
+    gboolean ok = TRUE;
+    for (guint f = fw->len; f-- > 0 && ok;) {
+        const repeat_run *run = &g_array_index(fw, repeat_run, f);
+        guint b = next_bw;
+        while (b < bw->len && g_array_index(bw, repeat_run, b).count != run->count) b++;
+        if (b == bw->len) continue;
+        ok = recompute_run(graph, forward, backward, run, &g_array_index(bw, repeat_run, b), sum, error);
+        next_bw = b + 1;
+        paired++;
+    }
+    if (ok && paired == 0) {
+        g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
+                    "cut=blocks: step %d's forward and backward GPU tasks repeat no block of the same count (%u "
+                    "repeated runs forward, %u backward): give segments=N with cut=time",
+                    step, fw->len, bw->len);
+        ok = FALSE;
+    }
+    g_array_unref(fw);
+    g_array_unref(bw);
+    return ok;
+}
+
 static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backward, int n, totals *sum,
                                 GError **error)
 {
@@ -131,7 +356,8 @@ static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backwa
         if (from >= to || bw_first >= backward->len) continue;
         /* marked before inserting: the copies' launches are new tasks */
         mark_recomputed(graph, forward, from, to, s, sum);
-        ok = recompute(graph, forward, from, to, g_array_index(backward, int32_t, bw_first), sum, error);
+        ok = recompute(graph, forward, from, recompute_end(graph, forward, from, to, sum),
+                       g_array_index(backward, int32_t, bw_first), sum, error);
     }
     g_array_unref(fw_runs);
     g_array_unref(bw_runs);
@@ -141,6 +367,7 @@ static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backwa
 static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     int64_t n = rv_params_integer(params, "segments");
+    gboolean by_blocks = strcmp(rv_params_string(params, "cut"), "blocks") == 0;
     if (n < 1 || n > 10000) {
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need 1 <= segments <= 10000");
         return FALSE;
@@ -156,6 +383,7 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
         else if (task->phase == RV_PHASE_BACKWARD) rv_tasks_by_step_add(backward, task->step, id);
     }
     totals sum = { 0 };
+    sum.early_stop = strcmp(rv_params_string(params, "use_reentrant"), "false") == 0;
     guint steps = 0;
     gboolean ok = TRUE;
     GList *keys = rv_tasks_by_step_keys(forward);
@@ -163,7 +391,9 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
         GArray *bw = g_hash_table_lookup(backward, k->data);
         if (bw == NULL) continue;
         steps++;
-        if (n > 1) ok = checkpoint_step(graph, g_hash_table_lookup(forward, k->data), bw, (int)n, &sum, error);
+        GArray *fw = g_hash_table_lookup(forward, k->data);
+        if (by_blocks) ok = checkpoint_step_blocks(graph, fw, bw, GPOINTER_TO_INT(k->data) - 2, &sum, error);
+        else if (n > 1) ok = checkpoint_step(graph, fw, bw, (int)n, &sum, error);
     }
     g_list_free(keys);
     g_hash_table_destroy(forward);
@@ -175,15 +405,27 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
     }
     if (!ok) return FALSE;
     char *copied = rv_format_duration(sum.copied_ns / (int64_t)steps);
-    g_string_append_printf(output->notes,
-                           "    %" G_GINT64_FORMAT " segments in %u steps: %u forward GPU tasks recomputed in backward "
-                           "(+%.1f%% GPU tasks), %s of GPU time a step\n",
-                           n, steps, sum.copies, 100.0 * sum.copies / MAX(kernels_before, 1), copied);
+    if (by_blocks)
+        g_string_append_printf(output->notes,
+                               "    cut=blocks: %.1f repeated blocks a step of %.1f forward GPU tasks each, every one "
+                               "recomputed before its backward; %u forward GPU tasks recomputed in %u steps (+%.1f%% "
+                               "GPU tasks), %s of GPU time a step%s\n",
+                               (double)sum.blocks / steps, (double)sum.block_tasks / MAX(sum.blocks, 1), sum.copies,
+                               steps, 100.0 * sum.copies / MAX(kernels_before, 1), copied,
+                               n != 1 ? " (segments is for cut=time: ignored)" : "");
+    else
+        g_string_append_printf(output->notes,
+                               "    %" G_GINT64_FORMAT " segments in %u steps: %u forward GPU tasks recomputed in "
+                               "backward (+%.1f%% GPU tasks), %s of GPU time a step\n",
+                               n, steps, sum.copies, 100.0 * sum.copies / MAX(kernels_before, 1), copied);
     g_free(copied);
+    if (sum.early_stop)
+        g_string_append_printf(output->notes, "    use_reentrant=false: %u forward GPU tasks of the segments not run "
+                               "again (early stop: nothing in their segment saves their output)\n", sum.not_rerun);
     if (sum.other_stream)
         g_string_append_printf(output->notes, "    %u forward GPU tasks on another stream than their segment's backward not recomputed\n",
                                sum.other_stream);
-    if (n == 1)
+    if (n == 1 && !by_blocks)
         g_string_append(output->notes, "    segments=1: nothing recomputed\n");
     else
         g_string_append_printf(output->notes, "    %u launch calls keep no activations past forward (rebuilt in backward: "

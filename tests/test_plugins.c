@@ -389,6 +389,81 @@ START_TEST(dataloader_workers_pair)
 }
 END_TEST
 
+/* A model of three repeated layers between an embedding and a head:
+ * forward  embed | (mm gelu add) x 3 | head
+ * backward head' | (add' gelu' mm') x 3 | embed'
+ * Each kernel's op is its ATen operator, for the early stop. */
+static tiny three_layer_graph(void)
+{
+    tiny t = tiny_new();
+    static const char *const layer[][2] = { { "gemm_kernel", "aten::addmm" }, { "gelu_kernel", "aten::gelu" },
+                                            { "add_kernel", "aten::add" } };
+    static const char *const layer_backward[] = { "add_backward", "gelu_backward", "gemm_backward" };
+    tiny_launch(&t, "embedding_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    for (int l = 0; l < 3; l++)
+        for (int k = 0; k < 3; k++) {
+            int32_t id = tiny_launch(&t, layer[k][0], US(5), US(10 * (k + 1)), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+            rv_graph_task(t.graph, id)->op = rv_strings_intern(t.graph->strings, layer[k][1]);
+        }
+    tiny_launch(&t, "head_kernel", US(5), US(40), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "head_backward", US(5), US(40), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    for (int l = 0; l < 3; l++)
+        for (int k = 0; k < 3; k++) tiny_launch(&t, layer_backward[k], US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "embedding_backward", US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
+    tiny_close_step(&t);
+    tiny_record(t.graph);
+    return t;
+}
+
+/* cut=blocks recomputes each repeated layer, none of the embedding or the
+ * head; a layer's copy goes before that layer's backward; early stop
+ * leaves out what nothing in the layer saves (gelu saves the product, the
+ * add nothing: only the product runs again). */
+START_TEST(checkpoint_blocks_hand_built)
+{
+    const struct { const char *text; guint gemms, gelus, adds; } cases[] = {
+        { "cut=blocks", 6, 6, 6 }, { "cut=blocks,use_reentrant=false", 6, 3, 3 } };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        tiny t = three_layer_graph();
+        GError *error = NULL;
+        ck_assert_msg(apply_plugin(t.graph, "checkpoint", cases[i].text, &error), "%s: %s", cases[i].text,
+                      error ? error->message : "");
+        ck_assert_uint_eq(count_tasks_named(t.graph, "gemm_kernel"), cases[i].gemms);
+        ck_assert_uint_eq(count_tasks_named(t.graph, "gelu_kernel"), cases[i].gelus);
+        ck_assert_uint_eq(count_tasks_named(t.graph, "add_kernel"), cases[i].adds);
+        ck_assert_uint_eq(count_tasks_named(t.graph, "head_kernel"), 1);
+        ck_assert_uint_eq(count_tasks_named(t.graph, "embedding_kernel"), 1);
+        /* the first layer's copy ends right before its backward, the last
+         * backward layer: its GEMM copy follows the second layer's */
+        rv_sim_result sim = { 0 };
+        ck_assert(rv_simulate(t.graph, NULL, &sim, NULL));
+        int64_t last_copy_end = 0, first_layer_backward = INT64_MAX;
+        for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) {
+            const rv_task *task = rv_graph_task(t.graph, id);
+            const char *name = rv_strings_get(t.graph->strings, task->name);
+            if (task->phase == RV_PHASE_BACKWARD && strcmp(name, "gemm_kernel") == 0)
+                last_copy_end = MAX(last_copy_end, sim.end_ns[id]);
+            if (strcmp(name, "gemm_backward") == 0) first_layer_backward = MAX(first_layer_backward == INT64_MAX ? 0 : first_layer_backward, sim.start_ns[id]);
+        }
+        ck_assert_int_le(last_copy_end, first_layer_backward);
+        rv_sim_result_clear(&sim);
+        rv_graph_free(t.graph);
+    }
+    /* forward and backward that repeat nothing: a clear refusal */
+    tiny t = tiny_new();
+    tiny_launch(&t, "a_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "b_kernel", US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
+    tiny_close_step(&t);
+    GError *error = NULL;
+    ck_assert(!apply_plugin(t.graph, "checkpoint", "cut=blocks", &error));
+    ck_assert_msg(error && strstr(error->message, "repeat no block"), "%s", error ? error->message : "");
+    g_error_free(error);
+    rv_graph_free(t.graph);
+}
+END_TEST
+
 START_TEST(dataloader_nothing)
 {
     tiny t = amp_graph();
@@ -614,6 +689,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, dataloader_workers_hand_built);
     tcase_add_test(tc, dataloader_workers_pair);
     tcase_add_test(tc, dataloader_nothing);
+    tcase_add_test(tc, checkpoint_blocks_hand_built);
     tcase_add_test(tc, dataloader_real);
     suite_add_tcase(suite, tc);
     tc = tcase_create("network");
