@@ -122,48 +122,6 @@ static void launches_clear(launches *l)
     g_byte_array_unref(l->forbidden);
 }
 
-/* ---- tasks by step ------------------------------------------------------ */
-
-/* Tasks grouped by step, each group in id order, indexed by step + 1
- * (step -1: a trace without ProfilerStep; a valid graph has no other
- * step outside graph->steps), NULL where a step has none.  A flat index
- * with each group sized once, not a hash table lookup and an append per
- * task: those were a sixth of the apply at 100k tasks. */
-typedef gboolean (*task_filter)(const rv_graph *graph, const rv_task *task, gconstpointer data);
-
-static void group_free(gpointer list)
-{
-    if (list) g_array_unref(list);
-}
-
-static GPtrArray *group_by_step(const rv_graph *graph, task_filter take, gconstpointer data)
-{
-    guint slots = graph->steps->len + 1;
-    int32_t n = rv_graph_task_count(graph);
-    guint *count = g_new0(guint, slots);
-    guint8 *taken = g_new(guint8, MAX(n, 1));
-    for (int32_t id = 0; id < n; id++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        taken[id] = (guint8)take(graph, task, data);
-        if (taken[id]) count[task->step + 1]++;
-    }
-    GPtrArray *groups = g_ptr_array_new_full(slots, group_free);
-    int32_t **fill = g_new(int32_t *, slots);
-    for (guint s = 0; s < slots; s++) {
-        GArray *group = count[s] ? g_array_sized_new(FALSE, FALSE, sizeof(int32_t), count[s]) : NULL;
-        if (group) g_array_set_size(group, count[s]);
-        fill[s] = group ? (int32_t *)group->data : NULL;
-        g_ptr_array_add(groups, group);
-    }
-    /* written in place: an append is a call per task */
-    for (int32_t id = 0; id < n; id++)
-        if (taken[id]) *fill[g_array_index(graph->tasks, rv_task, id).step + 1]++ = id;
-    g_free(fill);
-    g_free(taken);
-    g_free(count);
-    return groups;
-}
-
 /* ---- which steps are static ------------------------------------------- */
 
 static gboolean graph_has_shapes(const rv_graph *graph)
@@ -197,14 +155,15 @@ static gboolean in_a_step(const rv_graph *graph, const rv_task *task)
     return task->step >= 0 || graph->steps->len == 0;
 }
 
-/* A live GPU task inside a step. */
-static gboolean gpu_in_step(const rv_graph *graph, const rv_task *task, gconstpointer data)
+/* A live GPU task inside a step: list 0 (rv_step_lists). */
+static int gpu_in_step(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
 {
+    (void)id;
     (void)data;
-    return !(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU) && in_a_step(graph, task);
+    return !(task->flags & RV_TASK_FLAG_REMOVED) && (task->flags & RV_TASK_FLAG_GPU) && in_a_step(graph, task) ? 0 : -1;
 }
 
-/* The steps that qualify: a flag by step + 1 (as group_by_step), and how many. */
+/* The steps that qualify: a flag by step + 1 (as rv_step_lists), and how many. */
 typedef struct {
     guint8 *steps;
     guint count;
@@ -215,22 +174,22 @@ typedef struct {
  * it needs) is worked out, since none is compared. */
 static qualified_steps static_steps(const rv_graph *graph, gboolean check, GString *left)
 {
-    GPtrArray *by_step = group_by_step(graph, gpu_in_step, NULL);
-    guint steps = 0;
-    for (guint s = 0; s < by_step->len; s++) steps += g_ptr_array_index(by_step, s) != NULL;
-    signature *sigs = g_new0(signature, by_step->len);
-    for (guint s = 0; check && s < by_step->len; s++) {
-        GArray *tasks = g_ptr_array_index(by_step, s);
-        if (tasks == NULL) continue;
+    rv_step_lists by_step = rv_step_lists_new(graph, 1, gpu_in_step, NULL);
+    guint slots = by_step.slots, steps = 0;
+    for (guint s = 0; s < slots; s++) steps += rv_step_lists_get(&by_step, (int32_t)s - 1, 0)->len > 0;
+    signature *sigs = g_new0(signature, slots);
+    for (guint s = 0; check && s < slots; s++) {
+        GArray *tasks = rv_step_lists_get(&by_step, (int32_t)s - 1, 0);
+        if (tasks->len == 0) continue;
         rv_tasks_sort_recorded(graph, tasks);
         sigs[s] = step_signature(graph, tasks);
     }
-    qualified_steps qualified = { g_new0(guint8, by_step->len), 0 };
-    for (guint s = 0; s < by_step->len; s++) {
-        if (g_ptr_array_index(by_step, s) == NULL) continue;
+    qualified_steps qualified = { g_new0(guint8, slots), 0 };
+    for (guint s = 0; s < slots; s++) {
+        if (rv_step_lists_get(&by_step, (int32_t)s - 1, 0)->len == 0) continue;
         gboolean twin = !check || steps == 1;
-        for (guint j = 0; j < by_step->len && !twin; j++)
-            twin = j != s && g_ptr_array_index(by_step, j) != NULL && sigs[j].hash == sigs[s].hash &&
+        for (guint j = 0; j < slots && !twin; j++)
+            twin = j != s && rv_step_lists_get(&by_step, (int32_t)j - 1, 0)->len > 0 && sigs[j].hash == sigs[s].hash &&
                    sigs[j].count == sigs[s].count;
         int32_t step = (int32_t)s - 1;
         if (twin) {
@@ -242,7 +201,7 @@ static qualified_steps static_steps(const rv_graph *graph, gboolean check, GStri
         }
     }
     g_free(sigs);
-    g_ptr_array_unref(by_step);
+    rv_step_lists_free(&by_step);
     return qualified;
 }
 
@@ -528,23 +487,28 @@ static gboolean collapse_all(rv_graph *graph, const GPtrArray *segments, int64_t
     return ok;
 }
 
-/* A live CPU task in a qualifying step. */
-static gboolean cpu_in_qualified(const rv_graph *graph, const rv_task *task, gconstpointer data)
+/* A live CPU task in a qualifying step: list 0 (rv_step_lists). */
+static int cpu_in_qualified(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
 {
     const qualified_steps *qualified = data;
+    (void)id;
     return !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_GPU)) && in_a_step(graph, task) &&
-           qualified->steps[task->step + 1];
+                   qualified->steps[task->step + 1]
+               ? 0
+               : -1;
 }
 
 /* Every qualifying step's segments, step by step. */
 static GPtrArray *find_segments(const rv_graph *graph, const launches *l, const char *region,
                                 const qualified_steps *qualified)
 {
-    GPtrArray *cpu_by_step = group_by_step(graph, cpu_in_qualified, qualified);
+    rv_step_lists cpu_by_step = rv_step_lists_new(graph, 1, cpu_in_qualified, (gpointer)qualified);
     GPtrArray *segments = g_ptr_array_new_with_free_func(segment_free);
-    for (guint s = 0; s < cpu_by_step->len; s++)
-        if (g_ptr_array_index(cpu_by_step, s)) step_segments(graph, l, region, g_ptr_array_index(cpu_by_step, s), segments);
-    g_ptr_array_unref(cpu_by_step);
+    for (guint s = 0; s < cpu_by_step.slots; s++) {
+        GArray *calls = rv_step_lists_get(&cpu_by_step, (int32_t)s - 1, 0);
+        if (calls->len) step_segments(graph, l, region, calls, segments);
+    }
+    rv_step_lists_free(&cpu_by_step);
     return segments;
 }
 

@@ -563,66 +563,46 @@ static void remove_region(rv_graph *graph, const GArray *victims, const step_end
     g_free(waits);
 }
 
-/* Which list of its step a task joins (collect_steps). */
-enum { JOINS_NONE, JOINS_FORWARD, JOINS_BACKWARD, JOINS_HOST };
+/* Which list of its step a task joins (collect_steps): rv_step_lists'
+ * list index, or -1. */
+enum { JOINS_FORWARD, JOINS_BACKWARD, JOINS_HOST, JOINS_COUNT };
 
-static int joins(const rv_task *task)
+/* A task's list; the step's earliest optimizer GPU task is noted in
+ * work (indexed step + 1) on the way. */
+static int joins(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
 {
     if (is_pipelined(task)) return task->phase == RV_PHASE_FORWARD ? JOINS_FORWARD : JOINS_BACKWARD;
     if (!(task->flags & (RV_TASK_FLAG_GPU | RV_TASK_FLAG_REMOVED)) && (task->kind == RV_TASK_CPU || task->kind == RV_TASK_SYNC) &&
         (task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD))
         return JOINS_HOST;
-    return JOINS_NONE;
-}
-
-/* The list of `work` that `joins` names. */
-static GArray **list_of(step_work *work, int joined)
-{
-    return joined == JOINS_FORWARD ? &work->forward : joined == JOINS_BACKWARD ? &work->backward : &work->host;
+    step_work *w = &((step_work *)data)[task->step + 1];
+    if (task->phase == RV_PHASE_OPTIMIZER && (task->flags & RV_TASK_FLAG_GPU) &&
+        !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) &&
+        (w->optimizer < 0 || rv_task_compare_recorded(&id, &w->optimizer, (gpointer)graph) < 0))
+        w->optimizer = id;
+    return -1;
 }
 
 /*
- * Each step's pipelined forward and backward GPU tasks, and its first
- * optimizer GPU task; index step + 1.  Two passes: count what each list
- * gets, then write the ids in place (in id order, as appends would), where
- * an append per task was a tenth of the rewrite.
+ * Each step's pipelined forward and backward GPU tasks (recorded order),
+ * its host calls (id order), and its first optimizer GPU task; index
+ * step + 1.
  */
 static step_work *collect_steps(rv_graph *graph, guint *slots)
 {
     *slots = graph->steps->len + 1;
     step_work *work = g_new0(step_work, *slots);
-    int32_t n = rv_graph_task_count(graph);
-    guint8 *joined = g_new0(guint8, MAX(n, 1));
-    guint *count = g_new0(guint, 4 * (gsize)*slots);
     for (guint s = 0; s < *slots; s++) work[s].optimizer = -1;
-    for (int32_t id = 0; id < n; id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if (task->step < -1 || task->step >= (int32_t)graph->steps->len) continue;
-        step_work *w = &work[task->step + 1];
-        joined[id] = (guint8)joins(task);
-        count[4 * (task->step + 1) + joined[id]]++;
-        if (joined[id] == JOINS_NONE && task->phase == RV_PHASE_OPTIMIZER && (task->flags & RV_TASK_FLAG_GPU) &&
-            !(task->flags & (RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_RENDEZVOUS)) &&
-            (w->optimizer < 0 || rv_task_compare_recorded(&id, &w->optimizer, graph) < 0))
-            w->optimizer = id;
-    }
-    int32_t **fill = g_new0(int32_t *, 4 * (gsize)*slots);
-    for (guint s = 0; s < *slots; s++)
-        for (int j = JOINS_FORWARD; j <= JOINS_HOST; j++) {
-            GArray **list = list_of(&work[s], j);
-            *list = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), count[4 * s + j]);
-            g_array_set_size(*list, count[4 * s + j]);
-            fill[4 * s + j] = (int32_t *)(*list)->data;
-        }
-    for (int32_t id = 0; id < n; id++)
-        if (joined[id] != JOINS_NONE) *fill[4 * (rv_graph_task(graph, id)->step + 1) + joined[id]]++ = id;
+    rv_step_lists lists = rv_step_lists_new(graph, JOINS_COUNT, joins, work);
     for (guint s = 0; s < *slots; s++) {
+        int32_t step = (int32_t)s - 1;
+        work[s].forward = g_array_ref(rv_step_lists_get(&lists, step, JOINS_FORWARD));
+        work[s].backward = g_array_ref(rv_step_lists_get(&lists, step, JOINS_BACKWARD));
+        work[s].host = g_array_ref(rv_step_lists_get(&lists, step, JOINS_HOST));
         rv_tasks_sort_recorded(graph, work[s].forward);
         rv_tasks_sort_recorded(graph, work[s].backward);
     }
-    g_free(fill);
-    g_free(count);
-    g_free(joined);
+    rv_step_lists_free(&lists);
     return work;
 }
 

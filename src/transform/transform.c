@@ -1045,6 +1045,50 @@ GList *rv_tasks_by_step_keys(GHashTable *groups)
     return g_list_sort(g_hash_table_get_keys(groups), compare_step_keys);
 }
 
+rv_step_lists rv_step_lists_new(const rv_graph *graph, guint list_count, rv_task_classifier classify, gpointer data)
+{
+    rv_step_lists lists = { graph->steps->len + 1, list_count, NULL };
+    gsize total = (gsize)lists.slots * list_count;
+    int32_t n = rv_graph_task_count(graph);
+    /* the list of each task (-1: none), then the ids written in place */
+    int32_t *slot_of = g_new(int32_t, MAX(n, 1));
+    guint *count = g_new0(guint, MAX(total, 1));
+    for (int32_t id = 0; id < n; id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        slot_of[id] = -1;
+        if (task->step < -1 || task->step >= (int32_t)graph->steps->len) continue;
+        int list = classify(graph, id, task, data);
+        if (list < 0 || (guint)list >= list_count) continue;
+        slot_of[id] = (task->step + 1) * (int32_t)list_count + list;
+        count[slot_of[id]]++;
+    }
+    lists.lists = g_new(GArray *, MAX(total, 1));
+    int32_t **fill = g_new(int32_t *, MAX(total, 1));
+    for (gsize i = 0; i < total; i++) {
+        lists.lists[i] = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), count[i]);
+        g_array_set_size(lists.lists[i], count[i]);
+        fill[i] = (int32_t *)lists.lists[i]->data;
+    }
+    for (int32_t id = 0; id < n; id++)
+        if (slot_of[id] >= 0) *fill[slot_of[id]]++ = id;
+    g_free(fill);
+    g_free(count);
+    g_free(slot_of);
+    return lists;
+}
+
+GArray *rv_step_lists_get(const rv_step_lists *lists, int32_t step, guint list)
+{
+    return lists->lists[(gsize)(step + 1) * lists->list_count + list];
+}
+
+void rv_step_lists_free(rv_step_lists *lists)
+{
+    for (gsize i = 0; i < (gsize)lists->slots * lists->list_count; i++) g_array_unref(lists->lists[i]);
+    g_free(lists->lists);
+    lists->lists = NULL;
+}
+
 gint rv_task_compare_recorded(gconstpointer a, gconstpointer b, gpointer graph)
 {
     const rv_task *tasks = (const rv_task *)((const rv_graph *)graph)->tasks->data;
