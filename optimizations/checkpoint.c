@@ -364,6 +364,20 @@ static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backwa
     return ok;
 }
 
+/* A live GPU task that computes (no collective) in forward (list
+ * RV_PHASE_FORWARD) or backward (RV_PHASE_BACKWARD); data counts the live
+ * GPU tasks. */
+G_STATIC_ASSERT(RV_PHASE_FORWARD == 0 && RV_PHASE_BACKWARD == 1);
+static int computation_by_phase(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
+{
+    (void)graph;
+    (void)id;
+    if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) return -1;
+    (*(int32_t *)data)++;
+    if (task->kind == RV_TASK_COMM || task->collective > 0 || (task->flags & RV_TASK_FLAG_RENDEZVOUS)) return -1;
+    return task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD ? (int)task->phase : -1;
+}
+
 static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     int64_t n = rv_params_integer(params, "segments");
@@ -372,32 +386,21 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need 1 <= segments <= 10000");
         return FALSE;
     }
-    GHashTable *forward = rv_tasks_by_step_new(), *backward = rv_tasks_by_step_new();
     int32_t kernels_before = 0;
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        kernels_before++;
-        if (task->kind == RV_TASK_COMM || task->collective > 0 || (task->flags & RV_TASK_FLAG_RENDEZVOUS)) continue;
-        if (task->phase == RV_PHASE_FORWARD) rv_tasks_by_step_add(forward, task->step, id);
-        else if (task->phase == RV_PHASE_BACKWARD) rv_tasks_by_step_add(backward, task->step, id);
-    }
+    rv_step_lists by_step = rv_step_lists_new(graph, 2, computation_by_phase, &kernels_before);
     totals sum = { 0 };
     sum.early_stop = strcmp(rv_params_string(params, "use_reentrant"), "false") == 0;
     guint steps = 0;
     gboolean ok = TRUE;
-    GList *keys = rv_tasks_by_step_keys(forward);
-    for (GList *k = keys; k && ok; k = k->next) {
-        GArray *bw = g_hash_table_lookup(backward, k->data);
-        if (bw == NULL) continue;
+    for (int32_t step = -1; step < (int32_t)by_step.slots - 1 && ok; step++) {
+        GArray *fw = rv_step_lists_get(&by_step, step, RV_PHASE_FORWARD);
+        GArray *bw = rv_step_lists_get(&by_step, step, RV_PHASE_BACKWARD);
+        if (fw->len == 0 || bw->len == 0) continue;
         steps++;
-        GArray *fw = g_hash_table_lookup(forward, k->data);
-        if (by_blocks) ok = checkpoint_step_blocks(graph, fw, bw, GPOINTER_TO_INT(k->data) - 2, &sum, error);
+        if (by_blocks) ok = checkpoint_step_blocks(graph, fw, bw, step, &sum, error);
         else if (n > 1) ok = checkpoint_step(graph, fw, bw, (int)n, &sum, error);
     }
-    g_list_free(keys);
-    g_hash_table_destroy(forward);
-    g_hash_table_destroy(backward);
+    rv_step_lists_free(&by_step);
     if (ok && steps == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "the trace has no step with both forward and backward GPU work, so there is nothing to recompute");

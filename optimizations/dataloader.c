@@ -13,7 +13,8 @@
  *   - each step's loading work runs on one of N worker channels, batch i on
  *     worker i mod N, a worker at most `prefetch` batches ahead of the
  *     training loop (prefetch_factor): the training process waits for its
- *     batch only when the workers cannot keep up;
+ *     batch only when the workers cannot keep up; in a job of several ranks
+ *     each rank has N workers of its own, on its rank;
  *   - the training process keeps a hand-off per batch (`handoff`: getting
  *     it from the queue and unpickling its tensors out of shared memory,
  *     which connects to the worker for each tensor's file descriptor: a
@@ -79,9 +80,10 @@ static const rv_param_spec dataloader_params[] = {
     { NULL }
 };
 
-/* One step's loading: its tasks and their total time. */
+/* One step's loading in one rank: its tasks and their total time. */
 typedef struct {
     int32_t step;
+    int32_t rank;           /* rank index (graph->ranks), -1 in a one-process graph */
     GArray *tasks;          /* data-loading CPU tasks of the step */
     int32_t handoff_task;   /* the DATALOAD task that becomes the hand-off, or -1 */
     int64_t work_ns;        /* duration + host overhead of the tasks */
@@ -93,30 +95,47 @@ static gboolean is_loading(const rv_task *task)
     return task->kind == RV_TASK_DATALOAD || (task->kind == RV_TASK_CPU && task->phase == RV_PHASE_DATALOAD);
 }
 
-/* The loading of every step that has some, in step order (free with
- * free_loadings). */
+/* A loading task's list (rv_step_lists): its rank index + 1, or 0 where
+ * the graph names no rank of it (a graph built by hand). */
+static int loading_list(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
+{
+    (void)id;
+    (void)data;
+    if (!is_loading(task)) return -1;
+    int32_t rank = rv_task_rank_index(graph, task);
+    return rank >= 0 && (guint)rank < graph->ranks->len ? rank + 1 : 0;
+}
+
+/* A step's loading in one rank, from its loading tasks. */
+static step_loading loading_of(rv_graph *graph, int32_t step, int32_t rank, GArray *tasks)
+{
+    step_loading loading = { step, rank, g_array_ref(tasks), -1, 0 };
+    rv_tasks_sort_recorded(graph, loading.tasks);
+    /* The loader task's own host overhead is the training loop's Python
+     * before next(): not loading.  The calls inside the loader are. */
+    for (guint i = 0; i < loading.tasks->len; i++) {
+        const rv_task *task = rv_graph_task(graph, g_array_index(loading.tasks, int32_t, i));
+        gboolean first_loader = task->kind == RV_TASK_DATALOAD && loading.handoff_task < 0;
+        loading.work_ns += task->duration_ns + (first_loader ? 0 : task->host_overhead_ns);
+        if (first_loader) loading.handoff_task = g_array_index(loading.tasks, int32_t, i);
+    }
+    return loading;
+}
+
+/* The loading of every step and rank that has some, in step order, ranks
+ * in order within a step (free with free_loadings). */
 static GArray *collect_loadings(rv_graph *graph)
 {
-    GHashTable *by_step = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++)
-        if (is_loading(rv_graph_task(graph, id))) rv_tasks_by_step_add(by_step, rv_graph_task(graph, id)->step, id);
+    rv_step_lists by_step = rv_step_lists_new(graph, graph->ranks->len + 1, loading_list, NULL);
     GArray *loadings = g_array_new(FALSE, TRUE, sizeof(step_loading));
-    GList *keys = rv_tasks_by_step_keys(by_step);
-    for (GList *k = keys; k != NULL; k = k->next) {
-        step_loading loading = { GPOINTER_TO_INT(k->data) - 2, g_array_ref(g_hash_table_lookup(by_step, k->data)), -1, 0 };
-        rv_tasks_sort_recorded(graph, loading.tasks);
-        /* The loader task's own host overhead is the training loop's Python
-         * before next(): not loading.  The calls inside the loader are. */
-        for (guint i = 0; i < loading.tasks->len; i++) {
-            const rv_task *task = rv_graph_task(graph, g_array_index(loading.tasks, int32_t, i));
-            gboolean first_loader = task->kind == RV_TASK_DATALOAD && loading.handoff_task < 0;
-            loading.work_ns += task->duration_ns + (first_loader ? 0 : task->host_overhead_ns);
-            if (first_loader) loading.handoff_task = g_array_index(loading.tasks, int32_t, i);
+    for (int32_t step = -1; step < (int32_t)by_step.slots - 1; step++)
+        for (guint list = 0; list < by_step.list_count; list++) {
+            GArray *tasks = rv_step_lists_get(&by_step, step, list);
+            if (tasks->len == 0) continue;
+            step_loading loading = loading_of(graph, step, (int32_t)list - 1, tasks);
+            g_array_append_val(loadings, loading);
         }
-        g_array_append_val(loadings, loading);
-    }
-    g_list_free(keys);
-    g_hash_table_destroy(by_step);
+    rv_step_lists_free(&by_step);
     return loadings;
 }
 
@@ -186,34 +205,47 @@ static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t afte
     return rv_transform_insert(graph, &spec, error);
 }
 
-/* Batches go to workers round-robin; the training process's hand-off of a
- * batch waits for its load; a worker may not start batch i before the
- * hand-off of batch i - prefetch x workers (its queue slots are full).
- * With start=steady the first batch of worker w is (w + 1) / N loaded
- * already: the phases a pipeline that has been running keeps (batches
- * every load / N), not N batches arriving together after one whole load. */
-static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_model *model, GError **error)
+/* The N worker channels of a rank, on that rank (named by it in a job of
+ * several). */
+static int32_t *worker_channels(rv_graph *graph, int32_t rank, int64_t workers)
 {
-    int32_t *channel = g_new(int32_t, model->workers), *last = g_new(int32_t, model->workers);
-    for (int64_t w = 0; w < model->workers; w++) {
-        char *name = g_strdup_printf("dataloader worker %" G_GINT64_FORMAT, w);
+    int32_t *channel = g_new(int32_t, workers);
+    for (int64_t w = 0; w < workers; w++) {
+        char *name = rank < 0 || graph->ranks->len <= 1 ? g_strdup_printf("dataloader worker %" G_GINT64_FORMAT, w)
+                              : g_strdup_printf("rank %" G_GINT64_FORMAT " dataloader worker %" G_GINT64_FORMAT,
+                                                g_array_index(graph->ranks, rv_rank, rank).rank, w);
         channel[w] = rv_transform_add_channel(graph, name);
-        last[w] = -1;
+        g_array_index(graph->resources, rv_resource, channel[w]).rank_index = rank;
         g_free(name);
     }
+    return channel;
+}
+
+/* Batches go to a rank's workers round-robin; the training process's
+ * hand-off of a batch waits for its load; a worker may not start batch i
+ * before the hand-off of batch i - prefetch x workers (its queue slots are
+ * full).  With start=steady the first batch of worker w is (w + 1) / N
+ * loaded already: the phases a pipeline that has been running keeps
+ * (batches every load / N), not N batches arriving together after one
+ * whole load.  `mine` holds the rank's loadings, in step order. */
+static gboolean move_rank_to_workers(rv_graph *graph, GPtrArray *mine, int32_t rank, const worker_model *model,
+                                     GError **error)
+{
+    int32_t *channel = worker_channels(graph, rank, model->workers), *last = g_new(int32_t, model->workers);
+    for (int64_t w = 0; w < model->workers; w++) last[w] = -1;
     gboolean ok = TRUE;
     int64_t window = model->prefetch * model->workers;
-    for (guint i = 0; i < loadings->len && ok; i++) {
-        const step_loading *loading = &g_array_index(loadings, step_loading, i);
+    for (guint i = 0; i < mine->len && ok; i++) {
+        const step_loading *loading = g_ptr_array_index(mine, i);
         if (loading->handoff_task < 0) continue;
         int64_t w = (int64_t)i % model->workers;
         double share_left = model->steady && last[w] < 0 ? (double)(w + 1) / (double)model->workers : 1.0;
         int32_t load = insert_worker_load(graph, channel[w], last[w], loading, share_left, model->worker_slowdown,
-                                        error);
+                                          error);
         if (load < 0) { ok = FALSE; break; }
         last[w] = load;
         if ((int64_t)i >= window) {
-            const step_loading *earlier = &g_array_index(loadings, step_loading, i - (guint)window);
+            const step_loading *earlier = g_ptr_array_index(mine, i - (guint)window);
             if (earlier->handoff_task >= 0) rv_transform_add_edge(graph, earlier->handoff_task, load);
         }
         rv_transform_add_edge(graph, load, loading->handoff_task);
@@ -227,6 +259,22 @@ static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_
     }
     g_free(channel);
     g_free(last);
+    return ok;
+}
+
+/* Each rank's loadings to its own workers: a rank's DataLoader feeds that
+ * rank alone. */
+static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_model *model, GError **error)
+{
+    gboolean ok = TRUE;
+    for (int32_t rank = -1; rank < (int32_t)graph->ranks->len && ok; rank++) {
+        GPtrArray *mine = g_ptr_array_new();
+        for (guint i = 0; i < loadings->len; i++)
+            if (g_array_index(loadings, step_loading, i).rank == rank)
+                g_ptr_array_add(mine, &g_array_index(loadings, step_loading, i));
+        if (mine->len) ok = move_rank_to_workers(graph, mine, rank, model, error);
+        g_ptr_array_unref(mine);
+    }
     return ok;
 }
 
@@ -333,11 +381,12 @@ static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_mo
     slow_host_work(graph, factor);
     char *load = rv_format_duration(loading_ns / loadings->len), *hand = rv_format_duration(model->handoff_ns);
     g_string_append_printf(output->notes,
-                           "    %u steps: loading %s a batch moves to %" G_GINT64_FORMAT " workers (%.2f busy on "
+                           "    %u %s: loading %s a batch moves to %" G_GINT64_FORMAT " workers%s (%.2f busy on "
                            "average); %s hand-off a batch stays\n"
                            "    first touch of %.2f MiB of batches in shared memory; host work x%.3f (interference "
                            "%.2f; each 0.1 more slows the training process's host work by %.1f%%)\n",
-                           loadings->len, load, model->workers, busy, hand, bytes / 1048576.0, factor,
+                           loadings->len, graph->ranks->len > 1 ? "batches (steps x ranks)" : "steps", load,
+                           model->workers, graph->ranks->len > 1 ? " of its rank" : "", busy, hand, bytes / 1048576.0, factor,
                            model->interference, 10.0 * busy);
     append_pipeline_bound(output, loadings->len, recorded_loading_ns, rest_ns, model);
     g_free(load);

@@ -152,22 +152,24 @@ static void note_step(rv_graph *graph, decode_state *state, GArray *kernels, pre
     rv_blocks_clear(&blocks);
 }
 
+/* A live forward kernel (list 0); data notes GPU work that trains. */
+static int forward_kernel(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
+{
+    (void)graph;
+    (void)id;
+    if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) return -1;
+    if (task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER) *(gboolean *)data = TRUE;
+    return task->kind == RV_TASK_KERNEL && task->phase == RV_PHASE_FORWARD ? 0 : -1;
+}
+
 static gboolean find_roles(rv_graph *graph, decode_state *state, const rv_params *params, GError **error)
 {
-    GHashTable *by_step = rv_tasks_by_step_new();
     gboolean trains = FALSE;
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        trains = trains || task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER;
-        if (task->kind == RV_TASK_KERNEL && task->phase == RV_PHASE_FORWARD) rv_tasks_by_step_add(by_step, task->step, id);
-    }
+    rv_step_lists by_step = rv_step_lists_new(graph, 1, forward_kernel, &trains);
     prefill_shapes seen = { { 0 }, FALSE, 0 };
-    GList *keys = rv_tasks_by_step_keys(by_step);
-    for (GList *key = keys; key && !trains; key = key->next)
-        note_step(graph, state, g_hash_table_lookup(by_step, key->data), &seen);
-    g_list_free(keys);
-    g_hash_table_destroy(by_step);
+    for (int32_t step = -1; step < (int32_t)by_step.slots - 1 && !trains; step++)
+        if (rv_step_lists_get(&by_step, step, 0)->len) note_step(graph, state, rv_step_lists_get(&by_step, step, 0), &seen);
+    rv_step_lists_free(&by_step);
     if (trains) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN, "the trace trains (GPU work in a backward or optimizer phase): decode "
                     "predicts inference from a prefill, a forward pass under torch.no_grad()");

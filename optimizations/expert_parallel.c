@@ -200,21 +200,27 @@ static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *bloc
     if (dims.out > 0) g_array_append_val(state->widths, dims.out);
 }
 
+/* A live kernel of a step's forward (list RV_PHASE_FORWARD) or backward
+ * (RV_PHASE_BACKWARD). */
+G_STATIC_ASSERT(RV_PHASE_FORWARD == 0 && RV_PHASE_BACKWARD == 1);
+static int kernel_by_phase(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
+{
+    (void)graph;
+    (void)id;
+    (void)data;
+    if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) return -1;
+    return task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD ? (int)task->phase : -1;
+}
+
 static void find_ffns(rv_graph *graph, expert_state *state)
 {
-    GHashTable *by_phase[2] = { rv_tasks_by_step_new(), rv_tasks_by_step_new() };
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) continue;
-        if (task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD)
-            rv_tasks_by_step_add(by_phase[task->phase], task->step, id);
-    }
-    GList *keys = rv_tasks_by_step_keys(by_phase[RV_PHASE_FORWARD]);
-    for (GList *key = keys; key; key = key->next) {
+    rv_step_lists by_step = rv_step_lists_new(graph, 2, kernel_by_phase, NULL);
+    for (int32_t step = 0; step < (int32_t)by_step.slots - 1; step++) {
+        if (rv_step_lists_get(&by_step, step, RV_PHASE_FORWARD)->len == 0) continue;
         guint found[2] = { 0, 0 };
         for (int p = 0; p < 2; p++) {
-            GArray *kernels = g_hash_table_lookup(by_phase[p], key->data);
-            if (kernels == NULL || (p == 1 && found[0] == 0)) continue;
+            GArray *kernels = rv_step_lists_get(&by_step, step, (guint)p);
+            if (kernels->len == 0 || (p == 1 && found[0] == 0)) continue;
             rv_blocks blocks;
             rv_blocks_find(state->finder, kernels, &blocks);
             found[p] = rv_blocks_count(&blocks);
@@ -225,8 +231,7 @@ static void find_ffns(rv_graph *graph, expert_state *state)
         state->blocks[1] += found[1];
         state->steps += found[0] > 0;
     }
-    g_list_free(keys);
-    for (int p = 0; p < 2; p++) g_hash_table_destroy(by_phase[p]);
+    rv_step_lists_free(&by_step);
 }
 
 /* ---- sizes and costs ---------------------------------------------------------------- */

@@ -126,36 +126,43 @@ static int64_t streaming_ns(const rv_graph *graph, const rv_params *params, GStr
     return ns;
 }
 
+/* Live optimizer-phase GPU work other than collectives: list 0; data
+ * counts it. */
+static int optimizer_work(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
+{
+    (void)graph;
+    (void)id;
+    if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) return -1;
+    if (task->phase != RV_PHASE_OPTIMIZER || task->kind == RV_TASK_COMM) return -1;
+    (*(guint *)data)++;
+    return 0;
+}
+
 static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
     /* optimizer-phase GPU work, by step (step -1 = outside every step) */
-    GHashTable *by_step = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        if (task->phase != RV_PHASE_OPTIMIZER || task->kind == RV_TASK_COMM) continue;
-        rv_tasks_by_step_add(by_step, task->step, id);
-    }
-    if (g_hash_table_size(by_step) == 0) {
+    guint optimizer_tasks = 0;
+    rv_step_lists by_step = rv_step_lists_new(graph, 1, optimizer_work, &optimizer_tasks);
+    if (optimizer_tasks == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
                     "the trace has no GPU work in an optimizer phase (no \"Optimizer.step\" annotation "
                     "launching kernels), so there is nothing to fuse");
-        g_hash_table_destroy(by_step);
+        rv_step_lists_free(&by_step);
         return FALSE;
     }
     int64_t streaming = -1;
     if (strcmp(rv_params_string(params, "duration"), "bytes") == 0 &&
         (streaming = streaming_ns(graph, params, output->notes, error)) < 0) {
-        g_hash_table_destroy(by_step);
+        rv_step_lists_free(&by_step);
         return FALSE;
     }
-    GList *keys = rv_tasks_by_step_keys(by_step);
     guint steps = 0, gpu_removed = 0;
     int removed_total = 0;
     int64_t fused_total = 0, cpu_before = 0, cpu_after = 0;
     gboolean ok = TRUE;
-    for (GList *k = keys; k != NULL && ok; k = k->next) {
-        GArray *victims = g_hash_table_lookup(by_step, k->data);
+    for (int32_t step = -1; step < (int32_t)by_step.slots - 1 && ok; step++) {
+        GArray *victims = rv_step_lists_get(&by_step, step, 0);
+        if (victims->len == 0) continue;
         rv_tasks_sort_recorded(graph, victims);
         int64_t sum = 0;
         int32_t first = g_array_index(victims, int32_t, 0);
@@ -187,8 +194,7 @@ static gboolean fused_apply(rv_graph *graph, const rv_params *params, rv_plugin_
         fused_total += fused.duration_ns;
         steps++;
     }
-    g_list_free(keys);
-    g_hash_table_destroy(by_step);
+    rv_step_lists_free(&by_step);
     if (!ok) return FALSE;
     char *mean = rv_format_duration(fused_total / (int64_t)steps);
     char *before = rv_format_duration(cpu_before / (int64_t)steps), *now = rv_format_duration(cpu_after / (int64_t)steps);

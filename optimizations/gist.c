@@ -173,23 +173,20 @@ static GArray *plan_all(rv_graph *graph, const gist_options *o, gist_tally *tall
 {
     GArray *plan = g_array_new(FALSE, FALSE, sizeof(planned));
     g_array_set_clear_func(plan, planned_clear);
-    GHashTable *forward = rv_gpu_tasks_of_phase_by_step(graph, RV_PHASE_FORWARD);
-    GHashTable *backward = rv_gpu_tasks_of_phase_by_step(graph, RV_PHASE_BACKWARD);
+    rv_step_lists by_step = rv_gpu_tasks_forward_backward(graph);
     rv_layer_family_memo memo;
     rv_layer_family_memo_init(&memo, graph);
     GHashTable *bytes_memo = g_hash_table_new(g_direct_hash, g_direct_equal); /* a name's element bytes are never 0 */
-    GList *keys = rv_tasks_by_step_keys(forward);
-    for (GList *k = keys; k != NULL; k = k->next) {
-        GArray *bwd = g_hash_table_lookup(backward, k->data);
-        if (bwd == NULL) continue;
+    for (int32_t step = -1; step < (int32_t)by_step.slots - 1; step++) {
+        GArray *fwd = rv_step_lists_get(&by_step, step, RV_LIST_FORWARD);
+        GArray *bwd = rv_step_lists_get(&by_step, step, RV_LIST_BACKWARD);
+        if (fwd->len == 0 || bwd->len == 0) continue;
         (*steps_with_backward)++;
-        plan_step(graph, o, &memo, bytes_memo, g_hash_table_lookup(forward, k->data), bwd, plan, tally);
+        plan_step(graph, o, &memo, bytes_memo, fwd, bwd, plan, tally);
     }
-    g_list_free(keys);
     g_hash_table_destroy(bytes_memo);
     rv_layer_family_memo_clear(&memo);
-    g_hash_table_destroy(forward);
-    g_hash_table_destroy(backward);
+    rv_step_lists_free(&by_step);
     return plan;
 }
 

@@ -294,16 +294,16 @@ static int64_t message_bytes(const rv_params *params, GArray *elements, GError *
     return -1;
 }
 
-/* GPU kernels of the forward, backward and optimizer phases, by step. */
-static void group_kernels(rv_graph *graph, GHashTable *by_phase[3])
+/* GPU kernels of the forward, backward and optimizer phases, by step: the
+ * phase is the list (rv_step_lists). */
+G_STATIC_ASSERT(RV_PHASE_FORWARD == 0 && RV_PHASE_BACKWARD == 1 && RV_PHASE_OPTIMIZER == 2);
+static int kernel_by_phase(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
 {
-    for (int p = 0; p < 3; p++) by_phase[p] = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = rv_graph_task(graph, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) continue;
-        if (task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD || task->phase == RV_PHASE_OPTIMIZER)
-            rv_tasks_by_step_add(by_phase[task->phase], task->step, id);
-    }
+    (void)graph;
+    (void)id;
+    (void)data;
+    if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) return -1;
+    return task->phase <= RV_PHASE_OPTIMIZER ? (int)task->phase : -1;
 }
 
 static gboolean check_params(const rv_params *params, tp_state *state, GError **error)
@@ -347,19 +347,18 @@ static void write_notes(const tp_state *state, GString *notes)
 }
 
 /* Slice every step, then insert the all-reduces (their size needs every block's shapes). */
-static gboolean transform_steps(rv_graph *graph, const rv_params *params, tp_state *state, GHashTable *by_phase[3],
+static gboolean transform_steps(rv_graph *graph, const rv_params *params, tp_state *state, const rv_step_lists *by_step,
                                 GError **error)
 {
     GArray *cuts = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    GHashTableIter iter;
-    gpointer key, value;
-    g_hash_table_iter_init(&iter, by_phase[RV_PHASE_FORWARD]);
-    while (g_hash_table_iter_next(&iter, &key, &value)) {
-        guint forward = slice_phase(graph, state, value, TRUE, cuts);
-        GArray *backward = g_hash_table_lookup(by_phase[RV_PHASE_BACKWARD], key);
-        guint backward_blocks = backward && forward ? slice_phase(graph, state, backward, FALSE, cuts) : 0;
-        GArray *optimizer = g_hash_table_lookup(by_phase[RV_PHASE_OPTIMIZER], key);
-        if (forward && optimizer) {
+    for (int32_t step = 0; step < (int32_t)by_step->slots - 1; step++) {
+        GArray *kernels = rv_step_lists_get(by_step, step, RV_PHASE_FORWARD);
+        if (kernels->len == 0) continue;
+        guint forward = slice_phase(graph, state, kernels, TRUE, cuts);
+        GArray *backward = rv_step_lists_get(by_step, step, RV_PHASE_BACKWARD);
+        guint backward_blocks = backward->len && forward ? slice_phase(graph, state, backward, FALSE, cuts) : 0;
+        GArray *optimizer = rv_step_lists_get(by_step, step, RV_PHASE_OPTIMIZER);
+        if (forward && optimizer->len) {
             rv_transform_scale(graph, optimizer, 1.0 / (double)state->degree);
             state->sliced += optimizer->len;
         }
@@ -446,18 +445,17 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
                     "inserted): slicing its GEMMs again would count the degree twice", existing, degree_text);
         return FALSE;
     }
-    GHashTable *by_phase[3];
-    group_kernels(graph, by_phase);
+    rv_step_lists by_step = rv_step_lists_new(graph, 3, kernel_by_phase, NULL);
     state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
     state.finder = rv_block_finder_new(graph);
     int64_t world = rv_graph_world_size(graph);
-    gboolean ok = transform_steps(graph, params, &state, by_phase, error);
+    gboolean ok = transform_steps(graph, params, &state, &by_step, error);
     if (ok) graph->world_size = MIN(world * state.degree, 1 << 24); /* each recorded rank is now `degree` GPUs */
     if (ok) write_notes(&state, output->notes);
     if (ok) ok = shard_data_parallel(graph, &state, output->notes, error);
     rv_block_finder_free(state.finder);
     g_array_unref(state.activation_elements);
-    for (int p = 0; p < 3; p++) g_hash_table_destroy(by_phase[p]);
+    rv_step_lists_free(&by_step);
     return ok;
 }
 

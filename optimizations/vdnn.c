@@ -383,19 +383,15 @@ typedef struct {
 /* Plan every step before inserting anything, so a failure leaves the graph as it was. */
 static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, survey *found, GError **error)
 {
-    GHashTable *forward = rv_gpu_tasks_of_phase_by_step(graph, RV_PHASE_FORWARD);
-    GHashTable *backward = rv_gpu_tasks_of_phase_by_step(graph, RV_PHASE_BACKWARD);
+    rv_step_lists by_step = rv_gpu_tasks_forward_backward(graph);
     GPtrArray *plans = g_ptr_array_new_with_free_func(step_plan_free);
-    GList *keys = rv_tasks_by_step_keys(forward);
     rv_layer_family_memo memo;
     rv_layer_family_memo_init(&memo, graph);
-    for (GList *k = keys; k != NULL && plans != NULL; k = k->next) {
-        GArray *fwd_tasks = g_hash_table_lookup(forward, k->data), *bwd_tasks = g_hash_table_lookup(backward, k->data);
-        if (bwd_tasks == NULL) { /* still count its forward layers, for the error */
-            bwd_tasks = g_array_new(FALSE, FALSE, sizeof(int32_t));
-            g_hash_table_insert(backward, k->data, bwd_tasks);
-        }
-        int32_t step = GPOINTER_TO_INT(k->data) - 2;
+    for (int32_t step = -1; step < (int32_t)by_step.slots - 1 && plans != NULL; step++) {
+        /* a step without backward still counts its forward layers, for the error */
+        GArray *fwd_tasks = rv_step_lists_get(&by_step, step, RV_LIST_FORWARD);
+        GArray *bwd_tasks = rv_step_lists_get(&by_step, step, RV_LIST_BACKWARD);
+        if (fwd_tasks->len == 0) continue;
         GArray *fwd = rv_layer_instances(graph, &memo, fwd_tasks, FALSE);
         GArray *bwd = rv_layer_instances(graph, &memo, bwd_tasks, TRUE);
         GArray *offloads = plan_step(graph, fwd, bwd, options->all, options->dtype_bytes, found);
@@ -413,10 +409,8 @@ static GPtrArray *plan_steps(rv_graph *graph, const plan_options *options, surve
         *plan = (step_plan){ step, g_array_index(bwd_tasks, int32_t, 0), offloads };
         g_ptr_array_add(plans, plan);
     }
-    g_list_free(keys);
     rv_layer_family_memo_clear(&memo);
-    g_hash_table_destroy(forward);
-    g_hash_table_destroy(backward);
+    rv_step_lists_free(&by_step);
     return plans;
 }
 

@@ -464,6 +464,34 @@ START_TEST(checkpoint_blocks_hand_built)
 }
 END_TEST
 
+/* A job of several ranks: each rank's DataLoader feeds that rank alone, so
+ * its batches go to worker channels of its own, on its rank (an edge across
+ * ranks outside a collective breaks the job: validate.h). */
+START_TEST(dataloader_workers_per_rank)
+{
+    rv_graph *job = load_dlrm_job();
+    GError *error = NULL;
+    ck_assert_msg(apply_plugin(job, "dataloader", "workers=2", &error), "%s", error ? error->message : "");
+    guint channels = 0;
+    for (guint r = 0; r < job->resources->len; r++) {
+        const rv_resource *resource = &g_array_index(job->resources, rv_resource, r);
+        const char *name = rv_strings_get(job->strings, resource->name);
+        if (resource->kind != RV_RES_CHANNEL || strstr(name, "dataloader worker") == NULL) continue;
+        channels++;
+        ck_assert_int_ge(resource->rank_index, 0);
+        char *want = g_strdup_printf("rank %" G_GINT64_FORMAT " dataloader worker",
+                                     g_array_index(job->ranks, rv_rank, resource->rank_index).rank);
+        ck_assert_msg(g_str_has_prefix(name, want), "%s on rank index %d", name, resource->rank_index);
+        g_free(want);
+    }
+    ck_assert_uint_eq(channels, 2 * job->ranks->len);
+    rv_sim_result sim = { 0 };
+    ck_assert(rv_simulate(job, NULL, &sim, NULL));
+    rv_sim_result_clear(&sim);
+    rv_graph_free(job);
+}
+END_TEST
+
 START_TEST(dataloader_nothing)
 {
     tiny t = amp_graph();
@@ -689,6 +717,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, dataloader_workers_hand_built);
     tcase_add_test(tc, dataloader_workers_pair);
     tcase_add_test(tc, dataloader_nothing);
+    tcase_add_test(tc, dataloader_workers_per_rank);
     tcase_add_test(tc, checkpoint_blocks_hand_built);
     tcase_add_test(tc, dataloader_real);
     suite_add_tcase(suite, tc);

@@ -17,6 +17,7 @@
 
 #include <glib.h>
 #include "reverie/graph.h"
+#include "reverie/transform.h"
 #include "reverie/strings.h"
 
 G_BEGIN_DECLS
@@ -65,9 +66,11 @@ GArray *rv_layer_instances(const rv_graph *graph, rv_layer_family_memo *memo, co
  * partner. */
 GArray *rv_layer_mirror_pairs(const GArray *forward, const GArray *backward, int family, guint *unpaired);
 
-/* The GPU tasks of one phase per step (keys as rv_tasks_by_step_new),
- * each step's sorted in recorded order. */
-GHashTable *rv_gpu_tasks_of_phase_by_step(const rv_graph *graph, rv_phase phase);
+/* The live GPU tasks of the forward (list RV_LIST_FORWARD) and backward
+ * (RV_LIST_BACKWARD) phases by step (rv_step_lists, transform.h), each
+ * list in recorded order. */
+enum { RV_LIST_FORWARD, RV_LIST_BACKWARD };
+rv_step_lists rv_gpu_tasks_forward_backward(rv_graph *graph);
 
 G_END_DECLS
 

@@ -176,17 +176,6 @@ int32_t rv_transform_add_channel(rv_graph *graph, const char *name);
 int32_t rv_transform_add_comm_stream(rv_graph *graph, int32_t like, const char *name);
 
 /*
- * Tasks grouped by step, for plugins that act once per step.  Keys are
- * GINT_TO_POINTER(step + 2), so that step -1 (outside every step) is a valid
- * key; values are GArrays of int32 task ids, freed with the table.
- */
-GHashTable *rv_tasks_by_step_new(void);
-void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task);
-
-/* The step keys of such a table, in ascending step order (g_list_free). */
-GList *rv_tasks_by_step_keys(GHashTable *groups);
-
-/*
  * Tasks sorted into lists by step, flat, for plugins that walk every task
  * of a large graph: list `list` of step s (-1: outside every step) is
  * rv_step_lists_get(lists, s, list), its ids in ascending order, possibly

@@ -107,20 +107,19 @@ GArray *rv_layer_mirror_pairs(const GArray *forward, const GArray *backward, int
     return pairs;
 }
 
-static void sort_group(gpointer key, gpointer value, gpointer graph)
+static int forward_or_backward_gpu(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
 {
-    (void)key;
-    g_array_sort_with_data(value, rv_task_compare_recorded, graph);
+    (void)graph;
+    (void)id;
+    (void)data;
+    if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) return -1;
+    return task->phase == RV_PHASE_FORWARD ? RV_LIST_FORWARD : task->phase == RV_PHASE_BACKWARD ? RV_LIST_BACKWARD : -1;
 }
 
-GHashTable *rv_gpu_tasks_of_phase_by_step(const rv_graph *graph, rv_phase phase)
+rv_step_lists rv_gpu_tasks_forward_backward(rv_graph *graph)
 {
-    GHashTable *groups = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || !(task->flags & RV_TASK_FLAG_GPU)) continue;
-        if (task->phase == phase) rv_tasks_by_step_add(groups, task->step, id);
-    }
-    g_hash_table_foreach(groups, sort_group, (gpointer)graph);
-    return groups;
+    rv_step_lists lists = rv_step_lists_new(graph, 2, forward_or_backward_gpu, NULL);
+    for (gsize i = 0; i < (gsize)lists.slots * lists.list_count; i++)
+        g_array_sort_with_data(lists.lists[i], rv_task_compare_recorded, graph);
+    return lists;
 }

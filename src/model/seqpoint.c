@@ -28,32 +28,35 @@ typedef struct {
     int32_t op, dims;
 } shaped_call;
 
+/* A live forward kernel with shapes, in a step: list 0 (rv_step_lists). */
+static int shaped_forward_kernel(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
+{
+    (void)graph;
+    (void)id;
+    (void)data;
+    return (task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0 ||
+                   task->phase != RV_PHASE_FORWARD || task->input_dims < 0
+               ? -1
+               : 0;
+}
+
 /* Each step's shaped forward kernels, in recorded order (at most CALLS_PER_STEP). */
 static GPtrArray *shaped_calls_by_step(const rv_graph *graph)
 {
-    GHashTable *by_step = rv_tasks_by_step_new();
-    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
-        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
-        if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0 ||
-            task->phase != RV_PHASE_FORWARD || task->input_dims < 0)
-            continue;
-        rv_tasks_by_step_add(by_step, task->step, id);
-    }
+    rv_step_lists by_step = rv_step_lists_new(graph, 1, shaped_forward_kernel, NULL);
     GPtrArray *steps = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
     for (guint s = 0; s < graph->steps->len; s++) {
         GArray *calls = g_array_new(FALSE, FALSE, sizeof(shaped_call));
-        GArray *ids = g_hash_table_lookup(by_step, GINT_TO_POINTER((gint)s + 2)); /* rv_tasks_by_step_new's keys */
-        if (ids) {
-            g_array_sort_with_data(ids, rv_task_compare_recorded, (gpointer)graph);
-            for (guint i = 0; i < ids->len && calls->len < CALLS_PER_STEP; i++) {
-                const rv_task *task = &g_array_index(graph->tasks, rv_task, g_array_index(ids, int32_t, i));
-                shaped_call call = { task->op, task->input_dims };
-                g_array_append_val(calls, call);
-            }
+        GArray *ids = rv_step_lists_get(&by_step, (int32_t)s, 0);
+        g_array_sort_with_data(ids, rv_task_compare_recorded, (gpointer)graph);
+        for (guint i = 0; i < ids->len && calls->len < CALLS_PER_STEP; i++) {
+            const rv_task *task = &g_array_index(graph->tasks, rv_task, g_array_index(ids, int32_t, i));
+            shaped_call call = { task->op, task->input_dims };
+            g_array_append_val(calls, call);
         }
         g_ptr_array_add(steps, calls);
     }
-    g_hash_table_destroy(by_step);
+    rv_step_lists_free(&by_step);
     return steps;
 }
 

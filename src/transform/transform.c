@@ -145,22 +145,6 @@ static int64_t launch_cost(rv_graph *graph)
     return index->launch_ns;
 }
 
-GHashTable *rv_tasks_by_step_new(void)
-{
-    return g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
-}
-
-void rv_tasks_by_step_add(GHashTable *groups, int32_t step, int32_t task)
-{
-    gpointer key = GINT_TO_POINTER(step + 2);
-    GArray *list = g_hash_table_lookup(groups, key);
-    if (list == NULL) {
-        list = g_array_new(FALSE, FALSE, sizeof(int32_t));
-        g_hash_table_insert(groups, key, list);
-    }
-    g_array_append_val(list, task);
-}
-
 /* ---- removal -------------------------------------------------------- */
 
 /*
@@ -1032,17 +1016,6 @@ int32_t rv_transform_add_comm_stream(rv_graph *graph, int32_t like, const char *
     model.thread = -1; /* no stream of the trace */
     g_array_append_val(graph->resources, model);
     return (int32_t)graph->resources->len - 1;
-}
-
-static gint compare_step_keys(gconstpointer a, gconstpointer b)
-{
-    int x = GPOINTER_TO_INT(a), y = GPOINTER_TO_INT(b);
-    return x < y ? -1 : x > y;
-}
-
-GList *rv_tasks_by_step_keys(GHashTable *groups)
-{
-    return g_list_sort(g_hash_table_get_keys(groups), compare_step_keys);
 }
 
 rv_step_lists rv_step_lists_new(const rv_graph *graph, guint list_count, rv_task_classifier classify, gpointer data)
