@@ -204,8 +204,11 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
 /* ---- cut=blocks ----------------------------------------------------------- */
 
 /* A block is at least this many GPU tasks: a pair of kernels that repeats
- * (a copy and a cast) is no layer. */
+ * (a copy and a cast) is no layer.  And at most this many: no layer
+ * launches more, and the search costs tasks x the longest period, which
+ * this keeps to seconds for a step of a million tasks. */
 #define MIN_BLOCK_TASKS 3
+#define MAX_BLOCK_TASKS 4096
 
 typedef struct {
     guint start, period, count;     /* count copies of period tasks from start */
@@ -229,13 +232,12 @@ static int64_t run_ns(const task_sequence *seq, const repeat_run *run)
  * long run of tiny kernels (per-parameter copies) is not its layers.  For
  * each period, a run of m matching positions (position i and i + period
  * hold the same kernel) counted from the right means [i, i + m + period)
- * repeats.  O(n^2 / 2) name comparisons: about a quarter of a second for
- * 20,000 forward tasks. */
+ * repeats.  n x min(n / 2, MAX_BLOCK_TASKS) name comparisons. */
 static repeat_run longest_repeat(const task_sequence *seq, guint from, guint to)
 {
     repeat_run best = { 0, 0, 0 };
     int64_t best_ns = 0;
-    for (guint period = MIN_BLOCK_TASKS; from + 2 * period <= to; period++) {
+    for (guint period = MIN_BLOCK_TASKS; period <= MAX_BLOCK_TASKS && from + 2 * period <= to; period++) {
         repeat_run longest = { 0, period, 0 };
         guint matches = 0;
         for (guint i = to - period; i-- > from;) {
