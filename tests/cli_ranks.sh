@@ -127,14 +127,16 @@ grep -q "rank6" "$work/err" && fail "the error of a later rank was reported: $(c
 mkdir "$work/empty"
 expect_status 2 "$reverie" info "$work/empty"
 expect_one_line_error "a folder with no .json, .json.gz or .rvg file in it"
-# a plugin that mixes the ranks' work is refused, not replayed: one error
-# line after the notes on what the traces lacked
+# a bad parameter is one error line after the notes on what the traces lacked
 expect_plugin_error() { # TEXT
     [ "$(grep -vc '^reverie: note: ' "$work/err")" -eq 1 ] || fail "not one error line: $(cat "$work/err")"
     grep -v '^reverie: note: ' "$work/err" | grep -qF -- "$1" || fail "the error lacks \"$1\": $(cat "$work/err")"
 }
-expect_status 3 "$reverie" whatif "$job" --opt dataloader:workers=4
-expect_plugin_error "ranks meet only in a collective's rendezvous"
+# each rank's DataLoader gets workers of its own (an edge across ranks
+# would be refused: test_job's an_edge_across_ranks_is_refused)
+expect_status 0 "$reverie" whatif "$job" --opt dataloader:workers=4
+expect_in "$work/out" "8 batches (steps x ranks)"
+expect_in "$work/out" "4 workers of its rank"
 expect_status 1 "$reverie" whatif "$job" --opt straggler:rank=9
 expect_plugin_error "rank=9: the graph holds ranks 0, 1, 2, 3, 4, 5, 6, 7"
 

@@ -199,6 +199,30 @@ START_TEST(dlrm_saved_and_loaded)
 }
 END_TEST
 
+/* Ranks meet only in a collective's rendezvous: an edge from one rank's
+ * task to another's is refused, by the check a plugin's graph goes
+ * through, with both tasks named. */
+START_TEST(an_edge_across_ranks_is_refused)
+{
+    rv_graph *job = load_dlrm_job();
+    int32_t first[2] = { -1, -1 };
+    for (int32_t id = 0; id < rv_graph_task_count(job) && (first[0] < 0 || first[1] < 0); id++) {
+        const rv_task *task = rv_graph_task(job, id);
+        int32_t rank = rv_task_rank_index(job, task);
+        if (rank >= 0 && rank < 2 && first[rank] < 0 && task->collective <= 0 && !(task->flags & RV_TASK_FLAG_GPU))
+            first[rank] = id;
+    }
+    ck_assert(first[0] >= 0 && first[1] >= 0);
+    GError *error = NULL;
+    ck_assert(rv_graph_validate(job, &error));
+    rv_graph_add_edge(job, first[0], first[1], RV_EDGE_PLUGIN, FALSE);
+    ck_assert(!rv_graph_validate(job, &error));
+    ck_assert_msg(strstr(error->message, "ranks meet only in a collective's rendezvous") != NULL, "%s", error->message);
+    g_error_free(error);
+    rv_graph_free(job);
+}
+END_TEST
+
 /* The join that frees its inputs as it copies them (an import's) builds
  * the same job as the one that keeps them, and leaves no input behind. */
 START_TEST(dlrm_join_freeing_its_inputs)
@@ -568,6 +592,7 @@ int main(void)
     tcase_add_test(bad, missing_rank_refused);
     tcase_add_test(bad, different_jobs_refused);
     tcase_add_test(bad, mismatched_collectives_refused);
+    tcase_add_test(bad, an_edge_across_ranks_is_refused);
     suite_add_tcase(suite, bad);
     TCase *whatif = tcase_create("what-ifs");
     tcase_set_timeout(whatif, 300);

@@ -22,6 +22,12 @@ typedef struct {
     gboolean point_to_point;
 } kernel_group;
 
+/* A rank's list, or NULL for a rank without kernels of the group. */
+static void rank_list_free(gpointer list)
+{
+    if (list != NULL) g_array_unref(list);
+}
+
 static void kernel_group_free(gpointer data)
 {
     kernel_group *group = data;
@@ -100,7 +106,7 @@ static GPtrArray *group_kernels(const rv_graph *graph, GHashTable **by_key)
         kernel_group *group = g_hash_table_lookup(*by_key, key);
         if (group == NULL) {
             group = g_new0(kernel_group, 1);
-            group->per_rank = g_ptr_array_new_full(ranks, (GDestroyNotify)g_array_unref);
+            group->per_rank = g_ptr_array_new_full(ranks, rank_list_free);
             g_ptr_array_set_size(group->per_rank, (gint)ranks);
             group->group = info->group;
             group->point_to_point = info->peer >= 0;
