@@ -852,6 +852,38 @@ static void apply_forgery(const guint8 *bytes, gsize length, const forgery *f)
     g_free(copy);
 }
 
+/* Forgeries with valid checksums deep inside the sections of a graph
+ * larger than the file reader's window (its tasks section spans several
+ * refills): the file says what the buffer says. */
+START_TEST(forged_large_graph_file_like_buffer)
+{
+    char *path = project_trace_path("hta_resnet50_v100.json.gz");
+    rv_graph *graph = graph_of_trace(path);
+    g_free(path);
+    ck_assert(graph != NULL);
+    gsize length;
+    guint8 *bytes = save_bytes(graph, &length);
+    guint tasks = (guint)rv_graph_task_count(graph);
+    rv_graph_free(graph);
+    ck_assert_uint_gt((guint64)tasks * TASK_SIZE, 4 * 256 * 1024); /* past several windows */
+    const struct { uint32_t section; gsize at; uint32_t value; const char *what; } forged[] = {
+        { SEC_TASKS, 4 + (gsize)(tasks - 3) * TASK_SIZE + 40, (uint32_t)-1, "the third-last task's resource" },
+        { SEC_TASKS, 4 + (gsize)(tasks / 2) * TASK_SIZE + 44, 1u << 30, "a middle task's name" },
+        { SEC_TASKS, 0, tasks + 1, "the task count" },
+        { SEC_STRINGS, 4, 1u << 31, "the first string's length" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(forged); i++) {
+        guint8 *copy = g_memdup2(bytes, length);
+        put_le(copy + section_offset(copy, forged[i].section) + forged[i].at, forged[i].value, 4);
+        fix_checksums(copy, length);
+        expect_load_error(copy, length, NULL, forged[i].what);
+        expect_file_loads_like_buffer(copy, length, forged[i].what);
+        g_free(copy);
+    }
+    g_free(bytes);
+}
+END_TEST
+
 START_TEST(forged_fields_with_valid_checksums)
 {
     gsize length;
@@ -1083,6 +1115,7 @@ static Suite *store_suite(void)
     tcase_add_test(damage, json_trace_named_rvg);
     tcase_add_test(damage, missing_file);
     tcase_add_test(damage, forged_fields_with_valid_checksums);
+    tcase_add_test(damage, forged_large_graph_file_like_buffer);
     tcase_add_test(damage, forged_strings);
     tcase_add_test(damage, extra_bytes);
     tcase_add_test(damage, save_refuses_inconsistent_graph);
