@@ -131,12 +131,20 @@ JOBS = {
     "vit_b16": {
         "model": "torchvision ViT-B/16, training, SGD, batch 32, 224x224, synthetic images",
         "arch": "vit_b_16", "batch": 32,
-        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16})},
+        # Recorded after checkpoint:cut=blocks was written on the decoder's
+        # pair, to check it on models it was not built on.
+        "blocks": ("EncoderBlock",),
+        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16}),
+                     "checkpoint": ("autocast bf16, each encoder layer under torch.utils.checkpoint "
+                                    "(use_reentrant=False)", {"amp": torch.bfloat16, "checkpoint": True})},
     },
     "convnext_tiny": {
         "model": "torchvision ConvNeXt-Tiny, training, SGD, batch 32, 224x224, synthetic images",
         "arch": "convnext_tiny", "batch": 32,
-        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16})},
+        "blocks": ("CNBlock",),
+        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16}),
+                     "checkpoint": ("autocast bf16, each ConvNeXt block under torch.utils.checkpoint "
+                                    "(use_reentrant=False)", {"amp": torch.bfloat16, "checkpoint": True})},
     },
     # Recorded after the projection's cache and fixed-cost rules were
     # settled, to check those too.
@@ -185,6 +193,28 @@ class CpuHeavyImages(torch.utils.data.Dataset):
         for _ in range(4):  # a colour jitter's worth of work
             image = (image - image.mean()) / (image.std() + 1e-6)
         return image, index % 1000
+
+
+class Checkpointed(nn.Module):
+    """A module run under torch.utils.checkpoint while training."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        if self.training:
+            return torch.utils.checkpoint.checkpoint(self.inner, *args, use_reentrant=False)
+        return self.inner(*args)
+
+
+def checkpoint_blocks(model, class_names):
+    """Put every submodule whose class is named in class_names under
+    checkpoint, as per-layer activation checkpointing does."""
+    for parent in list(model.modules()):
+        for key, child in list(parent.named_children()):
+            if type(child).__name__ in class_names:
+                setattr(parent, key, Checkpointed(child))
 
 
 def settings_of(job, variant):
@@ -237,6 +267,8 @@ def build_step(job, variant, device):
     if "arch" in JOBS[job]:
         import torchvision
         model = getattr(torchvision.models, JOBS[job]["arch"])().to(device)
+        if s.get("checkpoint"):
+            checkpoint_blocks(model, JOBS[job]["blocks"])
         batch, size = (JOBS[job]["batch"], 224) if not SMOKE else (2, 224)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         images = torch.randn(batch, 3, size, size, device=device)
