@@ -200,21 +200,9 @@ static void note_ffn(rv_graph *graph, expert_state *state, const rv_blocks *bloc
     if (dims.out > 0) g_array_append_val(state->widths, dims.out);
 }
 
-/* A live kernel of a step's forward (list RV_PHASE_FORWARD) or backward
- * (RV_PHASE_BACKWARD). */
-G_STATIC_ASSERT(RV_PHASE_FORWARD == 0 && RV_PHASE_BACKWARD == 1);
-static int kernel_by_phase(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
-{
-    (void)graph;
-    (void)id;
-    (void)data;
-    if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) return -1;
-    return task->phase == RV_PHASE_FORWARD || task->phase == RV_PHASE_BACKWARD ? (int)task->phase : -1;
-}
-
 static void find_ffns(rv_graph *graph, expert_state *state)
 {
-    rv_step_lists by_step = rv_step_lists_new(graph, 2, kernel_by_phase, NULL);
+    rv_step_lists by_step = rv_step_lists_new(graph, RV_KERNEL_PHASE_LISTS, rv_kernel_by_phase, NULL);
     for (int32_t step = 0; step < (int32_t)by_step.slots - 1; step++) {
         if (rv_step_lists_get(&by_step, step, RV_PHASE_FORWARD)->len == 0) continue;
         guint found[2] = { 0, 0 };

@@ -294,18 +294,6 @@ static int64_t message_bytes(const rv_params *params, GArray *elements, GError *
     return -1;
 }
 
-/* GPU kernels of the forward, backward and optimizer phases, by step: the
- * phase is the list (rv_step_lists). */
-G_STATIC_ASSERT(RV_PHASE_FORWARD == 0 && RV_PHASE_BACKWARD == 1 && RV_PHASE_OPTIMIZER == 2);
-static int kernel_by_phase(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
-{
-    (void)graph;
-    (void)id;
-    (void)data;
-    if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) return -1;
-    return task->phase <= RV_PHASE_OPTIMIZER ? (int)task->phase : -1;
-}
-
 static gboolean check_params(const rv_params *params, tp_state *state, GError **error)
 {
     state->degree = rv_params_integer(params, "degree");
@@ -445,7 +433,7 @@ static gboolean tp_apply(rv_graph *graph, const rv_params *params, rv_plugin_out
                     "inserted): slicing its GEMMs again would count the degree twice", existing, degree_text);
         return FALSE;
     }
-    rv_step_lists by_step = rv_step_lists_new(graph, 3, kernel_by_phase, NULL);
+    rv_step_lists by_step = rv_step_lists_new(graph, RV_KERNEL_PHASE_LISTS, rv_kernel_by_phase, NULL);
     state.activation_elements = g_array_new(FALSE, FALSE, sizeof(int64_t));
     state.finder = rv_block_finder_new(graph);
     int64_t world = rv_graph_world_size(graph);

@@ -193,6 +193,11 @@ typedef struct {
 } rv_step_lists;
 
 rv_step_lists rv_step_lists_new(const rv_graph *graph, guint list_count, rv_task_classifier classify, gpointer data);
+/* A classifier: a live kernel inside a step goes to the list of its phase
+ * (RV_PHASE_FORWARD, RV_PHASE_BACKWARD or RV_PHASE_OPTIMIZER: list_count
+ * RV_KERNEL_PHASE_LISTS), any other task to none. */
+#define RV_KERNEL_PHASE_LISTS (RV_PHASE_OPTIMIZER + 1)
+int rv_kernel_by_phase(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data);
 GArray *rv_step_lists_get(const rv_step_lists *lists, int32_t step, guint list);
 void rv_step_lists_free(rv_step_lists *lists);
 

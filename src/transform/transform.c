@@ -1050,6 +1050,16 @@ rv_step_lists rv_step_lists_new(const rv_graph *graph, guint list_count, rv_task
     return lists;
 }
 
+G_STATIC_ASSERT(RV_PHASE_FORWARD == 0 && RV_PHASE_BACKWARD == 1 && RV_PHASE_OPTIMIZER == 2);
+int rv_kernel_by_phase(const rv_graph *graph, int32_t id, const rv_task *task, gpointer data)
+{
+    (void)graph;
+    (void)id;
+    (void)data;
+    if ((task->flags & RV_TASK_FLAG_REMOVED) || task->kind != RV_TASK_KERNEL || task->step < 0) return -1;
+    return task->phase <= RV_PHASE_OPTIMIZER ? (int)task->phase : -1;
+}
+
 GArray *rv_step_lists_get(const rv_step_lists *lists, int32_t step, guint list)
 {
     return lists->lists[(gsize)(step + 1) * lists->list_count + list];
