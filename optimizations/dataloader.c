@@ -83,7 +83,7 @@ static const rv_param_spec dataloader_params[] = {
 /* One step's loading in one rank: its tasks and their total time. */
 typedef struct {
     int32_t step;
-    int32_t rank;           /* rank index (graph->ranks), -1 in a one-process graph */
+    int32_t rank;           /* rank index (graph->ranks), -1 where the graph names none */
     GArray *tasks;          /* data-loading CPU tasks of the step */
     int32_t handoff_task;   /* the DATALOAD task that becomes the hand-off, or -1 */
     int64_t work_ns;        /* duration + host overhead of the tasks */
@@ -122,14 +122,14 @@ static step_loading loading_of(rv_graph *graph, int32_t step, int32_t rank, GArr
     return loading;
 }
 
-/* The loading of every step and rank that has some, in step order, ranks
- * in order within a step (free with free_loadings). */
+/* The loading of every rank and step that has some, rank by rank, each
+ * rank's in step order (free with free_loadings). */
 static GArray *collect_loadings(rv_graph *graph)
 {
     rv_step_lists by_step = rv_step_lists_new(graph, graph->ranks->len + 1, loading_list, NULL);
     GArray *loadings = g_array_new(FALSE, TRUE, sizeof(step_loading));
-    for (int32_t step = -1; step < (int32_t)by_step.slots - 1; step++)
-        for (guint list = 0; list < by_step.list_count; list++) {
+    for (guint list = 0; list < by_step.list_count; list++)
+        for (int32_t step = -1; step < (int32_t)by_step.slots - 1; step++) {
             GArray *tasks = rv_step_lists_get(&by_step, step, list);
             if (tasks->len == 0) continue;
             step_loading loading = loading_of(graph, step, (int32_t)list - 1, tasks);
@@ -227,16 +227,16 @@ static int32_t *worker_channels(rv_graph *graph, int32_t rank, int64_t workers)
  * full).  With start=steady the first batch of worker w is (w + 1) / N
  * loaded already: the phases a pipeline that has been running keeps
  * (batches every load / N), not N batches arriving together after one
- * whole load.  `mine` holds the rank's loadings, in step order. */
-static gboolean move_rank_to_workers(rv_graph *graph, GPtrArray *mine, int32_t rank, const worker_model *model,
+ * whole load.  `mine` holds the rank's `count` loadings, in step order. */
+static gboolean move_rank_to_workers(rv_graph *graph, const step_loading *mine, guint count, const worker_model *model,
                                      GError **error)
 {
-    int32_t *channel = worker_channels(graph, rank, model->workers), *last = g_new(int32_t, model->workers);
+    int32_t *channel = worker_channels(graph, mine[0].rank, model->workers), *last = g_new(int32_t, model->workers);
     for (int64_t w = 0; w < model->workers; w++) last[w] = -1;
     gboolean ok = TRUE;
     int64_t window = model->prefetch * model->workers;
-    for (guint i = 0; i < mine->len && ok; i++) {
-        const step_loading *loading = g_ptr_array_index(mine, i);
+    for (guint i = 0; i < count && ok; i++) {
+        const step_loading *loading = &mine[i];
         if (loading->handoff_task < 0) continue;
         int64_t w = (int64_t)i % model->workers;
         double share_left = model->steady && last[w] < 0 ? (double)(w + 1) / (double)model->workers : 1.0;
@@ -245,7 +245,7 @@ static gboolean move_rank_to_workers(rv_graph *graph, GPtrArray *mine, int32_t r
         if (load < 0) { ok = FALSE; break; }
         last[w] = load;
         if ((int64_t)i >= window) {
-            const step_loading *earlier = g_ptr_array_index(mine, i - (guint)window);
+            const step_loading *earlier = &mine[i - (guint)window];
             if (earlier->handoff_task >= 0) rv_transform_add_edge(graph, earlier->handoff_task, load);
         }
         rv_transform_add_edge(graph, load, loading->handoff_task);
@@ -263,17 +263,15 @@ static gboolean move_rank_to_workers(rv_graph *graph, GPtrArray *mine, int32_t r
 }
 
 /* Each rank's loadings to its own workers: a rank's DataLoader feeds that
- * rank alone. */
+ * rank alone.  collect_loadings put each rank's together. */
 static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_model *model, GError **error)
 {
     gboolean ok = TRUE;
-    for (int32_t rank = -1; rank < (int32_t)graph->ranks->len && ok; rank++) {
-        GPtrArray *mine = g_ptr_array_new();
-        for (guint i = 0; i < loadings->len; i++)
-            if (g_array_index(loadings, step_loading, i).rank == rank)
-                g_ptr_array_add(mine, &g_array_index(loadings, step_loading, i));
-        if (mine->len) ok = move_rank_to_workers(graph, mine, rank, model, error);
-        g_ptr_array_unref(mine);
+    for (guint from = 0, to; from < loadings->len && ok; from = to) {
+        const step_loading *first = &g_array_index(loadings, step_loading, from);
+        for (to = from + 1; to < loadings->len && g_array_index(loadings, step_loading, to).rank == first->rank; to++)
+            ;
+        ok = move_rank_to_workers(graph, first, to - from, model, error);
     }
     return ok;
 }
