@@ -17,8 +17,9 @@
  * kind, name, stream and duration, tagged backward) is inserted on its
  * stream before the first task of s's backward run, with a launch call on
  * the thread that launches that run (the autograd thread), costed at the
- * trace's median launch and carrying the original call's host overhead
- * (the segment's Python runs again).
+ * trace's median launch and carrying the host time the forward spent to
+ * reach the original launch: its host overhead and the calls between it
+ * and the segment's previous launch (the segment's Python runs again).
  * MEMORY.  Every launch call of a recomputed segment but those of its
  * first operator (whose input is the segment's input, which checkpoint
  * keeps) is marked RV_MEM_EFFECT_RECOMPUTED with its segment (memory.h):
@@ -49,11 +50,24 @@
  * recomputed up to its last task whose output the next task saves or that
  * saves its own output.  use_reentrant=true (PyTorch's default when it is
  * not given) recomputes the whole segment.
+ * HOOKS (use_reentrant=false).  The non-reentrant checkpoint runs each
+ * segment's forward under saved-tensor hooks: a Python call for every
+ * tensor an operator saves, in forward (pack), in the recomputation (pack
+ * again) and in backward (unpack).  The forward's host time over a
+ * segment grows by hook_cost (a fraction of it), the recomputation copies
+ * that grown time, and the backward pays the forward's added time once
+ * more.  hook_cost's default is measured, not derived: the forward's
+ * host time over the checkpointed blocks grew by 0.95-1.14 of itself on
+ * three models recorded on one H100 with and without checkpointing
+ * (traces/recorded/h100_checkpoint; tests/bench/checkpoint_hooks.py),
+ * 1.22-1.52 on an H200 (held out).
  * Weak: segments=N cuts by time, not by module; a block whose first
  * instance differs (a downsampling residual block) is not found as one;
  * dropout's random state, and the recomputation overlapping the previous
  * segment's backward, are not modelled.
  */
+#include <math.h>
+
 #include "reverie/error.h"
 #include "reverie/memory.h"
 #include "reverie/plugin.h"
@@ -69,6 +83,11 @@ static const rv_param_spec checkpoint_params[] = {
     { "use_reentrant", RV_PARAM_CHOICE, "true", NULL,
       "PyTorch's use_reentrant: true recomputes whole segments (its default when not given); false stops once "
       "every tensor the backward saved is back (non-reentrant early stop)", "true|false" },
+    { "hook_cost", RV_PARAM_NUMBER, "0.96", "x",
+      "use_reentrant=false only: the host time a checkpointed block's forward operators spend in the checkpoint's "
+      "saved-tensor hooks, as a fraction of their recorded host time, paid in forward and again in the "
+      "recomputation, and as much again in backward (0.96: the median of three models recorded with and without "
+      "checkpointing on one H100, 0.95-1.14; on an H200 1.22-1.52: tests/bench/checkpoint_hooks.py)", NULL },
     { NULL }
 };
 
@@ -98,6 +117,9 @@ typedef struct {
     guint blocks, block_tasks;       /* cut=blocks: blocks recomputed, their forward GPU tasks */
     gboolean early_stop;             /* the setting use_reentrant=false, read by every segment */
     guint not_rerun;                 /* GPU tasks early stop left out */
+    int64_t host_ns;                 /* the recomputed launches' host time */
+    double hook_cost;                /* use_reentrant=false: hook time over the forward's host time */
+    int64_t hook_ns;                 /* host time the hooks added to the forward */
 } totals;
 
 static gboolean same_operator(const rv_task *a, const rv_task *b)
@@ -169,6 +191,74 @@ static guint recompute_end(rv_graph *graph, const GArray *forward, guint from, g
     return end;
 }
 
+/* A bound on the CPU calls searched back between two launches of a
+ * segment: a forward operator makes a handful; far more means the two
+ * launches are not neighbours in one forward (another thread's order). */
+#define MAX_CALLS_BETWEEN_LAUNCHES 4096
+
+/* The host time the forward spent to reach `launch` since `previous` (the
+ * launch of the segment's GPU task before it, or -1): the launch's own host
+ * overhead, plus every CPU call on its thread in between (their host time
+ * and run time: the allocator, the views, the casts, stream queries that
+ * launch nothing).  Recomputation runs that Python and ATen again; carrying
+ * only the launch's own overhead dropped the calls between (on ViT-B/16,
+ * about a third of the forward's host time).  A blocking call's waiting
+ * part is not the host's work and is left out. */
+static int64_t forward_host_ns(rv_graph *graph, int32_t previous, int32_t launch)
+{
+    int64_t host_ns = rv_graph_task(graph, launch)->host_overhead_ns;
+    if (previous < 0) return host_ns;
+    int64_t between_ns = 0;
+    int32_t call = rv_graph_resource_previous(graph, launch);
+    for (int steps = 0; call >= 0 && call != previous; steps++, call = rv_graph_resource_previous(graph, call)) {
+        if (steps == MAX_CALLS_BETWEEN_LAUNCHES) return host_ns;
+        const rv_task *task = rv_graph_task(graph, call);
+        if (task->flags & RV_TASK_FLAG_REMOVED) continue;
+        between_ns += task->host_overhead_ns;
+        if (task->kind == RV_TASK_CPU && !(task->flags & RV_TASK_FLAG_BLOCKING)) between_ns += task->duration_ns;
+    }
+    return call == previous ? host_ns + between_ns : host_ns;
+}
+
+/* The non-reentrant checkpoint's saved-tensor hooks: every CPU call on the
+ * forward thread from the launch of forward[from]'s task to that of
+ * forward[to - 1]'s (the block's operators) takes hook_cost more host time.
+ * Run before recompute(), which copies the scaled host time: the
+ * recomputation runs under the same hooks.  A bounded walk, like
+ * forward_host_ns. */
+static int64_t add_hook_cost(rv_graph *graph, const GArray *forward, guint from, guint to, totals *sum)
+{
+    if (!sum->early_stop || sum->hook_cost <= 0 || from >= to) return 0;
+    int32_t first = rv_graph_launch_of(graph, g_array_index(forward, int32_t, from));
+    int32_t call = rv_graph_launch_of(graph, g_array_index(forward, int32_t, to - 1));
+    if (first < 0 || call < 0) return 0;
+    int64_t added_ns = 0;
+    GArray *calls = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int steps = 0; call >= 0 && steps <= MAX_CALLS_BETWEEN_LAUNCHES * (int)(to - from); steps++) {
+        g_array_append_val(calls, call);
+        if (call == first) break;
+        call = rv_graph_resource_previous(graph, call);
+    }
+    if (call == first) {
+        for (guint i = 0; i < calls->len; i++)
+            added_ns += llround(rv_graph_task(graph, g_array_index(calls, int32_t, i))->host_overhead_ns * sum->hook_cost);
+        rv_transform_scale_host_overhead(graph, calls, 1.0 + sum->hook_cost);
+    }
+    g_array_unref(calls);
+    sum->hook_ns += added_ns;
+    return added_ns;
+}
+
+/* The unpack hooks: the block's backward takes back each tensor its
+ * forward packed, one hook call per tensor as in forward, so the forward's
+ * added hook time is paid once more on the thread that runs the backward,
+ * charged to the launch of the block's first backward task (`before`). */
+static void add_unpack_cost(rv_graph *graph, int32_t before, int64_t hook_ns)
+{
+    int32_t launch = rv_graph_launch_of(graph, before);
+    if (launch >= 0 && hook_ns > 0) rv_graph_task(graph, launch)->host_overhead_ns += hook_ns;
+}
+
 /* Insert copies of forward[from, to) before `before` (a backward GPU task). */
 static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, guint to, int32_t before, totals *sum,
                           GError **error)
@@ -177,11 +267,14 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
     int32_t gpu_after = rv_graph_resource_previous(graph, before);
     int32_t cpu_after = launch_of_before >= 0 ? rv_graph_resource_previous(graph, launch_of_before) : -1;
     const rv_task anchor = *rv_graph_task(graph, before); /* a copy: inserting moves the task array */
+    int32_t previous_launch = -1;
     for (guint i = from; i < to; i++) {
         int32_t original = g_array_index(forward, int32_t, i);
         rv_task copy = *rv_graph_task(graph, original);
         if (copy.resource != anchor.resource) { sum->other_stream++; continue; } /* counted in the notes */
         int32_t original_launch = rv_graph_launch_of(graph, original);
+        int64_t host_ns = original_launch >= 0 ? forward_host_ns(graph, previous_launch, original_launch) : 0;
+        if (original_launch >= 0) previous_launch = original_launch;
         copy.phase = RV_PHASE_BACKWARD;
         copy.flags = RV_TASK_FLAG_GPU;
         copy.correlation = -1;
@@ -193,11 +286,26 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
         gpu_after = id;
         if (cpu_after >= 0) {
             cpu_after = rv_graph_launch_of(graph, id);
-            if (original_launch >= 0) rv_graph_task(graph, cpu_after)->host_overhead_ns = rv_graph_task(graph, original_launch)->host_overhead_ns;
+            if (original_launch >= 0) rv_graph_task(graph, cpu_after)->host_overhead_ns = host_ns;
+            sum->host_ns += host_ns;
         }
         sum->copies++;
         sum->copied_ns += copy.duration_ns;
     }
+    return TRUE;
+}
+
+/* One checkpointed segment forward[from, to), whose backward begins at
+ * `before`: its activations marked for the memory model (before inserting:
+ * the copies' launches are new tasks), the hooks' host time in forward,
+ * its recomputation, then the unpack hooks in backward. */
+static gboolean checkpoint_segment(rv_graph *graph, const GArray *forward, guint from, guint to, int32_t before,
+                                   int32_t segment, totals *sum, GError **error)
+{
+    mark_recomputed(graph, forward, from, to, segment, sum);
+    int64_t hook_ns = add_hook_cost(graph, forward, from, to, sum);
+    if (!recompute(graph, forward, from, recompute_end(graph, forward, from, to, sum), before, sum, error)) return FALSE;
+    add_unpack_cost(graph, before, hook_ns);
     return TRUE;
 }
 
@@ -300,9 +408,8 @@ static gboolean recompute_run(rv_graph *graph, GArray *forward, GArray *backward
     for (guint block = 0; block < f->count && ok; block++) {
         guint from = f->start + block * f->period, to = from + f->period;
         guint bw_first = b->start + (f->count - 1 - block) * b->period;
-        mark_recomputed(graph, forward, from, to, (int32_t)sum->blocks, sum);
-        ok = recompute(graph, forward, from, recompute_end(graph, forward, from, to, sum),
-                       g_array_index(backward, int32_t, bw_first), sum, error);
+        ok = checkpoint_segment(graph, forward, from, to, g_array_index(backward, int32_t, bw_first),
+                                (int32_t)sum->blocks, sum, error);
         sum->blocks++;
         sum->block_tasks += f->period;
     }
@@ -356,10 +463,7 @@ static gboolean checkpoint_step(rv_graph *graph, GArray *forward, GArray *backwa
         guint from = g_array_index(fw_runs, guint, s), to = g_array_index(fw_runs, guint, s + 1);
         guint bw_first = g_array_index(bw_runs, guint, n - 1 - s);
         if (from >= to || bw_first >= backward->len) continue;
-        /* marked before inserting: the copies' launches are new tasks */
-        mark_recomputed(graph, forward, from, to, s, sum);
-        ok = recompute(graph, forward, from, recompute_end(graph, forward, from, to, sum),
-                       g_array_index(backward, int32_t, bw_first), sum, error);
+        ok = checkpoint_segment(graph, forward, from, to, g_array_index(backward, int32_t, bw_first), s, sum, error);
     }
     g_array_unref(fw_runs);
     g_array_unref(bw_runs);
@@ -392,6 +496,12 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
     rv_step_lists by_step = rv_step_lists_new(graph, 2, computation_by_phase, &kernels_before);
     totals sum = { 0 };
     sum.early_stop = strcmp(rv_params_string(params, "use_reentrant"), "false") == 0;
+    sum.hook_cost = rv_params_number(params, "hook_cost");
+    if (!(sum.hook_cost >= 0 && sum.hook_cost <= 100)) {
+        g_set_error(error, RV_ERROR, RV_ERROR_USAGE, "need 0 <= hook_cost <= 100 (a fraction of the forward's host time)");
+        rv_step_lists_free(&by_step);
+        return FALSE;
+    }
     guint steps = 0;
     gboolean ok = TRUE;
     for (int32_t step = -1; step < (int32_t)by_step.slots - 1 && ok; step++) {
@@ -424,6 +534,24 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
                                "backward (+%.1f%% GPU tasks), %s of GPU time a step\n",
                                n, steps, sum.copies, 100.0 * sum.copies / MAX(kernels_before, 1), copied);
     g_free(copied);
+    char *host = rv_format_duration(sum.host_ns / (int64_t)steps);
+    g_string_append_printf(output->notes, "    the recomputation's host time: %s a step (the forward's own, on the "
+                           "backward's thread)\n", host);
+    g_free(host);
+    if (sum.early_stop && sum.hook_cost > 0) {
+        int64_t recompute_hook_ns = llround((double)sum.host_ns * sum.hook_cost / (1.0 + sum.hook_cost));
+        int64_t per_quarter_ns = llround((double)(2 * sum.hook_ns + recompute_hook_ns) * 0.25 / sum.hook_cost);
+        char *forward_hook = rv_format_duration(sum.hook_ns / (int64_t)steps);
+        char *recompute_hook = rv_format_duration(recompute_hook_ns / (int64_t)steps);
+        char *quarter = rv_format_duration(per_quarter_ns / (int64_t)steps);
+        g_string_append_printf(output->notes, "    saved-tensor hooks (hook_cost %.2f): +%s a step of host time in the "
+                               "forward, as much in the backward's unpacking, %s in the recomputation; each 0.25 of "
+                               "hook_cost is %s a step\n",
+                               sum.hook_cost, forward_hook, recompute_hook, quarter);
+        g_free(forward_hook);
+        g_free(recompute_hook);
+        g_free(quarter);
+    }
     if (sum.early_stop)
         g_string_append_printf(output->notes, "    use_reentrant=false: %u forward GPU tasks of the segments not run "
                                "again (early stop: nothing in their segment saves their output)\n", sum.not_rerun);

@@ -393,7 +393,7 @@ END_TEST
  * forward  embed | (mm gelu add) x 3 | head
  * backward head' | (add' gelu' mm') x 3 | embed'
  * Each kernel's op is its ATen operator, for the early stop. */
-static tiny three_layer_graph(void)
+static tiny three_layer_graph_with(gboolean host_calls)
 {
     tiny t = tiny_new();
     static const char *const layer[][2] = { { "gemm_kernel", "aten::addmm" }, { "gelu_kernel", "aten::gelu" },
@@ -402,8 +402,12 @@ static tiny three_layer_graph(void)
     tiny_launch(&t, "embedding_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
     for (int l = 0; l < 3; l++)
         for (int k = 0; k < 3; k++) {
+            if (host_calls && k == 2) /* a call that launches nothing, between gelu and add */
+                rv_graph_task(t.graph, tiny_task(&t, t.cpu, RV_TASK_CPU, "cudaStreamIsCapturing", US(2),
+                                                 RV_PHASE_FORWARD))->host_overhead_ns = US(3);
             int32_t id = tiny_launch(&t, layer[k][0], US(5), US(10 * (k + 1)), RV_PHASE_FORWARD, RV_TASK_KERNEL);
             rv_graph_task(t.graph, id)->op = rv_strings_intern(t.graph->strings, layer[k][1]);
+            if (host_calls) rv_graph_task(t.graph, id - 1)->host_overhead_ns = US(10); /* its launch */
         }
     tiny_launch(&t, "head_kernel", US(5), US(40), RV_PHASE_FORWARD, RV_TASK_KERNEL);
     tiny_launch(&t, "head_backward", US(5), US(40), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
@@ -415,6 +419,57 @@ static tiny three_layer_graph(void)
     tiny_record(t.graph);
     return t;
 }
+
+static tiny three_layer_graph(void)
+{
+    return three_layer_graph_with(FALSE);
+}
+
+static int64_t total_host_overhead(const rv_graph *graph)
+{
+    int64_t total_ns = 0;
+    for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (!(task->flags & RV_TASK_FLAG_REMOVED)) total_ns += task->host_overhead_ns;
+    }
+    return total_ns;
+}
+
+/* The host time checkpointing adds, on the layers of three_layer_graph_with
+ * host calls: each layer's launches carry 10 us of host time and a call
+ * that launches nothing (2 us, after 3 us) sits before the add's launch.
+ * use_reentrant=true recomputes the whole layer: 10 + 10 + (10 + 3 + 2) us
+ * of host time a layer, the call between included.  use_reentrant=false
+ * recomputes the product alone, and with hook_cost=1 the layer's forward
+ * host time (10 + 10 + 3 + 10 us) doubles, the product's copy carries its
+ * doubled 20 us, and the backward's unpacking pays the forward's 33 us
+ * again: 86 us a layer. */
+START_TEST(checkpoint_host_time_hand_built)
+{
+    const struct { const char *text; int64_t added_ns; } cases[] = {
+        { "cut=blocks", 3 * US(35) },
+        { "cut=blocks,use_reentrant=false,hook_cost=0", 3 * US(10) },
+        { "cut=blocks,use_reentrant=false,hook_cost=1", 3 * US(33 + 20 + 33) },
+        { "cut=blocks,hook_cost=1", 3 * US(35) }, /* no hooks in the reentrant checkpoint */
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        tiny t = three_layer_graph_with(TRUE);
+        int64_t before_ns = total_host_overhead(t.graph);
+        GError *error = NULL;
+        ck_assert_msg(apply_plugin(t.graph, "checkpoint", cases[i].text, &error), "%s: %s", cases[i].text,
+                      error ? error->message : "");
+        ck_assert_msg(total_host_overhead(t.graph) - before_ns == cases[i].added_ns, "%s: %" G_GINT64_FORMAT " ns added",
+                      cases[i].text, total_host_overhead(t.graph) - before_ns);
+        rv_graph_free(t.graph);
+    }
+    tiny t = three_layer_graph_with(TRUE);
+    GError *error = NULL;
+    ck_assert(!apply_plugin(t.graph, "checkpoint", "cut=blocks,hook_cost=-1", &error));
+    ck_assert_msg(error && strstr(error->message, "hook_cost"), "%s", error ? error->message : "");
+    g_error_free(error);
+    rv_graph_free(t.graph);
+}
+END_TEST
 
 /* cut=blocks recomputes each repeated layer, none of the embedding or the
  * head; a layer's copy goes before that layer's backward; early stop
@@ -719,6 +774,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, dataloader_nothing);
     tcase_add_test(tc, dataloader_workers_per_rank);
     tcase_add_test(tc, checkpoint_blocks_hand_built);
+    tcase_add_test(tc, checkpoint_host_time_hand_built);
     tcase_add_test(tc, dataloader_real);
     suite_add_tcase(suite, tc);
     tc = tcase_create("network");
