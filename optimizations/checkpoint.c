@@ -35,7 +35,11 @@
  * repeat with a period of at least MIN_BLOCK_TASKS tasks and that covers
  * the most GPU time (starting at its leftmost phase), then the same in
  * what comes before and after it (a ResNet's stages), for blocks at least
- * half as long as the first run's.  The
+ * half as long as the first run's.  One kernel in a period may differ
+ * (a first layer's attention kernel), and an instance beside a run that
+ * is unlike the rest in more (a stage's first block: a downsampling
+ * branch, no stochastic depth) is a block too when most of its kernels
+ * are the block's and its length and GPU time are near a block's.  The
  * backward must repeat as many blocks; forward block i's copy goes before
  * the first task of its backward (the backward's blocks in reverse).
  * EARLY STOP (use_reentrant=false).  PyTorch's non-reentrant checkpoint
@@ -57,12 +61,13 @@
  * segment grows by hook_cost (a fraction of it), the recomputation copies
  * that grown time, and the backward pays the forward's added time once
  * more.  hook_cost's default is measured, not derived: the forward's
- * host time over the checkpointed blocks grew by 0.95-1.14 of itself on
+ * host time over the checkpointed blocks grew by 0.87-0.95 of itself on
  * three models recorded on one H100 with and without checkpointing
  * (traces/recorded/h100_checkpoint; tests/bench/checkpoint_hooks.py),
- * 1.22-1.52 on an H200 (held out).
- * Weak: segments=N cuts by time, not by module; a block whose first
- * instance differs (a downsampling residual block) is not found as one;
+ * 0.94-1.38 on an H200 (held out).
+ * Weak: segments=N cuts by time, not by module; blocks whose kernels
+ * vary with their shapes (DenseNet's growing layers, cuDNN's choices in a
+ * CNN's backward) repeat too little to be found;
  * dropout's random state, and the recomputation overlapping the previous
  * segment's backward, are not modelled.
  */
@@ -83,11 +88,11 @@ static const rv_param_spec checkpoint_params[] = {
     { "use_reentrant", RV_PARAM_CHOICE, "true", NULL,
       "PyTorch's use_reentrant: true recomputes whole segments (its default when not given); false stops once "
       "every tensor the backward saved is back (non-reentrant early stop)", "true|false" },
-    { "hook_cost", RV_PARAM_NUMBER, "0.96", "x",
+    { "hook_cost", RV_PARAM_NUMBER, "0.88", "x",
       "use_reentrant=false only: the host time a checkpointed block's forward operators spend in the checkpoint's "
       "saved-tensor hooks, as a fraction of their recorded host time, paid in forward and again in the "
-      "recomputation, and as much again in backward (0.96: the median of three models recorded with and without "
-      "checkpointing on one H100, 0.95-1.14; on an H200 1.22-1.52: tests/bench/checkpoint_hooks.py)", NULL },
+      "recomputation, and as much again in backward (0.88: the median of three models recorded with and without "
+      "checkpointing on one H100, 0.87-0.95; on an H200 0.94-1.38: tests/bench/checkpoint_hooks.py)", NULL },
     { NULL }
 };
 
@@ -118,6 +123,7 @@ typedef struct {
     gboolean early_stop;             /* the setting use_reentrant=false, read by every segment */
     guint not_rerun;                 /* GPU tasks early stop left out */
     int64_t host_ns;                 /* the recomputed launches' host time */
+    guint irregular_blocks;          /* cut=blocks: forward first instances unlike the rest, recomputed too */
     double hook_cost;                /* use_reentrant=false: hook time over the forward's host time */
     int64_t hook_ns;                 /* host time the hooks added to the forward */
 } totals;
@@ -320,6 +326,9 @@ static gboolean checkpoint_segment(rv_graph *graph, const GArray *forward, guint
 
 typedef struct {
     guint start, period, count;     /* count copies of period tasks from start */
+    guint irregular;                /* tasks of one more instance unlike the rest: the forward's
+                                       [start - irregular, start), the backward's after the last copy;
+                                       0 if none */
 } repeat_run;
 
 /* A step's GPU tasks as the repetition sees them: kernel names, and the
@@ -334,27 +343,47 @@ static int64_t run_ns(const task_sequence *seq, const repeat_run *run)
     return seq->prefix[run->start + run->count * run->period] - seq->prefix[run->start];
 }
 
+/* A layer's first instance often runs another kernel for one of its
+ * operators (the first encoder layer's attention on ViT-B/16: 27 of its
+ * 28 GPU tasks match the next layer's), so one kernel in any period of
+ * positions may differ, in blocks of at least MISMATCH_MIN_PERIOD tasks.
+ * Only one: a tolerance that grew with the period would let a multiple of
+ * the layer, tolerating more, cover more and win. */
+#define MISMATCH_MIN_PERIOD 8
+
 /* The repeated run of [from, to) that covers the most GPU time, among the
  * longest run of each period >= MIN_BLOCK_TASKS that repeats at least
  * twice (count 0 if none).  Layers are where a model's time goes; a
  * long run of tiny kernels (per-parameter copies) is not its layers.  For
  * each period, a run of m matching positions (position i and i + period
- * hold the same kernel) counted from the right means [i, i + m + period)
- * repeats.  n x min(n / 2, MAX_BLOCK_TASKS) name comparisons. */
+ * hold the same kernel, but for one in any period positions) counted
+ * from the right means [i, i + m + period) repeats; a run starts where
+ * two kernels match.
+ * n x min(n / 2, MAX_BLOCK_TASKS) name comparisons. */
 static repeat_run longest_repeat(const task_sequence *seq, guint from, guint to)
 {
-    repeat_run best = { 0, 0, 0 };
+    repeat_run best = { 0, 0, 0, 0 };
     int64_t best_ns = 0;
     for (guint period = MIN_BLOCK_TASKS; period <= MAX_BLOCK_TASKS && from + 2 * period <= to; period++) {
-        repeat_run longest = { 0, period, 0 };
-        guint matches = 0;
+        repeat_run longest = { 0, period, 0, 0 };
+        gboolean tolerant = period >= MISMATCH_MIN_PERIOD;
+        guint matches = 0, mismatch_at = G_MAXUINT; /* the tolerated mismatch within a period of i, if any */
         for (guint i = to - period; i-- > from;) {
-            matches = seq->names[i] == seq->names[i + period] ? matches + 1 : 0;
+            gboolean same = seq->names[i] == seq->names[i + period];
+            if (mismatch_at != G_MAXUINT && mismatch_at >= i + period) mismatch_at = G_MAXUINT;
+            if (same) matches++;
+            else if (tolerant && matches > 0 && mismatch_at == G_MAXUINT) {
+                mismatch_at = i;
+                matches++;
+            } else {
+                matches = 0;
+                mismatch_at = G_MAXUINT;
+            }
             guint count = (matches + period) / period;
             /* of equal runs, the leftmost: a layer's first kernel is the
              * earliest that repeats (the stretch can run one kernel past
              * the last layer, into a final norm like its first) */
-            if (count >= 2 && count >= longest.count) {
+            if (same && count >= 2 && count >= longest.count) {
                 longest.start = i;
                 longest.count = count;
             }
@@ -367,24 +396,74 @@ static repeat_run longest_repeat(const task_sequence *seq, guint from, guint to)
     return best;
 }
 
+/* A layer's first instance may differ from the others in more than a
+ * kernel: a stage's first block downsamples (ResNet), or skips stochastic
+ * depth (ConvNeXt: three kernels fewer), so it does not repeat.  It sits
+ * before the forward's run of the others, and after the backward's.  The
+ * tasks of such an instance beside `run`, up to `limit` (the search's
+ * bound): a stretch of 3/4 to 5/4 of a period whose kernels are, at least
+ * IRREGULAR_SHARE of them, kernels of the run's block next to it and whose
+ * GPU time is within half of a block's either way; of those lengths the
+ * one with most of the block's kernels net of others, then the nearest a
+ * period.  0 if none: the run stands alone, as before this rule. */
+#define IRREGULAR_SHARE 0.8
+
+static gboolean name_in(const int32_t *names, guint count, int32_t name)
+{
+    for (guint i = 0; i < count; i++)
+        if (names[i] == name) return TRUE;
+    return FALSE;
+}
+
+static guint irregular_instance(const task_sequence *seq, const repeat_run *run, guint limit, gboolean before)
+{
+    guint period = run->period, end = run->start + run->count * run->period;
+    const int32_t *block = seq->names + (before ? run->start : end - period);
+    int64_t block_ns = run_ns(seq, run) / run->count;
+    guint shortest = MAX(1, period - period / 4), longest = period + period / 4;
+    guint best = 0;
+    long best_score = 0;
+    for (guint length = shortest; length <= longest; length++) {
+        if (before ? run->start < limit + length : end + length > limit) break;
+        guint first = before ? run->start - length : end;
+        int64_t stretch_ns = seq->prefix[first + length] - seq->prefix[first];
+        if (stretch_ns * 2 < block_ns || stretch_ns > block_ns + block_ns / 2) continue;
+        guint shared = 0;
+        for (guint i = first; i < first + length; i++) shared += name_in(block, period, seq->names[i]);
+        if (shared < IRREGULAR_SHARE * length) continue;
+        long score = 2 * (long)shared - (long)length;
+        guint distance = length > period ? length - period : period - length;
+        guint best_distance = best > period ? best - period : period - best;
+        if (best == 0 || score > best_score || (score == best_score && distance < best_distance)) {
+            best = length;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
 /* The repeated runs of [from, to), in order: the one of most GPU time,
  * then the same in what comes before and after it (a ResNet's stages),
  * keeping runs whose blocks take at least half as long as the first
  * run's (a model's layers cost alike; a repetition of small kernels
  * beside them is no layer).  min_block_ns 0: the first run. */
-static void find_runs(const task_sequence *seq, guint from, guint to, int64_t min_block_ns, GArray *runs)
+static void find_runs(const task_sequence *seq, guint from, guint to, int64_t min_block_ns, gboolean forward,
+                      GArray *runs)
 {
     repeat_run run = longest_repeat(seq, from, to);
     if (run.count == 0) return;
     int64_t block_ns = run_ns(seq, &run) / run.count;
     if (block_ns < min_block_ns) return;
     int64_t keep_ns = min_block_ns ? min_block_ns : MAX(1, block_ns / 2);
-    find_runs(seq, from, run.start, keep_ns, runs);
+    guint end = run.start + run.count * run.period;
+    run.irregular = irregular_instance(seq, &run, forward ? from : to, forward);
+    guint left_end = run.start - (forward ? run.irregular : 0), right_start = end + (forward ? 0 : run.irregular);
+    find_runs(seq, from, left_end, keep_ns, forward, runs);
     g_array_append_val(runs, run);
-    find_runs(seq, run.start + run.count * run.period, to, keep_ns, runs);
+    find_runs(seq, right_start, to, keep_ns, forward, runs);
 }
 
-static GArray *runs_of(rv_graph *graph, const GArray *tasks)
+static GArray *runs_of(rv_graph *graph, const GArray *tasks, gboolean forward)
 {
     task_sequence seq = { g_new(int32_t, MAX(tasks->len, 1)), g_new0(int64_t, tasks->len + 1) };
     for (guint i = 0; i < tasks->len; i++) {
@@ -393,27 +472,68 @@ static GArray *runs_of(rv_graph *graph, const GArray *tasks)
         seq.prefix[i + 1] = seq.prefix[i] + task->duration_ns;
     }
     GArray *runs = g_array_new(FALSE, FALSE, sizeof(repeat_run));
-    find_runs(&seq, 0, tasks->len, 0, runs);
+    find_runs(&seq, 0, tasks->len, 0, forward, runs);
     g_free(seq.names);
     g_free(seq.prefix);
     return runs;
 }
 
-/* Forward run f's blocks recomputed before their backward in run b (the
- * backward's blocks in reverse order). */
-static gboolean recompute_run(rv_graph *graph, GArray *forward, GArray *backward, const repeat_run *f,
-                              const repeat_run *b, totals *sum, GError **error)
+/* The blocks of a run, in its own order, as [first, end) positions: the
+ * regular copies, and the unlike first instance if `irregular` (the
+ * forward's before them, the backward's after). */
+static GArray *run_blocks(const repeat_run *run, gboolean irregular, gboolean forward)
 {
-    gboolean ok = TRUE;
-    for (guint block = 0; block < f->count && ok; block++) {
-        guint from = f->start + block * f->period, to = from + f->period;
-        guint bw_first = b->start + (f->count - 1 - block) * b->period;
-        ok = checkpoint_segment(graph, forward, from, to, g_array_index(backward, int32_t, bw_first),
+    GArray *blocks = g_array_new(FALSE, FALSE, sizeof(guint) * 2);
+    guint block[2];
+    if (irregular && forward) {
+        block[0] = run->start - run->irregular, block[1] = run->start;
+        g_array_append_val(blocks, block);
+    }
+    for (guint copy = 0; copy < run->count; copy++) {
+        block[0] = run->start + copy * run->period, block[1] = block[0] + run->period;
+        g_array_append_val(blocks, block);
+    }
+    if (irregular && !forward) {
+        block[0] = run->start + run->count * run->period, block[1] = block[0] + run->irregular;
+        g_array_append_val(blocks, block);
+    }
+    return blocks;
+}
+
+/* Forward run f's blocks recomputed before their backward in run b (the
+ * backward's blocks in reverse order), each side with its unlike first
+ * instance where asked (the counts must then agree: the caller's). */
+static gboolean recompute_run(rv_graph *graph, GArray *forward, GArray *backward, const repeat_run *f,
+                              gboolean f_irregular, const repeat_run *b, gboolean b_irregular, totals *sum,
+                              GError **error)
+{
+    GArray *fw_blocks = run_blocks(f, f_irregular, TRUE), *bw_blocks = run_blocks(b, b_irregular, FALSE);
+    gboolean ok = fw_blocks->len == bw_blocks->len;
+    for (guint block = 0; block < fw_blocks->len && ok; block++) {
+        const guint *fw = &g_array_index(fw_blocks, guint, 2 * block);
+        const guint *bw = &g_array_index(bw_blocks, guint, 2 * (bw_blocks->len - 1 - block));
+        ok = checkpoint_segment(graph, forward, fw[0], fw[1], g_array_index(backward, int32_t, bw[0]),
                                 (int32_t)sum->blocks, sum, error);
         sum->blocks++;
-        sum->block_tasks += f->period;
+        sum->block_tasks += fw[1] - fw[0];
     }
+    sum->irregular_blocks += ok && f_irregular;
+    g_array_unref(fw_blocks);
+    g_array_unref(bw_blocks);
     return ok;
+}
+
+/* How a forward run and a backward run pair: as many blocks either side,
+ * each side's unlike first instance counted where it has one (the first
+ * encoder layer's backward may differ where its forward did not), or else
+ * as many regular copies.  FALSE if neither. */
+static gboolean runs_pair(const repeat_run *f, const repeat_run *b, gboolean *f_irregular, gboolean *b_irregular)
+{
+    *f_irregular = f->irregular > 0;
+    *b_irregular = b->irregular > 0;
+    if (f->count + *f_irregular == b->count + *b_irregular) return TRUE;
+    *f_irregular = *b_irregular = FALSE;
+    return f->count == b->count;
 }
 
 /* Every block of the forward's runs recomputed before its own backward.
@@ -426,15 +546,17 @@ static gboolean checkpoint_step_blocks(rv_graph *graph, GArray *forward, GArray 
 {
     rv_tasks_sort_recorded(graph, forward);
     rv_tasks_sort_recorded(graph, backward);
-    GArray *fw = runs_of(graph, forward), *bw = runs_of(graph, backward);
+    GArray *fw = runs_of(graph, forward, TRUE), *bw = runs_of(graph, backward, FALSE);
     guint paired = 0, next_bw = 0;
     gboolean ok = TRUE;
     for (guint f = fw->len; f-- > 0 && ok;) {
         const repeat_run *run = &g_array_index(fw, repeat_run, f);
         guint b = next_bw;
-        while (b < bw->len && g_array_index(bw, repeat_run, b).count != run->count) b++;
+        gboolean f_irregular = FALSE, b_irregular = FALSE;
+        while (b < bw->len && !runs_pair(run, &g_array_index(bw, repeat_run, b), &f_irregular, &b_irregular)) b++;
         if (b == bw->len) continue;
-        ok = recompute_run(graph, forward, backward, run, &g_array_index(bw, repeat_run, b), sum, error);
+        ok = recompute_run(graph, forward, backward, run, f_irregular, &g_array_index(bw, repeat_run, b), b_irregular,
+                           sum, error);
         next_bw = b + 1;
         paired++;
     }
@@ -522,10 +644,12 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
     char *copied = rv_format_duration(sum.copied_ns / (int64_t)steps);
     if (by_blocks)
         g_string_append_printf(output->notes,
-                               "    cut=blocks: %.1f repeated blocks a step of %.1f forward GPU tasks each, every one "
+                               "    cut=blocks: %.1f repeated blocks a step (%.1f of them a first instance unlike "
+                               "the rest) of %.1f forward GPU tasks each, every one "
                                "recomputed before its backward; %u forward GPU tasks recomputed in %u steps (+%.1f%% "
                                "GPU tasks), %s of GPU time a step%s\n",
-                               (double)sum.blocks / steps, (double)sum.block_tasks / MAX(sum.blocks, 1), sum.copies,
+                               (double)sum.blocks / steps, (double)sum.irregular_blocks / steps,
+                               (double)sum.block_tasks / MAX(sum.blocks, 1), sum.copies,
                                steps, 100.0 * sum.copies / MAX(kernels_before, 1), copied,
                                n != 1 ? " (segments is for cut=time: ignored)" : "");
     else

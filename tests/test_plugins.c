@@ -471,6 +471,55 @@ START_TEST(checkpoint_host_time_hand_built)
 }
 END_TEST
 
+/* Four layers of eight kernels between an embedding and a head, the
+ * backward likewise in reverse; the first layer (the backward's last)
+ * unlike the rest: with `first_kernels` 8 one of its kernels differs, with
+ * 6 it runs six, the last another kernel (a stage's first block). */
+static void launch_layer(tiny *t, guint layer, guint first_kernels, const char *kind, rv_phase phase)
+{
+    char name[40];
+    guint kernels = layer == 0 ? first_kernels : 8;
+    for (guint k = 0; k < kernels; k++) {
+        gboolean unlike = layer == 0 && (first_kernels == 8 ? k == 3 : k == kernels - 1);
+        g_snprintf(name, sizeof name, "%slayer_%s_%u", unlike ? "first_" : "", kind, k);
+        tiny_launch(t, name, US(5), US(10), phase, RV_TASK_KERNEL);
+    }
+}
+
+static tiny unlike_first_layer_graph(guint first_kernels)
+{
+    tiny t = tiny_new();
+    tiny_launch(&t, "embedding_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    for (guint layer = 0; layer < 4; layer++) launch_layer(&t, layer, first_kernels, "kernel", RV_PHASE_FORWARD);
+    tiny_launch(&t, "head_kernel", US(5), US(40), RV_PHASE_FORWARD, RV_TASK_KERNEL);
+    tiny_launch(&t, "head_backward", US(5), US(40), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    for (guint layer = 4; layer-- > 0;) launch_layer(&t, layer, first_kernels, "backward", RV_PHASE_BACKWARD);
+    tiny_launch(&t, "embedding_backward", US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
+    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
+    tiny_close_step(&t);
+    tiny_record(t.graph);
+    return t;
+}
+
+/* cut=blocks finds every layer when the first differs from the rest in
+ * one kernel (the repetition tolerates it) or in length (an unlike first
+ * instance beside the run), and recomputes nothing outside them. */
+START_TEST(checkpoint_blocks_unlike_first)
+{
+    const struct { guint first_kernels, copies; } cases[] = { { 8, 32 }, { 6, 30 } };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        tiny t = unlike_first_layer_graph(cases[i].first_kernels);
+        guint before = count_tasks_named(t.graph, "layer_kernel_");
+        GError *error = NULL;
+        ck_assert_msg(apply_plugin(t.graph, "checkpoint", "cut=blocks", &error), "%s", error ? error->message : "");
+        ck_assert_uint_eq(count_tasks_named(t.graph, "layer_kernel_") - before, cases[i].copies);
+        ck_assert_uint_eq(count_tasks_named(t.graph, "head_kernel"), 1);
+        ck_assert_uint_eq(count_tasks_named(t.graph, "embedding_kernel"), 1);
+        rv_graph_free(t.graph);
+    }
+}
+END_TEST
+
 /* cut=blocks recomputes each repeated layer, none of the embedding or the
  * head; a layer's copy goes before that layer's backward; early stop
  * leaves out what nothing in the layer saves (gelu saves the product, the
@@ -775,6 +824,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, dataloader_workers_per_rank);
     tcase_add_test(tc, checkpoint_blocks_hand_built);
     tcase_add_test(tc, checkpoint_host_time_hand_built);
+    tcase_add_test(tc, checkpoint_blocks_unlike_first);
     tcase_add_test(tc, dataloader_real);
     suite_add_tcase(suite, tc);
     tc = tcase_create("network");
