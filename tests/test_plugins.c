@@ -753,32 +753,45 @@ END_TEST
 
 /* ---- unprofiled ----------------------------------------------------------- */
 
-/* Each call's host overhead loses exactly its bounded profiler share (the
- * operators before it x the trace's bound, at most the overhead), the steps
- * shrink or stay, and the reports then see no profiler time left. */
+/* With whole_cost=1 each call's host overhead loses exactly its bounded
+ * profiler share (the operators before it x the trace's bound, at most the
+ * overhead); by default the operators x the bound x 4.1, at most the
+ * overhead, so the steps shrink further.  The reports then see no profiler
+ * time left. */
 START_TEST(unprofiled_real)
 {
     rv_graph *graph = load_trace("kineto_legacy_resnet50_v100.2steps.json.gz");
     ck_assert_int_eq(graph->timing.profiler_op_cost.source, RV_SOURCE_BOUND);
     int32_t n = rv_graph_task_count(graph);
-    int64_t *expected = g_new(int64_t, n);
-    for (int32_t id = 0; id < n; id++)
-        expected[id] = rv_graph_task(graph, id)->host_overhead_ns - rv_task_profiler_overhead_ns(graph, id);
+    int64_t *expected = g_new(int64_t, n), *expected_whole = g_new(int64_t, n);
+    int64_t whole_cost_ns = llround((double)graph->timing.profiler_op_cost.value * 4.1);
+    for (int32_t id = 0; id < n; id++) {
+        int64_t overhead_ns = rv_graph_task(graph, id)->host_overhead_ns;
+        expected[id] = overhead_ns - rv_task_profiler_overhead_ns(graph, id);
+        expected_whole[id] = MAX(0, overhead_ns - (int64_t)rv_task_host_operators(graph, id) * whole_cost_ns);
+    }
     int64_t share = rv_graph_profiler_overhead_ns(graph), before = step_total(graph);
     ck_assert_int_gt(share, 0);
-    rv_graph *same = rv_graph_copy(graph);
+    rv_graph *same = rv_graph_copy(graph), *whole = rv_graph_copy(graph);
     apply_ok(same, "unprofiled", "op_cost=0us");
     ck_assert_int_eq(step_total(same), before);
     rv_graph_free(same);
-    apply_ok(graph, "unprofiled", "");
-    for (int32_t id = 0; id < n; id++)
+    apply_ok(graph, "unprofiled", "whole_cost=1");
+    apply_ok(whole, "unprofiled", "");
+    for (int32_t id = 0; id < n; id++) {
         ck_assert_msg(rv_graph_task(graph, id)->host_overhead_ns == expected[id], "task %d", id);
+        ck_assert_msg(rv_graph_task(whole, id)->host_overhead_ns == expected_whole[id], "task %d, default", id);
+    }
     ck_assert_int_eq(rv_graph_profiler_overhead_ns(graph), 0);
-    int64_t after = step_total(graph);
-    g_printerr("unprofiled: %.3f ms of host time out, steps %.3f -> %.3f ms\n", share / 1e6, before / 1e6, after / 1e6);
+    int64_t after = step_total(graph), after_whole = step_total(whole);
+    g_printerr("unprofiled: %.3f ms of host time out by the bound, steps %.3f -> %.3f ms (default: %.3f ms)\n",
+               share / 1e6, before / 1e6, after / 1e6, after_whole / 1e6);
     ck_assert_int_le(after, before);
     ck_assert_int_ge(after, before - share);
+    ck_assert_int_lt(after_whole, after);
     g_free(expected);
+    g_free(expected_whole);
+    rv_graph_free(whole);
     rv_graph_free(graph);
 }
 END_TEST
@@ -788,6 +801,7 @@ START_TEST(unprofiled_refusals)
     rv_graph *graph = load_trace("hta_resnet50_v100.json.gz");
     assert_apply_fails(graph, "unprofiled", "op_cost=fast", RV_ERROR_USAGE, "op_cost must be auto or a duration");
     assert_apply_fails(graph, "unprofiled", "op_cost=-1us", RV_ERROR_USAGE, "op_cost must be auto or a duration");
+    assert_apply_fails(graph, "unprofiled", "whole_cost=0.5", RV_ERROR_USAGE, "whole_cost must be a number from 1");
     graph->timing.profiler_op_cost.source = RV_SOURCE_NONE; /* as in a trace with too few sibling gaps */
     assert_apply_fails(graph, "unprofiled", "", RV_ERROR_PLUGIN, "give op_cost=DURATION");
     apply_ok(graph, "unprofiled", "op_cost=1us");
