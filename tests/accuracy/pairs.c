@@ -17,6 +17,11 @@
  * turns, as an input pipeline's do when its workers fall behind);
  * "gpu" the GPU kernel time of those steps, for pairs whose step the GPU
  * does not decide (another host, another driver).
+ * "timed" judges a variant that is a timing, not a trace: "variant" is
+ * FILE#JOB:VARIANT, a line of a traces/record.py manifest (record.py
+ * --no-profile: the job timed without the profiler), whose mean step is
+ * the recording; the prediction is `reverie whatif BASELINE --opt ...`'s
+ * mean step after the first, and no change is the baseline's.
  */
 #include "accuracy.h"
 #include <jansson.h>
@@ -56,6 +61,64 @@ static double number_at(json_t *root, const char *object, const char *key)
     return json_number_value(json_object_get(holder, key));
 }
 
+/* The mean of a manifest line's step_seconds_measured, in us, for
+ * FILE#JOB:VARIANT under dir/pairs/pair; -1 with *failure set if none. */
+static double timed_variant_us(const char *dir, const char *pair, const char *variant, char **failure)
+{
+    char **parts = g_strsplit(variant, "#", 2);
+    char **names = parts[1] ? g_strsplit(parts[1], ":", 2) : NULL;
+    char *path = g_build_filename(dir, "pairs", pair, parts[0], NULL);
+    char *text = NULL;
+    double mean_us = -1;
+    if (names == NULL || names[1] == NULL) {
+        *failure = g_strdup_printf("a timed variant is FILE#JOB:VARIANT, not '%s'", variant);
+    } else if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        *failure = g_strdup_printf("%s: cannot be read", path);
+    } else {
+        char **lines = g_strsplit(text, "\n", -1);
+        for (char **line = lines; *line && mean_us < 0; line++) {
+            json_t *entry = json_loads(*line, 0, NULL);
+            json_t *steps = json_object_get(entry, "step_seconds_measured");
+            if (entry && g_strcmp0(json_string_value(json_object_get(entry, "job")), names[0]) == 0 &&
+                g_strcmp0(json_string_value(json_object_get(entry, "variant")), names[1]) == 0 && json_array_size(steps)) {
+                double sum = 0;
+                size_t i;
+                json_t *value;
+                json_array_foreach(steps, i, value) sum += json_number_value(value);
+                mean_us = 1e6 * sum / (double)json_array_size(steps);
+            }
+            json_decref(entry);
+        }
+        g_strfreev(lines);
+        if (mean_us < 0) *failure = g_strdup_printf("%s: no timing of %s:%s", path, names[0], names[1]);
+    }
+    g_free(text);
+    g_free(path);
+    g_strfreev(names);
+    g_strfreev(parts);
+    return mean_us;
+}
+
+/* The mean, after the first, of a whatif's steps' key (predicted_us or
+ * baseline_us). */
+static double mean_after_first(json_t *root, const char *key)
+{
+    json_t *steps = json_object_get(root, "steps");
+    size_t count = json_array_size(steps);
+    double sum = 0;
+    for (size_t i = count > 1 ? 1 : 0; i < count; i++) sum += number_at(json_array_get(steps, i), NULL, key);
+    return count > 1 ? sum / (double)(count - 1) : sum;
+}
+
+static void measure_timed(pair_row *row, json_t *root, double recorded_us)
+{
+    row->recorded_us = recorded_us;
+    row->predicted_us = mean_after_first(root, "predicted_us");
+    row->error = row->predicted_us / recorded_us - 1;
+    row->no_change_error = mean_after_first(root, "baseline_us") / recorded_us - 1;
+    row->low_us = row->high_us = -1;
+}
+
 static void measure_prediction(accuracy_report *report, const char *dir, const char *pair, json_t *spec,
                                const char *reverie)
 {
@@ -67,10 +130,11 @@ static void measure_prediction(accuracy_report *report, const char *dir, const c
     row.limit = json_number_value(json_object_get(spec, "limit"));
     const char *known_miss = json_string_value(json_object_get(spec, "known_miss"));
     row.known_miss = known_miss ? g_strdup(known_miss) : NULL;
+    gboolean timed = g_strcmp0(row.judge, "timed") == 0;
     GPtrArray *args = g_ptr_array_new_with_free_func(g_free);
-    g_ptr_array_add(args, g_strdup("validate"));
+    g_ptr_array_add(args, g_strdup(timed ? "whatif" : "validate"));
     g_ptr_array_add(args, g_build_filename(dir, "pairs", pair, row.baseline ? row.baseline : "", NULL));
-    g_ptr_array_add(args, g_build_filename(dir, "pairs", pair, row.variant ? row.variant : "", NULL));
+    if (!timed) g_ptr_array_add(args, g_build_filename(dir, "pairs", pair, row.variant ? row.variant : "", NULL));
     GString *opts = g_string_new(NULL);
     size_t i;
     json_t *opt;
@@ -82,6 +146,11 @@ static void measure_prediction(accuracy_report *report, const char *dir, const c
     row.opt = g_string_free(opts, FALSE);
     if (row.baseline == NULL || row.variant == NULL || row.judge == NULL || row.limit <= 0) {
         row.failure = g_strdup_printf("pairs/%s/pair.json: a prediction lacks baseline, variant, judge or limit", pair);
+    } else if (timed) {
+        double recorded_us = timed_variant_us(dir, pair, row.variant, &row.failure);
+        json_t *root = recorded_us > 0 ? run_json(reverie, args, &row.failure) : NULL;
+        if (root != NULL) measure_timed(&row, root, recorded_us);
+        json_decref(root);
     } else {
         json_t *root = run_json(reverie, args, &row.failure);
         gboolean gpu = strcmp(row.judge, "gpu") == 0, mean = strcmp(row.judge, "mean") == 0;
