@@ -408,28 +408,24 @@ static repeat_run longest_repeat(const task_sequence *seq, guint from, guint to)
  * period.  0 if none: the run stands alone, as before this rule. */
 #define IRREGULAR_SHARE 0.8
 
-static gboolean name_in(const int32_t *names, guint count, int32_t name)
-{
-    for (guint i = 0; i < count; i++)
-        if (names[i] == name) return TRUE;
-    return FALSE;
-}
-
 static guint irregular_instance(const task_sequence *seq, const repeat_run *run, guint limit, gboolean before)
 {
     guint period = run->period, end = run->start + run->count * run->period;
     const int32_t *block = seq->names + (before ? run->start : end - period);
+    GHashTable *block_names = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = 0; i < period; i++) g_hash_table_add(block_names, GINT_TO_POINTER(block[i]));
     int64_t block_ns = run_ns(seq, run) / run->count;
     guint shortest = MAX(1, period - period / 4), longest = period + period / 4;
-    guint best = 0;
+    guint best = 0, shared = 0;
     long best_score = 0;
-    for (guint length = shortest; length <= longest; length++) {
+    /* the stretch grows a task at a time, away from the run: O(period) */
+    for (guint length = 1; length <= longest; length++) {
         if (before ? run->start < limit + length : end + length > limit) break;
-        guint first = before ? run->start - length : end;
+        guint first = before ? run->start - length : end, added = before ? first : end + length - 1;
+        shared += g_hash_table_contains(block_names, GINT_TO_POINTER(seq->names[added]));
+        if (length < shortest) continue;
         int64_t stretch_ns = seq->prefix[first + length] - seq->prefix[first];
         if (stretch_ns * 2 < block_ns || stretch_ns > block_ns + block_ns / 2) continue;
-        guint shared = 0;
-        for (guint i = first; i < first + length; i++) shared += name_in(block, period, seq->names[i]);
         if (shared < IRREGULAR_SHARE * length) continue;
         long score = 2 * (long)shared - (long)length;
         guint distance = length > period ? length - period : period - length;
@@ -439,6 +435,7 @@ static guint irregular_instance(const task_sequence *seq, const repeat_run *run,
             best_score = score;
         }
     }
+    g_hash_table_destroy(block_names);
     return best;
 }
 
