@@ -207,9 +207,9 @@ static guint recompute_end(rv_graph *graph, const GArray *forward, guint from, g
  * overhead, plus every CPU call on its thread in between (their host time
  * and run time: the allocator, the views, the casts, stream queries that
  * launch nothing).  Recomputation runs that Python and ATen again; carrying
- * only the launch's own overhead dropped the calls between (on ViT-B/16,
- * about a third of the forward's host time).  A blocking call's waiting
- * part is not the host's work and is left out. */
+ * only the launch's own overhead dropped the calls between (on a ViT-B/16
+ * recording, 1.6 ms of the 13 ms a step the recomputation costs the host).
+ * A blocking call's waiting part is not the host's work and is left out. */
 static int64_t forward_host_ns(rv_graph *graph, int32_t previous, int32_t launch)
 {
     int64_t host_ns = rv_graph_task(graph, launch)->host_overhead_ns;
