@@ -53,7 +53,8 @@ static void print_host_share(const rv_replay *predicted)
                           "hardware:host_scale= asks what a faster host gives" : "");
     if (predicted->profiler_path_ns > 0)
         printf("  of that host time, %.3f ms (%.0f%% of the path) is the profiler's callbacks between operators, as their "
-               "gaps bound them (the profiler costs more, inside operators and calls): --opt unprofiled takes those out\n",
+               "gaps bound them (the profiler costs more, inside operators and calls): --opt unprofiled takes out the whole "
+               "cost it estimates from that bound\n",
                predicted->profiler_path_ns / 1e6, 100.0 * predicted->profiler_path_ns / predicted->path_ns);
 }
 
