@@ -151,7 +151,12 @@ JOBS = {
     "swin_t": {
         "model": "torchvision Swin-T, training, SGD, batch 32, 224x224, synthetic images",
         "arch": "swin_t", "batch": 32,
-        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16})},
+        # checkpoint: recorded after checkpoint's hook_cost was measured on
+        # ViT-B/16, ConvNeXt-Tiny and the decoder, to check it on another
+        "blocks": ("SwinTransformerBlock",),
+        "variants": {"amp_bf16": ("baseline: autocast bf16", {"amp": torch.bfloat16}),
+                     "checkpoint": ("autocast bf16, each Swin block under torch.utils.checkpoint "
+                                    "(use_reentrant=False)", {"amp": torch.bfloat16, "checkpoint": True})},
     },
     "densenet121": {
         "model": "torchvision DenseNet-121, training, SGD, batch 32, 224x224, synthetic images",
@@ -161,7 +166,10 @@ JOBS = {
     "regnet_y_800mf": {
         "model": "torchvision RegNetY-800MF, training, SGD, batch 64, 224x224, synthetic images",
         "arch": "regnet_y_800mf", "batch": 64,
-        "variants": {"fp32": ("baseline: fp32", {})},
+        "blocks": ("ResBottleneckBlock",),
+        "variants": {"fp32": ("baseline: fp32", {}),
+                     "checkpoint": ("fp32, each residual block under torch.utils.checkpoint (use_reentrant=False)",
+                                    {"checkpoint": True})},
     },
     "loader": {
         "model": "torchvision ResNet-18, training, SGD, batch 64, 128x128 images made by a CPU-heavy transform",
