@@ -18,7 +18,9 @@
  * on one H100 (PyTorch 2.11, record_shapes and profile_memory), the cost
  * per operator that the unprofiled steps imply was 3.5-5.0 times the
  * trace's bound, median 4.1 (tests/bench/profiler_cost.py); the same jobs
- * on an H200 gave 3.8-5.2.  whole_cost=1 keeps the bound alone: the least
+ * on an H200 gave 3.8-5.2, and two models recorded afterwards (Swin-T,
+ * RegNetY-800MF) 2.6-16: the middle of a wide range, not a constant of
+ * PyTorch.  whole_cost=1 keeps the bound alone: the least
  * the job gains.  op_cost= takes a figure of your own instead (a
  * microbenchmark of record_function on the same PyTorch build).
  *
@@ -41,7 +43,8 @@ static const rv_param_spec unprofiled_params[] = {
     { "whole_cost", RV_PARAM_NUMBER, "4.1", "x",
       "op_cost=auto: the profiler's whole cost per operator over the part the trace bounds between operators (4.1: "
       "the median of four host-bound jobs recorded with and without the profiler on one H100, PyTorch 2.11 with "
-      "shapes and memory, 3.5-5.0; an H200 gave 3.8-5.2: tests/bench/profiler_cost.py); 1: the bound alone, the least",
+      "shapes and memory, 3.5-5.0; an H200 gave 3.8-5.2, two later models 2.6-16: tests/bench/profiler_cost.py); 1: "
+      "the bound alone, the least",
       NULL },
     { NULL }
 };
