@@ -125,6 +125,7 @@ typedef struct {
     gboolean early_stop;             /* the setting use_reentrant=false, read by every segment */
     guint not_rerun;                 /* GPU tasks early stop left out */
     int64_t host_ns;                 /* the recomputed launches' host time */
+    int64_t host_overhead_ns;        /* its host overheads' share (what the hooks scaled; not the calls' run time) */
     guint irregular_blocks;          /* cut=blocks: forward first instances unlike the rest, recomputed too */
     double hook_cost;                /* use_reentrant=false: hook time over the forward's host time */
     int64_t hook_ns;                 /* host time the hooks added to the forward */
@@ -204,6 +205,27 @@ static guint recompute_end(rv_graph *graph, const GArray *forward, guint from, g
  * launches are not neighbours in one forward (another thread's order). */
 #define MAX_CALLS_BETWEEN_LAUNCHES 4096
 
+/* The CPU calls on `last`'s thread from `first` to `last`, collected into
+ * `calls` from `last` back (both ends included): TRUE if `first` was
+ * reached within max_calls calls, FALSE (calls holds what was walked) if
+ * not: the two are then no neighbours in one forward. */
+static gboolean thread_calls_back(rv_graph *graph, int32_t first, int32_t last, guint max_calls, GArray *calls)
+{
+    g_array_set_size(calls, 0);
+    for (int32_t call = last; call >= 0 && calls->len < max_calls; call = rv_graph_resource_previous(graph, call)) {
+        g_array_append_val(calls, call);
+        if (call == first) return TRUE;
+    }
+    return FALSE;
+}
+
+static int64_t host_overhead_sum(rv_graph *graph, const GArray *calls)
+{
+    int64_t total_ns = 0;
+    for (guint i = 0; i < calls->len; i++) total_ns += rv_graph_task(graph, g_array_index(calls, int32_t, i))->host_overhead_ns;
+    return total_ns;
+}
+
 /* The host time the forward spent to reach `launch` since `previous` (the
  * launch of the segment's GPU task before it, or -1): the launch's own host
  * overhead, plus every CPU call on its thread in between (their host time
@@ -211,46 +233,43 @@ static guint recompute_end(rv_graph *graph, const GArray *forward, guint from, g
  * launch nothing).  Recomputation runs that Python and ATen again; carrying
  * only the launch's own overhead dropped the calls between (on a ViT-B/16
  * recording, 1.6 ms of the 13 ms a step the recomputation costs the host).
- * A blocking call's waiting part is not the host's work and is left out. */
-static int64_t forward_host_ns(rv_graph *graph, int32_t previous, int32_t launch)
+ * A blocking call's waiting part is not the host's work and is left out.
+ * *overhead_ns gets the host overheads' share of the answer (the part the
+ * hooks scaled). */
+static int64_t forward_host_ns(rv_graph *graph, int32_t previous, int32_t launch, GArray *scratch,
+                               int64_t *overhead_ns)
 {
-    int64_t host_ns = rv_graph_task(graph, launch)->host_overhead_ns;
-    if (previous < 0) return host_ns;
-    int64_t between_ns = 0;
-    int32_t call = rv_graph_resource_previous(graph, launch);
-    for (int steps = 0; call >= 0 && call != previous; steps++, call = rv_graph_resource_previous(graph, call)) {
-        if (steps == MAX_CALLS_BETWEEN_LAUNCHES) return host_ns;
-        const rv_task *task = rv_graph_task(graph, call);
+    int64_t own_ns = rv_graph_task(graph, launch)->host_overhead_ns, run_ns = 0;
+    *overhead_ns = own_ns;
+    if (previous < 0 || !thread_calls_back(graph, previous, launch, MAX_CALLS_BETWEEN_LAUNCHES + 2, scratch))
+        return own_ns;
+    for (guint i = 1; i + 1 < scratch->len; i++) { /* between the two launches */
+        const rv_task *task = rv_graph_task(graph, g_array_index(scratch, int32_t, i));
         if (task->flags & RV_TASK_FLAG_REMOVED) continue;
-        between_ns += task->host_overhead_ns;
-        if (task->kind == RV_TASK_CPU && !(task->flags & RV_TASK_FLAG_BLOCKING)) between_ns += task->duration_ns;
+        *overhead_ns += task->host_overhead_ns;
+        if (task->kind == RV_TASK_CPU && !(task->flags & RV_TASK_FLAG_BLOCKING)) run_ns += task->duration_ns;
     }
-    return call == previous ? host_ns + between_ns : host_ns;
+    return *overhead_ns + run_ns;
 }
 
 /* The non-reentrant checkpoint's saved-tensor hooks: every CPU call on the
  * forward thread from the launch of forward[from]'s task to that of
- * forward[to - 1]'s (the block's operators) takes hook_cost more host time.
- * Run before recompute(), which copies the scaled host time: the
- * recomputation runs under the same hooks.  A bounded walk, like
- * forward_host_ns. */
+ * forward[to - 1]'s (the block's operators) takes hook_cost more host time;
+ * the host time added, as the scaling made it.  Run before recompute(),
+ * which copies the scaled host time: the recomputation runs under the
+ * same hooks. */
 static int64_t add_hook_cost(rv_graph *graph, const GArray *forward, guint from, guint to, totals *sum)
 {
     if (!sum->early_stop || sum->hook_cost <= 0 || from >= to) return 0;
     int32_t first = rv_graph_launch_of(graph, g_array_index(forward, int32_t, from));
-    int32_t call = rv_graph_launch_of(graph, g_array_index(forward, int32_t, to - 1));
-    if (first < 0 || call < 0) return 0;
-    int64_t added_ns = 0;
+    int32_t last = rv_graph_launch_of(graph, g_array_index(forward, int32_t, to - 1));
+    if (first < 0 || last < 0) return 0;
     GArray *calls = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    for (int steps = 0; call >= 0 && steps <= MAX_CALLS_BETWEEN_LAUNCHES * (int)(to - from); steps++) {
-        g_array_append_val(calls, call);
-        if (call == first) break;
-        call = rv_graph_resource_previous(graph, call);
-    }
-    if (call == first) {
-        for (guint i = 0; i < calls->len; i++)
-            added_ns += llround(rv_graph_task(graph, g_array_index(calls, int32_t, i))->host_overhead_ns * sum->hook_cost);
+    int64_t added_ns = 0;
+    if (thread_calls_back(graph, first, last, MAX_CALLS_BETWEEN_LAUNCHES * (to - from) + 1, calls)) {
+        int64_t before_ns = host_overhead_sum(graph, calls);
         rv_transform_scale_host_overhead(graph, calls, 1.0 + sum->hook_cost);
+        added_ns = host_overhead_sum(graph, calls) - before_ns;
     }
     g_array_unref(calls);
     sum->hook_ns += added_ns;
@@ -276,12 +295,16 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
     int32_t cpu_after = launch_of_before >= 0 ? rv_graph_resource_previous(graph, launch_of_before) : -1;
     const rv_task anchor = *rv_graph_task(graph, before); /* a copy: inserting moves the task array */
     int32_t previous_launch = -1;
+    GArray *scratch = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    gboolean ok = TRUE;
     for (guint i = from; i < to; i++) {
         int32_t original = g_array_index(forward, int32_t, i);
         rv_task copy = *rv_graph_task(graph, original);
         if (copy.resource != anchor.resource) { sum->other_stream++; continue; } /* counted in the notes */
         int32_t original_launch = rv_graph_launch_of(graph, original);
-        int64_t host_ns = original_launch >= 0 ? forward_host_ns(graph, previous_launch, original_launch) : 0;
+        int64_t overhead_ns = 0;
+        int64_t host_ns = original_launch >= 0 ? forward_host_ns(graph, previous_launch, original_launch, scratch,
+                                                                 &overhead_ns) : 0;
         if (original_launch >= 0) previous_launch = original_launch;
         copy.phase = RV_PHASE_BACKWARD;
         copy.flags = RV_TASK_FLAG_GPU;
@@ -290,17 +313,19 @@ static gboolean recompute(rv_graph *graph, const GArray *forward, guint from, gu
         copy.step = anchor.step;
         rv_insert_spec spec = { copy, gpu_after, cpu_after };
         int32_t id = rv_transform_insert(graph, &spec, error);
-        if (id < 0) return FALSE;
+        if (id < 0) { ok = FALSE; break; }
         gpu_after = id;
         if (cpu_after >= 0) {
             cpu_after = rv_graph_launch_of(graph, id);
             if (original_launch >= 0) rv_graph_task(graph, cpu_after)->host_overhead_ns = host_ns;
             sum->host_ns += host_ns;
+            sum->host_overhead_ns += overhead_ns;
         }
         sum->copies++;
         sum->copied_ns += copy.duration_ns;
     }
-    return TRUE;
+    g_array_unref(scratch);
+    return ok;
 }
 
 /* One checkpointed segment forward[from, to), whose backward begins at
@@ -662,7 +687,8 @@ static gboolean checkpoint_apply(rv_graph *graph, const rv_params *params, rv_pl
                            "backward's thread)\n", host);
     g_free(host);
     if (sum.early_stop && sum.hook_cost > 0) {
-        int64_t recompute_hook_ns = llround((double)sum.host_ns * sum.hook_cost / (1.0 + sum.hook_cost));
+        /* every overhead the recomputation copied was scaled by 1 + hook_cost */
+        int64_t recompute_hook_ns = llround((double)sum.host_overhead_ns * sum.hook_cost / (1.0 + sum.hook_cost));
         int64_t per_quarter_ns = llround((double)(2 * sum.hook_ns + recompute_hook_ns) * 0.25 / sum.hook_cost);
         char *forward_hook = rv_format_duration(sum.hook_ns / (int64_t)steps);
         char *recompute_hook = rv_format_duration(recompute_hook_ns / (int64_t)steps);
