@@ -363,6 +363,12 @@ void tiny_close_step(tiny *t)
     g_array_append_val(t->graph->steps, step);
 }
 
+void tiny_close_one_step(tiny *t)
+{
+    for (int32_t id = 0; id < rv_graph_task_count(t->graph); id++) rv_graph_task(t->graph, id)->step = 0;
+    tiny_close_step(t);
+}
+
 /* A launch call on the CPU and its kernel on the stream. */
 int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kernel_ns, rv_phase phase,
                            rv_task_kind kind)

@@ -97,6 +97,9 @@ int32_t tiny_task(tiny *t, int32_t resource, rv_task_kind kind, const char *name
  * step; validate.h (run after every plugin) wants that step to exist.  This
  * adds it, with the first and the last task as its markers. */
 void tiny_close_step(tiny *t);
+/* Every task of the graph in step 0, then tiny_close_step: a hand-built
+ * graph that is one step. */
+void tiny_close_one_step(tiny *t);
 /* A launch call on the CPU and its kernel on the stream. */
 int32_t tiny_launch(tiny *t, const char *kernel, int64_t launch_ns, int64_t kernel_ns, rv_phase phase,
                     rv_task_kind kind);

@@ -90,8 +90,7 @@ START_TEST(replace_carries_the_dependencies)
     rv_graph_add_edge(t.graph, before, x, RV_EDGE_COMM, FALSE);
     rv_graph_add_edge(t.graph, x, b, RV_EDGE_PLUGIN, FALSE);
     rv_graph_add_edge(t.graph, b, y, RV_EDGE_CROSS_STREAM, FALSE);
-    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-    tiny_close_step(&t);
+    tiny_close_one_step(&t);
     tiny_record(t.graph);
     GArray *group = g_array_new(FALSE, FALSE, sizeof(int32_t));
     int32_t ids[] = { a, b, c };
@@ -439,8 +438,7 @@ START_TEST(pipeline_around_a_round_trip_through_the_host)
     rv_graph_add_edge(t.graph, apply, b2, RV_EDGE_CROSS_STREAM, FALSE);
     int32_t end = tiny_task(&t, t.cpu, RV_TASK_MARKER, "ProfilerStep#0", 0, RV_PHASE_OTHER);
     rv_graph_task(t.graph, end)->flags |= RV_TASK_FLAG_STEP_END;
-    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-    tiny_close_step(&t);
+    tiny_close_one_step(&t);
     tiny_record(t.graph);
     apply_ok(t.graph, "pipeline", "stages=2,microbatches=2");
     ck_assert_int_gt(step_total(t.graph), 0);

@@ -186,8 +186,7 @@ static rv_graph *identical_layers(int layers, int64_t fwd_ns, int64_t bwd_ns)
             g_free(layer);
         }
     tiny_launch(&t, "adam_kernel", US(5), US(50), RV_PHASE_OPTIMIZER, RV_TASK_KERNEL);
-    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-    tiny_close_step(&t);
+    tiny_close_one_step(&t);
     return t.graph;
 }
 

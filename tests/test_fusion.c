@@ -94,8 +94,7 @@ static pair_result fuse_one(const char *producer_name, int64_t compute_ns, rv_co
     rv_graph_add_edge(t.graph, producer, collective, RV_EDGE_CROSS_STREAM, FALSE);
     int32_t consumer = tiny_task(&t, t.gpu, RV_TASK_KERNEL, "elementwise_kernel", FIXED_NS, RV_PHASE_FORWARD);
     rv_graph_add_edge(t.graph, collective, consumer, RV_EDGE_CROSS_STREAM, FALSE);
-    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-    tiny_close_step(&t);
+    tiny_close_one_step(&t);
     pair_result result = { compute_ns, transfer_ns, 0, 0 };
     rv_sim_result sim = { 0 };
     GError *error = NULL;
@@ -341,8 +340,7 @@ static double t3_geomean(const char *variant, int tp, double *max_speedup)
                                         1, RV_COLL_ALLREDUCE_RING, RV_PARALLEL_TENSOR, RV_MATCH_NONE, 0 };
             rv_graph_task(t.graph, ar)->collective = rv_graph_add_collective(t.graph, &info);
             tiny_task(&t, t.gpu, RV_TASK_KERNEL, "elementwise_kernel", FIXED_NS, RV_PHASE_FORWARD);
-            for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-            tiny_close_step(&t);
+            tiny_close_one_step(&t);
             double before = (double)(rv_graph_task(t.graph, gemm)->duration_ns + rv_graph_task(t.graph, ar)->duration_ns);
             char *text = g_strdup_printf("variant=%s", variant);
             apply_ok(t.graph, "t3", text);

@@ -414,8 +414,7 @@ static tiny three_layer_graph_with(gboolean host_calls)
     for (int l = 0; l < 3; l++)
         for (int k = 0; k < 3; k++) tiny_launch(&t, layer_backward[k], US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
     tiny_launch(&t, "embedding_backward", US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
-    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-    tiny_close_step(&t);
+    tiny_close_one_step(&t);
     tiny_record(t.graph);
     return t;
 }
@@ -495,8 +494,7 @@ static tiny unlike_first_layer_graph(guint first_kernels)
     tiny_launch(&t, "head_backward", US(5), US(40), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
     for (guint layer = 4; layer-- > 0;) launch_layer(&t, layer, first_kernels, "backward", RV_PHASE_BACKWARD);
     tiny_launch(&t, "embedding_backward", US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
-    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-    tiny_close_step(&t);
+    tiny_close_one_step(&t);
     tiny_record(t.graph);
     return t;
 }
@@ -558,8 +556,7 @@ START_TEST(checkpoint_blocks_hand_built)
     tiny t = tiny_new();
     tiny_launch(&t, "a_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
     tiny_launch(&t, "b_kernel", US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
-    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++) rv_graph_task(t.graph, id)->step = 0;
-    tiny_close_step(&t);
+    tiny_close_one_step(&t);
     GError *error = NULL;
     ck_assert(!apply_plugin(t.graph, "checkpoint", "cut=blocks", &error));
     ck_assert_msg(error && strstr(error->message, "repeat no block"), "%s", error ? error->message : "");
