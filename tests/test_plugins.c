@@ -462,10 +462,7 @@ START_TEST(checkpoint_host_time_hand_built)
         rv_graph_free(t.graph);
     }
     tiny t = three_layer_graph_with(TRUE);
-    GError *error = NULL;
-    ck_assert(!apply_plugin(t.graph, "checkpoint", "cut=blocks,hook_cost=-1", &error));
-    ck_assert_msg(error && strstr(error->message, "hook_cost"), "%s", error ? error->message : "");
-    g_error_free(error);
+    assert_apply_fails(t.graph, "checkpoint", "cut=blocks,hook_cost=-1", RV_ERROR_USAGE, "hook_cost");
     rv_graph_free(t.graph);
 }
 END_TEST
@@ -557,10 +554,7 @@ START_TEST(checkpoint_blocks_hand_built)
     tiny_launch(&t, "a_kernel", US(5), US(10), RV_PHASE_FORWARD, RV_TASK_KERNEL);
     tiny_launch(&t, "b_kernel", US(5), US(10), RV_PHASE_BACKWARD, RV_TASK_KERNEL);
     tiny_close_one_step(&t);
-    GError *error = NULL;
-    ck_assert(!apply_plugin(t.graph, "checkpoint", "cut=blocks", &error));
-    ck_assert_msg(error && strstr(error->message, "repeat no block"), "%s", error ? error->message : "");
-    g_error_free(error);
+    assert_apply_fails(t.graph, "checkpoint", "cut=blocks", RV_ERROR_PLUGIN, "repeat no block");
     rv_graph_free(t.graph);
 }
 END_TEST
