@@ -50,11 +50,12 @@ static const rv_param_spec unprofiled_params[] = {
 };
 
 /* The cost per operator: the trace's bound x whole_cost, or the user's
- * duration; bound_ns gets the bound (0 with a duration given). */
+ * duration; bound_ns gets the bound (-1 with a duration given: a bound
+ * of 0 ns is a bound). */
 static gboolean op_cost_of(const rv_graph *graph, const rv_params *params, int64_t *cost_ns, int64_t *bound_ns,
                            GError **error)
 {
-    *bound_ns = 0;
+    *bound_ns = -1;
     const char *text = rv_params_string(params, "op_cost");
     if (strcmp(text, "auto") != 0) {
         GError *parse = NULL;
@@ -95,7 +96,7 @@ static int64_t take_ns(const rv_task *task, uint32_t count, int64_t cost_ns)
 
 static gboolean unprofiled_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
-    int64_t cost_ns = 0, bound_ns = 0;
+    int64_t cost_ns = 0, bound_ns = -1;
     if (!op_cost_of(graph, params, &cost_ns, &bound_ns, error)) return FALSE;
     if (graph->timing.profiled_operators == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,
@@ -109,7 +110,7 @@ static gboolean unprofiled_apply(rv_graph *graph, const rv_params *params, rv_pl
         uint32_t count = rv_task_host_operators(graph, id);
         if (count == 0 || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
         int64_t take = take_ns(task, count, cost_ns);
-        bound_removed_ns += take_ns(task, count, bound_ns);
+        if (bound_ns >= 0) bound_removed_ns += take_ns(task, count, bound_ns);
         task->host_overhead_ns -= take;
         /* taken out: the reports must not count it as the profiler's again */
         g_array_index(graph->host_operators, uint32_t, id) = 0;
@@ -118,7 +119,7 @@ static gboolean unprofiled_apply(rv_graph *graph, const rv_params *params, rv_pl
         calls++;
     }
     char *per = rv_format_duration(cost_ns), *all = rv_format_duration(removed_ns);
-    if (bound_ns > 0) {
+    if (bound_ns >= 0) {
         char *bound = rv_format_duration(bound_ns), *least = rv_format_duration(bound_removed_ns);
         g_string_append_printf(output->notes,
                                "    %s per operator (the trace's bound on the callbacks between operators, %s, x "
