@@ -45,8 +45,9 @@ static gboolean scale_apply(rv_graph *graph, const rv_params *params, rv_plugin_
     g_free(cause);
     if (ok) {
         const char *part = rv_params_string(params, "part");
-        if (g_strcmp0(part, "overhead") != 0) rv_transform_scale(graph, tasks, factor);
-        if (g_strcmp0(part, "duration") != 0) rv_transform_scale_host_overhead(graph, tasks, factor);
+        if (g_strcmp0(part, "all") == 0) rv_transform_scale_with_overhead(graph, tasks, factor);
+        else if (g_strcmp0(part, "duration") == 0) rv_transform_scale(graph, tasks, factor);
+        else rv_transform_scale_host_overhead(graph, tasks, factor);
         g_string_append_printf(output->notes, "    scaled %u tasks by %g (%s)\n", tasks->len, factor,
                                g_strcmp0(part, "all") == 0 ? "duration and host overhead" : part);
     }

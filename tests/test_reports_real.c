@@ -206,6 +206,52 @@ START_TEST(parts_add_up_to_each_step)
 }
 END_TEST
 
+/* The step ends the replay notes (sim.h) are the ones a pass over every
+ * task finds: on each trace as recorded, after a plugin that removes tasks
+ * (cuda-graphs: its graph launches are live GPU work, the captured kernels
+ * are not), and on the joint DLRM job, whose ranks' steps interleave. */
+static void assert_noted_step_ends(const char *label, rv_graph *graph)
+{
+    rv_sim_result sim = { 0 };
+    GError *error = NULL;
+    ck_assert_msg(rv_simulate(graph, NULL, &sim, &error), "%s: %s", label, error ? error->message : "");
+    ck_assert_msg((sim.step_gpu_end_ns != NULL) == (graph->steps->len > 0), "%s: step ends noted: %d", label,
+                  sim.step_gpu_end_ns != NULL);
+    GArray *noted = rv_step_times(graph, &sim);
+    rv_sim_result unnoted = sim;
+    unnoted.step_gpu_end_ns = NULL;
+    unnoted.step_count = 0;
+    GArray *scanned = rv_step_times(graph, &unnoted);
+    ck_assert_uint_eq(noted->len, scanned->len);
+    for (guint s = 0; s < noted->len; s++)
+        ck_assert_msg(g_array_index(noted, rv_step_time, s).simulated_ns == g_array_index(scanned, rv_step_time, s).simulated_ns,
+                      "%s step %u: %" G_GINT64_FORMAT " ns noted, %" G_GINT64_FORMAT " ns by a pass", label, s,
+                      g_array_index(noted, rv_step_time, s).simulated_ns,
+                      g_array_index(scanned, rv_step_time, s).simulated_ns);
+    g_array_unref(noted);
+    g_array_unref(scanned);
+    rv_sim_result_clear(&sim);
+}
+
+START_TEST(replay_notes_the_step_ends_a_pass_finds)
+{
+    rv_graph *graph = load_trace(traces[_i]);
+    assert_noted_step_ends(traces[_i], graph);
+    GError *error = NULL;
+    if (apply_plugin(graph, "cuda-graphs", "static=assume", &error)) assert_noted_step_ends("cuda-graphs", graph);
+    g_clear_error(&error);
+    rv_graph_free(graph);
+}
+END_TEST
+
+START_TEST(replay_notes_the_step_ends_of_a_job)
+{
+    rv_graph *job = load_dlrm_job();
+    assert_noted_step_ends("DLRM job", job);
+    rv_graph_free(job);
+}
+END_TEST
+
 /* The span of a process's complete events in a timeline file, in us. */
 static double process_span_us(json_t *events, json_int_t pid)
 {
@@ -276,6 +322,8 @@ int main(void)
     tcase_add_test(c, critical_path_matches_hta_answer_key);
     tcase_add_loop_test(c, parts_add_up_to_each_step, 0, G_N_ELEMENTS(traces));
     tcase_add_test(c, amp_timeline_spans_the_prediction);
+    tcase_add_loop_test(c, replay_notes_the_step_ends_a_pass_finds, 0, G_N_ELEMENTS(traces));
+    tcase_add_test(c, replay_notes_the_step_ends_of_a_job);
     suite_add_tcase(suite, c);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -59,6 +59,13 @@ typedef struct {
     int64_t *end_ns;
     int64_t makespan_ns; /* latest end minus earliest start */
     gboolean launch_queue_ignored; /* the launch-queue rule would have deadlocked: replayed without it */
+    /* Per step of the replayed graph (graph->steps), the latest end of its
+     * live GPU tasks, -1 where it has none: noted by the replay from its own
+     * packed arrays, so that the step report (report.h) need not read every
+     * task again.  NULL (step_count 0) where not noted: a result built
+     * elsewhere, or a graph without steps. */
+    int64_t *step_gpu_end_ns;
+    guint step_count;
 } rv_sim_result;
 
 /* Replay the graph.  Fails (RV_ERROR_INPUT) if some task can never run or

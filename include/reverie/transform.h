@@ -36,6 +36,9 @@ void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor);
 /* Multiply the host overhead of each task by factor: the Python and
  * framework time before a CPU call (graph.h); GPU tasks have none. */
 void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, double factor);
+/* Both of the above in one pass over the tasks (a sweep of scale factors
+ * runs it once per variant). */
+void rv_transform_scale_with_overhead(rv_graph *graph, const GArray *tasks, double factor);
 void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns);
 
 typedef enum {

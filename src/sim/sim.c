@@ -127,7 +127,9 @@ typedef struct {
     uint8_t live;
     uint8_t gpu;
     uint8_t arrival;  /* a rank's arrival at a collective: its transfer follows with no idle gap */
+    uint8_t zero;     /* always 0: no padding, so structure_fits may compare keys as bytes */
 } task_key;
+G_STATIC_ASSERT(sizeof(task_key) == 8);
 
 typedef struct {
     int64_t duration;
@@ -175,22 +177,28 @@ static void find_queue_holders(const rv_graph *graph, const task_key *keys, cons
     g_array_unref(chain);
 }
 
-/* The keys of every task, and (when times is not NULL) their times. */
-static task_key *scan_tasks(const rv_graph *graph, task_time **times)
+/* The keys of every task; when times is not NULL their times, and when
+ * gpu_step is not NULL and the graph has steps, each live GPU task's step
+ * (-1 for every other task, and for a step that does not exist). */
+static task_key *scan_tasks(const rv_graph *graph, task_time **times, int32_t **gpu_step)
 {
     int32_t n = rv_graph_task_count(graph);
     const rv_task *tasks = (const rv_task *)graph->tasks->data;
-    task_key *keys = g_new0(task_key, n); /* zeroed padding: structure_fits compares bytes */
+    task_key *keys = g_new(task_key, n); /* every byte written below (task_key has no padding) */
     task_time *time = times ? (*times = g_new(task_time, n)) : NULL;
+    guint steps = graph->steps->len;
+    int32_t *step = gpu_step && steps > 0 ? (*gpu_step = g_new(int32_t, n)) : NULL;
     for (int32_t t = 0; t < n; t++) {
         keys[t].resource = tasks[t].resource;
         keys[t].live = (tasks[t].flags & RV_TASK_FLAG_REMOVED) == 0;
         keys[t].gpu = (tasks[t].flags & RV_TASK_FLAG_GPU) != 0;
         keys[t].arrival = (tasks[t].flags & RV_TASK_FLAG_RENDEZVOUS) != 0;
+        keys[t].zero = 0;
         if (time) {
             time[t].duration = tasks[t].duration_ns;
             time[t].overhead = tasks[t].host_overhead_ns;
         }
+        if (step) step[t] = keys[t].live && keys[t].gpu && (guint)tasks[t].step < steps ? tasks[t].step : -1;
     }
     return keys;
 }
@@ -326,7 +334,7 @@ rv_sim_structure *rv_sim_structure_new(const rv_graph *graph)
     structure->resource_count = graph->resources->len;
     structure->edges = g_memdup2(graph->edges->data, sizeof(rv_edge) * (gsize)graph->edges->len);
     structure->queue_depths = queue_depths(graph);
-    structure->keys = scan_tasks(graph, NULL);
+    structure->keys = scan_tasks(graph, NULL, NULL);
     build_adjacency(graph, structure->keys, &structure->adj, TRUE);
     return structure;
 }
@@ -432,6 +440,7 @@ typedef struct {
     const rv_resource *resources;
     task_key *keys;
     task_time *times;
+    int32_t *gpu_step;    /* scan_tasks: a live GPU task's step, else -1; NULL: the graph has no steps */
     adjacency adj;
     ready_heap heap;
     int64_t *ready;       /* when the task's dependencies are met */
@@ -466,7 +475,7 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
     r->graph = graph;
     r->policy = policy;
     r->resources = (const rv_resource *)graph->resources->data;
-    r->keys = scan_tasks(graph, &r->times);
+    r->keys = scan_tasks(graph, &r->times, &r->gpu_step);
     if (with_queue && structure != NULL && structure_fits(structure, graph, r->keys)) {
         r->adj = structure->adj; /* borrowed, read only; the counts are this replay's own */
         r->adj.waiting = g_memdup2(structure->adj.waiting, sizeof(int32_t) * (gsize)n);
@@ -498,6 +507,7 @@ static void replay_clear(replay *r)
     else free_adjacency(&r->adj);
     g_free(r->keys);
     g_free(r->times);
+    g_free(r->gpu_step);
     g_free(r->heap.entries);
     g_free(r->pending);
     g_free(r->free_ignored);
@@ -1018,12 +1028,15 @@ static gboolean replay_once(const rv_graph *graph, const rv_sim_structure *struc
     else run_default(&r);
     int32_t n = rv_graph_task_count(graph), live_count = 0;
     int64_t first_start = G_MAXINT64, last_end = G_MININT64;
+    int64_t *step_end = r.gpu_step ? g_new(int64_t, graph->steps->len) : NULL;
+    for (guint s = 0; step_end && s < graph->steps->len; s++) step_end[s] = -1;
     for (int32_t t = 0; t < n; t++) {
         if (!r.keys[t].live) continue;
         live_count++;
         if (r.start[t] < 0) continue;
         first_start = MIN(first_start, r.start[t]);
         last_end = MAX(last_end, r.end[t]);
+        if (step_end && r.gpu_step[t] >= 0) step_end[r.gpu_step[t]] = MAX(step_end[r.gpu_step[t]], r.end[t]);
     }
     *stuck = !r.overflow && r.dispatched != live_count && stuck_in_queue(&r) > 0;
     gboolean failed = replay_error(&r, live_count, error);
@@ -1032,6 +1045,8 @@ static gboolean replay_once(const rv_graph *graph, const rv_sim_structure *struc
     result->start_ns = r.start;
     result->end_ns = r.end;
     result->makespan_ns = r.dispatched ? last_end - first_start : 0;
+    result->step_gpu_end_ns = step_end;
+    result->step_count = step_end ? graph->steps->len : 0;
     replay_clear(&r);
     if (failed) rv_sim_result_clear(result);
     return !failed;
@@ -1072,5 +1087,6 @@ void rv_sim_result_clear(rv_sim_result *result)
 {
     g_free(result->start_ns);
     g_free(result->end_ns);
+    g_free(result->step_gpu_end_ns);
     memset(result, 0, sizeof *result);
 }

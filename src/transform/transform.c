@@ -69,6 +69,16 @@ void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, doub
     }
 }
 
+void rv_transform_scale_with_overhead(rv_graph *graph, const GArray *tasks, double factor)
+{
+    for (guint i = 0; i < tasks->len; i++) {
+        rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
+        task->duration_ns = scaled_ns(task->duration_ns, factor);
+        task->host_overhead_ns = scaled_ns(task->host_overhead_ns, factor);
+    }
+    durations_changed(graph);
+}
+
 void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns)
 {
     rv_graph_task(graph, task)->duration_ns = MAX(0, duration_ns);
