@@ -345,6 +345,9 @@ hostile max-events-zero       1 "--max-events 0: expected"    "$R" info "$trace"
 hostile max-bytes-huge        1 "--max-bytes 1e300: expected" "$R" info "$trace" --max-bytes 1e300
 hostile read-timeout-negative 1 "--read-timeout -1: expected" "$R" info "$trace" --read-timeout -1
 hostile unknown-option        1 "Unknown option"              "$R" info "$trace" --no-such-option
+# GLib reads -n5 as -n followed by the next argument: the line says how to write it
+hostile attached-short-value  1 "takes its value as the next argument: -n 5, not -n5" "$R" query "$trace" -n5 kind=gpu
+hostile attached-output-name  1 "-o $W/scratch/x.txt, not -o$W/scratch/x.txt" "$R" simulate "$trace" -o"$W/scratch/x.txt"
 
 echo "$cases hostile cases run, $skipped skipped, $failures failures"
 [ "$failures" -eq 0 ]

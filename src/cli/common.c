@@ -265,10 +265,35 @@ static gboolean check_text_options(GError **error)
     return TRUE;
 }
 
-static void print_option_error(GError *error, int *status)
+/* GLib takes a short option's value from the next argument only: -j4 or
+ * -ofile is read as -j or -o followed by whatever comes next, and fails
+ * on it.  The first argument written that way (a short option that takes
+ * a value in some command, more letters after it), for the hint; NULL if
+ * none.  GLib leaves argv as it was when parsing fails. */
+static const char *value_attached_to_short_option(int argc, char **argv)
+{
+    static const char with_values[] = "fgjnos";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (g_strcmp0(arg, "--") == 0) break;
+        if (arg[0] == '-' && arg[1] != '\0' && arg[1] != '-' && strchr(with_values, arg[1]) && arg[2] != '\0')
+            return arg;
+    }
+    return NULL;
+}
+
+static void print_option_error(GError *error, int argc, char **argv, int *status)
 {
     char *message = rv_escape_text(error->message);
-    fprintf(stderr, "reverie: %s (see --help)\n", message);
+    const char *attached = value_attached_to_short_option(argc, argv);
+    if (attached) {
+        char *shown = rv_escape_text(attached + 2);
+        fprintf(stderr, "reverie: %s (a short option takes its value as the next argument: -%c %s, not %.2s%s; see --help)\n",
+                message, attached[1], shown, attached, shown);
+        g_free(shown);
+    } else {
+        fprintf(stderr, "reverie: %s (see --help)\n", message);
+    }
     g_free(message);
     g_error_free(error);
     *status = RV_EXIT_USAGE;
@@ -318,7 +343,7 @@ static gboolean parse_options(GOptionContext *context, int *argc, char ***argv, 
 {
     GError *error = NULL;
     if (!g_option_context_parse(context, argc, argv, &error) || !check_text_options(&error)) {
-        print_option_error(error, status);
+        print_option_error(error, *argc, *argv, status);
         return FALSE;
     }
     return TRUE;
