@@ -93,7 +93,7 @@ static const rv_param_spec checkpoint_params[] = {
       "use_reentrant=false only: the host time a checkpointed block's forward operators spend in the checkpoint's "
       "saved-tensor hooks, as a fraction of their recorded host time, paid in forward and again in the "
       "recomputation, and as much again in backward (0.88: the median of three models recorded with and without "
-      "checkpointing on one H100, 0.87-0.95; on an H200 0.94-1.38; Swin-T and RegNetY-800MF showed none: "
+      "checkpointing on one H100, 0.87-0.95; on an H200 0.94-1.38; on RegNetY-800MF about 0.1, its convolutions paying none; Swin-T's steps too noisy: "
       "tests/bench/checkpoint_hooks.py)", NULL },
     { NULL }
 };

@@ -11,7 +11,10 @@ recorded in one run can.  For each pair (BASELINE, CHECKPOINTED):
 
   forward span   from a step's start to the backward thread's first call
                  (the forward's host time on a host-bound step), the median
-                 over the steps after the first, in each trace;
+                 over the steps after the first, in each trace (and their
+                 range: the host's speed moves from step to step within one
+                 run, and where that spread is larger than the growth the
+                 ratio says nothing);
   blocks' host   the forward host time of the blocks the plugin finds, as
                  its note says (checkpoint:cut=blocks,hook_cost=0);
 
@@ -33,9 +36,9 @@ import sys
 UNITS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def forward_span_ms(path):
-    """Median over the steps after the first of the time from the step's
-    start to the first call on another thread than the step's."""
+def forward_spans_ms(path):
+    """Over the steps after the first, the time from the step's start to
+    the first call on another thread than the step's."""
     with gzip.open(path, "rt") as handle:
         events = json.load(handle)["traceEvents"]
     steps = sorted((e for e in events if e.get("cat") == "user_annotation"
@@ -51,7 +54,7 @@ def forward_span_ms(path):
             spans.append((min(other) - begin) / 1e3)
     if not spans:
         sys.exit(f"{path}: no call on a second thread (no backward thread) in its steps")
-    return statistics.median(spans)
+    return spans
 
 
 def blocks_host_ms(reverie, path):
@@ -76,15 +79,21 @@ def main():
         parser.error("give the traces in pairs: BASELINE CHECKPOINTED")
     rows = []
     for baseline, checkpointed in zip(args.traces[0::2], args.traces[1::2]):
-        base_ms, ckpt_ms = forward_span_ms(baseline), forward_span_ms(checkpointed)
+        base_spans, ckpt_spans = forward_spans_ms(baseline), forward_spans_ms(checkpointed)
+        base_ms, ckpt_ms = statistics.median(base_spans), statistics.median(ckpt_spans)
         host_ms = blocks_host_ms(args.reverie, baseline)
+        # the host's own speed moves from step to step within a run: where
+        # the spans' spread is larger than the growth, the ratio is noise
         rows.append({"baseline": baseline, "checkpointed": checkpointed, "forward_span_ms": [base_ms, ckpt_ms],
+                     "forward_span_range_ms": [[min(base_spans), max(base_spans)], [min(ckpt_spans), max(ckpt_spans)]],
                      "blocks_host_ms": host_ms, "hook_cost": (ckpt_ms - base_ms) / host_ms})
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     for row in rows:
-        print(f"{row['baseline']}: forward span {row['forward_span_ms'][0]:.1f} -> {row['forward_span_ms'][1]:.1f} ms, "
+        (base_lo, base_hi), (ckpt_lo, ckpt_hi) = row["forward_span_range_ms"]
+        print(f"{row['baseline']}: forward span {row['forward_span_ms'][0]:.1f} -> {row['forward_span_ms'][1]:.1f} ms "
+              f"(steps {base_lo:.1f}-{base_hi:.1f} -> {ckpt_lo:.1f}-{ckpt_hi:.1f} ms), "
               f"blocks' host {row['blocks_host_ms']:.1f} ms: hook_cost {row['hook_cost']:.2f}")
     print(f"median hook_cost {statistics.median(r['hook_cost'] for r in rows):.2f}")
     return 0
