@@ -64,8 +64,10 @@
  * host time over the checkpointed blocks grew by 0.87-0.95 of itself on
  * three models recorded on one H100 with and without checkpointing
  * (traces/recorded/h100_checkpoint; tests/bench/checkpoint_hooks.py),
- * 0.94-1.38 on an H200 (held out); on Swin-T and RegNetY-800MF, recorded
- * afterwards, the forward did not grow at all: not a constant of PyTorch.
+ * 0.94-1.38 on an H200 (held out).  Not a constant of PyTorch: the
+ * hooks' cost follows the operators (on RegNetY-800MF, recorded
+ * afterwards, convolutions paid none and batch norms 15 us each, about
+ * 0.1 of the forward's host time; Swin-T's steps varied more than it).
  * Weak: segments=N cuts by time, not by module; blocks whose kernels
  * vary with their shapes (DenseNet's growing layers, cuDNN's choices in a
  * CNN's backward) repeat too little to be found;
@@ -93,8 +95,8 @@ static const rv_param_spec checkpoint_params[] = {
       "use_reentrant=false only: the host time a checkpointed block's forward operators spend in the checkpoint's "
       "saved-tensor hooks, as a fraction of their recorded host time, paid in forward and again in the "
       "recomputation, and as much again in backward (0.88: the median of three models recorded with and without "
-      "checkpointing on one H100, 0.87-0.95; on an H200 0.94-1.38; on RegNetY-800MF about 0.1, its convolutions paying none; Swin-T's steps too noisy: "
-      "tests/bench/checkpoint_hooks.py)", NULL },
+      "checkpointing on one H100, 0.87-0.95; on an H200 0.94-1.38; on RegNetY-800MF about 0.1, its convolutions "
+      "paying none; Swin-T's steps too noisy: tests/bench/checkpoint_hooks.py)", NULL },
     { NULL }
 };
 

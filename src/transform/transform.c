@@ -52,31 +52,31 @@ static int64_t scaled_ns(int64_t ns, double factor)
     return scaled >= (double)RV_MAX_DURATION_NS ? RV_MAX_DURATION_NS : (int64_t)llround(scaled);
 }
 
-void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor)
+/* The duration, the host overhead or both of each task times factor, in
+ * one pass over the tasks. */
+static void scale_parts(rv_graph *graph, const GArray *tasks, double factor, gboolean duration, gboolean overhead)
 {
     for (guint i = 0; i < tasks->len; i++) {
         rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
-        task->duration_ns = scaled_ns(task->duration_ns, factor);
+        if (duration) task->duration_ns = scaled_ns(task->duration_ns, factor);
+        if (overhead) task->host_overhead_ns = scaled_ns(task->host_overhead_ns, factor);
     }
-    durations_changed(graph);
+    if (duration) durations_changed(graph);
+}
+
+void rv_transform_scale(rv_graph *graph, const GArray *tasks, double factor)
+{
+    scale_parts(graph, tasks, factor, TRUE, FALSE);
 }
 
 void rv_transform_scale_host_overhead(rv_graph *graph, const GArray *tasks, double factor)
 {
-    for (guint i = 0; i < tasks->len; i++) {
-        rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
-        task->host_overhead_ns = scaled_ns(task->host_overhead_ns, factor);
-    }
+    scale_parts(graph, tasks, factor, FALSE, TRUE);
 }
 
 void rv_transform_scale_with_overhead(rv_graph *graph, const GArray *tasks, double factor)
 {
-    for (guint i = 0; i < tasks->len; i++) {
-        rv_task *task = rv_graph_task(graph, g_array_index(tasks, int32_t, i));
-        task->duration_ns = scaled_ns(task->duration_ns, factor);
-        task->host_overhead_ns = scaled_ns(task->host_overhead_ns, factor);
-    }
-    durations_changed(graph);
+    scale_parts(graph, tasks, factor, TRUE, TRUE);
 }
 
 void rv_transform_set_duration(rv_graph *graph, int32_t task, int64_t duration_ns)
