@@ -33,7 +33,9 @@
  *     torch.set_num_threads(1)), while the recorded process may have run
  *     its transform's larger operators on several: a batch can take a
  *     worker longer than it took the recording (`worker_slowdown`, 1 by
- *     default: the trace cannot show how much the threads helped);
+ *     default: the trace cannot show how much the threads helped), and
+ *     each worker's batch carries a range up to `worker_slowdown_high`
+ *     times that (range.h), so that reports give the step at both ends;
  *   - the workers' loading runs beside the training process on the same
  *     host, and slows its host work (CPU calls and host overheads) by
  *     interference x (loading time / the rest of the step), the average
@@ -46,6 +48,7 @@
  */
 #include "reverie/plugin.h"
 #include "reverie/error.h"
+#include "reverie/range.h"
 #include "reverie/transform.h"
 #include "reverie/units.h"
 #include <math.h>
@@ -74,6 +77,11 @@ static const rv_param_spec dataloader_params[] = {
       "thread (torch.set_num_threads(1)), the recorded process with several; 1 assumes the threads did not help "
       "(a num_workers=0 trace cannot show it: tests/bench/dataloader_threads.py measures it for your dataset)",
       NULL },
+    { "worker_slowdown_high", RV_PARAM_NUMBER, "1.5", "x",
+      "the high end of a worker's batch time, as a multiple of worker_slowdown: reports replay both ends and print "
+      "the range (1: none). 1.5 from measurements of record.py's tensor transform on H100 and H200 hosts: "
+      "dataloader_threads.py gave 1.10-1.53 with 2 and 4 workers (2.08 with 8 on 16 CPUs) and ten recorded "
+      "2-8-worker runs imply 1.06-1.46", NULL },
     { "interference", RV_PARAM_NUMBER, "0", "x",
       "slowdown of the training process's host work per busy worker; 0 assumes free cores: a host property the "
       "trace cannot show, give your host's (the notes print its effect per 0.1)", NULL },
@@ -185,24 +193,29 @@ static void apply_remaining(rv_graph *graph, GArray *loadings, int64_t remaining
 typedef struct {
     int64_t workers, prefetch, handoff_ns, page_fault_ns;
     double worker_slowdown;     /* a batch's time on a one-thread worker over its recorded time */
+    double worker_slowdown_high;    /* the high end of that, as a multiple of it (range.h) */
     double interference;
     gboolean steady;        /* start=steady: the workers' cycles staggered at the window's start */
 } worker_model;
 
 /* The loading of one batch on its worker, after that worker's previous batch. */
 static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t after, const step_loading *loading,
-                                  double share_left, double slowdown, GError **error)
+                                  double share_left, const worker_model *model, GError **error)
 {
     rv_insert_spec spec = { { 0 }, after, -1 };
     const rv_task *handoff = rv_graph_task(graph, loading->handoff_task);
     spec.task = *handoff;
     spec.task.resource = channel;
-    spec.task.duration_ns = (int64_t)llround((double)loading->work_ns * slowdown * share_left);
+    spec.task.duration_ns = (int64_t)llround((double)loading->work_ns * model->worker_slowdown * share_left);
     spec.task.host_overhead_ns = 0;
     spec.task.correlation = -1;
     spec.task.flags = 0;
     spec.task.name = rv_strings_intern(graph->strings, "DataLoader worker: load and collate a batch");
-    return rv_transform_insert(graph, &spec, error);
+    int32_t load = rv_transform_insert(graph, &spec, error);
+    /* How much the recorded process's intra-op threads helped is what the
+     * trace cannot show: the range carries it to the reports. */
+    if (load >= 0 && model->worker_slowdown_high > 1.0) rv_duration_range_set(graph, load, 1.0, model->worker_slowdown_high);
+    return load;
 }
 
 /* The N worker channels of a rank, on that rank (named by it in a job of
@@ -240,8 +253,7 @@ static gboolean move_rank_to_workers(rv_graph *graph, const step_loading *mine, 
         if (loading->handoff_task < 0) continue;
         int64_t w = (int64_t)i % model->workers;
         double share_left = model->steady && last[w] < 0 ? (double)(w + 1) / (double)model->workers : 1.0;
-        int32_t load = insert_worker_load(graph, channel[w], last[w], loading, share_left, model->worker_slowdown,
-                                          error);
+        int32_t load = insert_worker_load(graph, channel[w], last[w], loading, share_left, model, error);
         if (load < 0) { ok = FALSE; break; }
         last[w] = load;
         if ((int64_t)i >= window) {
@@ -353,10 +365,11 @@ static void append_pipeline_bound(rv_plugin_output *output, guint steps, int64_t
     char *delivery = rv_format_duration(delivery_ns), *loop = rv_format_duration(loop_ns);
     char *tenth = rv_format_duration(recorded_delivery_ns / 10);
     g_string_append_printf(output->notes,
-                           "    %" G_GINT64_FORMAT " workers deliver a batch every %s (worker_slowdown %.2f: one "
-                           "intra-op thread each; each 0.1 more adds %s while they bound the step); the training "
-                           "loop takes %s a step with its hand-off (recorded): %s the step (start=%s)\n",
-                           model->workers, delivery, model->worker_slowdown, tenth, loop,
+                           "    %" G_GINT64_FORMAT " workers deliver a batch every %s (worker_slowdown %.2f, range up "
+                           "to %.2f: one intra-op thread each; each 0.1 more adds %s while they bound the step); the "
+                           "training loop takes %s a step with its hand-off (recorded): %s the step (start=%s)\n",
+                           model->workers, delivery, model->worker_slowdown,
+                           model->worker_slowdown * model->worker_slowdown_high, tenth, loop,
                            delivery_ns > loop_ns ? "the workers bound" : "the training loop bounds",
                            model->steady ? "steady" : "cold");
     g_free(delivery);
@@ -396,14 +409,16 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
 {
     worker_model model = { rv_params_integer(params, "workers"), rv_params_integer(params, "prefetch"),
                            rv_params_duration_ns(params, "handoff"), rv_params_duration_ns(params, "page_fault"),
-                           rv_params_number(params, "worker_slowdown"), rv_params_number(params, "interference"),
+                           rv_params_number(params, "worker_slowdown"), rv_params_number(params, "worker_slowdown_high"),
+                           rv_params_number(params, "interference"),
                            strcmp(rv_params_string(params, "start"), "steady") == 0 };
     if (model.workers < 0 || model.workers > 4096 || model.prefetch < 1 || model.prefetch > 1024 ||
         model.interference < 0 || model.interference > 100 || model.worker_slowdown < 0.1 ||
-        model.worker_slowdown > 100) {
+        model.worker_slowdown > 100 || model.worker_slowdown_high < 1 || model.worker_slowdown_high > 100) {
         /* a value out of range is the user's (exit 1), not the plugin's */
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
-                    "workers must be 0 to 4096, prefetch 1 to 1024, worker_slowdown 0.1 to 100 and interference 0 to 100");
+                    "workers must be 0 to 4096, prefetch 1 to 1024, worker_slowdown 0.1 to 100, worker_slowdown_high 1 to 100 "
+                    "and interference 0 to 100");
         return FALSE;
     }
     GArray *loadings = collect_loadings(graph);

@@ -19,6 +19,7 @@
 #include "reverie/error.h"
 #include "reverie/graph.h"
 #include "reverie/plugin.h"
+#include "reverie/range.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include "reverie/trace.h"
@@ -333,6 +334,30 @@ START_TEST(dataloader_workers_hand_built)
         g_free(text);
         rv_graph_free(t.graph);
     }
+}
+END_TEST
+
+/* What the trace cannot show of a worker's batch (the threads it had in the
+ * recorded process) is a range: at its high end each load takes
+ * worker_slowdown_high times as long, two 150 us loads in a row on one
+ * worker (300 + 10 + 50 + 5 us); worker_slowdown_high=1 gives none. */
+START_TEST(dataloader_workers_range)
+{
+    tiny t = two_step_loading_graph();
+    int64_t span;
+    apply_and_simulate(t.graph, "dataloader", "workers=1,start=cold,handoff=10us,page_fault=0us", &span, NULL);
+    ck_assert_int_eq(span, US(265));
+    ck_assert(rv_graph_has_duration_ranges(t.graph));
+    GError *error = NULL;
+    ck_assert_msg(rv_graph_to_range_end(t.graph, TRUE, &error), "%s", error ? error->message : "");
+    ck_assert_int_eq(makespan(t.graph), US(365));
+    rv_graph_free(t.graph);
+
+    t = two_step_loading_graph();
+    apply_and_simulate(t.graph, "dataloader", "workers=1,worker_slowdown_high=1,handoff=10us,page_fault=0us", &span,
+                       NULL);
+    ck_assert(!rv_graph_has_duration_ranges(t.graph));
+    rv_graph_free(t.graph);
 }
 END_TEST
 
@@ -824,6 +849,7 @@ static Suite *plugins_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, dataloader_hand_built);
     tcase_add_test(tc, dataloader_workers_hand_built);
+    tcase_add_test(tc, dataloader_workers_range);
     tcase_add_test(tc, dataloader_workers_pair);
     tcase_add_test(tc, dataloader_nothing);
     tcase_add_test(tc, dataloader_workers_per_rank);

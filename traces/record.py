@@ -12,6 +12,10 @@ version and the command that repeats the recording alone.
     python3 traces/record.py --out DIR                 # every recording
     python3 traces/record.py --out DIR --only resnet50:fp32,gpt:amp_bf16
     python3 traces/record.py --list
+    python3 traces/record.py --out DIR --only loader:workers4 --active 17
+
+--active N records N steps instead of 5: a job whose steps repeat a cycle
+(N DataLoader workers deliver in turns) needs whole cycles in the window.
 
 Nothing is downloaded: models come from torchvision (ResNet) or are written
 here (a GPT-2-small-shaped decoder and a BERT-small-shaped encoder, from
@@ -181,6 +185,10 @@ JOBS = {
         "variants": {
             "workers0": ("baseline: DataLoader num_workers=0", {"workers": 0}),
             "workers4": ("DataLoader num_workers=4", {"workers": 4}),
+            # Recorded after the dataloader plugin was written on workers4,
+            # to check it at other worker counts.
+            "workers2": ("DataLoader num_workers=2", {"workers": 2}),
+            "workers8": ("DataLoader num_workers=8", {"workers": 8}),
         },
     },
 }
@@ -402,6 +410,7 @@ def record(job, variant, out, device):
 
 
 def main():
+    global SMOKE, ACTIVE, STEPS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", help="folder for the traces and manifest.jsonl (made if missing)")
     parser.add_argument("--only", default="", help="JOB:VARIANT,... (default: every recording)")
@@ -409,6 +418,8 @@ def main():
     parser.add_argument("--list", action="store_true", help="list the jobs and variants, and stop")
     parser.add_argument("--no-profile", action="store_true",
                         help="time the same steps without the profiler; the manifest gets the step times, no trace")
+    parser.add_argument("--active", type=int, default=ACTIVE,
+                        help=f"steps recorded (or timed), after {WAIT} wait and {WARMUP} warm-up (default {ACTIVE})")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes: try the script without a GPU (not ground truth)")
     args = parser.parse_args()
     wanted = [(j, v) for j in JOBS for v in JOBS[j]["variants"]]
@@ -424,8 +435,10 @@ def main():
         if unknown:
             parser.error(f"unknown recordings {unknown}; --list names them")
         wanted = chosen
-    global SMOKE
     SMOKE = args.smoke
+    if args.active < 1:
+        parser.error("--active must be at least 1")
+    ACTIVE, STEPS = args.active, WAIT + WARMUP + args.active
     os.makedirs(args.out, exist_ok=True)
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True
@@ -436,6 +449,7 @@ def main():
         entry = {"job": job, "variant": variant, "knob": JOBS[job]["variants"][variant][0],
                  "model": JOBS[job]["model"], **common,
                  "command": f"python3 traces/record.py --out DIR --only {job}:{variant}"
+                            + (f" --active {ACTIVE}" if ACTIVE != 5 else "")
                             + (" --no-profile" if args.no_profile else "")}
         started = time.time()
         try:

@@ -60,6 +60,7 @@ typedef struct {
     shares predicted_shares;
     rv_prediction_range range;   /* the prediction at both ends of its range, if it has one */
     int64_t range_steady_ns[2];
+    int64_t range_mean_ns[2];
     GHashTable *plugins;  /* loaded by the opts */
     GPtrArray *opts;
     rv_plugin_output policy;  /* the last optimization's, for the range's replays */
@@ -177,8 +178,11 @@ static gboolean predict(comparison *c, GError **error)
     c->predicted_mean_ns = mean_step(c->predicted, TRUE);
     c->predicted_gpu_ns = steady_gpu(c->baseline.graph);
     if (!rv_prediction_range_run(c->baseline.graph, policy_of(c), &c->range, error)) return FALSE;
-    for (int end = 0; c->range.present && end < 2; end++)
-        c->range_steady_ns[end] = steady_step(end ? c->range.high.steps : c->range.low.steps, TRUE);
+    for (int end = 0; c->range.present && end < 2; end++) {
+        const GArray *steps = end ? c->range.high.steps : c->range.low.steps;
+        c->range_steady_ns[end] = steady_step(steps, TRUE);
+        c->range_mean_ns[end] = mean_step(steps, TRUE);
+    }
     return TRUE;
 }
 
@@ -235,6 +239,12 @@ static void print_mean(const comparison *c)
            "%+.2f%%)\n", g_strstrip(base), g_strstrip(variant), g_strstrip(predicted),
            100 * signed_error(c->predicted_mean_ns, c->variant.recorded_mean_ns),
            100 * signed_error(c->baseline.recorded_mean_ns, c->variant.recorded_mean_ns));
+    if (!c->range.present) return;
+    char low[32], high[32];
+    rv_cli_format_ms(low, sizeof low, c->range_mean_ns[0]);
+    rv_cli_format_ms(high, sizeof high, c->range_mean_ns[1]);
+    printf("    its range: %s to %s (the recorded mean %s)\n", g_strstrip(low), g_strstrip(high),
+           inside(c->variant.recorded_mean_ns, c->range_mean_ns) ? "inside" : "outside");
 }
 
 static void print_table(const comparison *c)
@@ -295,10 +305,15 @@ static json_t *json_shares(const shares *s)
     return object;
 }
 
-/* The range's ends beside the step and the GPU kernel time (null without a range). */
-static void json_range(json_t *root, json_t *gpu, const comparison *c)
+/* The range's ends beside the step, the mean step and the GPU kernel time
+ * (null without a range). */
+static void json_range(json_t *root, json_t *mean, json_t *gpu, const comparison *c)
 {
     gboolean present = c->range.present;
+    json_object_set_new(mean, "predicted_low_us", present ? json_real(c->range_mean_ns[0] / 1e3) : json_null());
+    json_object_set_new(mean, "predicted_high_us", present ? json_real(c->range_mean_ns[1] / 1e3) : json_null());
+    json_object_set_new(mean, "inside_range",
+                        present ? json_boolean(inside(c->variant.recorded_mean_ns, c->range_mean_ns)) : json_null());
     json_object_set_new(root, "predicted_steady_low_us", present ? json_real(c->range_steady_ns[0] / 1e3) : json_null());
     json_object_set_new(root, "predicted_steady_high_us", present ? json_real(c->range_steady_ns[1] / 1e3) : json_null());
     json_object_set_new(root, "inside_range", present ? json_boolean(inside(c->variant.recorded_ns, c->range_steady_ns))
@@ -326,13 +341,14 @@ static void print_json(const comparison *c, gboolean as_csv)
                             c->variant.gpu_ns / 1e3, "predicted_us", c->predicted_gpu_ns / 1e3, "error",
                             signed_error(c->predicted_gpu_ns, c->variant.gpu_ns), "no_change_error",
                             signed_error(c->baseline.gpu_ns, c->variant.gpu_ns));
-    json_object_set_new(root, "mean", json_pack("{s:f,s:f,s:f,s:f,s:f}", "baseline_us", c->baseline.recorded_mean_ns / 1e3,
+    json_t *mean = json_pack("{s:f,s:f,s:f,s:f,s:f}", "baseline_us", c->baseline.recorded_mean_ns / 1e3,
                                                 "variant_us", c->variant.recorded_mean_ns / 1e3, "predicted_us",
                                                 c->predicted_mean_ns / 1e3, "error",
                                                 signed_error(c->predicted_mean_ns, c->variant.recorded_mean_ns),
                                                 "no_change_error",
-                                                signed_error(c->baseline.recorded_mean_ns, c->variant.recorded_mean_ns)));
-    json_range(root, gpu, c);
+                                                signed_error(c->baseline.recorded_mean_ns, c->variant.recorded_mean_ns));
+    json_range(root, mean, gpu, c);
+    json_object_set_new(root, "mean", mean);
     json_object_set_new(root, "gpu_kernel", gpu);
     json_object_set_new(root, "shares",
                         json_pack("{s:o,s:o,s:o}", "baseline_recorded", json_shares(&c->baseline.recorded_shares),

@@ -159,7 +159,11 @@ static void measure_prediction(accuracy_report *report, const char *dir, const c
             row.predicted_us = number_at(root, "mean", "predicted_us");
             row.error = number_at(root, "mean", "error");
             row.no_change_error = number_at(root, "mean", "no_change_error");
-            row.low_us = row.high_us = -1;
+            json_t *mean_range = json_object_get(root, "mean");
+            row.high_us = json_is_number(json_object_get(mean_range, "predicted_high_us"))
+                              ? number_at(mean_range, NULL, "predicted_high_us") : -1;
+            row.low_us = json_is_number(json_object_get(mean_range, "predicted_low_us"))
+                             ? number_at(mean_range, NULL, "predicted_low_us") : -1;
             json_decref(root);
         } else if (root != NULL) {
             row.recorded_us = gpu ? number_at(root, "gpu_kernel", "variant_us") : number_at(root, "variant", "recorded_steady_us");
