@@ -36,6 +36,13 @@
  *     default: the trace cannot show how much the threads helped), and
  *     each worker's batch carries a range up to `worker_slowdown_high`
  *     times that (range.h), so that reports give the step at both ends;
+ *   - the recorded process ran its loading under the profiler, which
+ *     costs each operator it records (graph.h's profiler_op_cost x
+ *     profiler_whole_cost); workers made before the profiler started do
+ *     not pay it.  Its share of a batch is the range's low end, not the
+ *     point: on record.py's tensor transform the two effects offset (an
+ *     H100 batch: 209 ms profiled, 140 ms without the profiler's estimated
+ *     share, 204 ms on each of 4 one-thread workers, measured);
  *   - the workers' loading runs beside the training process on the same
  *     host, and slows its host work (CPU calls and host overheads) by
  *     interference x (loading time / the rest of the step), the average
@@ -79,9 +86,11 @@ static const rv_param_spec dataloader_params[] = {
       NULL },
     { "worker_slowdown_high", RV_PARAM_NUMBER, "1.5", "x",
       "the high end of a worker's batch time, as a multiple of worker_slowdown: reports replay both ends and print "
-      "the range (1: none). 1.5 from measurements of record.py's tensor transform on H100 and H200 hosts: "
-      "dataloader_threads.py gave 1.10-1.53 with 2 and 4 workers (2.08 with 8 on 16 CPUs) and ten recorded "
-      "2-8-worker runs imply 1.06-1.46", NULL },
+      "the range (1: none). 1.5 from tests/bench/dataloader_threads.py on record.py's tensor transform: 1.10-1.53 "
+      "with 2 and 4 workers on H200 hosts, 1.55-1.62 on an H100 host (2.08 once with 8 workers on 16 CPUs)", NULL },
+    { "profiler_whole_cost", RV_PARAM_NUMBER, RV_PROFILER_WHOLE_COST, "x",
+      "the profiler's cost per operator recorded in the loading, over the trace's bound (as unprofiled's "
+      "whole_cost): that share of a batch, which workers do not pay, is the range's low end (0: none)", NULL },
     { "interference", RV_PARAM_NUMBER, "0", "x",
       "slowdown of the training process's host work per busy worker; 0 assumes free cores: a host property the "
       "trace cannot show, give your host's (the notes print its effect per 0.1)", NULL },
@@ -95,6 +104,7 @@ typedef struct {
     GArray *tasks;          /* data-loading CPU tasks of the step */
     int32_t handoff_task;   /* the DATALOAD task that becomes the hand-off, or -1 */
     int64_t work_ns;        /* duration + host overhead of the tasks */
+    uint64_t operators;     /* operators the profiler recorded in the loading */
 } step_loading;
 
 static gboolean is_loading(const rv_task *task)
@@ -117,7 +127,7 @@ static int loading_list(const rv_graph *graph, int32_t id, const rv_task *task, 
 /* A step's loading in one rank, from its loading tasks. */
 static step_loading loading_of(rv_graph *graph, int32_t step, int32_t rank, GArray *tasks)
 {
-    step_loading loading = { step, rank, g_array_ref(tasks), -1, 0 };
+    step_loading loading = { step, rank, g_array_ref(tasks), -1, 0, 0 };
     rv_tasks_sort_recorded(graph, loading.tasks);
     /* The loader task's own host overhead is the training loop's Python
      * before next(): not loading.  The calls inside the loader are. */
@@ -125,6 +135,7 @@ static step_loading loading_of(rv_graph *graph, int32_t step, int32_t rank, GArr
         const rv_task *task = rv_graph_task(graph, g_array_index(loading.tasks, int32_t, i));
         gboolean first_loader = task->kind == RV_TASK_DATALOAD && loading.handoff_task < 0;
         loading.work_ns += task->duration_ns + (first_loader ? 0 : task->host_overhead_ns);
+        loading.operators += rv_task_host_operators(graph, g_array_index(loading.tasks, int32_t, i));
         if (first_loader) loading.handoff_task = g_array_index(loading.tasks, int32_t, i);
     }
     return loading;
@@ -194,9 +205,18 @@ typedef struct {
     int64_t workers, prefetch, handoff_ns, page_fault_ns;
     double worker_slowdown;     /* a batch's time on a one-thread worker over its recorded time */
     double worker_slowdown_high;    /* the high end of that, as a multiple of it (range.h) */
+    int64_t profiler_op_ns;     /* the profiler's cost per recorded operator; 0: none known */
     double interference;
     gboolean steady;        /* start=steady: the workers' cycles staggered at the window's start */
 } worker_model;
+
+/* The profiler's estimated share of a batch's recorded loading, at most
+ * 0.9 (a range's low end must stay above 0). */
+static double profiler_share(const step_loading *loading, const worker_model *model)
+{
+    if (loading->work_ns <= 0 || model->profiler_op_ns <= 0) return 0.0;
+    return MIN(0.9, (double)loading->operators * (double)model->profiler_op_ns / (double)loading->work_ns);
+}
 
 /* The loading of one batch on its worker, after that worker's previous batch. */
 static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t after, const step_loading *loading,
@@ -212,9 +232,12 @@ static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t afte
     spec.task.flags = 0;
     spec.task.name = rv_strings_intern(graph->strings, "DataLoader worker: load and collate a batch");
     int32_t load = rv_transform_insert(graph, &spec, error);
-    /* How much the recorded process's intra-op threads helped is what the
-     * trace cannot show: the range carries it to the reports. */
-    if (load >= 0 && model->worker_slowdown_high > 1.0) rv_duration_range_set(graph, load, 1.0, model->worker_slowdown_high);
+    /* How much the recorded process's intra-op threads helped, and whether
+     * the workers paid the profiler, are what the trace cannot show: the
+     * range carries them to the reports. */
+    double low = 1.0 - profiler_share(loading, model);
+    if (load >= 0 && (low < 1.0 || model->worker_slowdown_high > 1.0))
+        rv_duration_range_set(graph, load, low, model->worker_slowdown_high);
     return load;
 }
 
@@ -377,6 +400,32 @@ static void append_pipeline_bound(rv_plugin_output *output, guint steps, int64_t
     g_free(tenth);
 }
 
+/* The profiler's share of the recorded loading: the low end of the
+ * workers' range, printed with its evidence. */
+static void append_profiler_share(rv_plugin_output *output, const GArray *loadings, const worker_model *model)
+{
+    uint64_t operators = 0;
+    int64_t work_ns = 0;
+    for (guint i = 0; i < loadings->len; i++) {
+        const step_loading *loading = &g_array_index(loadings, step_loading, i);
+        operators += loading->operators;
+        work_ns += loading->work_ns;
+    }
+    if (operators == 0 || model->profiler_op_ns <= 0 || work_ns <= 0) {
+        g_string_append(output->notes, "    the profiler's share of the loading: none known (no operators recorded in "
+                                       "it, or no bound on their cost): the range's low end is the recorded batch\n");
+        return;
+    }
+    int64_t share_ns = (int64_t)MIN((double)work_ns, (double)operators * (double)model->profiler_op_ns);
+    char *cost = rv_format_duration(model->profiler_op_ns), *share = rv_format_duration(share_ns / loadings->len);
+    g_string_append_printf(output->notes,
+                           "    the profiler recorded %.0f operators a batch in the loading: up to %s of it (%.0f%%; "
+                           "%s each), which workers made before the profiler started do not pay: the range's low end\n",
+                           (double)operators / loadings->len, share, 100.0 * (double)share_ns / (double)work_ns, cost);
+    g_free(cost);
+    g_free(share);
+}
+
 static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_model *model, rv_plugin_output *output,
                               GError **error)
 {
@@ -400,6 +449,7 @@ static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_mo
                            model->workers, graph->ranks->len > 1 ? " of its rank" : "", busy, hand, bytes / 1048576.0, factor,
                            model->interference, 10.0 * busy);
     append_pipeline_bound(output, loadings->len, recorded_loading_ns, rest_ns, model);
+    append_profiler_share(output, loadings, model);
     g_free(load);
     g_free(hand);
     return TRUE;
@@ -410,17 +460,19 @@ static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_pl
     worker_model model = { rv_params_integer(params, "workers"), rv_params_integer(params, "prefetch"),
                            rv_params_duration_ns(params, "handoff"), rv_params_duration_ns(params, "page_fault"),
                            rv_params_number(params, "worker_slowdown"), rv_params_number(params, "worker_slowdown_high"),
-                           rv_params_number(params, "interference"),
+                           0, rv_params_number(params, "interference"),
                            strcmp(rv_params_string(params, "start"), "steady") == 0 };
     if (model.workers < 0 || model.workers > 4096 || model.prefetch < 1 || model.prefetch > 1024 ||
         model.interference < 0 || model.interference > 100 || model.worker_slowdown < 0.1 ||
-        model.worker_slowdown > 100 || model.worker_slowdown_high < 1 || model.worker_slowdown_high > 100) {
+        model.worker_slowdown > 100 || model.worker_slowdown_high < 1 || model.worker_slowdown_high > 100 ||
+        !(rv_params_number(params, "profiler_whole_cost") >= 0 && rv_params_number(params, "profiler_whole_cost") <= 1000)) {
         /* a value out of range is the user's (exit 1), not the plugin's */
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
-                    "workers must be 0 to 4096, prefetch 1 to 1024, worker_slowdown 0.1 to 100, worker_slowdown_high 1 to 100 "
-                    "and interference 0 to 100");
+                    "workers must be 0 to 4096, prefetch 1 to 1024, worker_slowdown 0.1 to 100, worker_slowdown_high 1 to 100, "
+                    "profiler_whole_cost 0 to 1000 and interference 0 to 100");
         return FALSE;
     }
+    model.profiler_op_ns = MAX(0, rv_profiler_op_cost_ns(graph, rv_params_number(params, "profiler_whole_cost")));
     GArray *loadings = collect_loadings(graph);
     if (loadings->len == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,

@@ -40,7 +40,7 @@ static const rv_param_spec unprofiled_params[] = {
       "the profiler's host time per recorded operator: auto, the trace's bound on the callbacks between operators "
       "(info shows it) x whole_cost, or a duration such as 0.8us",
       NULL },
-    { "whole_cost", RV_PARAM_NUMBER, "4.1", "x",
+    { "whole_cost", RV_PARAM_NUMBER, RV_PROFILER_WHOLE_COST, "x",
       "op_cost=auto: the profiler's whole cost per operator over the part the trace bounds between operators (4.1: "
       "the median of four host-bound jobs recorded with and without the profiler on one H100, PyTorch 2.11 with "
       "shapes and memory, 3.5-5.0; an H200 gave 3.8-5.2, two later models 2.6-16: tests/bench/profiler_cost.py); 1: "
@@ -82,7 +82,7 @@ static gboolean op_cost_of(const rv_graph *graph, const rv_params *params, int64
         return FALSE;
     }
     *bound_ns = bound->value;
-    *cost_ns = llround((double)bound->value * whole);
+    *cost_ns = rv_profiler_op_cost_ns(graph, whole);
     return TRUE;
 }
 

@@ -361,6 +361,29 @@ START_TEST(dataloader_workers_range)
 }
 END_TEST
 
+/* The profiler's share of the recorded loading is the range's low end:
+ * 40 operators at 1 us (a bound of 0.5 us x profiler_whole_cost 2) in each
+ * 100 us load, so each load is 60 us at the low end: 120 + 10 + 50 + 5 us. */
+START_TEST(dataloader_workers_profiler_share)
+{
+    tiny t = two_step_loading_graph();
+    t.graph->timing.profiler_op_cost = (rv_estimate){ .value = 500, .spread = 0, .samples = 100,
+                                                      .source = RV_SOURCE_BOUND };
+    g_array_set_size(t.graph->host_operators, (guint)rv_graph_task_count(t.graph));
+    for (int32_t id = 0; id < rv_graph_task_count(t.graph); id++)
+        if (rv_graph_task(t.graph, id)->kind == RV_TASK_DATALOAD) g_array_index(t.graph->host_operators, uint32_t, id) = 40;
+    int64_t span;
+    apply_and_simulate(t.graph, "dataloader",
+                       "workers=1,start=cold,handoff=10us,page_fault=0us,worker_slowdown_high=1,profiler_whole_cost=2",
+                       &span, NULL);
+    ck_assert_int_eq(span, US(265));
+    GError *error = NULL;
+    ck_assert_msg(rv_graph_to_range_end(t.graph, FALSE, &error), "%s", error ? error->message : "");
+    ck_assert_int_eq(makespan(t.graph), US(185));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
 /* The median of the steps after the first (the steady step). */
 static int64_t steady_step(const GArray *steps, gboolean simulated)
 {
@@ -850,6 +873,7 @@ static Suite *plugins_suite(void)
     tcase_add_test(tc, dataloader_hand_built);
     tcase_add_test(tc, dataloader_workers_hand_built);
     tcase_add_test(tc, dataloader_workers_range);
+    tcase_add_test(tc, dataloader_workers_profiler_share);
     tcase_add_test(tc, dataloader_workers_pair);
     tcase_add_test(tc, dataloader_nothing);
     tcase_add_test(tc, dataloader_workers_per_rank);

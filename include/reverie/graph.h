@@ -433,6 +433,15 @@ static inline uint32_t rv_task_host_operators(const rv_graph *graph, int32_t tas
 int64_t rv_task_profiler_overhead_ns(const rv_graph *graph, int32_t task);
 /* The same over every task not removed. */
 int64_t rv_graph_profiler_overhead_ns(const rv_graph *graph);
+/* The profiler's whole cost per operator over the part the trace bounds
+ * (rv_timing.profiler_op_cost): the median of four host-bound jobs
+ * recorded with and without the profiler on one H100 (PyTorch 2.11, shapes
+ * and memory), 3.5-5.0; an H200 gave 3.8-5.2 (tests/bench/profiler_cost.py).
+ * A parameter default, hence text. */
+#define RV_PROFILER_WHOLE_COST "4.1"
+/* The bound x whole_cost, the profiler's estimated cost per operator; -1
+ * when the trace gives no bound. */
+int64_t rv_profiler_op_cost_ns(const rv_graph *graph, double whole_cost);
 /* Add a collective; returns the value for rv_task.collective (1 + its index). */
 int32_t rv_graph_add_collective(rv_graph *graph, const rv_collective_info *info);
 

@@ -6,6 +6,7 @@
 #include "reverie/compose.h"
 #include "index.h"
 #include <string.h>
+#include <math.h>
 
 static const char *const task_kind_names[RV_TASK_KIND_COUNT] = {
     "cpu", "kernel", "memcpy", "memset", "sync", "comm", "dataload", "marker",
@@ -185,6 +186,13 @@ int64_t rv_task_profiler_overhead_ns(const rv_graph *graph, int32_t task)
     int64_t overhead = g_array_index(graph->tasks, rv_task, task).host_overhead_ns;
     /* in double: a forged count times a forged cost must not wrap */
     return (int64_t)MIN((double)overhead, (double)operators * (double)cost->value);
+}
+
+int64_t rv_profiler_op_cost_ns(const rv_graph *graph, double whole_cost)
+{
+    const rv_estimate *bound = &graph->timing.profiler_op_cost;
+    if (bound->source != RV_SOURCE_BOUND) return -1;
+    return llround((double)bound->value * whole_cost);
 }
 
 int64_t rv_graph_profiler_overhead_ns(const rv_graph *graph)
