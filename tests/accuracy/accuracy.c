@@ -31,6 +31,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct {
+    void (*measure)(guint index, gpointer data);
+    gpointer data;
+} parallel_work;
+
+static void run_one(gpointer index_plus_one, gpointer work)
+{
+    const parallel_work *w = work;
+    w->measure(GPOINTER_TO_UINT(index_plus_one) - 1, w->data);
+}
+
+void accuracy_run_parallel(guint count, void (*measure)(guint index, gpointer data), gpointer data)
+{
+    parallel_work work = { measure, data };
+    GThreadPool *pool = g_thread_pool_new(run_one, &work, (gint)MAX(1u, g_get_num_processors()), TRUE, NULL);
+    for (guint i = 0; i < count; i++) g_thread_pool_push(pool, GUINT_TO_POINTER(i + 1), NULL);
+    g_thread_pool_free(pool, FALSE, TRUE); /* waits for every call */
+}
+
+typedef struct {
+    const char *dir;
+    GPtrArray *paths;
+    trace_row *rows;
+} trace_work;
+
+static void measure_trace_at(guint index, gpointer data)
+{
+    trace_work *work = data;
+    work->rows[index] = accuracy_measure_trace(work->dir, g_ptr_array_index(work->paths, index));
+}
+
+/* Every trace, on every core; the rows in the paths' order. */
+static void measure_traces(accuracy_report *report, const char *dir)
+{
+    trace_work work = { dir, accuracy_trace_paths(dir), NULL };
+    work.rows = g_new0(trace_row, work.paths->len);
+    accuracy_run_parallel(work.paths->len, measure_trace_at, &work);
+    g_array_append_vals(report->traces, work.rows, work.paths->len);
+    g_free(work.rows);
+    g_ptr_array_unref(work.paths);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -45,13 +87,10 @@ int main(int argc, char **argv)
     }
     accuracy_report report;
     accuracy_report_init(&report);
-    GPtrArray *paths = accuracy_trace_paths(traces_dir);
-    for (guint i = 0; i < paths->len; i++)
-        accuracy_measure_trace(&report, traces_dir, g_ptr_array_index(paths, i));
+    measure_traces(&report, traces_dir);
     accuracy_measure_pairs(&report, traces_dir, reverie);
     accuracy_measure_jobs(&report, traces_dir, reverie);
     int status = accuracy_report_finish(&report, output, docs);
-    g_ptr_array_unref(paths);
     accuracy_report_clear(&report);
     return status;
 }

@@ -63,7 +63,13 @@ void accuracy_report_clear(accuracy_report *report);
 gint accuracy_compare_names(gconstpointer a, gconstpointer b);
 /* Every *.json.gz under dir, relative, sorted (g_ptr_array_unref). */
 GPtrArray *accuracy_trace_paths(const char *dir);
-void accuracy_measure_trace(accuracy_report *report, const char *dir, const char *name);
+/* One trace's replay and perturbations (safe to run beside others). */
+trace_row accuracy_measure_trace(const char *dir, const char *name);
+/* Call measure(index, data) for every index below count, on as many
+ * threads as there are cores (GThreadPool), and return when all are done.
+ * Each call must write only its own index's slot, so that the tables keep
+ * their order whatever order the calls finish in. */
+void accuracy_run_parallel(guint count, void (*measure)(guint index, gpointer data), gpointer data);
 /* traces/pairs/NAME/pair.json says which what-if predicts which file. */
 void accuracy_measure_pairs(accuracy_report *report, const char *dir, const char *reverie);
 /* Each folder holding rank*.json.gz. */

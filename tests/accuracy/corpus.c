@@ -188,7 +188,7 @@ static gboolean measure_perturbations(const rv_trace *trace, const replayed *bas
            perturb(trace, base, at70, MS(20), NULL, &row->idle70_move_ns, &row->speedup_move_worst, error);
 }
 
-void accuracy_measure_trace(accuracy_report *report, const char *dir, const char *name)
+trace_row accuracy_measure_trace(const char *dir, const char *name)
 {
     trace_row row = { 0 };
     row.name = g_strdup(name);
@@ -210,5 +210,5 @@ void accuracy_measure_trace(accuracy_report *report, const char *dir, const char
     replayed_clear(&base);
     if (trace) rv_trace_free(trace);
     g_free(path);
-    g_array_append_val(report->traces, row);
+    return row;
 }

@@ -119,8 +119,7 @@ static void measure_timed(pair_row *row, json_t *root, double recorded_us)
     row->low_us = row->high_us = -1;
 }
 
-static void measure_prediction(accuracy_report *report, const char *dir, const char *pair, json_t *spec,
-                               const char *reverie)
+static pair_row measure_prediction(const char *dir, const char *pair, json_t *spec, const char *reverie)
 {
     pair_row row = { 0 };
     row.pair = g_strdup(pair);
@@ -181,7 +180,27 @@ static void measure_prediction(accuracy_report *report, const char *dir, const c
     fprintf(stderr, "accuracy: pair %s %s -> %s %s%s%s\n", pair, row.baseline, row.variant, row.opt,
             row.failure ? ": " : "", row.failure ? row.failure : "");
     g_ptr_array_unref(args);
-    g_array_append_val(report->pairs, row);
+    return row;
+}
+
+/* One row of the pairs' table: a prediction to run, or a manifest that
+ * could not be read (its row made already). */
+typedef struct {
+    const char *pair;
+    json_t *spec;       /* NULL: row holds the manifest's failure */
+    pair_row row;
+} pair_item;
+
+typedef struct {
+    const char *dir, *reverie;
+    GArray *items;      /* pair_item */
+} pair_work;
+
+static void measure_item_at(guint index, gpointer data)
+{
+    pair_work *work = data;
+    pair_item *item = &g_array_index(work->items, pair_item, index);
+    if (item->spec != NULL) item->row = measure_prediction(work->dir, item->pair, item->spec, work->reverie);
 }
 
 void accuracy_measure_pairs(accuracy_report *report, const char *dir, const char *reverie)
@@ -193,24 +212,33 @@ void accuracy_measure_pairs(accuracy_report *report, const char *dir, const char
     while (handle && (entry = g_dir_read_name(handle)) != NULL) g_ptr_array_add(names, g_strdup(entry));
     if (handle) g_dir_close(handle);
     g_ptr_array_sort(names, accuracy_compare_names);
+    pair_work work = { dir, reverie, g_array_new(FALSE, TRUE, sizeof(pair_item)) };
+    GPtrArray *manifests = g_ptr_array_new_with_free_func((GDestroyNotify)json_decref);
     for (guint n = 0; n < names->len; n++) {
         const char *pair = g_ptr_array_index(names, n);
         char *manifest = g_build_filename(pairs_dir, pair, "pair.json", NULL);
         json_error_t error;
         json_t *root = json_load_file(manifest, 0, &error);
         if (root == NULL) {
-            pair_row row = { 0 };
-            row.pair = g_strdup(pair);
-            row.failure = g_strdup_printf("%s: %s", manifest, error.text);
-            g_array_append_val(report->pairs, row);
+            pair_item item = { pair, NULL, { 0 } };
+            item.row.pair = g_strdup(pair);
+            item.row.failure = g_strdup_printf("%s: %s", manifest, error.text);
+            g_array_append_val(work.items, item);
+        } else {
+            g_ptr_array_add(manifests, root);
         }
         size_t i;
         json_t *spec;
-        json_array_foreach(json_object_get(root, "predictions"), i, spec)
-            measure_prediction(report, dir, pair, spec, reverie);
-        json_decref(root);
+        json_array_foreach(json_object_get(root, "predictions"), i, spec) {
+            pair_item item = { pair, spec, { 0 } };
+            g_array_append_val(work.items, item);
+        }
         g_free(manifest);
     }
+    accuracy_run_parallel(work.items->len, measure_item_at, &work);
+    for (guint i = 0; i < work.items->len; i++) g_array_append_val(report->pairs, g_array_index(work.items, pair_item, i).row);
+    g_array_unref(work.items);
+    g_ptr_array_unref(manifests);
     g_ptr_array_unref(names);
     g_free(pairs_dir);
 }
