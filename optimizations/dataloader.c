@@ -130,12 +130,13 @@ static step_loading loading_of(rv_graph *graph, int32_t step, int32_t rank, GArr
     step_loading loading = { step, rank, g_array_ref(tasks), -1, 0, 0 };
     rv_tasks_sort_recorded(graph, loading.tasks);
     /* The loader task's own host overhead is the training loop's Python
-     * before next(): not loading.  The calls inside the loader are. */
+     * before next(): not loading, nor are the operators recorded there.
+     * The calls inside the loader are. */
     for (guint i = 0; i < loading.tasks->len; i++) {
         const rv_task *task = rv_graph_task(graph, g_array_index(loading.tasks, int32_t, i));
         gboolean first_loader = task->kind == RV_TASK_DATALOAD && loading.handoff_task < 0;
         loading.work_ns += task->duration_ns + (first_loader ? 0 : task->host_overhead_ns);
-        loading.operators += rv_task_host_operators(graph, g_array_index(loading.tasks, int32_t, i));
+        if (!first_loader) loading.operators += rv_task_host_operators(graph, g_array_index(loading.tasks, int32_t, i));
         if (first_loader) loading.handoff_task = g_array_index(loading.tasks, int32_t, i);
     }
     return loading;
