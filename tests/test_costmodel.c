@@ -263,17 +263,18 @@ static gboolean aligned_of(const char *op, const char *dims)
     return aligned;
 }
 
-/* A batch of rows against one weight is one GEMM of all the rows (511 rows
- * a sequence, 8 sequences: 4,088, a multiple of 8); a dimension that is no
- * multiple of 8 (a 50,257-word vocabulary) makes it unaligned; a batched
- * GEMM keeps its own rows. */
+/* Alignment is the rows' length (K of the left operand, N of the right one
+ * and of the result), not their count: a 50,257-word vocabulary makes a
+ * GEMM unaligned, 511 rows a sequence do not, batched or folded. */
 START_TEST(alignment_of_folded_rows)
 {
     ck_assert(aligned_of("aten::matmul", "[[8,511,768],[768,768]]"));
     ck_assert(aligned_of("aten::linear", "[[8,511,768],[768,768],[768]]"));
     ck_assert(!aligned_of("aten::matmul", "[[8,511,768],[768,50257]]"));
     ck_assert(!aligned_of("aten::linear", "[[8,511,768],[50257,768],[]]"));
-    ck_assert(!aligned_of("aten::bmm", "[[8,511,64],[8,64,512]]"));
+    ck_assert(aligned_of("aten::bmm", "[[8,511,64],[8,64,512]]"));
+    ck_assert(!aligned_of("aten::bmm", "[[8,512,63],[8,63,512]]"));
+    ck_assert(!aligned_of("aten::bmm", "[[8,512,64],[8,64,511]]"));
 }
 END_TEST
 

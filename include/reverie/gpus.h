@@ -64,8 +64,9 @@ typedef struct {
     double matrix_flops[RV_DTYPE_COUNT];    /* FLOP/s, dense; 0: no matrix unit for the type */
     double vector_flops[RV_DTYPE_COUNT];    /* FLOP/s; 0: not published */
     double achievable_matrix_flops[RV_DTYPE_COUNT]; /* measured maximum (MAMF); 0: none published */
-    gboolean matrix_any_shape;              /* matrix units take any GEMM shape (Ampere, CDNA2 on);
-                                               FALSE: fp16 needs dimensions that are multiples of 8 */
+    gboolean matrix_any_shape;              /* half-precision GEMMs whose rows are no multiple of 8
+                                               elements still run at the matrix rate; FALSE (every
+                                               shipped GPU: gpus.json says why): at the vector rate */
     double memory_Bps;                      /* memory bandwidth, bytes/s */
     double memory_bytes;                    /* capacity */
     int sm_count;                           /* SMs (NVIDIA) or CUs (AMD); 0: not published */

@@ -576,12 +576,13 @@ static void record(planning *p, int32_t id, rv_cost_class cls, const rv_task *ta
 
 static estimate exact(double ns, rv_cost_term term) { return (estimate){ ns, ns, ns, term, 0, 0, 0 }; }
 
-/* A GEMM recorded in another precision, moved onto fp16/bf16, with
- * a dimension that is no multiple of 8.  The GPUs that take any shape on
- * their matrix units (gpus.json's matrix_any_shape) still load such an
- * operand an element at a time: on the H100 the recorded bf16 GEMMs of a
- * 50,257-word vocabulary ran cuBLAS's `..._align1` kernels at about 10% of
- * the bf16 peak, where its aligned GEMMs of the same job reached 50-77%. */
+/* A GEMM recorded in another precision, moved onto fp16/bf16, with rows
+ * that are no multiple of 8 elements: the libraries load such an operand
+ * an element at a time.  On the H100 the recorded bf16 GEMMs of a
+ * 50,257-word vocabulary ran cuBLAS's `..._align1` kernels at 10-15% of the
+ * bf16 peak, where its aligned GEMMs of the same job reached 50-77%; so
+ * every shipped GPU's matrix_any_shape is false and they are costed at the
+ * vector rate (rv_cost_unit_on).  Counted for the notes. */
 static gboolean moves_onto_unaligned_half(const rv_kernel_cost *cost, const rv_cost_change *change)
 {
     gboolean to_half = change->dtype == RV_DTYPE_FP16 || change->dtype == RV_DTYPE_BF16;
@@ -773,9 +774,10 @@ void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString
     if (plan->unaligned_half) {
         char *time = rv_format_duration(plan->unaligned_half_ns);
         g_string_append_printf(out,
-                               "%s%u GEMMs with shapes (%s recorded) have a dimension that is no multiple of 8: in half "
-                               "precision the libraries run them with unaligned kernels, which can be several times slower "
-                               "than predicted here (pad the dimension to a multiple of 8 to avoid them)\n",
+                               "%s%u GEMMs with shapes (%s recorded) have rows that are no multiple of 8 elements: in half "
+                               "precision the libraries run them with unaligned kernels, costed here at the GPU's "
+                               "non-Tensor rate where its catalogue entry says so (matrix_any_shape false); pad the "
+                               "dimension to a multiple of 8 to avoid them\n",
                                indent, plan->unaligned_half, time);
         g_free(time);
     }
