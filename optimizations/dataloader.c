@@ -403,15 +403,11 @@ static void append_pipeline_bound(rv_plugin_output *output, guint steps, int64_t
 
 /* The profiler's share of the recorded loading: the low end of the
  * workers' range, printed with its evidence. */
-static void append_profiler_share(rv_plugin_output *output, const GArray *loadings, const worker_model *model)
+static void append_profiler_share(rv_plugin_output *output, const GArray *loadings, int64_t work_ns,
+                                  const worker_model *model)
 {
     uint64_t operators = 0;
-    int64_t work_ns = 0;
-    for (guint i = 0; i < loadings->len; i++) {
-        const step_loading *loading = &g_array_index(loadings, step_loading, i);
-        operators += loading->operators;
-        work_ns += loading->work_ns;
-    }
+    for (guint i = 0; i < loadings->len; i++) operators += g_array_index(loadings, step_loading, i).operators;
     if (operators == 0 || model->profiler_op_ns <= 0 || work_ns <= 0) {
         g_string_append(output->notes, "    the profiler's share of the loading: none known (no operators recorded in "
                                        "it, or no bound on their cost): the range's low end is the recorded batch\n");
@@ -450,7 +446,7 @@ static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_mo
                            model->workers, graph->ranks->len > 1 ? " of its rank" : "", busy, hand, bytes / 1048576.0, factor,
                            model->interference, 10.0 * busy);
     append_pipeline_bound(output, loadings->len, recorded_loading_ns, rest_ns, model);
-    append_profiler_share(output, loadings, model);
+    append_profiler_share(output, loadings, loading_ns, model);
     g_free(load);
     g_free(hand);
     return TRUE;
@@ -458,22 +454,23 @@ static gboolean apply_workers(rv_graph *graph, GArray *loadings, const worker_mo
 
 static gboolean dataloader_apply(rv_graph *graph, const rv_params *params, rv_plugin_output *output, GError **error)
 {
+    double profiler_whole_cost = rv_params_number(params, "profiler_whole_cost");
     worker_model model = { rv_params_integer(params, "workers"), rv_params_integer(params, "prefetch"),
                            rv_params_duration_ns(params, "handoff"), rv_params_duration_ns(params, "page_fault"),
                            rv_params_number(params, "worker_slowdown"), rv_params_number(params, "worker_slowdown_high"),
-                           0, rv_params_number(params, "interference"),
+                           MAX(0, rv_profiler_op_cost_ns(graph, profiler_whole_cost)),
+                           rv_params_number(params, "interference"),
                            strcmp(rv_params_string(params, "start"), "steady") == 0 };
     if (model.workers < 0 || model.workers > 4096 || model.prefetch < 1 || model.prefetch > 1024 ||
         model.interference < 0 || model.interference > 100 || model.worker_slowdown < 0.1 ||
         model.worker_slowdown > 100 || model.worker_slowdown_high < 1 || model.worker_slowdown_high > 100 ||
-        !(rv_params_number(params, "profiler_whole_cost") >= 0 && rv_params_number(params, "profiler_whole_cost") <= 1000)) {
+        !(profiler_whole_cost >= 0 && profiler_whole_cost <= 1000)) {
         /* a value out of range is the user's (exit 1), not the plugin's */
         g_set_error(error, RV_ERROR, RV_ERROR_USAGE,
                     "workers must be 0 to 4096, prefetch 1 to 1024, worker_slowdown 0.1 to 100, worker_slowdown_high 1 to 100, "
                     "profiler_whole_cost 0 to 1000 and interference 0 to 100");
         return FALSE;
     }
-    model.profiler_op_ns = MAX(0, rv_profiler_op_cost_ns(graph, rv_params_number(params, "profiler_whole_cost")));
     GArray *loadings = collect_loadings(graph);
     if (loadings->len == 0) {
         g_set_error(error, RV_ERROR, RV_ERROR_PLUGIN,

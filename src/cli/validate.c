@@ -305,23 +305,25 @@ static json_t *json_shares(const shares *s)
     return object;
 }
 
-/* The range's ends beside the step, the mean step and the GPU kernel time
- * (null without a range). */
+/* One figure's range in `object`: its two ends under low_key and
+ * high_key and whether the recorded value lies inside (nulls without a
+ * range). */
+static void json_set_range(json_t *object, const char *low_key, const char *high_key, gboolean present,
+                           const int64_t *ends, int64_t recorded_ns)
+{
+    json_object_set_new(object, low_key, present ? json_real(ends[0] / 1e3) : json_null());
+    json_object_set_new(object, high_key, present ? json_real(ends[1] / 1e3) : json_null());
+    json_object_set_new(object, "inside_range", present ? json_boolean(inside(recorded_ns, ends)) : json_null());
+}
+
+/* The range's ends beside the step, the mean step and the GPU kernel time. */
 static void json_range(json_t *root, json_t *mean, json_t *gpu, const comparison *c)
 {
     gboolean present = c->range.present;
-    json_object_set_new(mean, "predicted_low_us", present ? json_real(c->range_mean_ns[0] / 1e3) : json_null());
-    json_object_set_new(mean, "predicted_high_us", present ? json_real(c->range_mean_ns[1] / 1e3) : json_null());
-    json_object_set_new(mean, "inside_range",
-                        present ? json_boolean(inside(c->variant.recorded_mean_ns, c->range_mean_ns)) : json_null());
-    json_object_set_new(root, "predicted_steady_low_us", present ? json_real(c->range_steady_ns[0] / 1e3) : json_null());
-    json_object_set_new(root, "predicted_steady_high_us", present ? json_real(c->range_steady_ns[1] / 1e3) : json_null());
-    json_object_set_new(root, "inside_range", present ? json_boolean(inside(c->variant.recorded_ns, c->range_steady_ns))
-                                                      : json_null());
-    json_object_set_new(gpu, "predicted_low_us", present ? json_real(c->range.steady_gpu_ns[0] / 1e3) : json_null());
-    json_object_set_new(gpu, "predicted_high_us", present ? json_real(c->range.steady_gpu_ns[1] / 1e3) : json_null());
-    json_object_set_new(gpu, "inside_range",
-                        present ? json_boolean(inside(c->variant.gpu_ns, c->range.steady_gpu_ns)) : json_null());
+    json_set_range(mean, "predicted_low_us", "predicted_high_us", present, c->range_mean_ns, c->variant.recorded_mean_ns);
+    json_set_range(root, "predicted_steady_low_us", "predicted_steady_high_us", present, c->range_steady_ns,
+                   c->variant.recorded_ns);
+    json_set_range(gpu, "predicted_low_us", "predicted_high_us", present, c->range.steady_gpu_ns, c->variant.gpu_ns);
 }
 
 static void print_json(const comparison *c, gboolean as_csv)

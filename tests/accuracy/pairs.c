@@ -110,6 +110,15 @@ static double mean_after_first(json_t *root, const char *key)
     return count > 1 ? sum / (double)(count - 1) : sum;
 }
 
+/* The predicted range validate --json gives under holder's keys; -1 at
+ * both ends without one. */
+static void read_range(pair_row *row, json_t *holder, const char *low_key, const char *high_key)
+{
+    gboolean present = json_is_number(json_object_get(holder, high_key)) && json_is_number(json_object_get(holder, low_key));
+    row->low_us = present ? number_at(holder, NULL, low_key) : -1;
+    row->high_us = present ? number_at(holder, NULL, high_key) : -1;
+}
+
 static void measure_timed(pair_row *row, json_t *root, double recorded_us)
 {
     row->recorded_us = recorded_us;
@@ -158,22 +167,16 @@ static pair_row measure_prediction(const char *dir, const char *pair, json_t *sp
             row.predicted_us = number_at(root, "mean", "predicted_us");
             row.error = number_at(root, "mean", "error");
             row.no_change_error = number_at(root, "mean", "no_change_error");
-            json_t *mean_range = json_object_get(root, "mean");
-            row.high_us = json_is_number(json_object_get(mean_range, "predicted_high_us"))
-                              ? number_at(mean_range, NULL, "predicted_high_us") : -1;
-            row.low_us = json_is_number(json_object_get(mean_range, "predicted_low_us"))
-                             ? number_at(mean_range, NULL, "predicted_low_us") : -1;
+            read_range(&row, json_object_get(root, "mean"), "predicted_low_us", "predicted_high_us");
             json_decref(root);
         } else if (root != NULL) {
             row.recorded_us = gpu ? number_at(root, "gpu_kernel", "variant_us") : number_at(root, "variant", "recorded_steady_us");
             row.predicted_us = gpu ? number_at(root, "gpu_kernel", "predicted_us") : number_at(root, NULL, "predicted_steady_us");
             row.error = gpu ? number_at(root, "gpu_kernel", "error") : number_at(root, NULL, "error");
             row.no_change_error = gpu ? number_at(root, "gpu_kernel", "no_change_error") : number_at(root, NULL, "no_change_error");
-            json_t *range = gpu ? json_object_get(root, "gpu_kernel") : root;
-            const char *low_key = gpu ? "predicted_low_us" : "predicted_steady_low_us";
-            const char *high_key = gpu ? "predicted_high_us" : "predicted_steady_high_us";
-            row.high_us = json_is_number(json_object_get(range, high_key)) ? number_at(range, NULL, high_key) : -1;
-            row.low_us = json_is_number(json_object_get(range, low_key)) ? number_at(range, NULL, low_key) : -1;
+            read_range(&row, gpu ? json_object_get(root, "gpu_kernel") : root,
+                       gpu ? "predicted_low_us" : "predicted_steady_low_us",
+                       gpu ? "predicted_high_us" : "predicted_steady_high_us");
             json_decref(root);
         }
     }
