@@ -9,7 +9,10 @@
  * multi-rank job replayed alone (its collectives' recorded durations hold
  * waits for other ranks).  No step may be off by more than twice that.
  * The recorded step times reverie reports must match tests/tracestat.py (an
- * independent Python reading of the same step rule) to within 0.1%.
+ * independent Python reading of the same step rule) to within 0.1%.  A
+ * replay that reuses the graph's structure (sim.h, what a sweep does) must
+ * give every task the times a fresh replay gives, on the graph and on a
+ * copy whose GPU work is halved.
  */
 #include "reverie/graph.h"
 #include "reverie/report.h"
@@ -89,6 +92,44 @@ static void check_recorded_against_tracestat(const char *name, const char *path,
     json_decref(reference);
 }
 
+static void assert_same_times(const char *name, const rv_sim_result *a, const rv_sim_result *b)
+{
+    ck_assert_int_eq(a->task_count, b->task_count);
+    ck_assert_int_eq(a->makespan_ns, b->makespan_ns);
+    for (int32_t t = 0; t < a->task_count; t++)
+        ck_assert_msg(a->start_ns[t] == b->start_ns[t] && a->end_ns[t] == b->end_ns[t],
+                      "%s: task #%d replayed at %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " ns reusing the structure, "
+                      "%" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " ns afresh", name, t, a->start_ns[t], a->end_ns[t],
+                      b->start_ns[t], b->end_ns[t]);
+}
+
+/* rv_simulate_reusing against rv_simulate on `graph`, with the structure
+ * of `structure_of` (the graph itself, or the one it was copied from). */
+static void check_reuse_on(const char *name, const rv_graph *graph, const rv_sim_structure *structure)
+{
+    GError *error = NULL;
+    rv_sim_result fresh = { 0 }, reused = { 0 };
+    ck_assert(rv_simulate(graph, NULL, &fresh, &error));
+    ck_assert_msg(rv_simulate_reusing(graph, structure, NULL, &reused, &error), "%s", error ? error->message : "");
+    assert_same_times(name, &reused, &fresh);
+    rv_sim_result_clear(&fresh);
+    rv_sim_result_clear(&reused);
+}
+
+static void check_structure_reuse(const char *name, const rv_graph *graph)
+{
+    rv_sim_structure *structure = rv_sim_structure_new(graph);
+    check_reuse_on(name, graph, structure);
+    rv_graph *halved = rv_graph_copy(graph);
+    for (int32_t t = 0; t < rv_graph_task_count(halved); t++) {
+        rv_task *task = &g_array_index(halved->tasks, rv_task, t);
+        if (task->flags & RV_TASK_FLAG_GPU) task->duration_ns /= 2;
+    }
+    check_reuse_on(name, halved, structure);
+    rv_graph_free(halved);
+    rv_sim_structure_free(structure);
+}
+
 START_TEST(replays_within_limits)
 {
     const replay_case *c = &cases[_i];
@@ -113,6 +154,7 @@ START_TEST(replays_within_limits)
                   100 * c->mean_limit);
     ck_assert_msg(worst <= 2 * c->mean_limit, "%s: worst step error %.3f%%", c->name, 100 * worst);
     check_recorded_against_tracestat(c->name, path, steps);
+    check_structure_reuse(c->name, graph);
     g_array_unref(steps);
     rv_sim_result_clear(&sim);
     rv_graph_free(graph);

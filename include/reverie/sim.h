@@ -82,7 +82,11 @@ void rv_sim_result_clear(rv_sim_result *result);
  * which tasks are live, each edge and how it readies its target, the
  * launch-queue holders - kept for many replays of graphs that differ from
  * this one only in durations, host overheads, launch latencies and idle
- * gaps (a sweep of speed factors).  About half a replay's cost.
+ * gaps (a sweep of speed factors).  About half a replay's cost.  It also
+ * keeps an order of the live tasks that the edges allow: where every
+ * resource is a chain (every imported graph), the replay then dispatches
+ * in that order, without counting predecessors down or keeping ready
+ * tasks, since any order the edges allow gives the same times there.
  * rv_simulate_reusing uses it only after checking that the graph still has
  * it (same live tasks on the same resources, the same edges and queue
  * depths: a few memcmp), and otherwise works it out as rv_simulate does,

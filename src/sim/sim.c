@@ -127,7 +127,7 @@ typedef struct {
     uint8_t live;
     uint8_t gpu;
     uint8_t arrival;  /* a rank's arrival at a collective: its transfer follows with no idle gap */
-    uint8_t zero;     /* always 0: no padding, so structure_fits may compare keys as bytes */
+    uint8_t zero;     /* always 0: no padding bytes of unknown value */
 } task_key;
 G_STATIC_ASSERT(sizeof(task_key) == 8);
 
@@ -180,27 +180,52 @@ static void find_queue_holders(const rv_graph *graph, const task_key *keys, cons
 /* The keys of every task; when times is not NULL their times, and when
  * gpu_step is not NULL and the graph has steps, each live GPU task's step
  * (-1 for every other task, and for a step that does not exist). */
-static task_key *scan_tasks(const rv_graph *graph, task_time **times, int32_t **gpu_step)
+static inline task_key key_of(const rv_task *task)
+{
+    task_key key = { task->resource, (task->flags & RV_TASK_FLAG_REMOVED) == 0, (task->flags & RV_TASK_FLAG_GPU) != 0,
+                     (task->flags & RV_TASK_FLAG_RENDEZVOUS) != 0, 0 };
+    return key;
+}
+
+static inline gboolean same_key(task_key a, task_key b)
+{
+    return a.resource == b.resource && a.live == b.live && a.gpu == b.gpu && a.arrival == b.arrival;
+}
+
+/* The keys of every task, or when `expected` is not NULL none, and whether
+ * every task's key is expected's (the scan stops at the first that is not);
+ * when times is not NULL their times, and when gpu_step is not NULL and the
+ * graph has steps, each live GPU task's step (-1 for every other task, and
+ * for a step that does not exist). */
+static task_key *scan_tasks_against(const rv_graph *graph, const task_key *expected, gboolean *as_expected,
+                                    task_time **times, int32_t **gpu_step)
 {
     int32_t n = rv_graph_task_count(graph);
     const rv_task *tasks = (const rv_task *)graph->tasks->data;
-    task_key *keys = g_new(task_key, n); /* every byte written below (task_key has no padding) */
+    task_key *keys = expected ? NULL : g_new(task_key, n); /* every byte written below (task_key has no padding) */
     task_time *time = times ? (*times = g_new(task_time, n)) : NULL;
     guint steps = graph->steps->len;
     int32_t *step = gpu_step && steps > 0 ? (*gpu_step = g_new(int32_t, n)) : NULL;
+    if (as_expected) *as_expected = TRUE;
     for (int32_t t = 0; t < n; t++) {
-        keys[t].resource = tasks[t].resource;
-        keys[t].live = (tasks[t].flags & RV_TASK_FLAG_REMOVED) == 0;
-        keys[t].gpu = (tasks[t].flags & RV_TASK_FLAG_GPU) != 0;
-        keys[t].arrival = (tasks[t].flags & RV_TASK_FLAG_RENDEZVOUS) != 0;
-        keys[t].zero = 0;
+        task_key key = key_of(&tasks[t]);
+        if (expected && !same_key(key, expected[t])) {
+            *as_expected = FALSE;
+            break;
+        }
+        if (keys) keys[t] = key;
         if (time) {
             time[t].duration = tasks[t].duration_ns;
             time[t].overhead = tasks[t].host_overhead_ns;
         }
-        if (step) step[t] = keys[t].live && keys[t].gpu && (guint)tasks[t].step < steps ? tasks[t].step : -1;
+        if (step) step[t] = key.live && key.gpu && (guint)tasks[t].step < steps ? tasks[t].step : -1;
     }
     return keys;
+}
+
+static task_key *scan_tasks(const rv_graph *graph, task_time **times, int32_t **gpu_step)
+{
+    return scan_tasks_against(graph, NULL, NULL, times, gpu_step);
 }
 
 /* One pass over the edges: how each readies its target, the counts of the
@@ -317,6 +342,13 @@ struct rv_sim_structure {
     int32_t *queue_depths;   /* per resource: the holders depend on them */
     task_key *keys;          /* of the tasks it was built from */
     adjacency adj;           /* waiting: the counts before a replay starts */
+    /* Every live task in an order its edges allow (structure_order): a
+     * replay that may dispatch in edge order (edge_order_allowed) follows it
+     * instead of finding it again.  NULL where some task could never run. */
+    int32_t *order;
+    int32_t order_count;
+    int32_t *removed;        /* the tasks that are not live, which such a replay never reaches */
+    int32_t removed_count;
 };
 
 static int32_t *queue_depths(const rv_graph *graph)
@@ -324,6 +356,36 @@ static int32_t *queue_depths(const rv_graph *graph)
     int32_t *depths = g_new(int32_t, graph->resources->len + 1);
     for (guint r = 0; r < graph->resources->len; r++) depths[r] = g_array_index(graph->resources, rv_resource, r).queue_depth;
     return depths;
+}
+
+/* The order run_in_edge_order would dispatch the live tasks in (each
+ * readied task on a stack; those ready at the start pushed by id), or NULL
+ * where some live task is never readied: the replay must then find out
+ * why.  Any order the edges allow gives the same times there. */
+static int32_t *structure_order(rv_sim_structure *structure, int32_t *count)
+{
+    int32_t n = structure->tasks, live = 0, done = 0, pending_count = 0;
+    const adjacency *adj = &structure->adj;
+    int32_t *waiting = g_memdup2(adj->waiting, sizeof(int32_t) * (gsize)n);
+    int32_t *pending = g_new(int32_t, (gsize)n + 1), *order = g_new(int32_t, (gsize)n + 1);
+    for (int32_t t = 0; t < n; t++) {
+        if (!structure->keys[t].live) continue;
+        live++;
+        if (waiting[t] == 0) pending[pending_count++] = t;
+    }
+    while (pending_count > 0) {
+        int32_t t = pending[--pending_count];
+        order[done++] = t;
+        for (int32_t slot = adj->first[t]; slot < adj->first[t + 1]; slot++)
+            if (--waiting[adj->targets[slot]] == 0) pending[pending_count++] = adj->targets[slot];
+    }
+    g_free(waiting);
+    g_free(pending);
+    *count = done;
+    if (done == live) return order;
+    g_free(order);
+    *count = 0;
+    return NULL;
 }
 
 rv_sim_structure *rv_sim_structure_new(const rv_graph *graph)
@@ -336,6 +398,10 @@ rv_sim_structure *rv_sim_structure_new(const rv_graph *graph)
     structure->queue_depths = queue_depths(graph);
     structure->keys = scan_tasks(graph, NULL, NULL);
     build_adjacency(graph, structure->keys, &structure->adj, TRUE);
+    structure->order = structure_order(structure, &structure->order_count);
+    structure->removed = g_new(int32_t, (gsize)structure->tasks - (gsize)structure->order_count + 1);
+    for (int32_t t = 0; structure->order && t < structure->tasks; t++)
+        if (!structure->keys[t].live) structure->removed[structure->removed_count++] = t;
     return structure;
 }
 
@@ -345,9 +411,10 @@ static gboolean same_bytes(const void *a, const void *b, gsize size)
     return size == 0 || memcmp(a, b, size) == 0;
 }
 
-/* Does the graph, whose task keys are `keys`, still have this structure?
- * The cheap checks first. */
-static gboolean structure_fits(const rv_sim_structure *structure, const rv_graph *graph, const task_key *keys)
+/* Does the graph still have this structure, as far as its resources and
+ * edges say?  (Its tasks' keys are compared while they are read:
+ * replay_init.)  The cheap checks first. */
+static gboolean structure_fits(const rv_sim_structure *structure, const rv_graph *graph)
 {
     if (rv_graph_task_count(graph) != structure->tasks || graph->edges->len != structure->edge_count ||
         graph->resources->len != structure->resource_count)
@@ -356,7 +423,7 @@ static gboolean structure_fits(const rv_sim_structure *structure, const rv_graph
     gboolean same = same_bytes(depths, structure->queue_depths, sizeof(int32_t) * structure->resource_count) &&
                     same_bytes(graph->edges->data, structure->edges, sizeof(rv_edge) * structure->edge_count);
     g_free(depths);
-    return same && same_bytes(keys, structure->keys, sizeof(task_key) * (gsize)structure->tasks);
+    return same;
 }
 
 static void free_adjacency(adjacency *adj)
@@ -438,7 +505,7 @@ typedef struct {
     const rv_graph *graph;
     const rv_policy *policy;
     const rv_resource *resources;
-    task_key *keys;
+    const task_key *keys; /* the structure's when borrowed */
     task_time *times;
     int32_t *gpu_step;    /* scan_tasks: a live GPU task's step, else -1; NULL: the graph has no steps */
     adjacency adj;
@@ -460,6 +527,7 @@ typedef struct {
     waiting_queue *waiting; /* per resource: tasks blocked by it */
     gboolean *is_waiting;   /* per task: in its resource's waiting queue */
     gboolean borrowed;      /* adj belongs to an rv_sim_structure */
+    const rv_sim_structure *structure; /* borrowed too; its order of the live tasks (NULL: none) */
     struct contended *contended; /* with contention or sharing only (contention.h) */
 } replay;
 
@@ -475,12 +543,22 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
     r->graph = graph;
     r->policy = policy;
     r->resources = (const rv_resource *)graph->resources->data;
-    r->keys = scan_tasks(graph, &r->times, &r->gpu_step);
-    if (with_queue && structure != NULL && structure_fits(structure, graph, r->keys)) {
-        r->adj = structure->adj; /* borrowed, read only; the counts are this replay's own */
-        r->adj.waiting = g_memdup2(structure->adj.waiting, sizeof(int32_t) * (gsize)n);
+    gboolean fits = with_queue && structure != NULL && structure_fits(structure, graph);
+    if (fits) {
+        scan_tasks_against(graph, structure->keys, &fits, &r->times, &r->gpu_step);
+        if (!fits) { /* read again, keys and all */
+            g_clear_pointer(&r->times, g_free);
+            g_clear_pointer(&r->gpu_step, g_free);
+        }
+    }
+    if (fits) {
+        r->keys = structure->keys; /* borrowed, like adj */
+        r->adj = structure->adj; /* borrowed, read only; the counts are this replay's own (count_down) */
+        r->adj.waiting = NULL;
         r->borrowed = TRUE;
+        r->structure = structure;
     } else {
+        r->keys = scan_tasks(graph, &r->times, &r->gpu_step);
         build_adjacency(graph, r->keys, &r->adj, with_queue);
     }
     /* With a policy a task can also leave one superseded entry behind (run_policy). */
@@ -494,18 +572,20 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
     }
     r->ready = g_new0(int64_t, n);
     r->released = g_new0(int64_t, n);
-    r->start = g_new(int64_t, n);
+    r->start = g_new(int64_t, n); /* -1 for every task not dispatched: set by unstarted() */
     r->end = g_new(int64_t, n);
     r->resource_free = g_new0(int64_t, graph->resources->len + 1);
-    for (int32_t t = 0; t < n; t++) r->start[t] = r->end[t] = -1;
     if (rules) r->contended = contended_new(graph, r->keys, r->times);
 }
 
 static void replay_clear(replay *r)
 {
-    if (r->borrowed) g_free(r->adj.waiting);
-    else free_adjacency(&r->adj);
-    g_free(r->keys);
+    if (r->borrowed) {
+        g_free(r->adj.waiting);
+    } else {
+        free_adjacency(&r->adj);
+        g_free((task_key *)r->keys); /* its own when not borrowed */
+    }
     g_free(r->times);
     g_free(r->gpu_step);
     g_free(r->heap.entries);
@@ -537,8 +617,9 @@ static void push(replay *r, int32_t task)
     heap_push(&r->heap, earliest(r, task), rank_of(r->graph, r->policy, task), task, r->version ? r->version[task] : 0);
 }
 
-/* What the edge in `slot` out of t, dispatched, does to its target. */
-static inline void ready_through(replay *r, int32_t t, int32_t slot)
+/* What the edge in `slot` out of t, dispatched, does to its target; when
+ * counting, the target is pushed once its last predecessor is through. */
+static inline void ready_through_counting(replay *r, int32_t t, int32_t slot, gboolean counting)
 {
     int32_t next = r->adj.targets[slot];
     switch (r->adj.how[slot]) {
@@ -550,11 +631,17 @@ static inline void ready_through(replay *r, int32_t t, int32_t slot)
     case QUEUE_RELEASE: r->released[next] = r->end[t]; break;
     default: break;
     }
-    if (--r->adj.waiting[next] == 0) push(r, next);
+    if (counting && --r->adj.waiting[next] == 0) push(r, next);
 }
 
-/* Mark a task done at [begin, begin + duration) and ready its successors. */
-static void dispatch(replay *r, int32_t t, int64_t begin)
+static inline void ready_through(replay *r, int32_t t, int32_t slot)
+{
+    ready_through_counting(r, t, slot, TRUE);
+}
+
+/* Mark a task done at [begin, begin + duration) and ready its successors
+ * (pushing those it frees when counting). */
+static inline void dispatch_counting(replay *r, int32_t t, int64_t begin, gboolean counting)
 {
     int32_t on = r->keys[t].resource;
     r->start[t] = begin;
@@ -562,7 +649,12 @@ static void dispatch(replay *r, int32_t t, int64_t begin)
     r->resource_free[on] = add_time(r->end[t], r->keys[t].arrival ? 0 : r->resources[on].idle_gap_ns);
     if (r->resource_free[on] > RV_SIM_TIME_MAX_NS) r->overflow = TRUE;
     r->dispatched++;
-    for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++) ready_through(r, t, slot);
+    for (int32_t slot = r->adj.first[t]; slot < r->adj.first[t + 1]; slot++) ready_through_counting(r, t, slot, counting);
+}
+
+static void dispatch(replay *r, int32_t t, int64_t begin)
+{
+    dispatch_counting(r, t, begin, TRUE);
 }
 
 /* When a popped task can start, with its resource's current free time. */
@@ -638,6 +730,83 @@ static void run_in_edge_order(replay *r)
         dispatch(r, t, begin);
         if (r->free_ignored && r->free_ignored[r->keys[t].resource]) r->resource_free[r->keys[t].resource] = 0;
     }
+}
+
+/* What the result says of the whole replay: how many tasks are live, when
+ * the dispatched ones started first and ended last, and each step's last
+ * GPU end (rv_sim_result). */
+typedef struct {
+    int32_t live_count;
+    int64_t first_start, last_end;
+    int64_t *step_end;  /* NULL: the graph has no steps */
+} replay_summary;
+
+static void summary_init(replay_summary *summary, const replay *r)
+{
+    guint steps = r->graph->steps->len;
+    summary->live_count = 0;
+    summary->first_start = G_MAXINT64;
+    summary->last_end = G_MININT64;
+    summary->step_end = r->gpu_step ? g_new(int64_t, steps) : NULL;
+    for (guint s = 0; summary->step_end && s < steps; s++) summary->step_end[s] = -1;
+}
+
+/* Count dispatched task t in. */
+static inline void summary_add(replay_summary *summary, const replay *r, int32_t t)
+{
+    summary->first_start = MIN(summary->first_start, r->start[t]);
+    summary->last_end = MAX(summary->last_end, r->end[t]);
+    if (summary->step_end && r->gpu_step[t] >= 0)
+        summary->step_end[r->gpu_step[t]] = MAX(summary->step_end[r->gpu_step[t]], r->end[t]);
+}
+
+/* The summary of a replay run by counting down (every task read again). */
+static void summarize(const replay *r, replay_summary *summary)
+{
+    for (int32_t t = 0; t < rv_graph_task_count(r->graph); t++) {
+        if (!r->keys[t].live) continue;
+        summary->live_count++;
+        if (r->start[t] >= 0) summary_add(summary, r, t);
+    }
+}
+
+/* Before a replay that counts down: no task has started. */
+static void unstarted(replay *r)
+{
+    for (int32_t t = 0; t < rv_graph_task_count(r->graph); t++) r->start[t] = r->end[t] = -1;
+}
+
+/* run_in_edge_order along the order the structure worked out once
+ * (rv_sim_structure): the same dispatches, without counting each task's
+ * predecessors down or keeping the ready ones on a stack. */
+static void run_in_structure_order(replay *r, replay_summary *summary)
+{
+    /* A task after an overflow keeps no time: the caller discards them all. */
+    const rv_sim_structure *structure = r->structure;
+    for (int32_t i = 0; i < structure->removed_count; i++)
+        r->start[structure->removed[i]] = r->end[structure->removed[i]] = -1;
+    summary->live_count = structure->order_count;
+    for (int32_t i = 0; i < structure->order_count; i++) {
+        int32_t t = structure->order[i];
+        int64_t begin = begin_of(r, t);
+        if (begin > RV_SIM_TIME_MAX_NS) {
+            r->overflow = TRUE;
+            break;
+        }
+        dispatch_counting(r, t, begin, FALSE);
+        summary_add(summary, r, t);
+        if (r->overflow) break;
+        if (r->free_ignored && r->free_ignored[r->keys[t].resource]) r->resource_free[r->keys[t].resource] = 0;
+    }
+}
+
+/* The replay's own count of each task's predecessors not yet dispatched,
+ * for the replays that count them down (a borrowed structure's stay as
+ * they are, for the next replay). */
+static void count_down_from_structure(replay *r, const rv_sim_structure *structure)
+{
+    if (!r->borrowed || r->adj.waiting != NULL) return;
+    r->adj.waiting = g_memdup2(structure->adj.waiting, sizeof(int32_t) * (gsize)rv_graph_task_count(r->graph));
 }
 
 /* Give the first waiting task of `resource`, if any, the heap entry that
@@ -1021,32 +1190,30 @@ static gboolean replay_once(const rv_graph *graph, const rv_sim_structure *struc
                             gboolean with_queue, rv_sim_result *result, gboolean *stuck, GError **error)
 {
     replay r;
+    replay_summary summary;
     replay_init(&r, graph, policy, structure, with_queue);
-    if (r.contended) run_contended(&r);
-    else if (policy) run_policy(&r);
-    else if (edge_order_allowed(&r)) run_in_edge_order(&r);
-    else run_default(&r);
-    int32_t n = rv_graph_task_count(graph), live_count = 0;
-    int64_t first_start = G_MAXINT64, last_end = G_MININT64;
-    int64_t *step_end = r.gpu_step ? g_new(int64_t, graph->steps->len) : NULL;
-    for (guint s = 0; step_end && s < graph->steps->len; s++) step_end[s] = -1;
-    for (int32_t t = 0; t < n; t++) {
-        if (!r.keys[t].live) continue;
-        live_count++;
-        if (r.start[t] < 0) continue;
-        first_start = MIN(first_start, r.start[t]);
-        last_end = MAX(last_end, r.end[t]);
-        if (step_end && r.gpu_step[t] >= 0) step_end[r.gpu_step[t]] = MAX(step_end[r.gpu_step[t]], r.end[t]);
+    summary_init(&summary, &r);
+    gboolean in_edge_order = r.contended == NULL && policy == NULL && edge_order_allowed(&r);
+    if (in_edge_order && r.structure != NULL && r.structure->order != NULL) {
+        run_in_structure_order(&r, &summary);
+    } else {
+        unstarted(&r);
+        count_down_from_structure(&r, structure);
+        if (r.contended) run_contended(&r);
+        else if (policy) run_policy(&r);
+        else if (in_edge_order) run_in_edge_order(&r);
+        else run_default(&r);
+        summarize(&r, &summary);
     }
-    *stuck = !r.overflow && r.dispatched != live_count && stuck_in_queue(&r) > 0;
-    gboolean failed = replay_error(&r, live_count, error);
+    *stuck = !r.overflow && r.dispatched != summary.live_count && stuck_in_queue(&r) > 0;
+    gboolean failed = replay_error(&r, summary.live_count, error);
     memset(result, 0, sizeof *result);
-    result->task_count = n;
+    result->task_count = rv_graph_task_count(graph);
     result->start_ns = r.start;
     result->end_ns = r.end;
-    result->makespan_ns = r.dispatched ? last_end - first_start : 0;
-    result->step_gpu_end_ns = step_end;
-    result->step_count = step_end ? graph->steps->len : 0;
+    result->makespan_ns = r.dispatched ? summary.last_end - summary.first_start : 0;
+    result->step_gpu_end_ns = summary.step_end;
+    result->step_count = summary.step_end ? graph->steps->len : 0;
     replay_clear(&r);
     if (failed) rv_sim_result_clear(result);
     return !failed;
@@ -1077,6 +1244,8 @@ void rv_sim_structure_free(rv_sim_structure *structure)
 {
     if (structure == NULL) return;
     free_adjacency(&structure->adj);
+    g_free(structure->order);
+    g_free(structure->removed);
     g_free(structure->keys);
     g_free(structure->edges);
     g_free(structure->queue_depths);
