@@ -54,7 +54,7 @@
 static const rv_param_spec precision_params[] = {
     { "dtype", RV_PARAM_CHOICE, NULL, NULL,
       "the dtype the model is cast to; fp8, int8: its matmuls only, with their scaling kernels", "bf16|fp16|fp32|fp8|int8" },
-    { "from", RV_PARAM_CHOICE, "auto", NULL, "the model's dtype in the trace (auto: the dtype of most named kernel time)",
+    { "from", RV_PARAM_CHOICE, "auto", NULL, "the model's dtype in the trace (auto: the trace's usual dtype, as kernels prints it)",
       "auto|bf16|fp16|fp32" },
     { "tf32", RV_PARAM_CHOICE, "conv", NULL,
       "dtype=fp32 on GPUs with TF32: conv = cuDNN convolutions on TF32 (PyTorch's default), all = matmuls too, none",

@@ -351,6 +351,68 @@ START_TEST(model_reads_the_traces)
 }
 END_TEST
 
+/* The GEMMs of a bf16 autocast job are cuBLAS's nvjet kernels, whose names
+ * say no dtype, while the optimizer's fp32 kernels hold most of the named
+ * time: the GEMMs' speed, past anything 32-bit on an H100, says half
+ * precision.  The same GEMMs 4x slower (165 TFLOPS) could be TF32: fp32. */
+START_TEST(usual_dtype_from_unnamed_gemms)
+{
+    rv_gpu_catalogue *c = catalogue();
+    rv_graph *graph = load_trace("recorded/h100/vit_b16_amp_bf16.json.gz");
+    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    double fast = rv_cost_model_unnamed_gemm_flops(model);
+    ck_assert_msg(fast > gpu->matrix_flops[RV_DTYPE_TF32], "%.0f TFLOPS", fast / 1e12);
+    ck_assert_int_eq(rv_cost_model_usual_dtype(model), RV_DTYPE_BF16);
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
+        if (cost && cost->cls == RV_COST_GEMM && cost->shaped) ck_assert_int_eq(cost->unit, RV_UNIT_MATRIX);
+    }
+    GArray *gemms = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
+        if (cost && cost->cls == RV_COST_GEMM && cost->dtype_assumed) g_array_append_val(gemms, t);
+    }
+    rv_cost_model_free(model);
+    for (guint i = 0; i < gemms->len; i++) g_array_index(graph->tasks, rv_task, g_array_index(gemms, int32_t, i)).duration_ns *= 4;
+    model = rv_cost_model_new(graph, gpu, FALSE);
+    ck_assert_msg(rv_cost_model_unnamed_gemm_flops(model) < gpu->matrix_flops[RV_DTYPE_TF32], "%.0f TFLOPS",
+                  rv_cost_model_unnamed_gemm_flops(model) / 1e12);
+    ck_assert_int_eq(rv_cost_model_usual_dtype(model), RV_DTYPE_FP32);
+    rv_cost_model_free(model);
+    g_array_unref(gemms);
+    rv_graph_free(graph);
+    rv_gpu_catalogue_free(c);
+}
+END_TEST
+
+/* Under torch.compile every kernel runs inside the compiled graph's
+ * wrappers (Torch-Compiled Region, CompiledFunction, its backward), whose
+ * Input Dims are the graph's inputs: the kernels' shapes come from the
+ * operators inside (aten::mm with its out= operand, a Triton kernel's own
+ * record).  Every GEMM of the compiled decoder is shaped. */
+START_TEST(compiled_graphs_shapes_inside_wrappers)
+{
+    rv_gpu_catalogue *c = catalogue();
+    rv_graph *graph = load_trace("recorded/h200_compile/gpt_compiled.json.gz");
+    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    guint gemms = 0, shaped = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
+        if (cost == NULL || cost->cls != RV_COST_GEMM) continue;
+        gemms++;
+        shaped += cost->shaped;
+    }
+    ck_assert_uint_gt(gemms, 700);
+    ck_assert_uint_eq(shaped, gemms);
+    ck_assert_int_ne(rv_cost_model_usual_dtype(model), RV_DTYPE_FP32);
+    rv_cost_model_free(model);
+    rv_graph_free(graph);
+    rv_gpu_catalogue_free(c);
+}
+END_TEST
+
 /* ---- extending a model ------------------------------------------------------ */
 
 /* The two models know the same of every task and of the trace, to the bit. */
@@ -426,7 +488,8 @@ int main(void)
                                           "pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz",
                                           "pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz",
                                           "hta_resnet50_v100.json.gz", "pairs/dataloader_workers_v100/num_workers_0.json.gz",
-                                          NULL };
+                                          "recorded/h100/vit_b16_amp_bf16.json.gz",
+                                          "recorded/h200_compile/gpt_compiled.json.gz", NULL };
     Suite *suite = suite_create("costmodel");
     TCase *catalogue_case = tcase_create("catalogue");
     tcase_add_test(catalogue_case, catalogue_covers_the_issue);
@@ -445,6 +508,8 @@ int main(void)
     tcase_set_timeout(real, 300);
     tcase_add_test(real, identity_on_real_traces);
     tcase_add_test(real, model_reads_the_traces);
+    tcase_add_test(real, usual_dtype_from_unnamed_gemms);
+    tcase_add_test(real, compiled_graphs_shapes_inside_wrappers);
     tcase_add_test(real, extend_is_a_rebuild);
     suite_add_tcase(suite, real);
     SRunner *runner = srunner_create(suite);

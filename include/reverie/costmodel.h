@@ -186,8 +186,15 @@ const rv_kernel_cost *rv_cost_model_kernel(const rv_cost_model *model, int32_t t
 const rv_gpu *rv_cost_model_source(const rv_cost_model *model);
 const rv_graph *rv_cost_model_graph(const rv_cost_model *model);
 int64_t rv_cost_model_fixed_ns(const rv_cost_model *model);
-/* The trace's usual floating dtype (RV_DTYPE_UNKNOWN when no name says one). */
+/* The trace's usual floating dtype: the dtype of most named kernel time
+ * (RV_DTYPE_UNKNOWN when no name says one), or half precision where the
+ * GEMMs whose names say none ran faster than any 32-bit type can on the
+ * GPU (rv_cost_model_unnamed_gemm_flops above TF32's datasheet peak).
+ * Every kernel whose name says no dtype is taken to be in it. */
 rv_dtype rv_cost_model_usual_dtype(const rv_cost_model *model);
+/* The FLOP/s of the GEMMs whose names say no dtype, all together (their
+ * FLOPs from shapes over their time); 0 when there are none with shapes. */
+double rv_cost_model_unnamed_gemm_flops(const rv_cost_model *model);
 /* The class's calibrated efficiency on a unit, over its shaped kernels
  * (summed roofline / summed variable time), bounded to [0.005, 1]; 0 with
  * *samples 0 when the trace has none. */

@@ -89,6 +89,17 @@ static double class_efficiency(const kernel_view *v, int c, rv_unit *unit, guint
     return rv_cost_model_efficiency(v->model, (rv_cost_class)c, *unit, samples);
 }
 
+/* Where the usual dtype came from the GEMMs' speed rather than names. */
+static void print_unnamed_gemms(const kernel_view *v)
+{
+    double flops = rv_cost_model_unnamed_gemm_flops(v->model);
+    if (flops <= 0) return;
+    double limit = MAX(MAX(v->gpu->matrix_flops[RV_DTYPE_TF32], v->gpu->matrix_flops[RV_DTYPE_FP32]),
+                       v->gpu->vector_flops[RV_DTYPE_FP32]);
+    printf("  GEMMs whose names say no dtype ran at %.0f TFLOPS all together (32-bit types reach %.0f TFLOPS here)%s\n",
+           flops / 1e12, limit / 1e12, flops > limit ? ": half precision" : "");
+}
+
 static void print_classes(const kernel_view *v)
 {
     printf("  %-12s %8s %12s %7s %8s %7s %7s %12s\n", "class", "kernels", "time (ms)", "share", "shaped", "dtype",
@@ -379,6 +390,7 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling, json_
     json_object_set_new(root, "gpu", json_string(v->gpu->id));
     json_object_set_new(root, "fixed_us", json_real(rv_cost_model_fixed_ns(v->model) / 1e3));
     json_object_set_new(root, "usual_dtype", json_string(rv_dtype_name(rv_cost_model_usual_dtype(v->model))));
+    json_object_set_new(root, "unnamed_gemm_tflops", json_real(rv_cost_model_unnamed_gemm_flops(v->model) / 1e12));
     json_object_set_new(root, "classes", classes);
     json_object_set_new(root, "unknown", unknown);
     if (target) json_object_set_new(root, "target", target);
@@ -427,6 +439,7 @@ static int report(const char *path, const kernels_options *o)
         printf("%s: %s (%s), kernel fixed cost %.1f us, usual dtype %s, datasheet peaks\n", rv_cli_shown(graph->source),
                gpu->id, gpu->name, rv_cost_model_fixed_ns(v.model) / 1e3,
                rv_dtype_name(rv_cost_model_usual_dtype(v.model)));
+        print_unnamed_gemms(&v);
         print_classes(&v);
         print_unknown(&v, o->top);
         if (o->scaling) print_scaling(rows);

@@ -26,7 +26,8 @@ typedef struct {
     int64_t end_ns;
     int32_t module;      /* innermost "nn.Module: ..." */
     int32_t outer_op;    /* outermost cpu_op: the layer when no module is known */
-    int32_t outer_dims;
+    int32_t outer_dims;  /* the Input Dims of the outermost cpu_op inside any compiled graph's wrappers */
+    gboolean has_dims_op; /* outer_dims is set (an operator may record none: -1) */
     int32_t inner_op;    /* innermost cpu_op */
     comm_scope comm;     /* collective metadata of the innermost c10d operators */
     unsigned flags;
@@ -39,6 +40,18 @@ static unsigned scope_flags(const char *name)
     if (g_str_has_prefix(name, "enumerate(DataLoader)")) flags |= SCOPE_DATALOAD;
     if (strstr(name, "Backward") != NULL || strstr(name, "backward") != NULL) flags |= SCOPE_BACKWARD;
     return flags;
+}
+
+/* The operators torch.compile wraps a whole compiled graph in (its region,
+ * its autograd Function, the engine's call of its backward): their Input
+ * Dims are the graph's inputs, never one kernel's operands, so a kernel's
+ * shapes come from the outermost operator inside them (an aten::mm, a
+ * Triton kernel's own record). */
+static gboolean wraps_compiled_graph(const char *name)
+{
+    return g_str_has_prefix(name, "Torch-Compiled Region") || strcmp(name, "CompiledFunction") == 0 ||
+           strcmp(name, "CompiledFunctionBackward") == 0 ||
+           g_str_has_prefix(name, "autograd::engine::evaluate_function: CompiledFunction");
 }
 
 /* The 2021 schema records annotations (ProfilerStep#, Optimizer.step#,
@@ -58,9 +71,10 @@ static scope push_scope(const rv_strings *strings, const scope *outer, const rv_
     if (event->kind == RV_EV_PYTHON_FUNCTION && g_str_has_prefix(name, "nn.Module: "))
         inner.module = event->name;
     if (event->kind == RV_EV_CPU_OP && !is_annotation_name(name)) {
-        if (outer->outer_op == 0) {
-            inner.outer_op = event->name;
+        if (outer->outer_op == 0) inner.outer_op = event->name;
+        if (!outer->has_dims_op && !wraps_compiled_graph(name)) {
             inner.outer_dims = event->input_dims;
+            inner.has_dims_op = TRUE;
         }
         inner.inner_op = event->name;
     }
@@ -219,7 +233,7 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, co
     const rv_resource *thread = &g_array_index(b->graph->resources, rv_resource, resource);
     gboolean autograd_thread = is_autograd_thread(b, scopes);
     GArray *stack = g_array_new(FALSE, FALSE, sizeof(scope));
-    scope root = { G_MAXINT64, 0, 0, -1, 0, { -1, -1 }, 0 };
+    scope root = { G_MAXINT64, 0, 0, -1, FALSE, 0, { -1, -1 }, 0 };
     g_array_append_val(stack, root);
     guint next_scope = 0;
     GArray *tasks = builder_resource_tasks(b, resource);

@@ -160,9 +160,32 @@ static void measure_work(const rv_graph *graph, const rv_task *task, rv_kernel_c
  * model, the named kernel time per dtype (for the usual dtype) and the
  * durations the fixed cost is a percentile of.  One pass, not three: at a
  * million tasks each pass over them is a large share of a plugin's cost. */
+/* A GEMM whose name gives no dtype: its FLOPs (any element size gives
+ * the same) and time go to usual_dtype's evidence.  flops memoizes the
+ * FLOPs of each (op, dims). */
+static void count_unnamed_gemm(rv_cost_model *model, const rv_task *task, GHashTable *flops)
+{
+    gint64 key = (gint64)(((guint64)(guint32)task->op << 32) | (guint32)task->input_dims);
+    double *known = g_hash_table_lookup(flops, &key);
+    if (known == NULL) {
+        double work = 0, bytes = 0;
+        gboolean aligned = TRUE;
+        if (!rv_cost_work_of(RV_COST_GEMM, rv_strings_get(model->graph->strings, task->op),
+                             task->input_dims >= 0 ? rv_strings_get(model->graph->strings, task->input_dims) : NULL, 2,
+                             &work, &bytes, &aligned))
+            work = 0;
+        known = g_memdup2(&work, sizeof work);
+        g_hash_table_insert(flops, g_memdup2(&key, sizeof key), known);
+    }
+    if (*known <= 0) return;
+    model->unnamed_gemm_flops += *known;
+    model->unnamed_gemm_ns += (double)task->duration_ns;
+}
+
 static void classify_tasks(rv_cost_model *model, int32_t from, int32_t to)
 {
     GHashTable *names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    GHashTable *gemm_flops = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
     const rv_kernel_cost none = { NOT_GPU, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     /* sized once and written in place: an append is a call per task */
     g_array_set_size(model->kernels, (guint)to);
@@ -175,20 +198,47 @@ static void classify_tasks(rv_cost_model *model, int32_t from, int32_t to)
                                      verdict.library, verdict.fused, 0, 0 };
             cost.dtype_assumed = verdict.dtype == RV_DTYPE_UNKNOWN && !verdict.integer;
             if (rv_cost_class_is_costed(cost.cls) && !cost.dtype_assumed) model->named_time[cost.dtype] += (double)task->duration_ns;
+            if (cost.cls == RV_COST_GEMM && cost.dtype_assumed && task->duration_ns > 0)
+                count_unnamed_gemm(model, task, gemm_flops);
             /* a zero is a profiler's rounding, not a kernel that costs nothing */
             if (task->kind == RV_TASK_KERNEL && task->duration_ns > 0) g_array_append_val(model->durations, task->duration_ns);
         }
         g_array_index(model->kernels, rv_kernel_cost, t) = cost;
     }
     g_hash_table_destroy(names);
+    g_hash_table_destroy(gemm_flops);
 }
 
-/* The floating dtype of most of the named kernel time. */
+double rv_cost_model_unnamed_gemm_flops(const rv_cost_model *model)
+{
+    return model->unnamed_gemm_ns > 0 ? model->unnamed_gemm_flops / (model->unnamed_gemm_ns * 1e-9) : 0;
+}
+
+/* The fastest any 32-bit type multiplies matrices on the GPU (FLOP/s,
+ * datasheet): TF32's matrix peak where it has one. */
+static double fastest_32bit_flops(const rv_gpu *gpu)
+{
+    return MAX(MAX(gpu->matrix_flops[RV_DTYPE_TF32], gpu->matrix_flops[RV_DTYPE_FP32]), gpu->vector_flops[RV_DTYPE_FP32]);
+}
+
+/* The floating dtype of most of the named kernel time - unless the GEMMs
+ * whose names say none ran, all together, faster than the datasheet lets
+ * any 32-bit type run (a compiled graph's GEMMs, cuBLAS's nvjet kernels:
+ * their names carry no dtype, and an optimizer's fp32 kernels can hold
+ * most of the named time): they were in half precision, autocast's bf16
+ * where the GPU has it, unless the names say fp16 more often. */
 static rv_dtype usual_dtype(const rv_cost_model *model)
 {
     rv_dtype best = RV_DTYPE_UNKNOWN;
     for (int d = 1; d < RV_DTYPE_COUNT; d++)
         if (d != RV_DTYPE_INT8 && model->named_time[d] > model->named_time[best]) best = (rv_dtype)d;
+    double limit = model->source ? fastest_32bit_flops(model->source) : 0;
+    if ((best == RV_DTYPE_FP32 || best == RV_DTYPE_UNKNOWN) && limit > 0 &&
+        rv_cost_model_unnamed_gemm_flops(model) > limit) {
+        gboolean bf16 = model->source->matrix_flops[RV_DTYPE_BF16] > 0 &&
+                        model->named_time[RV_DTYPE_BF16] >= model->named_time[RV_DTYPE_FP16];
+        best = bf16 ? RV_DTYPE_BF16 : RV_DTYPE_FP16;
+    }
     return best;
 }
 
@@ -243,6 +293,7 @@ static void build(rv_cost_model *model)
     g_array_set_size(model->kernels, 0);
     g_array_set_size(model->durations, 0);
     memset(model->named_time, 0, sizeof model->named_time);
+    model->unnamed_gemm_flops = model->unnamed_gemm_ns = 0;
     clear_calibration(model);
     classify_tasks(model, 0, rv_graph_task_count(model->graph));
     model->usual = usual_dtype(model);

@@ -27,6 +27,9 @@ struct rv_cost_model {
      * durations the fixed cost is a percentile of (in no set order). */
     double named_time[RV_DTYPE_COUNT];
     GArray *durations;
+    /* The GEMMs whose names give no dtype: their FLOPs (from shapes) and
+     * time, summed in task order (usual_dtype's evidence of half precision). */
+    double unnamed_gemm_flops, unnamed_gemm_ns;
 };
 
 static inline gboolean rv_cost_class_is_costed(rv_cost_class cls)

@@ -177,7 +177,9 @@ gboolean rv_cost_work_of(rv_cost_class cls, const char *op, const char *dims, in
                   attention_work(&shapes, element_bytes, flops, bytes, aligned)) ||
                  matmul_work(&shapes, element_bytes, flops, bytes, aligned);
             break;
-        case RV_COST_CONV: ok = conv_work(&shapes, element_bytes, flops, bytes, aligned); break;
+        /* a convolution's backward reads (grad, input, weight) and runs
+         * several kernels: the forward's layout would misread it */
+        case RV_COST_CONV: ok = !(op && strstr(op, "backward")) && conv_work(&shapes, element_bytes, flops, bytes, aligned); break;
         case RV_COST_COMM: case RV_COST_HOST_COPY: case RV_COST_UNKNOWN: ok = FALSE; break;
         default: ok = streaming_work(&shapes, element_bytes, flops, bytes); break;
         }
