@@ -17,6 +17,10 @@ version and the command that repeats the recording alone.
 --active N records N steps instead of 5: a job whose steps repeat a cycle
 (N DataLoader workers deliver in turns) needs whole cycles in the window.
 
+A `compiled` variant runs the model under torch.compile (default mode); it
+compiles in unrecorded settling steps before the profiler starts, so the
+trace holds Inductor's Triton kernels being run, not being built.
+
 Nothing is downloaded: models come from torchvision (ResNet) or are written
 here (a GPT-2-small-shaped decoder and a BERT-small-shaped encoder, from
 torch.nn).  A recording that fails is written to the manifest with its
@@ -40,6 +44,12 @@ import torch.utils.checkpoint
 WAIT, WARMUP, ACTIVE = 1, 2, 5
 SMOKE = False  # --smoke: tiny shapes, to try the script without a GPU
 STEPS = WAIT + WARMUP + ACTIVE
+# Unrecorded steps before the profiler starts for a job under torch.compile:
+# the first call traces and compiles the forward, and the first backward the
+# backward (Triton kernels built and benchmarked then); the rest let the
+# caching allocator and cuDNN's choices settle as an eager job's first steps
+# do, so the window sees only compiled code being run, not compiled.
+COMPILE_SETTLE = 5
 
 
 # ---- models ----------------------------------------------------------------
@@ -100,6 +110,10 @@ JOBS = {
             "amp_bf16": ("autocast bf16", {"amp": torch.bfloat16}),
             "amp_fp16": ("autocast fp16 with GradScaler", {"amp": torch.float16}),
             "adam_fused": ("Adam fused=True", {"adam": "fused"}),
+            # The first recording of a compiled job: Inductor's Triton
+            # kernels and compiled regions, against amp_bf16.
+            "compiled": ("autocast bf16, the model under torch.compile (default mode)",
+                         {"amp": torch.bfloat16, "compile": True, "settle": COMPILE_SETTLE}),
         },
     },
     "gpt": {
@@ -110,6 +124,8 @@ JOBS = {
             "batch16": ("batch 8 -> 16", {"batch": 16}),
             "seq1024": ("sequence 512 -> 1024", {"seq": 1024}),
             "checkpoint": ("activation checkpointing per block", {"checkpoint": True}),
+            "compiled": ("autocast bf16, the model under torch.compile (default mode)",
+                         {"amp": torch.bfloat16, "compile": True, "settle": COMPILE_SETTLE}),
         },
     },
     "bert_small": {
@@ -237,6 +253,21 @@ def settings_of(job, variant):
     return JOBS[job]["variants"][variant][1]
 
 
+def compiled(model, s, facts):
+    """The model under torch.compile (default mode: Inductor, no CUDA
+    graphs) when the variant asks for it; the manifest says which Triton
+    built its kernels."""
+    if not s.get("compile"):
+        return model
+    try:
+        import triton
+        facts["triton"] = triton.__version__
+    except ImportError:
+        facts["triton"] = None
+    facts["compile"] = "torch.compile(model), default mode"
+    return torch.compile(model)
+
+
 def build_step(job, variant, device):
     """A function that runs one step, and what the manifest says of it."""
     s = settings_of(job, variant)
@@ -245,6 +276,7 @@ def build_step(job, variant, device):
         import torchvision
         arch = torchvision.models.resnet50 if job == "resnet50" else torchvision.models.resnet18
         model = arch().to(device)
+        facts = {}
         if job == "resnet50":
             batch, size = 32, 224
             fused = s.get("adam") == "fused"
@@ -259,6 +291,7 @@ def build_step(job, variant, device):
                                                  pin_memory=True, persistent_workers=s["workers"] > 0)
             data = iter(loader)
         scaler = None
+        model = compiled(model, s, facts)
         if amp == torch.float16:
             scaler = torch.amp.GradScaler(device.type) if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
 
@@ -279,7 +312,7 @@ def build_step(job, variant, device):
                 loss.backward()
                 opt.step()
         dtype = {None: "fp32", torch.bfloat16: "bf16 autocast", torch.float16: "fp16 autocast"}[amp]
-        return step, {"batch": batch, "dtype": dtype}
+        return step, {"batch": batch, "dtype": dtype, **facts}
     if "arch" in JOBS[job]:
         import torchvision
         model = getattr(torchvision.models, JOBS[job]["arch"])().to(device)
@@ -305,6 +338,8 @@ def build_step(job, variant, device):
         model = Transformer(vocab, hidden, layers, 12 if not SMOKE else 4, 1024, causal=True,
                             checkpoint=s.get("checkpoint", False)).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        facts = {}
+        model = compiled(model, s, facts)  # after the optimizer took the parameters; they are the same
         tokens = torch.randint(0, vocab, (batch, seq), device=device)
 
         def step():
@@ -314,7 +349,7 @@ def build_step(job, variant, device):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-        return step, {"batch": batch, "seq": seq, "dtype": "bf16 autocast" if amp else "fp32"}
+        return step, {"batch": batch, "seq": seq, "dtype": "bf16 autocast" if amp else "fp32", **facts}
     if job == "bert_small":
         batch, seq = (8, 128) if not SMOKE else (2, 16)
         vocab, hidden = (30522, 512) if not SMOKE else (1000, 64)
@@ -372,27 +407,33 @@ def timed_steps(step, device, after_each=None):
     return [round(t, 6) for t in step_times[-ACTIVE:]]
 
 
-def settle(job, step, facts):
-    """Run the job's unrecorded settling steps (JOBS[job]["settle"])."""
-    count = JOBS[job].get("settle", 0)
+def settle(job, variant, step, facts, device):
+    """Run the unrecorded settling steps: the variant's "settle" if it has
+    one (a compiled model compiles in them), else the job's.  Their time
+    goes to the manifest, compilation included."""
+    count = settings_of(job, variant).get("settle", JOBS[job].get("settle", 0))
+    started = time.perf_counter()
     for _ in range(count):
         step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     if count:
         facts["settle_steps"] = count
+        facts["settle_seconds"] = round(time.perf_counter() - started, 1)
 
 
 def time_unprofiled(job, variant, device):
     """The same steps without the profiler: what the job takes when nobody
     watches (the yardstick for reverie's --opt unprofiled)."""
     step, facts = build_step(job, variant, device)
-    settle(job, step, facts)
+    settle(job, variant, step, facts, device)
     facts.update({"file": None, "profiled": False, "step_seconds_measured": timed_steps(step, device)})
     return facts
 
 
 def record(job, variant, out, device):
     step, facts = build_step(job, variant, device)
-    settle(job, step, facts)
+    settle(job, variant, step, facts, device)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
