@@ -16,6 +16,7 @@
 #include "reverie/costmodel.h"
 #include "reverie/error.h"
 #include "reverie/inserted.h"
+#include "reverie/layers.h"
 #include "reverie/trace.h"
 
 static rv_gpu_catalogue *catalogue(void)
@@ -388,9 +389,10 @@ END_TEST
 
 /* Under torch.compile every kernel runs inside the compiled graph's
  * wrappers (Torch-Compiled Region, CompiledFunction, its backward), whose
- * Input Dims are the graph's inputs: the kernels' shapes come from the
- * operators inside (aten::mm with its out= operand, a Triton kernel's own
- * record).  Every GEMM of the compiled decoder is shaped. */
+ * Input Dims are the graph's inputs: the kernels' shapes and layers come
+ * from the operators inside (aten::mm with its out= operand, a Triton
+ * kernel's own record).  Every GEMM of the compiled decoder is shaped and
+ * marked compiled; its 48 linear layers a step are found (layers.h). */
 START_TEST(compiled_graphs_shapes_inside_wrappers)
 {
     rv_gpu_catalogue *c = catalogue();
@@ -403,13 +405,56 @@ START_TEST(compiled_graphs_shapes_inside_wrappers)
         if (cost == NULL || cost->cls != RV_COST_GEMM) continue;
         gemms++;
         shaped += cost->shaped;
+        ck_assert(rv_graph_task(graph, t)->flags & RV_TASK_FLAG_COMPILED);
     }
     ck_assert_uint_gt(gemms, 700);
     ck_assert_uint_eq(shaped, gemms);
     ck_assert_int_ne(rv_cost_model_usual_dtype(model), RV_DTYPE_FP32);
+    GPtrArray *layers = rv_weighted_layers_by_step(graph), *backward = rv_backward_gpu_tasks_by_step(graph);
+    for (guint step = 1; step < layers->len; step++) {
+        ck_assert_uint_eq(((GArray *)g_ptr_array_index(layers, step))->len, 48);
+        GArray *runs = rv_weighted_backward_runs(graph, g_ptr_array_index(backward, step));
+        ck_assert_uint_ge(runs->len, 24); /* the backward's GEMMs, called without autograd nodes */
+        g_array_unref(runs);
+    }
+    g_ptr_array_unref(layers);
+    g_ptr_array_unref(backward);
     rv_cost_model_free(model);
     rv_graph_free(graph);
     rv_gpu_catalogue_free(c);
+}
+END_TEST
+
+/* Inductor pads a compiled graph's half-precision GEMMs to aligned shapes:
+ * the compiled fp32 decoder's 50,257-wide vocabulary GEMMs are taken as
+ * aligned (its bf16 recording multiplies by 50,264), the eager decoder's
+ * are not (its bf16 recording ran them unaligned). */
+static guint vocabulary_gemms(const char *name, gboolean aligned)
+{
+    rv_gpu_catalogue *c = catalogue();
+    rv_graph *graph = load_trace(name);
+    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
+    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    guint count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+        const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
+        const rv_task *task = rv_graph_task(graph, t);
+        if (cost == NULL || cost->cls != RV_COST_GEMM || task->input_dims < 0 ||
+            strstr(rv_strings_get(graph->strings, task->input_dims), "50257") == NULL)
+            continue;
+        ck_assert_msg(cost->aligned == aligned, "%s: task %d", name, t);
+        count++;
+    }
+    rv_cost_model_free(model);
+    rv_graph_free(graph);
+    rv_gpu_catalogue_free(c);
+    return count;
+}
+
+START_TEST(compiled_half_gemms_are_padded)
+{
+    ck_assert_uint_ge(vocabulary_gemms("recorded/h200_compile_amp/gpt_compiled_fp32.json.gz", TRUE), 15);
+    ck_assert_uint_ge(vocabulary_gemms("recorded/h200/gpt_fp32.json.gz", FALSE), 5);
 }
 END_TEST
 
@@ -489,7 +534,9 @@ int main(void)
                                           "pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz",
                                           "hta_resnet50_v100.json.gz", "pairs/dataloader_workers_v100/num_workers_0.json.gz",
                                           "recorded/h100/vit_b16_amp_bf16.json.gz",
-                                          "recorded/h200_compile/gpt_compiled.json.gz", NULL };
+                                          "recorded/h200_compile/gpt_compiled.json.gz",
+                                          "recorded/h200_compile_amp/gpt_compiled_fp32.json.gz",
+                                          "recorded/h200/gpt_fp32.json.gz", NULL };
     Suite *suite = suite_create("costmodel");
     TCase *catalogue_case = tcase_create("catalogue");
     tcase_add_test(catalogue_case, catalogue_covers_the_issue);
@@ -510,6 +557,7 @@ int main(void)
     tcase_add_test(real, model_reads_the_traces);
     tcase_add_test(real, usual_dtype_from_unnamed_gemms);
     tcase_add_test(real, compiled_graphs_shapes_inside_wrappers);
+    tcase_add_test(real, compiled_half_gemms_are_padded);
     tcase_add_test(real, extend_is_a_rebuild);
     suite_add_tcase(suite, real);
     SRunner *runner = srunner_create(suite);

@@ -114,6 +114,9 @@ JOBS = {
             # kernels and compiled regions, against amp_bf16.
             "compiled": ("autocast bf16, the model under torch.compile (default mode)",
                          {"amp": torch.bfloat16, "compile": True, "settle": COMPILE_SETTLE}),
+            # amp's what-if on a compiled job: fp32 compiled -> compiled.
+            "compiled_fp32": ("fp32, the model under torch.compile (default mode)",
+                              {"compile": True, "settle": COMPILE_SETTLE}),
         },
     },
     "gpt": {
@@ -126,6 +129,8 @@ JOBS = {
             "checkpoint": ("activation checkpointing per block", {"checkpoint": True}),
             "compiled": ("autocast bf16, the model under torch.compile (default mode)",
                          {"amp": torch.bfloat16, "compile": True, "settle": COMPILE_SETTLE}),
+            "compiled_fp32": ("fp32, the model under torch.compile (default mode)",
+                              {"compile": True, "settle": COMPILE_SETTLE}),
         },
     },
     "bert_small": {

@@ -128,7 +128,10 @@ enum {
      * arrived (job.h): zero-length bookkeeping of the rendezvous.  No idle
      * gap follows an arrival on its stream (the transfer is the same kernel),
      * and plugins that re-cost communication leave these alone. */
-    RV_TASK_FLAG_RENDEZVOUS = 1u << 6
+    RV_TASK_FLAG_RENDEZVOUS = 1u << 6,
+    /* Run from inside a torch.compile graph (its region or its autograd
+     * Function encloses the call, or the call that launched the kernel). */
+    RV_TASK_FLAG_COMPILED = 1u << 7
 };
 
 typedef struct {

@@ -7,7 +7,10 @@
  * produces their gradients.  The trace says all this only indirectly:
  *
  *  - A weighted layer is a run of forward-phase CPU calls of one step whose
- *    layer tag names a conv, linear or addmm operator, in recorded order.
+ *    layer tag names a conv, linear or addmm operator, in recorded order
+ *    (under torch.compile the tag is the operator inside the compiled
+ *    graph's wrappers, whose backward calls aten::mm and aten::addmm
+ *    without autograd nodes to name them).
  *    Consecutive calls with the same layer, Input Dims and thread are one
  *    layer (a cuDNN convolution launches several kernels).  Its weight +
  *    bias bytes come from the operator's Input Dims (shapes.h), 4 bytes per

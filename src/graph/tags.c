@@ -25,9 +25,13 @@ enum { SCOPE_OPTIMIZER = 1, SCOPE_DATALOAD = 2, SCOPE_BACKWARD = 4 };
 typedef struct {
     int64_t end_ns;
     int32_t module;      /* innermost "nn.Module: ..." */
-    int32_t outer_op;    /* outermost cpu_op: the layer when no module is known */
-    int32_t outer_dims;  /* the Input Dims of the outermost cpu_op inside any compiled graph's wrappers */
-    gboolean has_dims_op; /* outer_dims is set (an operator may record none: -1) */
+    /* The outermost cpu_op inside any compiled graph's wrappers (the layer
+     * when no module is known) and its Input Dims; has_outer: they are set
+     * (an operator may record no dims: -1). */
+    int32_t outer_op;
+    int32_t outer_dims;
+    gboolean has_outer;
+    gboolean compiled;   /* inside a compiled graph's wrapper (RV_TASK_FLAG_COMPILED) */
     int32_t inner_op;    /* innermost cpu_op */
     comm_scope comm;     /* collective metadata of the innermost c10d operators */
     unsigned flags;
@@ -44,9 +48,10 @@ static unsigned scope_flags(const char *name)
 
 /* The operators torch.compile wraps a whole compiled graph in (its region,
  * its autograd Function, the engine's call of its backward): their Input
- * Dims are the graph's inputs, never one kernel's operands, so a kernel's
- * shapes come from the outermost operator inside them (an aten::mm, a
- * Triton kernel's own record). */
+ * Dims are the graph's inputs, never one kernel's operands, and as a layer
+ * they would make the whole graph one.  So a kernel's layer and shapes come
+ * from the outermost operator inside them (an aten::addmm, a convolution, a
+ * Triton kernel's own record), as in an eager trace. */
 static gboolean wraps_compiled_graph(const char *name)
 {
     return g_str_has_prefix(name, "Torch-Compiled Region") || strcmp(name, "CompiledFunction") == 0 ||
@@ -68,13 +73,14 @@ static scope push_scope(const rv_strings *strings, const scope *outer, const rv_
     const char *name = rv_strings_get(strings, event->name);
     inner.end_ns = event->ts_ns + event->dur_ns;
     inner.flags |= scope_flags(name);
+    inner.compiled = outer->compiled || wraps_compiled_graph(name);
     if (event->kind == RV_EV_PYTHON_FUNCTION && g_str_has_prefix(name, "nn.Module: "))
         inner.module = event->name;
     if (event->kind == RV_EV_CPU_OP && !is_annotation_name(name)) {
-        if (outer->outer_op == 0) inner.outer_op = event->name;
-        if (!outer->has_dims_op && !wraps_compiled_graph(name)) {
+        if (!outer->has_outer && !wraps_compiled_graph(name)) {
+            inner.outer_op = event->name;
             inner.outer_dims = event->input_dims;
-            inner.has_dims_op = TRUE;
+            inner.has_outer = TRUE;
         }
         inner.inner_op = event->name;
     }
@@ -233,7 +239,7 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, co
     const rv_resource *thread = &g_array_index(b->graph->resources, rv_resource, resource);
     gboolean autograd_thread = is_autograd_thread(b, scopes);
     GArray *stack = g_array_new(FALSE, FALSE, sizeof(scope));
-    scope root = { G_MAXINT64, 0, 0, -1, FALSE, 0, { -1, -1 }, 0 };
+    scope root = { G_MAXINT64, 0, 0, -1, FALSE, FALSE, 0, { -1, -1 }, 0 };
     g_array_append_val(stack, root);
     guint next_scope = 0;
     GArray *tasks = builder_resource_tasks(b, resource);
@@ -257,6 +263,7 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, co
         task->op = top->inner_op;
         task->layer = top->module ? top->module : top->outer_op;
         task->input_dims = top->outer_dims;
+        if (top->compiled) task->flags |= RV_TASK_FLAG_COMPILED;
         g_array_index(b->task_comm, comm_scope, g_array_index(tasks, int32_t, k)) = top->comm;
         if (task->kind == RV_TASK_DATALOAD) task->phase = RV_PHASE_DATALOAD;
         else if (task->kind != RV_TASK_MARKER) task->phase = (uint8_t)phase_of(top->flags, autograd_thread, task->step,
@@ -275,6 +282,7 @@ static void tag_gpu_tasks(builder *b)
         task->op = call->op;
         task->layer = call->layer;
         task->input_dims = call->input_dims;
+        task->flags |= call->flags & RV_TASK_FLAG_COMPILED;
         task->phase = call->phase;
         task->step = call->step;
     }

@@ -37,7 +37,9 @@ gboolean rv_layer_is_weighted(const char *layer)
 gboolean rv_layer_is_weighted_backward(const char *layer)
 {
     static const char *const words[] = { "convolution", "addmmbackward", "mmbackward", "linearbackward", "conv", NULL };
-    return contains_any(layer, words);
+    /* a compiled graph's backward calls the GEMMs themselves (tags.c: no
+     * autograd node names them there) */
+    return contains_any(layer, words) || g_strcmp0(layer, "aten::mm") == 0 || g_strcmp0(layer, "aten::addmm") == 0;
 }
 
 int64_t rv_layer_weight_bytes(const rv_graph *graph, int32_t task)

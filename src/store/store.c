@@ -177,7 +177,7 @@
 #define RVG_WORK_MAX_NS ((uint64_t)1 << 61)
 #define RVG_STREAM_DELAY_MAX_NS ((int64_t)1000000000)
 /* Every flag graph.h defines; anything else in a file is corruption. */
-#define RVG_KNOWN_TASK_FLAGS ((uint16_t)((RV_TASK_FLAG_RENDEZVOUS << 1) - 1))
+#define RVG_KNOWN_TASK_FLAGS ((uint16_t)((RV_TASK_FLAG_COMPILED << 1) - 1))
 
 static const guint8 rvg_magic[8] = { 'R', 'V', 'G', 'R', 'A', 'P', 'H', '\0' };
 
