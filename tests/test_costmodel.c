@@ -352,16 +352,39 @@ START_TEST(model_reads_the_traces)
 }
 END_TEST
 
+/* A shipped trace with the cost model of its own GPU (datasheet peaks). */
+typedef struct {
+    rv_gpu_catalogue *catalogue;
+    rv_graph *graph;
+    const rv_gpu *gpu;
+    rv_cost_model *model;
+} modelled_trace;
+
+static modelled_trace model_trace(const char *name)
+{
+    modelled_trace m = { catalogue(), load_trace(name), NULL, NULL };
+    m.gpu = rv_gpu_of_graph(m.catalogue, m.graph, NULL, "source_gpu", NULL);
+    m.model = rv_cost_model_new(m.graph, m.gpu, FALSE);
+    return m;
+}
+
+static void modelled_trace_clear(modelled_trace *m)
+{
+    rv_cost_model_free(m->model);
+    rv_graph_free(m->graph);
+    rv_gpu_catalogue_free(m->catalogue);
+}
+
 /* The GEMMs of a bf16 autocast job are cuBLAS's nvjet kernels, whose names
  * say no dtype, while the optimizer's fp32 kernels hold most of the named
  * time: the GEMMs' speed, past anything 32-bit on an H100, says half
  * precision.  The same GEMMs 4x slower (165 TFLOPS) could be TF32: fp32. */
 START_TEST(usual_dtype_from_unnamed_gemms)
 {
-    rv_gpu_catalogue *c = catalogue();
-    rv_graph *graph = load_trace("recorded/h100/vit_b16_amp_bf16.json.gz");
-    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
-    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    modelled_trace m = model_trace("recorded/h100/vit_b16_amp_bf16.json.gz");
+    rv_graph *graph = m.graph;
+    const rv_gpu *gpu = m.gpu;
+    rv_cost_model *model = m.model;
     double fast = rv_cost_model_unnamed_gemm_flops(model);
     ck_assert_msg(fast > gpu->matrix_flops[RV_DTYPE_TF32], "%.0f TFLOPS", fast / 1e12);
     ck_assert_int_eq(rv_cost_model_usual_dtype(model), RV_DTYPE_BF16);
@@ -376,14 +399,12 @@ START_TEST(usual_dtype_from_unnamed_gemms)
     }
     rv_cost_model_free(model);
     for (guint i = 0; i < gemms->len; i++) g_array_index(graph->tasks, rv_task, g_array_index(gemms, int32_t, i)).duration_ns *= 4;
-    model = rv_cost_model_new(graph, gpu, FALSE);
+    model = m.model = rv_cost_model_new(graph, gpu, FALSE);
     ck_assert_msg(rv_cost_model_unnamed_gemm_flops(model) < gpu->matrix_flops[RV_DTYPE_TF32], "%.0f TFLOPS",
                   rv_cost_model_unnamed_gemm_flops(model) / 1e12);
     ck_assert_int_eq(rv_cost_model_usual_dtype(model), RV_DTYPE_FP32);
-    rv_cost_model_free(model);
     g_array_unref(gemms);
-    rv_graph_free(graph);
-    rv_gpu_catalogue_free(c);
+    modelled_trace_clear(&m);
 }
 END_TEST
 
@@ -395,10 +416,9 @@ END_TEST
  * marked compiled; its 48 linear layers a step are found (layers.h). */
 START_TEST(compiled_graphs_shapes_inside_wrappers)
 {
-    rv_gpu_catalogue *c = catalogue();
-    rv_graph *graph = load_trace("recorded/h200_compile/gpt_compiled.json.gz");
-    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
-    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    modelled_trace m = model_trace("recorded/h200_compile/gpt_compiled.json.gz");
+    rv_graph *graph = m.graph;
+    const rv_cost_model *model = m.model;
     guint gemms = 0, shaped = 0;
     for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
         const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
@@ -419,9 +439,7 @@ START_TEST(compiled_graphs_shapes_inside_wrappers)
     }
     g_ptr_array_unref(layers);
     g_ptr_array_unref(backward);
-    rv_cost_model_free(model);
-    rv_graph_free(graph);
-    rv_gpu_catalogue_free(c);
+    modelled_trace_clear(&m);
 }
 END_TEST
 
@@ -431,13 +449,11 @@ END_TEST
  * are not (its bf16 recording ran them unaligned). */
 static guint vocabulary_gemms(const char *name, gboolean aligned)
 {
-    rv_gpu_catalogue *c = catalogue();
-    rv_graph *graph = load_trace(name);
-    const rv_gpu *gpu = rv_gpu_of_graph(c, graph, NULL, "source_gpu", NULL);
-    rv_cost_model *model = rv_cost_model_new(graph, gpu, FALSE);
+    modelled_trace m = model_trace(name);
+    rv_graph *graph = m.graph;
     guint count = 0;
     for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
-        const rv_kernel_cost *cost = rv_cost_model_kernel(model, t);
+        const rv_kernel_cost *cost = rv_cost_model_kernel(m.model, t);
         const rv_task *task = rv_graph_task(graph, t);
         if (cost == NULL || cost->cls != RV_COST_GEMM || task->input_dims < 0 ||
             strstr(rv_strings_get(graph->strings, task->input_dims), "50257") == NULL)
@@ -445,9 +461,7 @@ static guint vocabulary_gemms(const char *name, gboolean aligned)
         ck_assert_msg(cost->aligned == aligned, "%s: task %d", name, t);
         count++;
     }
-    rv_cost_model_free(model);
-    rv_graph_free(graph);
-    rv_gpu_catalogue_free(c);
+    modelled_trace_clear(&m);
     return count;
 }
 
