@@ -23,7 +23,8 @@
  *     weighted layer's weights before its first forward kernel, and one
  *     for its gradient after its backward run, each with a launch call
  *     costed like the trace's own (the median launch and the median host
- *     time before a launch);
+ *     time before a launch) - none where no GEMM or convolution is cast:
+ *     the trace already runs under autocast, its casts recorded;
  *   - scaler (GradScaler, default for fp16) adds per step a loss-scaling
  *     kernel before the backward pass, the unscale-and-inf-check kernels
  *     over the gradients before the optimizer step that follows the
@@ -149,6 +150,7 @@ typedef struct {
     rv_dtype to;
     gboolean keep_optimizer;
     guint changed, half, optimizer, fp32_ops, kernels;
+    guint weighted_cast;    /* GEMMs and convolutions (the kernels with weights) among the changed */
     GArray *changed_tasks;  /* int32: the tasks cast */
 } autocast;
 
@@ -176,6 +178,7 @@ static gboolean autocast_task(const rv_graph *graph, int32_t task, const rv_kern
     }
     change->dtype = a->to;
     a->changed++;
+    a->weighted_cast += cls == RV_COST_GEMM || cls == RV_COST_CONV;
     g_array_append_val(a->changed_tasks, task);
     return TRUE;
 }
@@ -382,7 +385,7 @@ static gboolean apply_cost_model(rv_graph *graph, const rv_params *params, const
 {
     rv_cost_model *model = rv_cost_model_new(graph, gpu, strcmp(rv_params_string(params, "peaks"), "achievable") == 0);
     autocast a = { (rv_dtype)rv_dtype_from_name(rv_params_string(params, "dtype")),
-                   strcmp(rv_params_string(params, "optimizer"), "keep") == 0, 0, 0, 0, 0, 0,
+                   strcmp(rv_params_string(params, "optimizer"), "keep") == 0, 0, 0, 0, 0, 0, 0,
                    g_array_new(FALSE, FALSE, sizeof(int32_t)) };
     rv_cost_plan *plan = rv_cost_model_plan(model, autocast_task, &a);
     gboolean ok = a.kernels > 0;
@@ -399,7 +402,13 @@ static gboolean apply_cost_model(rv_graph *graph, const rv_params *params, const
         if (a.changed == 0) g_string_append(notes, "    every kernel already runs in half precision: autocast changes nothing\n");
     }
     if (ok) halve_activations(graph, a.changed_tasks, a.to);
-    ok = ok && (a.changed == 0 || insert_autocast_work(graph, params, model, notes, error));
+    /* Where no GEMM or convolution changes, the trace already runs under
+     * autocast: its casts and GradScaler are recorded, and more would count
+     * them twice. */
+    if (ok && a.changed > 0 && a.weighted_cast == 0)
+        g_string_append(notes, "    the GEMMs and convolutions already run in half precision: their casts (and any "
+                               "GradScaler) are in the trace, none added\n");
+    ok = ok && (a.weighted_cast == 0 || insert_autocast_work(graph, params, model, notes, error));
     g_array_unref(a.changed_tasks);
     rv_cost_plan_free(plan);
     rv_cost_model_free(model);
