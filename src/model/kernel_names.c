@@ -61,10 +61,19 @@ static const char *const other_words[] = {
     "scatter", "distribution", "philox", "curand", "rng", "normal", "uniform", "bernoulli", "randperm", "masked", "one_hot", "grid_sample", "roi_align", "nms",
     NULL };
 
+/* The helpers a fused attention's backward launches around its kernel
+ * (FlashAttention-2's and cuDNN's): the rowwise dot of dO and O, and dQ's
+ * cast to 16 bits.  They stream their operands; named like attention, or
+ * named nothing inside an attention operator, they would take its FLOPs. */
+static const char *const attention_reduction_words[] = { "dot_do_o", NULL };
+static const char *const attention_copy_words[] = { "convert_dq", NULL };
+
 /* What the kernel name alone says; RV_COST_UNKNOWN when nothing. */
 static rv_cost_class class_of_name(const char *lower)
 {
     if (has_any(lower, comm_words)) return RV_COST_COMM;
+    if (has_any(lower, attention_reduction_words)) return RV_COST_REDUCTION;
+    if (has_any(lower, attention_copy_words)) return RV_COST_COPY;
     if (has_any(lower, attention_words)) return RV_COST_ATTENTION;
     if (says_conv(lower) || has_any(lower, conv_words)) return RV_COST_CONV;
     if (has_any(lower, gemm_words)) return RV_COST_GEMM;
