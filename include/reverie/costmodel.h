@@ -195,6 +195,9 @@ rv_dtype rv_cost_model_usual_dtype(const rv_cost_model *model);
 /* The FLOP/s of the GEMMs whose names say no dtype, all together (their
  * FLOPs from shapes over their time); 0 when there are none with shapes. */
 double rv_cost_model_unnamed_gemm_flops(const rv_cost_model *model);
+/* The fastest any 32-bit type multiplies matrices on the GPU (FLOP/s,
+ * datasheet): TF32's matrix peak where it has one. */
+double rv_cost_fastest_32bit_flops(const rv_gpu *gpu);
 /* The class's calibrated efficiency on a unit, over its shaped kernels
  * (summed roofline / summed variable time), bounded to [0.005, 1]; 0 with
  * *samples 0 when the trace has none. */

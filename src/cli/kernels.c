@@ -94,8 +94,7 @@ static void print_unnamed_gemms(const kernel_view *v)
 {
     double flops = rv_cost_model_unnamed_gemm_flops(v->model);
     if (flops <= 0) return;
-    double limit = MAX(MAX(v->gpu->matrix_flops[RV_DTYPE_TF32], v->gpu->matrix_flops[RV_DTYPE_FP32]),
-                       v->gpu->vector_flops[RV_DTYPE_FP32]);
+    double limit = rv_cost_fastest_32bit_flops(v->gpu);
     printf("  GEMMs whose names say no dtype ran at %.0f TFLOPS all together (32-bit types reach %.0f TFLOPS here)%s\n",
            flops / 1e12, limit / 1e12, flops > limit ? ": half precision" : "");
 }

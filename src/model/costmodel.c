@@ -219,9 +219,7 @@ double rv_cost_model_unnamed_gemm_flops(const rv_cost_model *model)
     return model->unnamed_gemm_ns > 0 ? model->unnamed_gemm_flops / (model->unnamed_gemm_ns * 1e-9) : 0;
 }
 
-/* The fastest any 32-bit type multiplies matrices on the GPU (FLOP/s,
- * datasheet): TF32's matrix peak where it has one. */
-static double fastest_32bit_flops(const rv_gpu *gpu)
+double rv_cost_fastest_32bit_flops(const rv_gpu *gpu)
 {
     return MAX(MAX(gpu->matrix_flops[RV_DTYPE_TF32], gpu->matrix_flops[RV_DTYPE_FP32]), gpu->vector_flops[RV_DTYPE_FP32]);
 }
@@ -237,7 +235,7 @@ static rv_dtype usual_dtype(const rv_cost_model *model)
     rv_dtype best = RV_DTYPE_UNKNOWN;
     for (int d = 1; d < RV_DTYPE_COUNT; d++)
         if (d != RV_DTYPE_INT8 && model->named_time[d] > model->named_time[best]) best = (rv_dtype)d;
-    double limit = model->source ? fastest_32bit_flops(model->source) : 0;
+    double limit = model->source ? rv_cost_fastest_32bit_flops(model->source) : 0;
     if ((best == RV_DTYPE_FP32 || best == RV_DTYPE_UNKNOWN) && limit > 0 &&
         rv_cost_model_unnamed_gemm_flops(model) > limit) {
         gboolean bf16 = model->source->matrix_flops[RV_DTYPE_BF16] > 0 &&
