@@ -161,25 +161,21 @@ static void measure_work(const rv_graph *graph, const rv_task *task, rv_kernel_c
     cost->aligned = (uint8_t)(work->aligned || padded);
 }
 
-/* A GEMM whose name gives no dtype: its FLOPs (any element size gives
- * the same) and time go to usual_dtype's evidence.  flops memoizes the
- * FLOPs of each (op, dims). */
-static void count_unnamed_gemm(rv_cost_model *model, const rv_task *task, GHashTable *flops)
+/* work_of's memo, shared by a model's two passes over the same tasks. */
+static GHashTable *work_memo_new(void)
 {
-    gint64 key = (gint64)(((guint64)(guint32)task->op << 32) | (guint32)task->input_dims);
-    double *known = g_hash_table_lookup(flops, &key);
-    if (known == NULL) {
-        double work = 0, bytes = 0;
-        gboolean aligned = TRUE;
-        if (!rv_cost_work_of(RV_COST_GEMM, rv_strings_get(model->graph->strings, task->op),
-                             task->input_dims >= 0 ? rv_strings_get(model->graph->strings, task->input_dims) : NULL, 2,
-                             &work, &bytes, &aligned))
-            work = 0;
-        known = g_memdup2(&work, sizeof work);
-        g_hash_table_insert(flops, g_memdup2(&key, sizeof key), known);
-    }
-    if (*known <= 0) return;
-    model->unnamed_gemm_flops += *known;
+    return g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)g_array_unref);
+}
+
+/* A GEMM whose name gives no dtype: its FLOPs (any element size gives the
+ * same; 2 bytes, the size a half-precision verdict finds in the memo again
+ * when measured) and time go to usual_dtype's evidence. */
+static void count_unnamed_gemm(rv_cost_model *model, const rv_task *task, GHashTable *work)
+{
+    if (task->input_dims < 0) return;
+    const work_verdict *gemm = work_of(model->graph, task, RV_COST_GEMM, 2, work);
+    if (!gemm->ok || gemm->flops <= 0) return;
+    model->unnamed_gemm_flops += gemm->flops;
     model->unnamed_gemm_ns += (double)task->duration_ns;
 }
 
@@ -187,10 +183,9 @@ static void count_unnamed_gemm(rv_cost_model *model, const rv_task *task, GHashT
  * model, the named kernel time per dtype (for the usual dtype) and the
  * durations the fixed cost is a percentile of.  One pass, not three: at a
  * million tasks each pass over them is a large share of a plugin's cost. */
-static void classify_tasks(rv_cost_model *model, int32_t from, int32_t to)
+static void classify_tasks(rv_cost_model *model, int32_t from, int32_t to, GHashTable *work)
 {
     GHashTable *names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-    GHashTable *gemm_flops = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
     const rv_kernel_cost none = { NOT_GPU, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     /* sized once and written in place: an append is a call per task */
     g_array_set_size(model->kernels, (guint)to);
@@ -204,14 +199,13 @@ static void classify_tasks(rv_cost_model *model, int32_t from, int32_t to)
             cost.dtype_assumed = verdict.dtype == RV_DTYPE_UNKNOWN && !verdict.integer;
             if (rv_cost_class_is_costed(cost.cls) && !cost.dtype_assumed) model->named_time[cost.dtype] += (double)task->duration_ns;
             if (cost.cls == RV_COST_GEMM && cost.dtype_assumed && task->duration_ns > 0)
-                count_unnamed_gemm(model, task, gemm_flops);
+                count_unnamed_gemm(model, task, work);
             /* a zero is a profiler's rounding, not a kernel that costs nothing */
             if (task->kind == RV_TASK_KERNEL && task->duration_ns > 0) g_array_append_val(model->durations, task->duration_ns);
         }
         g_array_index(model->kernels, rv_kernel_cost, t) = cost;
     }
     g_hash_table_destroy(names);
-    g_hash_table_destroy(gemm_flops);
 }
 
 double rv_cost_model_unnamed_gemm_flops(const rv_cost_model *model)
@@ -267,9 +261,8 @@ static void calibrate(rv_cost_model *model, const rv_kernel_cost *cost, const rv
 /* Assumed dtypes, units and work of tasks [from, to), once the usual
  * dtype is known, and their share of the calibration, once the fixed cost
  * is: the second and last pass. */
-static void complete_tasks(rv_cost_model *model, int32_t from, int32_t to)
+static void complete_tasks(rv_cost_model *model, int32_t from, int32_t to, GHashTable *work)
 {
-    GHashTable *work = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)g_array_unref);
     for (int32_t t = from; t < to; t++) {
         rv_kernel_cost *cost = &g_array_index(model->kernels, rv_kernel_cost, t);
         if (cost->cls == NOT_GPU) continue;
@@ -279,7 +272,6 @@ static void complete_tasks(rv_cost_model *model, int32_t from, int32_t to)
         cost->unit = (uint8_t)rv_cost_unit_on(model->source, cost->cls, cost->dtype, cost->aligned);
         calibrate(model, cost, task);
     }
-    g_hash_table_destroy(work);
 }
 
 /* No task counted in the calibration yet. */
@@ -298,10 +290,12 @@ static void build(rv_cost_model *model)
     memset(model->named_time, 0, sizeof model->named_time);
     model->unnamed_gemm_flops = model->unnamed_gemm_ns = 0;
     clear_calibration(model);
-    classify_tasks(model, 0, rv_graph_task_count(model->graph));
+    GHashTable *work = work_memo_new();
+    classify_tasks(model, 0, rv_graph_task_count(model->graph), work);
     model->usual = usual_dtype(model);
     model->fixed_ns = fixed_cost(model);
-    complete_tasks(model, 0, rv_graph_task_count(model->graph));
+    complete_tasks(model, 0, rv_graph_task_count(model->graph), work);
+    g_hash_table_destroy(work);
 }
 
 rv_cost_model *rv_cost_model_new(const rv_graph *graph, const rv_gpu *source, gboolean achievable)
@@ -344,18 +338,16 @@ void rv_cost_model_extend(rv_cost_model *model)
     if (to == from) return;
     rv_dtype usual = model->usual;
     int64_t fixed = model->fixed_ns;
-    classify_tasks(model, from, to);
+    GHashTable *work = work_memo_new();
+    classify_tasks(model, from, to, work);
     if (usual_dtype(model) != usual) {
         build(model);
-        return;
-    }
-    model->fixed_ns = fixed_cost(model);
-    if (model->fixed_ns != fixed) {
-        complete_tasks(model, from, to);
-        recalibrate(model);
     } else {
-        complete_tasks(model, from, to);
+        model->fixed_ns = fixed_cost(model);
+        complete_tasks(model, from, to, work);
+        if (model->fixed_ns != fixed) recalibrate(model);
     }
+    g_hash_table_destroy(work);
 }
 
 void rv_cost_model_free(rv_cost_model *model)

@@ -342,8 +342,8 @@ struct rv_sim_structure {
     int32_t *queue_depths;   /* per resource: the holders depend on them */
     task_key *keys;          /* of the tasks it was built from */
     adjacency adj;           /* waiting: the counts before a replay starts */
-    /* Every live task in an order its edges allow (structure_order): a
-     * replay that may dispatch in edge order (edge_order_allowed) follows it
+    /* Every live task in an order its edges allow (find_order): a replay
+     * that may dispatch in edge order (edge_order_allowed) follows it
      * instead of finding it again.  NULL where some task could never run. */
     int32_t *order;
     int32_t order_count;
@@ -358,20 +358,21 @@ static int32_t *queue_depths(const rv_graph *graph)
     return depths;
 }
 
-/* The order run_in_edge_order would dispatch the live tasks in (each
- * readied task on a stack; those ready at the start pushed by id), or NULL
- * where some live task is never readied: the replay must then find out
- * why.  Any order the edges allow gives the same times there. */
-static int32_t *structure_order(rv_sim_structure *structure, int32_t *count)
+/* The structure's order: the live tasks in the order run_in_edge_order
+ * would dispatch them (each readied task on a stack; those ready at the
+ * start pushed by id), and the tasks that are not live.  None where some
+ * live task is never readied: the replay must then find out why.  Any
+ * order the edges allow gives the same times there. */
+static void find_order(rv_sim_structure *structure)
 {
-    int32_t n = structure->tasks, live = 0, done = 0, pending_count = 0;
+    int32_t n = structure->tasks, done = 0, pending_count = 0, removed_count = 0;
     const adjacency *adj = &structure->adj;
     int32_t *waiting = g_memdup2(adj->waiting, sizeof(int32_t) * (gsize)n);
     int32_t *pending = g_new(int32_t, (gsize)n + 1), *order = g_new(int32_t, (gsize)n + 1);
+    int32_t *removed = g_new(int32_t, (gsize)n + 1);
     for (int32_t t = 0; t < n; t++) {
-        if (!structure->keys[t].live) continue;
-        live++;
-        if (waiting[t] == 0) pending[pending_count++] = t;
+        if (!structure->keys[t].live) removed[removed_count++] = t;
+        else if (waiting[t] == 0) pending[pending_count++] = t;
     }
     while (pending_count > 0) {
         int32_t t = pending[--pending_count];
@@ -381,11 +382,15 @@ static int32_t *structure_order(rv_sim_structure *structure, int32_t *count)
     }
     g_free(waiting);
     g_free(pending);
-    *count = done;
-    if (done == live) return order;
-    g_free(order);
-    *count = 0;
-    return NULL;
+    if (done + removed_count == n) {
+        structure->order = order;
+        structure->order_count = done;
+        structure->removed = removed;
+        structure->removed_count = removed_count;
+    } else {
+        g_free(order);
+        g_free(removed);
+    }
 }
 
 rv_sim_structure *rv_sim_structure_new(const rv_graph *graph)
@@ -398,10 +403,7 @@ rv_sim_structure *rv_sim_structure_new(const rv_graph *graph)
     structure->queue_depths = queue_depths(graph);
     structure->keys = scan_tasks(graph, NULL, NULL);
     build_adjacency(graph, structure->keys, &structure->adj, TRUE);
-    structure->order = structure_order(structure, &structure->order_count);
-    structure->removed = g_new(int32_t, (gsize)structure->tasks - (gsize)structure->order_count + 1);
-    for (int32_t t = 0; structure->order && t < structure->tasks; t++)
-        if (!structure->keys[t].live) structure->removed[structure->removed_count++] = t;
+    find_order(structure);
     return structure;
 }
 
@@ -505,7 +507,7 @@ typedef struct {
     const rv_graph *graph;
     const rv_policy *policy;
     const rv_resource *resources;
-    const task_key *keys; /* the structure's when borrowed */
+    const task_key *keys; /* the structure's where one is borrowed */
     task_time *times;
     int32_t *gpu_step;    /* scan_tasks: a live GPU task's step, else -1; NULL: the graph has no steps */
     adjacency adj;
@@ -526,8 +528,9 @@ typedef struct {
     int32_t *version;       /* per task: the version of its valid heap entry */
     waiting_queue *waiting; /* per resource: tasks blocked by it */
     gboolean *is_waiting;   /* per task: in its resource's waiting queue */
-    gboolean borrowed;      /* adj belongs to an rv_sim_structure */
-    const rv_sim_structure *structure; /* borrowed too; its order of the live tasks (NULL: none) */
+    /* The structure whose keys, adjacency and order this replay borrows
+     * (read only; the counts down are its own), or NULL: all its own. */
+    const rv_sim_structure *structure;
     struct contended *contended; /* with contention or sharing only (contention.h) */
 } replay;
 
@@ -552,10 +555,9 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
         }
     }
     if (fits) {
-        r->keys = structure->keys; /* borrowed, like adj */
-        r->adj = structure->adj; /* borrowed, read only; the counts are this replay's own (count_down) */
-        r->adj.waiting = NULL;
-        r->borrowed = TRUE;
+        r->keys = structure->keys;
+        r->adj = structure->adj;
+        r->adj.waiting = NULL; /* count_down_from_structure */
         r->structure = structure;
     } else {
         r->keys = scan_tasks(graph, &r->times, &r->gpu_step);
@@ -580,11 +582,11 @@ static void replay_init(replay *r, const rv_graph *graph, const rv_policy *polic
 
 static void replay_clear(replay *r)
 {
-    if (r->borrowed) {
+    if (r->structure) {
         g_free(r->adj.waiting);
     } else {
         free_adjacency(&r->adj);
-        g_free((task_key *)r->keys); /* its own when not borrowed */
+        g_free((task_key *)r->keys); /* its own without a structure */
     }
     g_free(r->times);
     g_free(r->gpu_step);
@@ -803,10 +805,10 @@ static void run_in_structure_order(replay *r, replay_summary *summary)
 /* The replay's own count of each task's predecessors not yet dispatched,
  * for the replays that count them down (a borrowed structure's stay as
  * they are, for the next replay). */
-static void count_down_from_structure(replay *r, const rv_sim_structure *structure)
+static void count_down_from_structure(replay *r)
 {
-    if (!r->borrowed || r->adj.waiting != NULL) return;
-    r->adj.waiting = g_memdup2(structure->adj.waiting, sizeof(int32_t) * (gsize)rv_graph_task_count(r->graph));
+    if (r->structure == NULL || r->adj.waiting != NULL) return;
+    r->adj.waiting = g_memdup2(r->structure->adj.waiting, sizeof(int32_t) * (gsize)rv_graph_task_count(r->graph));
 }
 
 /* Give the first waiting task of `resource`, if any, the heap entry that
@@ -1198,7 +1200,7 @@ static gboolean replay_once(const rv_graph *graph, const rv_sim_structure *struc
         run_in_structure_order(&r, &summary);
     } else {
         unstarted(&r);
-        count_down_from_structure(&r, structure);
+        count_down_from_structure(&r);
         if (r.contended) run_contended(&r);
         else if (policy) run_policy(&r);
         else if (in_edge_order) run_in_edge_order(&r);
