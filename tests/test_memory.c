@@ -27,7 +27,10 @@
 static const char *const traces[] = {
     "pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz", "pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz",
     "gen_mlp_memory.json.gz", "hta_transformer_ddp_v100_rank1.2steps.json.gz", "hta_simple_add_small_a100.json.gz",
-    "kineto_legacy_resnet50_v100.2steps.json.gz", NULL,
+    "kineto_legacy_resnet50_v100.2steps.json.gz", "recorded/h200/gpt_checkpoint.json.gz",
+    "recorded/h200/gpt_fp32.json.gz", "recorded/h200/convnext_tiny_checkpoint.json.gz",
+    "recorded/h200/convnext_tiny_amp_bf16.json.gz", "recorded/h100/gpt_amp_bf16.json.gz",
+    "recorded/h200/gpt_amp_bf16.json.gz", NULL,
 };
 
 /* The trace's JSON, read with zlib and jansson only. */
@@ -194,21 +197,20 @@ START_TEST(recorded_per_step)
 }
 END_TEST
 
-static double estimate_error(const char *name, gboolean *training)
+/* The estimate (into *estimate) against the trace's recorded peak. */
+static double estimate_error(const char *name, rv_memory_estimate *estimate)
 {
     rv_graph *graph = load_trace(name);
-    rv_memory_estimate estimate;
     GError *error = NULL;
-    ck_assert_msg(rv_memory_estimate_graph(graph, &estimate, &error), "%s", error ? error->message : "");
+    ck_assert_msg(rv_memory_estimate_graph(graph, estimate, &error), "%s", error ? error->message : "");
     int64_t allocated, reserved;
     int32_t device, rank_index;
     ck_assert(rv_memory_recorded_peak(graph, &allocated, &reserved, &device, &rank_index));
     int64_t sum = 0;
-    for (int c = 0; c < RV_MEM_CATEGORY_COUNT; c++) sum += estimate.bytes[estimate.peak_phase][c];
-    ck_assert_int_eq(sum, estimate.peak); /* the breakdown adds up */
-    *training = estimate.training;
+    for (int c = 0; c < RV_MEM_CATEGORY_COUNT; c++) sum += estimate->bytes[estimate->peak_phase][c];
+    ck_assert_int_eq(sum, estimate->peak); /* the breakdown adds up */
     rv_graph_free(graph);
-    return (double)estimate.peak / (double)allocated - 1.0;
+    return (double)estimate->peak / (double)allocated - 1.0;
 }
 
 /* Measured (README): -9.6% on H100 and -11.5% on MI300X (inference: the
@@ -217,11 +219,11 @@ static double estimate_error(const char *name, gboolean *training)
  * that plus 1.5 points.  The issue's target is 10%: MI300X misses it. */
 START_TEST(estimate_on_the_real_pair)
 {
-    gboolean training = TRUE;
-    double h100 = estimate_error("pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz", &training);
-    ck_assert(!training);
+    rv_memory_estimate estimate;
+    double h100 = estimate_error("pairs/gpu_h100_vs_mi300x_timesformer/h100.json.gz", &estimate);
+    ck_assert(!estimate.training);
     ck_assert_msg(h100 < 0 && h100 > -0.11, "H100 estimate error %.3f", h100);
-    double mi300x = estimate_error("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz", &training);
+    double mi300x = estimate_error("pairs/gpu_h100_vs_mi300x_timesformer/mi300x.json.gz", &estimate);
     ck_assert_msg(mi300x < 0 && mi300x > -0.13, "MI300X estimate error %.3f", mi300x);
 }
 END_TEST
@@ -230,9 +232,9 @@ END_TEST
  * in backward, with activations, gradients and Adam's states). */
 START_TEST(estimate_on_the_generated_training_job)
 {
-    gboolean training = FALSE;
-    double error = estimate_error("gen_mlp_memory.json.gz", &training);
-    ck_assert(training);
+    rv_memory_estimate estimate;
+    double error = estimate_error("gen_mlp_memory.json.gz", &estimate);
+    ck_assert(estimate.training);
     ck_assert_msg(error > 0 && error < 0.035, "generated estimate error %.3f", error);
 }
 END_TEST
@@ -382,6 +384,49 @@ START_TEST(checkpoint_lowers_the_peak)
 }
 END_TEST
 
+/* A job recorded with checkpointing (torch.utils.checkpoint per block,
+ * use_reentrant=False) keeps little of its forward; its backward shows the
+ * recomputation, which the model reads.  Measured (docs/accuracy.md):
+ * +4.7% on the decoder and -19.9% on ConvNeXt-Tiny, where reading it not
+ * gave +34.5% and +160.8%; the bounds are those +-5 points.  The same jobs
+ * recorded without checkpointing show no recomputation. */
+START_TEST(recorded_checkpointing_is_read)
+{
+    static const struct { const char *checkpointed, *plain; double measured; } cases[] = {
+        { "recorded/h200/gpt_checkpoint.json.gz", "recorded/h200/gpt_fp32.json.gz", 0.047 },
+        { "recorded/h200/convnext_tiny_checkpoint.json.gz", "recorded/h200/convnext_tiny_amp_bf16.json.gz", -0.199 },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        rv_memory_estimate checkpointed, plain;
+        double error = estimate_error(cases[i].checkpointed, &checkpointed);
+        ck_assert_msg(checkpointed.recomputed > 0, "%s: no recomputation read", cases[i].checkpointed);
+        ck_assert_msg(fabs(error - cases[i].measured) <= 0.05, "%s: estimate %+.1f%% of the recorded peak, measured %+.1f%%",
+                      cases[i].checkpointed, 100 * error, 100 * cases[i].measured);
+        estimate_error(cases[i].plain, &plain);
+        ck_assert_msg(plain.recomputed == 0, "%s: recomputation read where there is none", cases[i].plain);
+    }
+}
+END_TEST
+
+/* The usual dtype is the forward kernels' by count: the decoder under
+ * bf16 autocast holds bf16 activations on either GPU, though on the H100
+ * its optimizer's fp32 kernels outlast the bf16 ones (a vote by kernel
+ * time said fp32 there, +28.7% off the recorded peak); and a GPU what-if,
+ * which rescales kernel times, moves neither the dtype nor the peak. */
+START_TEST(usual_dtype_from_forward_kernels)
+{
+    rv_memory_estimate h100, h200;
+    double error = estimate_error("recorded/h100/gpt_amp_bf16.json.gz", &h100);
+    estimate_error("recorded/h200/gpt_amp_bf16.json.gz", &h200);
+    ck_assert_int_eq(h100.element_bytes, 2);
+    ck_assert_int_eq(h200.element_bytes, 2);
+    ck_assert_msg(fabs(error) < 0.05, "H100 decoder: %+.1f%% of the recorded peak", 100 * error);
+    rv_memory_estimate projected = estimate_after("recorded/h100/gpt_amp_bf16.json.gz", "hardware", "gpu=H200");
+    ck_assert_int_eq(projected.element_bytes, h100.element_bytes);
+    ck_assert_int_eq(projected.peak, h100.peak);
+}
+END_TEST
+
 /* A batch twice as large doubles what is not a parameter, to rounding. */
 START_TEST(batch_size_scales_activations)
 {
@@ -524,9 +569,11 @@ END_TEST
 /* rv_memory_durations_only_unchanged, the sweep's shortcut from the
  * plugins' declarations, is never a different answer either: where it says
  * unchanged the full estimate is the baseline's.  The baseline names two
- * dtypes (every other kernel renamed to a half-precision one), so that
- * durations alone can move the usual dtype; a plugin that declared nothing
- * or one that rewrites never takes the shortcut. */
+ * dtypes (every other kernel renamed to a half-precision one), and one
+ * dtype's kernels made 1000 times as long must not move the usual dtype
+ * (it is the tensors', not the kernels' time: a GPU what-if rescales
+ * kernel times); a plugin that declared nothing or one that rewrites never
+ * takes the shortcut. */
 static void scale_kernels(rv_graph *graph, gboolean half, int64_t factor, GHashTable *renamed)
 {
     for (guint t = 0; t < graph->tasks->len; t++) {
@@ -552,11 +599,10 @@ START_TEST(durations_only_is_exact)
     rv_memory_estimate base;
     ck_assert(rv_memory_estimate_graph(baseline, &base, NULL));
     rv_memory_durations_only *kept = rv_memory_durations_only_new(baseline, base.element_bytes);
-    gboolean flipped = FALSE;
     for (int c = 0; c < 6; c++) {
         rv_graph *variant = rv_graph_copy(baseline);
         if (c == 0) apply_ok(variant, "scale", "factor=0.5");
-        if (c == 1 || c == 2) { /* one dtype's kernels 1000 times as long: the usual dtype may move */
+        if (c == 1 || c == 2) { /* one dtype's kernels 1000 times as long: the usual dtype stays */
             scale_kernels(variant, c == 1, 1000, renamed);
             rv_compose_record(variant, "scale", &scales);
         }
@@ -569,20 +615,14 @@ START_TEST(durations_only_is_exact)
         gboolean shortcut = rv_memory_durations_only_unchanged(kept, baseline, variant);
         rv_memory_estimate full;
         ck_assert(rv_memory_estimate_graph(variant, &full, NULL));
-        if (c == 0) ck_assert_msg(shortcut, "scale should take the shortcut");
+        if (c <= 2) ck_assert_msg(shortcut, "case %d (durations only) should take the shortcut", c);
         if (c >= 3) ck_assert_msg(!shortcut, "case %d should not take the shortcut", c);
-        if (c == 1 || c == 2) {
-            ck_assert_msg(shortcut == (full.element_bytes == base.element_bytes), "case %d: shortcut %d, bytes %d -> %d",
-                          c, shortcut, base.element_bytes, full.element_bytes);
-            flipped |= full.element_bytes != base.element_bytes;
-        }
         if (shortcut) {
             ck_assert_int_eq(full.peak, base.peak);
             ck_assert_int_eq(full.element_bytes, base.element_bytes);
         }
         rv_graph_free(variant);
     }
-    ck_assert_msg(flipped, "no variant moved the usual dtype: the test does not test the sum");
     rv_memory_durations_only_free(kept);
     g_hash_table_destroy(renamed);
     rv_graph_free(baseline);
@@ -629,6 +669,8 @@ int main(void)
     tcase_add_test(estimate, estimate_on_the_generated_training_job);
     tcase_add_test(estimate, output_shapes);
     tcase_add_test(estimate, absent_input);
+    tcase_add_test(estimate, recorded_checkpointing_is_read);
+    tcase_add_test(estimate, usual_dtype_from_forward_kernels);
     suite_add_tcase(suite, estimate);
     TCase *effects = tcase_create("effects");
     tcase_set_timeout(effects, 300);

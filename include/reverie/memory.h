@@ -172,7 +172,8 @@ typedef struct {
     int32_t stage, stages;                /* pipelined (STAGE effects): the peak's stage and their count; else -1, 0 */
     gboolean training;                    /* the step has a backward phase */
     int64_t offloaded;                    /* activation bytes offloaded by inserted copies (vdnn) in that step */
-    int64_t recomputed;                   /* activation bytes dropped after forward and rebuilt (checkpoint) */
+    int64_t recomputed;                   /* activation bytes dropped after forward and rebuilt (checkpoint, or
+                                             the recording's own checkpointing, read from its backward) */
     int64_t model_states;                 /* weights, gradients and optimizer state of the whole model, unsharded */
     int64_t gathered;                     /* sharded weights gathered for one layer at a time (SHARD): its largest */
     int64_t resident;                     /* bytes held through the step (RESIDENT: a KV cache), in activations */
@@ -204,13 +205,11 @@ gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *
  * when every plugin applied since the baseline declared that it changes
  * durations at most (it scales or reprices, rewrites nothing, leaves the
  * memory model's tensors alone), the task, edge and step counts are the
- * baseline's, and the usual dtype - the one of most kernel time, which
- * durations can move - is still the baseline's.  A plugin that declared
- * nothing (effects NULL) makes it FALSE: then ask
- * rv_memory_estimate_unchanged, or estimate.  O(1) for a baseline whose
- * kernels name one dtype, else O(kernels); it reads no task but their
- * durations.  Trusts the declarations: a plugin that declares "scales" and
- * moves tensors gets the baseline's peak. */
+ * baseline's (the usual dtype is counted over kernel names, so durations
+ * cannot move it).  A plugin that declared nothing (effects NULL) makes it
+ * FALSE: then ask rv_memory_estimate_unchanged, or estimate.  O(plugins
+ * applied); it reads no task.  Trusts the declarations: a plugin that
+ * declares "scales" and moves tensors gets the baseline's peak. */
 typedef struct rv_memory_durations_only rv_memory_durations_only;
 rv_memory_durations_only *rv_memory_durations_only_new(const rv_graph *baseline, int element_bytes);
 gboolean rv_memory_durations_only_unchanged(const rv_memory_durations_only *kept, const rv_graph *baseline,

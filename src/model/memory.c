@@ -1,7 +1,9 @@
 /*
  * memory.c - the memory model of memory.h: the recorded peak from the
  * graph's memory records, and the estimate from shapes, walked over the
- * weighted layers of a step (and moved by inserted offload copies).
+ * weighted layers of a step (and moved by inserted offload copies, by what
+ * plugins said they did to tensors, and by the recomputation a recording
+ * of a checkpointed job shows in its backward).
  */
 #include "reverie/memory.h"
 #include "reverie/checked.h"
@@ -399,6 +401,7 @@ typedef struct {
     int32_t *launcher;    /* per GPU task: its launch call, -1 */
     int usual_bytes;
     rv_string_memo dtypes; /* per kernel name: its rv_dtype (names repeat; lower-casing each is slow) */
+    rv_string_memo forward_only; /* per operator name: forward_only_op */
     GPtrArray *calls_by_step; /* per step (one, for a graph without steps): its launch calls, GArray of int32_t */
     GHashTable *measured; /* call_key -> op_call: a step repeats the last one's calls, and parsing their
                              Input Dims is most of the model's time */
@@ -464,28 +467,40 @@ static int element_bytes_of(context *ctx, int32_t cpu_task)
     return bytes > 0 ? bytes : ctx->usual_bytes;
 }
 
-/* The dtype of most named kernel time. */
-/* The element size of the dtype with the most kernel time (`time` per
+/* The element size of the dtype named by the most kernels (`kernels` per
  * dtype); 4 bytes (fp32) when no kernel names one. */
-static int bytes_of_most_time(const double *time)
+static int bytes_of_most_kernels(const guint *kernels)
 {
     int best = -1;
     for (int d = 0; d < RV_DTYPE_COUNT; d++)
-        if (time[d] > 0 && (best < 0 || time[d] > time[best])) best = d;
+        if (kernels[d] > 0 && (best < 0 || kernels[d] > kernels[best])) best = d;
     return best < 0 ? 4 : MAX(rv_dtype_bytes((rv_dtype)best), 1);
 }
 
+/* The usual dtype of the tensors: the one named by the most forward
+ * kernels (by any kernels where no forward kernel names one).  Forward,
+ * because the kept activations are forward's outputs: in a job under
+ * autocast the optimizer's many fp32 kernels outnumber, and often outlast,
+ * the half-precision ones that make the activations.  Counted, not timed:
+ * kernel times follow the hardware (a GPU what-if rescales them), the
+ * tensors' dtype does not, so no change of durations can move it. */
 static int usual_element_bytes(context *ctx)
 {
     const rv_graph *graph = ctx->graph;
-    double time[RV_DTYPE_COUNT + 1] = { 0 };
+    guint forward[RV_DTYPE_COUNT + 1] = { 0 }, any[RV_DTYPE_COUNT + 1] = { 0 };
+    gboolean named_forward = FALSE;
     for (guint t = 0; t < graph->tasks->len; t++) {
         const rv_task *task = &g_array_index(graph->tasks, rv_task, t);
         if (task->kind != RV_TASK_KERNEL || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
         rv_dtype dtype = dtype_of(ctx, task);
-        if (dtype != RV_DTYPE_UNKNOWN && dtype < RV_DTYPE_COUNT) time[dtype] += (double)task->duration_ns + 1;
+        if (dtype == RV_DTYPE_UNKNOWN || dtype >= RV_DTYPE_COUNT) continue;
+        any[dtype]++;
+        if (task->phase == RV_PHASE_FORWARD) {
+            forward[dtype]++;
+            named_forward = TRUE;
+        }
     }
-    return bytes_of_most_time(time);
+    return bytes_of_most_kernels(named_forward ? forward : any);
 }
 
 /* Per CPU task the first GPU task it launched, and per GPU task its
@@ -610,6 +625,178 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
     g_free(call_on);
     g_free(last_on);
     return calls;
+}
+
+/* ---- checkpointing the recording did ----------------------------------------- */
+
+/* Operators that only a forward pass runs: no backward formula of
+ * derivatives.yaml calls them (a linear's backward runs mm and sum, a
+ * convolution's convolution_backward, a norm's native_*_norm_backward,
+ * GELU's gelu_backward...).  One of them in a backward phase is a forward
+ * operator run again: recomputation (torch.utils.checkpoint). */
+static int forward_only_op(const char *op)
+{
+    static const char *const forward_only[] = {
+        "aten::addmm", "aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution",
+        "aten::_convolution", "aten::cudnn_convolution", "aten::miopen_convolution", "aten::native_layer_norm",
+        "aten::layer_norm", "aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm",
+        "aten::_native_batch_norm_legit", "aten::native_group_norm", "aten::gelu", "aten::silu", "aten::embedding",
+        "aten::native_dropout", "aten::_efficient_attention_forward", "aten::_flash_attention_forward",
+        "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_cudnn_attention",
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(forward_only); i++)
+        if (strcmp(op, forward_only[i]) == 0) return TRUE;
+    return FALSE;
+}
+
+/* Where the recorded step's backward recomputed segments, a segment a
+ * recompute burst apart from the plugins' (RECOMPUTED effects). */
+#define RECORDED_SEGMENT_BASE (1 << 24)
+
+/* A step's launch calls split by phase: forward and backward, in order. */
+typedef struct {
+    const rv_graph *graph;
+    rv_string_memo *forward_only;  /* forward_only_op per operator name */
+    GArray *forward, *backward;  /* int32 task ids */
+    gboolean *taken;             /* per forward position: in a matched run already */
+    GHashTable *positions;       /* op string id -> GArray of guint forward positions, in order */
+} recompute_scan;
+
+static int32_t op_at(const recompute_scan *scan, const GArray *list, guint i)
+{
+    return g_array_index(scan->graph->tasks, rv_task, g_array_index(list, int32_t, i)).op;
+}
+
+/* How far backward launch j and forward position p stay alike, each way
+ * (the ops in the same order, none of forward's taken). */
+static guint alike_run(const recompute_scan *scan, guint j, guint floor_j, guint p, guint *left)
+{
+    guint back = 0, ahead = 0;
+    while (j - back > floor_j && p > back && !scan->taken[p - back - 1] &&
+           op_at(scan, scan->backward, j - back - 1) == op_at(scan, scan->forward, p - back - 1))
+        back++;
+    while (j + ahead + 1 < scan->backward->len && p + ahead + 1 < scan->forward->len && !scan->taken[p + ahead + 1] &&
+           op_at(scan, scan->backward, j + ahead + 1) == op_at(scan, scan->forward, p + ahead + 1))
+        ahead++;
+    *left = back;
+    return back + 1 + ahead;
+}
+
+/* The forward run that backward launch j runs again: the longest run of
+ * launches alike on both sides, the latest of the longest (backward
+ * recomputes the last segment first).  Returns its length, 0 for none. */
+static guint best_run(const recompute_scan *scan, guint j, guint floor_j, guint *start, guint *left)
+{
+    GArray *candidates = g_hash_table_lookup(scan->positions, GINT_TO_POINTER(op_at(scan, scan->backward, j)));
+    guint best = 0;
+    for (guint c = candidates ? candidates->len : 0; c-- > 0;) {
+        guint p = g_array_index(candidates, guint, c), back = 0;
+        if (scan->taken[p]) continue;
+        guint length = alike_run(scan, j, floor_j, p, &back);
+        if (length > best) {
+            best = length;
+            *start = p - back;
+            *left = back;
+        }
+    }
+    return best;
+}
+
+/* Every call of the forward run [from, from + length) but the first (its
+ * input is the segment's input, which checkpoint keeps) is dropped after
+ * forward and rebuilt in the segment's backward. */
+static void mark_run(const recompute_scan *scan, GArray *calls, GHashTable *call_of_task, guint from, guint length,
+                     int32_t segment)
+{
+    gboolean first = TRUE;
+    for (guint p = from; p < from + length; p++) {
+        scan->taken[p] = TRUE;
+        gpointer slot = g_hash_table_lookup(call_of_task, GINT_TO_POINTER(g_array_index(scan->forward, int32_t, p) + 1));
+        if (slot == NULL) continue;
+        op_call *call = &g_array_index(calls, op_call, GPOINTER_TO_UINT(slot) - 1);
+        if (!first && call->segment < 0) call->segment = RECORDED_SEGMENT_BASE + segment;
+        first = FALSE;
+    }
+}
+
+static void recompute_scan_init(recompute_scan *scan, const rv_graph *graph, const GArray *launches,
+                                rv_string_memo *forward_only)
+{
+    scan->graph = graph;
+    scan->forward_only = forward_only;
+    scan->forward = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    scan->backward = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    scan->positions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    for (guint i = 0; i < launches->len; i++) {
+        int32_t id = g_array_index(launches, int32_t, i);
+        const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
+        if (task->phase == RV_PHASE_BACKWARD) g_array_append_val(scan->backward, id);
+        if (task->phase != RV_PHASE_FORWARD) continue;
+        GArray *list = g_hash_table_lookup(scan->positions, GINT_TO_POINTER(task->op));
+        if (list == NULL) {
+            list = g_array_new(FALSE, FALSE, sizeof(guint));
+            g_hash_table_insert(scan->positions, GINT_TO_POINTER(task->op), list);
+        }
+        g_array_append_val(list, scan->forward->len);
+        g_array_append_val(scan->forward, id);
+    }
+    scan->taken = g_new0(gboolean, scan->forward->len + 1);
+}
+
+static void recompute_scan_clear(recompute_scan *scan)
+{
+    g_array_unref(scan->forward);
+    g_array_unref(scan->backward);
+    g_hash_table_destroy(scan->positions);
+    g_free(scan->taken);
+}
+
+/* Backward launch j runs an operator only forward runs. */
+static gboolean starts_a_run(const recompute_scan *scan, guint j)
+{
+    return rv_string_memo_get(scan->forward_only, op_at(scan, scan->backward, j)) != 0;
+}
+
+/* Does a backward launch of the step run an operator only forward runs?
+ * (Without checkpointing none does: then nothing else is looked at.) */
+static gboolean any_rerun(const context *ctx, const GArray *launches, rv_string_memo *forward_only)
+{
+    for (guint i = 0; i < launches->len; i++) {
+        const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, g_array_index(launches, int32_t, i));
+        if (task->phase == RV_PHASE_BACKWARD && rv_string_memo_get(forward_only, task->op)) return TRUE;
+    }
+    return FALSE;
+}
+
+/* A step recorded with checkpointing keeps little of its forward: each
+ * segment's activations are dropped after forward and rebuilt in
+ * backward, which the recording shows as a run of forward launches run
+ * again, in the same order, inside backward.  A run counts where an
+ * operator only forward runs starts it (backward calls carry no Input
+ * Dims, so operators are matched by name and order); the forward calls of
+ * each run are marked as RECOMPUTED would mark them. */
+static void mark_recorded_recompute(context *ctx, guint slot, GArray *calls)
+{
+    const GArray *launches = g_ptr_array_index(ctx->calls_by_step, slot);
+    if (!any_rerun(ctx, launches, &ctx->forward_only)) return;
+    recompute_scan scan;
+    recompute_scan_init(&scan, ctx->graph, launches, &ctx->forward_only);
+    GHashTable *call_of_task = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = 0; i < calls->len; i++)
+        g_hash_table_insert(call_of_task, GINT_TO_POINTER(g_array_index(calls, op_call, i).task + 1), GUINT_TO_POINTER(i + 1));
+    int32_t segments = 0;
+    guint floor_j = 0; /* backward launches before it belong to a matched run */
+    for (guint j = 0; j < scan.backward->len; j++) {
+        if (!starts_a_run(&scan, j)) continue;
+        guint start = 0, left = 0, length = best_run(&scan, j, floor_j, &start, &left);
+        if (length == 0) continue;
+        mark_run(&scan, calls, call_of_task, start, length, segments++);
+        j = j - left + length - 1;
+        floor_j = j + 1;
+    }
+    g_hash_table_destroy(call_of_task);
+    recompute_scan_clear(&scan);
 }
 
 /* ---- the optimizer --------------------------------------------------------- */
@@ -930,20 +1117,16 @@ gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *
     for (guint t = 0; t < baseline->tasks->len; t++)
         if (!same_as_read(&g_array_index(baseline->tasks, rv_task, t), &g_array_index(variant->tasks, rv_task, t)))
             return FALSE;
-    if (!appended_unread(baseline, variant)) return FALSE;
-    context ctx = { variant, NULL, NULL, 0, { 0 }, NULL, NULL, NULL };
-    rv_string_memo_init(&ctx.dtypes, variant->strings, dtype_verdict);
-    int usual = usual_element_bytes(&ctx);
-    rv_string_memo_clear(&ctx.dtypes);
-    return usual == element_bytes;
+    /* The usual dtype reads the kernels' names, phases and flags, all
+     * compared above: it is the baseline's (element_bytes) too. */
+    (void)element_bytes;
+    return appended_unread(baseline, variant);
 }
 
 /* ---- variants that changed only durations ------------------------- */
 
 struct rv_memory_durations_only {
     int element_bytes;      /* the baseline's usual dtype's bytes */
-    int dtypes;             /* how many named dtypes its live kernels have */
-    GArray *kernels[RV_DTYPE_COUNT]; /* int32: the live kernels of each dtype, in task order */
     guint tasks, edges, steps, applied;
 };
 
@@ -955,31 +1138,10 @@ rv_memory_durations_only *rv_memory_durations_only_new(const rv_graph *baseline,
     kept->edges = baseline->edges->len;
     kept->steps = baseline->steps->len;
     kept->applied = baseline->applied->len;
-    context ctx = { baseline, NULL, NULL, 0, { 0 }, NULL, NULL, NULL };
-    rv_string_memo_init(&ctx.dtypes, baseline->strings, dtype_verdict);
-    for (guint t = 0; t < baseline->tasks->len; t++) {
-        const rv_task *task = &g_array_index(baseline->tasks, rv_task, t);
-        if (task->kind != RV_TASK_KERNEL || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
-        rv_dtype dtype = dtype_of(&ctx, task);
-        if (dtype == RV_DTYPE_UNKNOWN || dtype >= RV_DTYPE_COUNT) continue;
-        if (kept->kernels[dtype] == NULL) {
-            kept->kernels[dtype] = g_array_new(FALSE, FALSE, sizeof(int32_t));
-            kept->dtypes++;
-        }
-        int32_t id = (int32_t)t;
-        g_array_append_val(kept->kernels[dtype], id);
-    }
-    rv_string_memo_clear(&ctx.dtypes);
     return kept;
 }
 
-void rv_memory_durations_only_free(rv_memory_durations_only *kept)
-{
-    if (kept == NULL) return;
-    for (int d = 0; d < RV_DTYPE_COUNT; d++)
-        if (kept->kernels[d]) g_array_unref(kept->kernels[d]);
-    g_free(kept);
-}
+void rv_memory_durations_only_free(rv_memory_durations_only *kept) { g_free(kept); }
 
 /* Did every plugin applied to the variant since the baseline declare that
  * it changes durations at most (scales or reprices; nothing rewritten, the
@@ -1002,26 +1164,10 @@ static gboolean durations_only(const rv_memory_durations_only *kept, const rv_gr
 gboolean rv_memory_durations_only_unchanged(const rv_memory_durations_only *kept, const rv_graph *baseline,
                                             const rv_graph *variant)
 {
-    if (baseline->memory_effects->len != 0 || baseline->whole_trace_step != variant->whole_trace_step ||
-        !durations_only(kept, variant))
-        return FALSE;
-    /* The usual dtype is the one of most named kernel time, so durations
-     * move it.  Summed as usual_element_bytes sums, over the same kernels
-     * in the same order (a plugin that only scales or reprices removes no
-     * task and renames none), the doubles are the same; with one named
-     * dtype (or none) the verdict cannot move at all. */
-    double time[RV_DTYPE_COUNT + 1] = { 0 };
-    for (int d = 0; d < RV_DTYPE_COUNT; d++) {
-        const GArray *ids = kept->kernels[d];
-        if (ids == NULL) continue;
-        if (kept->dtypes == 1) {  /* the only one: it has the most time whatever the durations */
-            time[d] = 1;
-            break;
-        }
-        for (guint i = 0; i < ids->len; i++)
-            time[d] += (double)g_array_index(variant->tasks, rv_task, g_array_index(ids, int32_t, i)).duration_ns + 1;
-    }
-    return bytes_of_most_time(time) == kept->element_bytes;
+    /* Durations move no figure of the model, the usual dtype included
+     * (usual_element_bytes counts kernels, it does not time them). */
+    return baseline->memory_effects->len == 0 && baseline->whole_trace_step == variant->whole_trace_step &&
+           durations_only(kept, variant);
 }
 
 /* A step's estimate; a pipelined step (calls with a stage) is estimated
@@ -1061,9 +1207,10 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
     estimate->stage = -1;
     int32_t *launcher = NULL;
     int32_t *first_gpu = first_gpu_of_calls(graph, &launcher);
-    context ctx = { graph, first_gpu, launcher, 0, { 0 }, NULL,
+    context ctx = { graph, first_gpu, launcher, 0, { 0 }, { 0 }, NULL,
                     g_hash_table_new_full(call_key_hash, call_key_equal, g_free, g_free), effects_by_call(graph) };
     rv_string_memo_init(&ctx.dtypes, graph->strings, dtype_verdict);
+    rv_string_memo_init(&ctx.forward_only, graph->strings, forward_only_op);
     ctx.usual_bytes = usual_element_bytes(&ctx);
     estimate->element_bytes = ctx.usual_bytes;
     estimate->optimizer_factor = optimizer_factor(&ctx, estimate->optimizer, sizeof estimate->optimizer);
@@ -1077,6 +1224,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
         gboolean backward = FALSE;
         int32_t step = stepped ? (int32_t)s : -1;
         GArray *calls = operator_calls(&ctx, s, &unshaped, &backward);
+        if (backward) mark_recorded_recompute(&ctx, s, calls);
         if (calls->len > 0) {
             rv_memory_estimate this = *estimate;
             estimate_calls(calls, backward, offloads, estimate->optimizer_factor, &shard, &this);
@@ -1094,6 +1242,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
     g_hash_table_destroy(ctx.measured);
     g_hash_table_destroy(ctx.effects);
     rv_string_memo_clear(&ctx.dtypes);
+    rv_string_memo_clear(&ctx.forward_only);
     g_free(ctx.first_gpu);
     g_free(ctx.launcher);
     if (estimate->shaped_ops == 0) {
