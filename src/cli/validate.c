@@ -27,10 +27,16 @@
  * Where the what-if estimates durations with a range (range.h: hardware's
  * projection to another GPU), the prediction is replayed at both ends too,
  * and the report says whether the recorded variant lies inside.
+ *
+ * Peak memory is judged the same way where the variant recorded one
+ * ([memory] events): the memory model's peak after the what-if (what
+ * whatif prints) against the variant's recorded peak, and the baseline's
+ * recorded peak as "no change".
  */
 #include "cli.h"
 #include "reverie/whatif.h"
 #include "reverie/breakdown.h"
+#include "reverie/memory.h"
 #include "reverie/report.h"
 #include <jansson.h>
 #include <string.h>
@@ -64,6 +70,9 @@ typedef struct {
     GHashTable *plugins;  /* loaded by the opts */
     GPtrArray *opts;
     rv_plugin_output policy;  /* the last optimization's, for the range's replays */
+    rv_memory_peak peak;      /* the model before and after the --opt; the baseline's recorded peak */
+    gboolean variant_recorded_peak;
+    int64_t variant_peak_bytes;   /* the variant's recorded peak, allocated */
 } comparison;
 
 /* The steady step of a list of step times: the median of the steps after
@@ -171,12 +180,18 @@ static const rv_policy *policy_of(const comparison *c)
 /* Apply the --opt specs to the baseline and replay it. */
 static gboolean predict(comparison *c, GError **error)
 {
+    int64_t reserved;
+    int32_t device, rank_index;
+    c->variant_recorded_peak =
+        rv_memory_recorded_peak(c->variant.graph, &c->variant_peak_bytes, &reserved, &device, &rank_index);
+    rv_memory_peak_before(&c->peak, c->baseline.graph);
     if (rv_cli_apply_opts(c->baseline.graph, c->opts, TRUE, &c->policy, error))
         c->predicted = replay(c->baseline.graph, policy_of(c), &c->predicted_shares, error);
     if (c->predicted == NULL) return FALSE;
     c->predicted_ns = steady_step(c->predicted, TRUE);
     c->predicted_mean_ns = mean_step(c->predicted, TRUE);
     c->predicted_gpu_ns = steady_gpu(c->baseline.graph);
+    rv_memory_peak_after(&c->peak, c->baseline.graph);
     if (!rv_prediction_range_run(c->baseline.graph, policy_of(c), &c->range, error)) return FALSE;
     for (int end = 0; c->range.present && end < 2; end++) {
         const GArray *steps = end ? c->range.high.steps : c->range.low.steps;
@@ -247,6 +262,30 @@ static void print_mean(const comparison *c)
            inside(c->variant.recorded_mean_ns, c->range_mean_ns) ? "inside" : "outside");
 }
 
+static double mib(int64_t bytes) { return bytes / 1048576.0; }
+
+/* The predicted peak against the variant's recorded one, or why not. */
+static void print_memory(const comparison *c)
+{
+    const rv_memory_peak *peak = &c->peak;
+    if (!peak->estimated) {
+        printf("  peak memory: not predicted (%s)\n", peak->missing);
+        return;
+    }
+    printf("  peak memory: baseline estimate %.1f MiB", mib(peak->baseline.peak));
+    if (peak->recorded) printf(" (recorded %.1f MiB)", mib(peak->recorded_bytes));
+    printf(", predicted %.1f MiB", mib(peak->predicted.peak));
+    if (!c->variant_recorded_peak) {
+        printf("; the variant recorded no peak ([memory] events: profile_memory=True)\n");
+        return;
+    }
+    printf(", variant recorded %.1f MiB: %+.2f%%", mib(c->variant_peak_bytes),
+           100 * signed_error(peak->predicted.peak, c->variant_peak_bytes));
+    if (peak->recorded)
+        printf(" (predicting no change: %+.2f%%)", 100 * signed_error(peak->recorded_bytes, c->variant_peak_bytes));
+    printf("\n");
+}
+
 static void print_table(const comparison *c)
 {
     printf("baseline  %s (%u steps)\nvariant   %s (%u steps)\n", c->baseline.graph->source, c->baseline.steps->len,
@@ -280,6 +319,7 @@ static void print_table(const comparison *c)
            100 * signed_error(c->predicted_gpu_ns, c->variant.gpu_ns),
            100 * signed_error(c->baseline.gpu_ns, c->variant.gpu_ns));
     print_range(c);
+    print_memory(c);
     printf("  where the steady step goes (ms)     host only    GPU only     overlap        idle\n");
     print_shares("baseline, recorded", &c->baseline.recorded_shares);
     print_shares("variant, recorded", &c->variant.recorded_shares);
@@ -326,6 +366,30 @@ static void json_range(json_t *root, json_t *mean, json_t *gpu, const comparison
     json_set_range(gpu, "predicted_low_us", "predicted_high_us", present, c->range.steady_gpu_ns, c->variant.gpu_ns);
 }
 
+static json_t *json_bytes(gboolean known, int64_t bytes) { return known ? json_integer(bytes) : json_null(); }
+
+static json_t *json_error(gboolean known, int64_t value, int64_t reference)
+{
+    return known ? json_real(signed_error(value, reference)) : json_null();
+}
+
+/* The peaks in bytes; null where unknown (no estimate, no [memory] events). */
+static json_t *json_memory(const comparison *c)
+{
+    const rv_memory_peak *peak = &c->peak;
+    gboolean judged = peak->estimated && c->variant_recorded_peak;
+    json_t *memory = json_object();
+    json_object_set_new(memory, "baseline_estimate_bytes", json_bytes(peak->estimated, peak->baseline.peak));
+    json_object_set_new(memory, "baseline_recorded_bytes", json_bytes(peak->recorded, peak->recorded_bytes));
+    json_object_set_new(memory, "predicted_bytes", json_bytes(peak->estimated, peak->predicted.peak));
+    json_object_set_new(memory, "variant_recorded_bytes", json_bytes(c->variant_recorded_peak, c->variant_peak_bytes));
+    json_object_set_new(memory, "error", json_error(judged, peak->predicted.peak, c->variant_peak_bytes));
+    json_object_set_new(memory, "no_change_error",
+                        json_error(peak->recorded && c->variant_recorded_peak, peak->recorded_bytes, c->variant_peak_bytes));
+    json_object_set_new(memory, "not_estimated", peak->estimated ? json_null() : json_string(peak->missing));
+    return memory;
+}
+
 static void print_json(const comparison *c, gboolean as_csv)
 {
     json_t *opts = json_array();
@@ -352,6 +416,7 @@ static void print_json(const comparison *c, gboolean as_csv)
     json_range(root, mean, gpu, c);
     json_object_set_new(root, "mean", mean);
     json_object_set_new(root, "gpu_kernel", gpu);
+    json_object_set_new(root, "memory", json_memory(c));
     json_object_set_new(root, "shares",
                         json_pack("{s:o,s:o,s:o}", "baseline_recorded", json_shares(&c->baseline.recorded_shares),
                                   "variant_recorded", json_shares(&c->variant.recorded_shares), "predicted",
@@ -379,6 +444,7 @@ static int run_validate(char *baseline_path, char *variant_path, char **specs, g
     }
     if (c.predicted) g_array_unref(c.predicted);
     rv_prediction_range_clear(&c.range);
+    rv_memory_peak_clear(&c.peak);
     rv_opts_policy_clear(&c.policy);
     clear_side(&c.baseline);
     clear_side(&c.variant);
