@@ -16,6 +16,9 @@
 #define LIMIT_CLOCK_SHIFT 0.01       /* largest per-step move under a clock shift */
 #define LIMIT_IDLE_NS 5000000        /* largest move of the total under an inserted idle */
 #define LIMIT_SPEEDUP_MOVE 0.02      /* largest relative move of a GPU what-if's speedup */
+#define LIMIT_MEMORY_MEDIAN 0.20     /* median |error| of the memory model's peak over the traces */
+#define LIMIT_MEMORY_UNCHANGED 0.02  /* two recordings' peaks this close are one peak */
+#define LIMIT_MEMORY_CHANGE 0.25     /* a memory what-if's change (variant / baseline) against the recorded one */
 
 /* One trace, as measured. */
 typedef struct {
@@ -29,6 +32,9 @@ typedef struct {
     int64_t idle30_move_ns, idle70_move_ns;       /* move of the total */
     double speedup;                               /* kernels x0.5, unperturbed */
     double speedup_move_worst;                    /* over the four perturbations */
+    /* peak memory: the model's estimate and the recorded peak ([memory]
+     * events), bytes; -1 where the trace gives none */
+    int64_t memory_estimate_bytes, memory_recorded_bytes;
     char *failure;              /* NULL when the trace could not be measured */
 } trace_row;
 
@@ -39,6 +45,10 @@ typedef struct {
     double recorded_us, predicted_us, error, no_change_error;
     double low_us, high_us;     /* the predicted range; high < 0 when the what-if gives none */
     char *known_miss;           /* pair.json's "known_miss": why it is further off than no change, or NULL */
+    /* peak memory (validate's "memory"), bytes, -1 where unknown: the
+     * baseline's estimate and recording, the prediction, the variant's recording */
+    int64_t memory_baseline_estimate, memory_baseline_recorded, memory_predicted, memory_variant;
+    char *memory_known_miss;    /* pair.json's "memory_known_miss": why its peak is further off, or NULL */
     char *failure;
 } pair_row;
 

@@ -6,6 +6,7 @@
 #include "accuracy.h"
 #include "reverie/explain.h"
 #include "reverie/graph.h"
+#include "reverie/memory.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include "reverie/trace.h"
@@ -188,10 +189,22 @@ static gboolean measure_perturbations(const rv_trace *trace, const replayed *bas
            perturb(trace, base, at70, MS(20), NULL, &row->idle70_move_ns, &row->speedup_move_worst, error);
 }
 
+/* The memory model's peak and the recorded one, where the trace gives them. */
+static void measure_memory(trace_row *row, const rv_graph *graph)
+{
+    rv_memory_estimate estimate;
+    int64_t reserved;
+    int32_t device, rank_index;
+    row->memory_estimate_bytes = rv_memory_estimate_graph(graph, &estimate, NULL) && estimate.peak > 0 ? estimate.peak : -1;
+    if (!rv_memory_recorded_peak(graph, &row->memory_recorded_bytes, &reserved, &device, &rank_index))
+        row->memory_recorded_bytes = -1;
+}
+
 trace_row accuracy_measure_trace(const char *dir, const char *name)
 {
     trace_row row = { 0 };
     row.name = g_strdup(name);
+    row.memory_estimate_bytes = row.memory_recorded_bytes = -1;
     char *path = g_build_filename(dir, name, NULL);
     GError *error = NULL;
     rv_trace *trace = rv_trace_load(path, NULL, NULL, &error);
@@ -200,6 +213,7 @@ trace_row accuracy_measure_trace(const char *dir, const char *name)
         row.one_rank = trace->world_size > 1;
         if (replay_trace(trace, &base, &error)) {
             record_replay_error(&row, &base);
+            measure_memory(&row, base.graph);
             row.speedup = base.speedup;
             measure_perturbations(trace, &base, &row, &error);
         }
