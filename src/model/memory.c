@@ -73,6 +73,7 @@ typedef struct {
     int32_t segment;    /* RECOMPUTED: its checkpoint segment; -1: kept through backward */
     int32_t stage;      /* STAGE: its pipeline stage; -1: none */
     gboolean marked;    /* a plugin's effect on one of its launch calls applies */
+    gboolean conv;      /* a convolution: its output was taken at stride 1 (Input Dims carry no stride) */
 } op_call;
 
 /* ---- what plugins did (memory.h's effects) ------------------------------- */
@@ -384,6 +385,7 @@ static void measure_call(const rv_graph *graph, const rv_task *task, int element
             call->largest = MAX(call->largest, bytes);
         }
     }
+    call->conv = is_weighted_name(owner) && is_conv_form(&s);
     rv_shapes_clear(&s);
     call->output = saturating_mul(rv_memory_output_elements(owner, dims), element_bytes);
     call->saves = saves_inputs(inner) && saves_inputs(owner);
@@ -625,6 +627,71 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
     g_free(call_on);
     g_free(last_on);
     return calls;
+}
+
+/* ---- convolutions' strides ---------------------------------------------------- */
+
+/* The spatial extents of a consumer's first input, if it is a convolution's
+ * output at an integer stride of at least 2: [N, O, ceil(D/s)...] for the
+ * convolution's input [N, C, D...] and weight [O, ...].  0 if not. */
+static int64_t strided_output(const rv_shapes *conv, const rv_shapes *next)
+{
+    guint rank = rank_of(conv, 0);
+    if (rv_shapes_count(next) < 1 || rank_of(next, 0) != rank || extent(next, 0, 0) != extent(conv, 0, 0) ||
+        extent(next, 0, 1) != extent(conv, 1, 0))
+        return 0;
+    int64_t stride = 0, elements = extent(next, 0, 0) * extent(next, 0, 1);
+    for (guint d = 2; d < rank; d++) {
+        int64_t size = extent(conv, 0, d), out = extent(next, 0, d);
+        if (out <= 0 || out >= size) return 0;
+        int64_t this = (size + out - 1) / out; /* ceil(size / out): the stride that gives out */
+        if ((size + this - 1) / this != out || (stride != 0 && this != stride)) return 0;
+        stride = this;
+        elements = saturating_mul(elements, out);
+    }
+    return stride >= 2 ? elements : 0;
+}
+
+/* The first forward call on the convolution's thread after it, before
+ * the next convolution, whose first input has the convolution input's
+ * rank: the norm or activation that reads its output (a batch norm's
+ * num_batches_tracked increment, a scalar, comes between).  NULL if none. */
+static const op_call *consumer_of(const context *ctx, const GArray *calls, guint at, const rv_shapes *conv,
+                                  rv_shapes *consumer)
+{
+    int32_t thread = g_array_index(ctx->graph->tasks, rv_task, g_array_index(calls, op_call, at).task).resource;
+    for (guint j = at + 1; j < calls->len; j++) {
+        const op_call *later = &g_array_index(calls, op_call, j);
+        const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, later->task);
+        if (task->resource != thread) continue;
+        if (later->phase != RV_PHASE_FORWARD || later->conv) return NULL;
+        if (!rv_shapes_parse(rv_strings_get(ctx->graph->strings, task->input_dims), consumer)) continue;
+        if (rv_shapes_count(consumer) >= 1 && rank_of(consumer, 0) == rank_of(conv, 0)) return later;
+        rv_shapes_clear(consumer);
+    }
+    return NULL;
+}
+
+/* Input Dims carry no stride, so a convolution's output was taken at
+ * stride 1 (conv_output).  The call that reads it next (consumer_of)
+ * records its shape: where that is the convolution's output at an integer
+ * stride, the output is that. */
+static void read_conv_strides(const context *ctx, GArray *calls)
+{
+    for (guint i = 0; i < calls->len; i++) {
+        op_call *call = &g_array_index(calls, op_call, i);
+        if (!call->conv || call->phase != RV_PHASE_FORWARD || call->output <= 0) continue;
+        rv_shapes conv, consumer;
+        const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, call->task);
+        if (!rv_shapes_parse(rv_strings_get(ctx->graph->strings, task->input_dims), &conv)) continue;
+        if (consumer_of(ctx, calls, i, &conv, &consumer) != NULL) {
+            int64_t strided = strided_output(&conv, &consumer), unstrided = conv_output(&conv);
+            if (strided > 0 && unstrided > 0)
+                call->output = (int64_t)((double)call->output * (double)strided / (double)unstrided);
+            rv_shapes_clear(&consumer);
+        }
+        rv_shapes_clear(&conv);
+    }
 }
 
 /* ---- checkpointing the recording did ----------------------------------------- */
@@ -1224,6 +1291,7 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
         gboolean backward = FALSE;
         int32_t step = stepped ? (int32_t)s : -1;
         GArray *calls = operator_calls(&ctx, s, &unshaped, &backward);
+        read_conv_strides(&ctx, calls);
         if (backward) mark_recorded_recompute(&ctx, s, calls);
         if (calls->len > 0) {
             rv_memory_estimate this = *estimate;
