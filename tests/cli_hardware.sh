@@ -18,7 +18,8 @@ pair="$root/traces/pairs/gpu_h100_vs_mi300x_timesformer"
 weights="$root/traces/pairs/weights_fp32_vs_bf16_a10g"
 legacy="$root/traces/pairs/dataloader_workers_v100/num_workers_0.json.gz"
 ddp="$root/traces/kineto_legacy_resnet50_v100.2steps.json.gz"
-for file in "$pair/h100.json.gz" "$pair/mi300x.json.gz" "$weights/fp32.json.gz" "$legacy" "$ddp"; do
+for file in "$pair/h100.json.gz" "$pair/mi300x.json.gz" "$weights/fp32.json.gz" "$legacy" "$ddp" \
+    "$root/traces/recorded/h200/gpt_fp32.json.gz" "$root/traces/recorded/h200/gpt_amp_bf16.json.gz"; do
     [ -f "$file" ] || { echo "missing $file: skipped" >&2; exit 77; }
 done
 
@@ -56,6 +57,20 @@ json_check "set(d['shares']['predicted']) == {'cpu_only_us', 'gpu_only_us', 'ove
 expect_status 0 "$reverie" validate "$pair/h100.json.gz" "$pair/mi300x.json.gz" --opt hardware:gpu=MI300X
 expect_in "$work/out" "error of the GPU kernel time"
 expect_in "$work/out" "where the steady step goes"
+expect_in "$work/out" "variant recorded 4378.7 MiB"
+
+# --- validate: the predicted peak against the variant's recorded one ---------
+# both sides recorded [memory] events (the decoder in fp32, then under bf16
+# autocast): the error is the prediction's against the variant's peak, no
+# change the baseline's recorded peak, and amp lowers the predicted peak
+decoder="$root/traces/recorded/h200"
+expect_status 0 "$reverie" validate "$decoder/gpt_fp32.json.gz" "$decoder/gpt_amp_bf16.json.gz" --opt amp:dtype=bf16 --json
+json_check "(m := d['memory'])['predicted_bytes'] < m['baseline_estimate_bytes'] and abs(m['error'] - (m['predicted_bytes'] / m['variant_recorded_bytes'] - 1)) < 1e-9 and abs(m['no_change_error'] - (m['baseline_recorded_bytes'] / m['variant_recorded_bytes'] - 1)) < 1e-9 and m['not_estimated'] is None"
+# no [memory] events on either side: nulls, and the text says why
+expect_status 0 "$reverie" validate "$weights/fp32.json.gz" "$weights/bf16.json.gz" --opt precision:dtype=bf16 --json
+json_check "(m := d['memory'])['predicted_bytes'] > 0 and m['variant_recorded_bytes'] is None and m['error'] is None and m['no_change_error'] is None"
+expect_status 0 "$reverie" validate "$weights/fp32.json.gz" "$weights/bf16.json.gz" --opt precision:dtype=bf16
+expect_in "$work/out" "the variant recorded no peak"
 
 # --- comm-fraction -------------------------------------------------------------
 expect_status 0 "$reverie" comm-fraction "$ddp" --opt ddp:world=16,bandwidth=25Gbps --scale 4:1 --scale 4:4 --json
