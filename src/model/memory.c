@@ -74,6 +74,7 @@ typedef struct {
     int32_t stage;      /* STAGE: its pipeline stage; -1: none */
     gboolean marked;    /* a plugin's effect on one of its launch calls applies */
     gboolean conv;      /* a convolution: its output was taken at stride 1 (Input Dims carry no stride) */
+    gboolean fusion;    /* a Triton kernel of a compiled graph: keeps one tensor (walk_forward) */
 } op_call;
 
 /* ---- what plugins did (memory.h's effects) ------------------------------- */
@@ -386,6 +387,7 @@ static void measure_call(const rv_graph *graph, const rv_task *task, int element
         }
     }
     call->conv = is_weighted_name(owner) && is_conv_form(&s);
+    call->fusion = (task->flags & RV_TASK_FLAG_COMPILED) && g_str_has_prefix(inner, "triton_");
     rv_shapes_clear(&s);
     call->output = saturating_mul(rv_memory_output_elements(owner, dims), element_bytes);
     call->saves = saves_inputs(inner) && saves_inputs(owner);
@@ -993,7 +995,13 @@ static void walk_forward(step_walk *walk, const GArray *calls, GHashTable *offlo
          * next operator reading a tensor of that size reads the same one. */
         int64_t again = counted > 0 && call->largest == counted ? counted : 0;
         int64_t result = call->in_place ? call->largest : call->output;
-        int64_t saved = !call->saves ? 0 : call->saves_output ? result - MIN(again, result) : call->inputs - again;
+        /* A compiled graph's Triton kernel fuses a chain of operators; its
+         * arguments are their inputs and the buffers it writes.  What
+         * AOTAutograd's partitioner keeps of such a chain for backward is
+         * a cut of it, not every argument: one tensor, the largest, and
+         * backward recomputes the rest of the chain from it. */
+        int64_t kept_inputs = call->fusion ? call->largest : call->inputs;
+        int64_t saved = !call->saves ? 0 : call->saves_output ? result - MIN(again, result) : kept_inputs - again;
         saved = scaled_bytes(saved, call->kept_factor);
         grow(walk->dropped, layer);
         grow(walk->segment, layer);
