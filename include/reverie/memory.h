@@ -194,8 +194,9 @@ gboolean rv_memory_estimate_graph(const rv_graph *graph, rv_memory_estimate *est
  * `baseline`, is sure to be baseline's (whose estimate said
  * element_bytes): nothing the model reads changed - no effects, the
  * recorded tasks' tags, flags and order and the edges as they were, no
- * kernel or copy added, the same usual dtype.  FALSE means "estimate it",
- * not that it differs.  A sweep of time-only what-ifs (scale, hardware,
+ * kernel or copy added (so the same usual dtype, which reads only those:
+ * element_bytes is no longer compared, and stays in the signature for the
+ * plugin ABI).  FALSE means "estimate it", not that it differs.  A sweep of time-only what-ifs (scale, hardware,
  * network...) thereby skips the model: O(tasks + edges), no hashing. */
 gboolean rv_memory_estimate_unchanged(const rv_graph *baseline, const rv_graph *variant, int element_bytes);
 

@@ -197,6 +197,8 @@ double rv_cli_time_limit_s(void);
 
 /* "12.345 ms" style formatting with units, for tables. */
 void rv_cli_format_ms(char *buffer, gsize size, int64_t ns);
+/* Bytes in MiB, for the memory figures reports print with "%.1f MiB". */
+double rv_cli_mib(int64_t bytes);
 
 /* One CSV row on stdout: fields quoted where they hold a comma, a quote or
  * a line break (RFC 4180). */

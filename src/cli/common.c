@@ -461,6 +461,8 @@ void rv_cli_format_ms(char *buffer, gsize size, int64_t ns)
     g_snprintf(buffer, size, "%.3f ms", ns / 1e6);
 }
 
+double rv_cli_mib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
 void rv_cli_note(const char *format, ...)
 {
     va_list args;

@@ -50,7 +50,6 @@ static const char *without_source(const rv_graph *graph, const char *message)
     return message;
 }
 
-static double mib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
 static void print_estimate(const memory_view *v)
 {
@@ -68,14 +67,14 @@ static void print_estimate(const memory_view *v)
     for (int p = 0; p < RV_PHASE_COUNT; p++) {
         if (e->phase_peak[p] == 0) continue;
         printf("  %-10s", rv_phase_name((rv_phase)p));
-        for (int c = 0; c < RV_MEM_CATEGORY_COUNT; c++) printf(" %*.1f", c == RV_MEM_ACTIVATIONS ? 12 : 10, mib(e->bytes[p][c]));
-        printf(" %10.1f\n", mib(e->phase_peak[p]));
+        for (int c = 0; c < RV_MEM_CATEGORY_COUNT; c++) printf(" %*.1f", c == RV_MEM_ACTIVATIONS ? 12 : 10, rv_cli_mib(e->bytes[p][c]));
+        printf(" %10.1f\n", rv_cli_mib(e->phase_peak[p]));
     }
-    printf("  peak %.1f MiB in %s", mib(e->peak), rv_phase_name((rv_phase)e->peak_phase));
+    printf("  peak %.1f MiB in %s", rv_cli_mib(e->peak), rv_phase_name((rv_phase)e->peak_phase));
     if (e->stages > 0) printf(" on pipeline stage %d of %d (the busiest GPU; the table is its)", e->stage, e->stages);
-    if (e->offloaded > 0) printf(" (%.1f MiB of activations offloaded)", mib(e->offloaded));
-    if (e->recomputed > 0) printf(" (%.1f MiB of activations recomputed in backward)", mib(e->recomputed));
-    if (e->offloaded_states > 0) printf(" (%.1f MiB of model states off the GPU)", mib(e->offloaded_states));
+    if (e->offloaded > 0) printf(" (%.1f MiB of activations offloaded)", rv_cli_mib(e->offloaded));
+    if (e->recomputed > 0) printf(" (%.1f MiB of activations recomputed in backward)", rv_cli_mib(e->recomputed));
+    if (e->offloaded_states > 0) printf(" (%.1f MiB of model states off the GPU)", rv_cli_mib(e->offloaded_states));
     printf("\n");
 }
 
@@ -100,15 +99,15 @@ static int64_t recorded_above_start(const rv_graph *graph)
 static void print_mib_or_dash(int64_t bytes, int width)
 {
     if (bytes < 0) printf(" %*s", width, "-");
-    else printf(" %*.1f", width, mib(bytes));
+    else printf(" %*.1f", width, rv_cli_mib(bytes));
 }
 
 static void print_recorded(const memory_view *v)
 {
     if (v->optimized) printf("(the trace's, before the optimizations) ");
     if (v->recorded) {
-        printf("recorded ([memory] events): peak %.1f MiB allocated, %.1f MiB reserved (device %d", mib(v->allocated),
-               mib(v->reserved), v->device);
+        printf("recorded ([memory] events): peak %.1f MiB allocated, %.1f MiB reserved (device %d", rv_cli_mib(v->allocated),
+               rv_cli_mib(v->reserved), v->device);
         if (v->graph->ranks->len > 1)
             printf(", rank %" G_GINT64_FORMAT, g_array_index(v->graph->ranks, rv_rank, v->rank_index).rank);
         printf(")\n");

@@ -262,8 +262,6 @@ static void print_mean(const comparison *c)
            inside(c->variant.recorded_mean_ns, c->range_mean_ns) ? "inside" : "outside");
 }
 
-static double mib(int64_t bytes) { return bytes / 1048576.0; }
-
 /* The predicted peak against the variant's recorded one, or why not. */
 static void print_memory(const comparison *c)
 {
@@ -272,14 +270,14 @@ static void print_memory(const comparison *c)
         printf("  peak memory: not predicted (%s)\n", peak->missing);
         return;
     }
-    printf("  peak memory: baseline estimate %.1f MiB", mib(peak->baseline.peak));
-    if (peak->recorded) printf(" (recorded %.1f MiB)", mib(peak->recorded_bytes));
-    printf(", predicted %.1f MiB", mib(peak->predicted.peak));
+    printf("  peak memory: baseline estimate %.1f MiB", rv_cli_mib(peak->baseline.peak));
+    if (peak->recorded) printf(" (recorded %.1f MiB)", rv_cli_mib(peak->recorded_bytes));
+    printf(", predicted %.1f MiB", rv_cli_mib(peak->predicted.peak));
     if (!c->variant_recorded_peak) {
         printf("; the variant recorded no peak ([memory] events: profile_memory=True)\n");
         return;
     }
-    printf(", variant recorded %.1f MiB: %+.2f%%", mib(c->variant_peak_bytes),
+    printf(", variant recorded %.1f MiB: %+.2f%%", rv_cli_mib(c->variant_peak_bytes),
            100 * signed_error(peak->predicted.peak, c->variant_peak_bytes));
     if (peak->recorded)
         printf(" (predicting no change: %+.2f%%)", 100 * signed_error(peak->recorded_bytes, c->variant_peak_bytes));

@@ -17,14 +17,14 @@
 static void print_peak(const rv_memory_peak *peak)
 {
     if (peak->estimated)
-        printf("  %-20s %14s %10.1f MiB %10.1f MiB %8.3fx\n", "peak memory", "", peak->baseline.peak / 1048576.0,
-               peak->predicted.peak / 1048576.0,
+        printf("  %-20s %14s %10.1f MiB %10.1f MiB %8.3fx\n", "peak memory", "", rv_cli_mib(peak->baseline.peak),
+               rv_cli_mib(peak->predicted.peak),
                peak->predicted.peak ? (double)peak->baseline.peak / peak->predicted.peak : 0.0);
     else
         printf("  peak memory: not estimated (%s)\n", peak->missing);
     if (peak->recorded)
         printf("  peak memory recorded in the trace ([memory] events): %.1f MiB allocated\n",
-               peak->recorded_bytes / 1048576.0);
+               rv_cli_mib(peak->recorded_bytes));
 }
 
 /* Notes are lines of text that may quote names from the trace. */
