@@ -13,8 +13,8 @@
  * cause is stated: the table says so and the suite does not fail on that
  * alone; its limit still holds, as a bound on regressions.  A
  * "memory_known_miss" states why the predicted peak's change misses the
- * recorded one (table.c): shown, not failed on, unless it goes the wrong
- * way.
+ * recorded one (table.c): shown, not failed on, unless the prediction
+ * moves the opposite way to the recording.
  * "step" is the steady step (the median of the steps after the first);
  * "mean" the mean of the steps after the first (where steps stall in
  * turns, as an input pipeline's do when its workers fall behind);

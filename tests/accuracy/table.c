@@ -264,8 +264,8 @@ static int direction(double change)
 }
 
 /* What is wrong with a pair's memory prediction, or NULL; a known miss
- * that goes the right way (or stays where the recording stays) is shown
- * in *known. */
+ * is shown in *known unless the prediction moves the opposite way to the
+ * recording (one that stays put, as a GPU what-if's does, may stand). */
 static char *memory_pair_verdict(const pair_row *row, const char **known)
 {
     double predicted = (double)row->memory_predicted / (double)row->memory_baseline_estimate;
@@ -286,7 +286,7 @@ static void memory_pair_table(GString *out, const accuracy_report *report, guint
         "%.0f%%: the peak `reverie validate` predicts for the variant against the variant's recorded one. "
         "*change* is the variant's peak over the baseline's, as the model predicts it (its estimates) and as "
         "recorded; the suite fails where the predicted change is off the recorded one by more than %.0f%%, "
-        "unless the pair's `memory_known_miss` states why (and the prediction moves the way the recording does). "
+        "unless the pair's `memory_known_miss` states why and the prediction does not move the opposite way to the recording. "
         "(Pairs of one trace's recordings that differ in nothing memory sees, such as the GPU model or the "
         "DataLoader's workers, are left out: their error is the trace's, above.)\n\n"
         "| pair | baseline -> variant | what-if | recorded | predicted | error | no change | change predicted | change recorded | verdict |\n"
