@@ -33,7 +33,7 @@
 enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 95,
        COLLECTIVE_SIZE = 40, RANK_SIZE = 32, LAUNCH_SIZE = 20 };
 enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS,
-       SEC_MEMORY, SEC_LAUNCHES, SEC_HOST_OPERATORS };
+       SEC_MEMORY, SEC_LAUNCHES, SEC_HOST_OPERATORS, SEC_OP_ARGS };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
 
@@ -287,6 +287,8 @@ static rv_graph *hand_built_graph(void)
     /* the profiler recorded 7 operators before the launch call (task 1) */
     g_array_set_size(graph->host_operators, 2);
     g_array_index(graph->host_operators, uint32_t, 1) = 7;
+    /* the launch call's operator was a stride-2 convolution */
+    rv_task_set_op_args(graph, 1, rv_strings_intern(graph->strings, "{\"stride\":[2,2],\"padding\":[1,1]}"));
     return graph;
 }
 
@@ -407,6 +409,9 @@ static void assert_metadata_equal(const rv_graph *a, const rv_graph *b)
     ck_assert_msg(a->host_operators->len == 0 ||
                       memcmp(a->host_operators->data, b->host_operators->data, a->host_operators->len * 4) == 0,
                   "host operators differ");
+    ck_assert_uint_eq(a->op_args->len, b->op_args->len);
+    ck_assert_msg(a->op_args->len == 0 || memcmp(a->op_args->data, b->op_args->data, a->op_args->len * 4) == 0,
+                  "operator arguments differ");
 }
 
 /* Replays of both graphs agree task by task and step by step. */
@@ -565,8 +570,8 @@ START_TEST(saving_is_deterministic)
     ck_assert(first_length == second_length && memcmp(first, second, first_length) == 0);
     /* The header is the documented, stable one. */
     ck_assert(memcmp(first, "RVGRAPH\0", 8) == 0);
-    ck_assert_uint_eq(le32(first + 8), 6);
-    ck_assert_uint_eq(le32(first + 12), 11);
+    ck_assert_uint_eq(le32(first + 8), 7);
+    ck_assert_uint_eq(le32(first + 12), 12);
     ck_assert_uint_eq(le32(first + 20), 0);
     g_free(first);
     g_free(second);
@@ -680,11 +685,14 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 7, 4);
+    put_le(bytes + 8, 8, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 7 is newer than this reverie supports (6); re-import the trace",
-                      "version 7");
+                      "test.rvg: format version 8 is newer than this reverie supports (7); re-import the trace",
+                      "version 8");
+    put_le(bytes + 8, 6, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: format version 6 predates the operators' arguments", "version 6");
     put_le(bytes + 8, 5, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 5 predates the profiler's per-operator cost", "version 5");
@@ -808,6 +816,10 @@ static const forgery forgeries[] = {
     { SEC_HOST_OPERATORS, 0, 2, 4, "section 'host operators': 2 records of 8 bytes" },
     { SEC_HOST_OPERATORS, 4 + 0, 5, 4, "record 0 names task 5 (after task -1, of 5 tasks)" },
     { SEC_HOST_OPERATORS, 4 + 4, 0, 4, "record 0: task 1 has 0 operators" },
+    { SEC_OP_ARGS, 0, 2, 4, "section 'operator arguments': 2 records of 8 bytes" },
+    { SEC_OP_ARGS, 4 + 0, 5, 4, "record 0 names task 5 (after task -1, of 5 tasks)" },
+    { SEC_OP_ARGS, 4 + 4, 0, 4, "record 0: task 1's arguments name string 0" },
+    { SEC_OP_ARGS, 4 + 4, 10000, 4, "record 0: task 1's arguments name string 10000" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, 3, 4, "task 1 runs on resource 3 (there are 3 resources)" },
     { SEC_TASKS, 4 + TASK_SIZE + 40, (uint32_t)-1, 4, "task 1 runs on resource -1" },
     { SEC_TASKS, 4 + TASK_SIZE + 44, 10000, 4, "task 1: name is string 10000" },
@@ -971,12 +983,12 @@ START_TEST(extra_bytes)
     expect_load_error(longer, length + 3, "3 bytes of unknown data follow the last section", "trailing bytes");
     uint32_t count = le32(longer + 12);
     guint8 *last_entry = longer + HEADER_SIZE + ENTRY_SIZE * (count - 1);
-    ck_assert_uint_eq(le32(last_entry), SEC_HOST_OPERATORS);
+    ck_assert_uint_eq(le32(last_entry), SEC_OP_ARGS);
     put_le(last_entry + 16, le32(last_entry + 16) + 3, 8);
     fix_checksums(longer, length + 3);
     expect_load_error(longer, length + 3,
-                      "section 'host operators': 1 records of 8 bytes need 8 bytes but the section has 11",
-                      "host operators too long");
+                      "section 'operator arguments': 1 records of 8 bytes need 8 bytes but the section has 11",
+                      "operator arguments too long");
     g_free(longer);
     g_free(bytes);
 }

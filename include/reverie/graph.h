@@ -382,6 +382,12 @@ typedef struct {
      * empty in a built graph; a task past its end asks for all of it). */
     rv_sharing sharing;
     GArray *kernel_demands;
+    /* Appended in ABI 12 (shapes.h): int32_t per task id, the string id of
+     * the scalar arguments its outermost operator recorded that its shapes
+     * need (a convolution's geometry, rv_conv_geometry), 0 for none;
+     * shorter than tasks when the last tasks have none.  Use
+     * rv_task_op_args(). */
+    GArray *op_args;
 } rv_graph;
 
 /* Build the graph of a trace.  The graph gets its own string table, numbered
@@ -429,6 +435,14 @@ static inline uint32_t rv_task_host_operators(const rv_graph *graph, int32_t tas
     if (task < 0 || graph->host_operators == NULL || (guint)task >= graph->host_operators->len) return 0;
     return g_array_index(graph->host_operators, uint32_t, task);
 }
+/* The string id of a task's operator arguments (rv_graph.op_args), 0 for none. */
+static inline int32_t rv_task_op_args(const rv_graph *graph, int32_t task)
+{
+    if (task < 0 || graph->op_args == NULL || (guint)task >= graph->op_args->len) return 0;
+    return g_array_index(graph->op_args, int32_t, task);
+}
+/* Set them (0: none), growing the array with zeros as needed. */
+void rv_task_set_op_args(rv_graph *graph, int32_t task, int32_t op_args);
 /* The part of a task's host overhead that the profiler's own callbacks
  * may have taken: its operators times the trace's per-operator bound
  * (rv_timing.profiler_op_cost), at most the overhead itself.  An upper

@@ -29,7 +29,7 @@
 
 G_BEGIN_DECLS
 
-#define RV_PLUGIN_ABI_VERSION 11u  /* 2: rv_priority_fn became a rank (sim.h);
+#define RV_PLUGIN_ABI_VERSION 12u  /* 2: rv_priority_fn became a rank (sim.h);
                                      3: rules-only timing (host_overhead_ns, stream timing in rv_resource);
                                      4: several ranks in one graph (rv_resource.rank_index,
                                         rv_task.collective, graph->collectives and graph->ranks);
@@ -49,7 +49,8 @@ G_BEGIN_DECLS
                                      10: rv_plugin_output.last, .before, .before_memory and
                                         .after_replay (replays and memory estimates the host
                                         makes anyway, lent to the plugin);
-                                     11: rv_sim_result.step_gpu_end_ns and .step_count (sim.h) */
+                                     11: rv_sim_result.step_gpu_end_ns and .step_count (sim.h);
+                                     12: rv_graph.op_args (a convolution's geometry, shapes.h) */
 #define RV_PLUGIN_SYMBOL "rv_plugin_descriptor"
 
 typedef enum {

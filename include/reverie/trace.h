@@ -102,6 +102,10 @@ typedef struct {
      * "Src Rank", "Dst Rank"), plus "Operator" (its name), "Input type" and
  * "Input Dims" on the operators */
     int32_t comm;
+    /* string id of the operator's scalar arguments that its shapes need, or
+     * -1: a convolution's geometry from its "Concrete Inputs" (shapes.h's
+     * rv_conv_geometry), a compact JSON object */
+    int32_t op_args;
     uint32_t file_index;       /* position in traceEvents, for messages */
     uint8_t kind;              /* rv_event_kind */
     uint8_t flow_category;     /* rv_flow_category, flows only */

@@ -432,7 +432,7 @@ static int32_t canonical_id(const rv_strings *old, rv_strings *canonical, int32_
 
 /*
  * Give the graph its own string table, numbered in order of first use by
- * resources, then tasks (name, operator, layer, Input Dims) in id order,
+ * resources, then tasks (name, operator, layer, Input Dims, arguments) in id order,
  * then steps, collectives' process groups and the ranks' sources.  The importer interns from several threads, so its ids
  * depend on timing; these do not, and a trace imported twice saves to the
  * same bytes.  Strings no task uses are left behind.
@@ -453,6 +453,10 @@ static void renumber_strings(rv_graph *graph)
         task->op = canonical_id(old, canonical, map, task->op);
         task->layer = canonical_id(old, canonical, map, task->layer);
         task->input_dims = canonical_id(old, canonical, map, task->input_dims);
+        if ((guint)t < graph->op_args->len) {
+            int32_t *op_args = &g_array_index(graph->op_args, int32_t, t);
+            *op_args = canonical_id(old, canonical, map, *op_args);
+        }
     }
     for (guint s = 0; s < graph->steps->len; s++) {
         rv_step *step = &g_array_index(graph->steps, rv_step, s);

@@ -94,6 +94,7 @@ rv_graph *rv_graph_new(rv_strings *strings, const char *source)
     graph->applied = g_array_new(FALSE, FALSE, sizeof(rv_applied_plugin));
     graph->host_operators = g_array_new(FALSE, TRUE, sizeof(uint32_t));
     graph->kernel_demands = g_array_new(FALSE, FALSE, sizeof(rv_kernel_demand));
+    graph->op_args = g_array_new(FALSE, TRUE, sizeof(int32_t));
     return graph;
 }
 
@@ -118,6 +119,7 @@ void rv_graph_free(rv_graph *graph)
     g_array_unref(graph->applied);
     g_array_unref(graph->host_operators);
     g_array_unref(graph->kernel_demands);
+    g_array_unref(graph->op_args);
     g_free(graph);
 }
 
@@ -171,10 +173,18 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->host_operators, source->host_operators);
     target->sharing = source->sharing;
     assign_array(target->kernel_demands, source->kernel_demands);
+    assign_array(target->op_args, source->op_args);
     /* same arrays, new contents: the index must not trust what it saw; the
      * order the source remembers holds for the copy (cycles.c compares) */
     rv_graph_index_reset(target);
     rv_graph_index_share_witness(target, source);
+}
+
+void rv_task_set_op_args(rv_graph *graph, int32_t task, int32_t op_args)
+{
+    if (task < 0 || (op_args == 0 && (guint)task >= graph->op_args->len)) return;
+    if ((guint)task >= graph->op_args->len) g_array_set_size(graph->op_args, (guint)task + 1); /* zeroed */
+    g_array_index(graph->op_args, int32_t, task) = op_args;
 }
 
 int64_t rv_task_profiler_overhead_ns(const rv_graph *graph, int32_t task)

@@ -138,6 +138,8 @@ static void append_tasks(rv_graph *joint, const rv_graph *graph, string_map *m, 
         g_array_set_size(joint->launches, (guint)at->task);
         g_array_append_vals(joint->launches, graph->launches->data, graph->launches->len);
     }
+    for (guint t = 0; t < graph->op_args->len; t++) /* likewise: 0, no arguments */
+        rv_task_set_op_args(joint, at->task + (int32_t)t, mapped(m, g_array_index(graph->op_args, int32_t, t)));
     if (graph->host_operators->len > 0) { /* likewise: zeros, no operators */
         g_array_set_size(joint->host_operators, (guint)at->task);
         g_array_append_vals(joint->host_operators, graph->host_operators->data, graph->host_operators->len);

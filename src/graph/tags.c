@@ -30,6 +30,7 @@ typedef struct {
      * (an operator may record no dims: -1). */
     int32_t outer_op;
     int32_t outer_dims;
+    int32_t outer_args;  /* its scalar arguments (rv_event.op_args), -1 for none */
     gboolean has_outer;
     gboolean compiled;   /* inside a compiled graph's wrapper (RV_TASK_FLAG_COMPILED) */
     int32_t inner_op;    /* innermost cpu_op */
@@ -80,6 +81,7 @@ static scope push_scope(const rv_strings *strings, const scope *outer, const rv_
         if (!outer->has_outer && !wraps_compiled_graph(name)) {
             inner.outer_op = event->name;
             inner.outer_dims = event->input_dims;
+            inner.outer_args = event->op_args;
             inner.has_outer = TRUE;
         }
         inner.inner_op = event->name;
@@ -239,7 +241,7 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, co
     const rv_resource *thread = &g_array_index(b->graph->resources, rv_resource, resource);
     gboolean autograd_thread = is_autograd_thread(b, scopes);
     GArray *stack = g_array_new(FALSE, FALSE, sizeof(scope));
-    scope root = { G_MAXINT64, 0, 0, -1, FALSE, FALSE, 0, { -1, -1 }, 0 };
+    scope root = { G_MAXINT64, 0, 0, -1, -1, FALSE, FALSE, 0, { -1, -1 }, 0 };
     g_array_append_val(stack, root);
     guint next_scope = 0;
     GArray *tasks = builder_resource_tasks(b, resource);
@@ -263,6 +265,7 @@ static void tag_thread(builder *b, int32_t resource, const GPtrArray *scopes, co
         task->op = top->inner_op;
         task->layer = top->module ? top->module : top->outer_op;
         task->input_dims = top->outer_dims;
+        rv_task_set_op_args(b->graph, g_array_index(tasks, int32_t, k), top->outer_args > 0 ? top->outer_args : 0);
         if (top->compiled) task->flags |= RV_TASK_FLAG_COMPILED;
         g_array_index(b->task_comm, comm_scope, g_array_index(tasks, int32_t, k)) = top->comm;
         if (task->kind == RV_TASK_DATALOAD) task->phase = RV_PHASE_DATALOAD;
@@ -282,6 +285,7 @@ static void tag_gpu_tasks(builder *b)
         task->op = call->op;
         task->layer = call->layer;
         task->input_dims = call->input_dims;
+        rv_task_set_op_args(b->graph, id, rv_task_op_args(b->graph, launch));
         task->flags |= call->flags & RV_TASK_FLAG_COMPILED;
         task->phase = call->phase;
         task->step = call->step;

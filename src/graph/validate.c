@@ -69,6 +69,9 @@ static gboolean check_collectives(const rv_graph *graph, GError **error)
     for (guint r = 0; r < graph->ranks->len; r++)
         if (!is_string_id(graph, g_array_index(graph->ranks, rv_rank, r).source))
             return invalid(error, "rank index %u names a source string that does not exist", r);
+    for (guint t = 0; t < graph->op_args->len; t++)
+        if (!is_string_id(graph, g_array_index(graph->op_args, int32_t, t)))
+            return invalid(error, "task #%u names an operator-arguments string that does not exist", t);
     return TRUE;
 }
 

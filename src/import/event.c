@@ -258,6 +258,18 @@ static int append_to_string(const char *buffer, size_t size, void *data)
     return 0;
 }
 
+int32_t rv_import_intern_json(event_context *ctx, json_t *value, size_t flags)
+{
+    /* Into a GString: jansson allocates from the reader's arena here, and
+     * what json_dumps returned would need the arena's own free. */
+    GString *text = g_string_new(NULL);
+    int32_t id = -1;
+    if (json_dump_callback(value, append_to_string, text, JSON_COMPACT | flags) == 0)
+        id = rv_strings_intern(ctx->strings, text->str);
+    g_string_free(text, TRUE);
+    return id;
+}
+
 static gboolean is_comm_operator(const event_context *ctx, const rv_event *event)
 {
     if (event->kind != RV_EV_CPU_OP && event->kind != RV_EV_USER_ANNOTATION) return FALSE;
@@ -283,12 +295,7 @@ static void read_comm_args(event_context *ctx, json_t *args, rv_event *event)
         if (operator) json_object_set_new(kept, "Operator", json_string(rv_strings_get(ctx->strings, event->name)));
         if (operator && json_is_array(types)) json_object_set(kept, "Input type", types);
         if (operator && json_is_array(dims)) json_object_set(kept, "Input Dims", dims);
-        /* Into a GString: jansson allocates from the reader's arena here, and
-         * what json_dumps returned would need the arena's own free. */
-        GString *text = g_string_new(NULL);
-        if (json_dump_callback(kept, append_to_string, text, JSON_COMPACT | JSON_SORT_KEYS) == 0)
-            event->comm = rv_strings_intern(ctx->strings, text->str);
-        g_string_free(text, TRUE);
+        event->comm = rv_import_intern_json(ctx, kept, JSON_SORT_KEYS);
     }
     json_decref(kept);
 }
@@ -351,6 +358,8 @@ static gboolean read_args(event_context *ctx, json_t *args, rv_event *event)
     if (event->kind == RV_EV_KERNEL) read_launch(args, event);
     if (event->kind == RV_EV_CPU_OP && json_is_array(json_object_get(args, "Input Dims")))
         event->input_dims = intern_raw_array(ctx, "\"Input Dims\"");
+    if (event->kind == RV_EV_CPU_OP)
+        event->op_args = rv_import_op_args(ctx, rv_strings_get(ctx->strings, event->name), args);
     read_comm_args(ctx, args, event);
     return TRUE;
 }
@@ -360,7 +369,7 @@ static void event_init(rv_event *event, const event_context *ctx)
     memset(event, 0, sizeof *event);
     event->correlation = event->external_id = event->flow_id = event->bytes = -1;
     event->wait_on_stream = event->wait_on_record_correlation = -1;
-    event->input_dims = event->comm = -1;
+    event->input_dims = event->comm = event->op_args = -1;
     event->device = event->stream = -1;
     event->file_index = ctx->file_index;
 }

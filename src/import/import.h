@@ -29,6 +29,16 @@ typedef struct {
     gsize text_length;
 } event_context;
 
+/* Intern a JSON value's compact text (json_dump flags added to
+ * JSON_COMPACT); -1 if it cannot be written. */
+int32_t rv_import_intern_json(event_context *ctx, json_t *value, size_t flags);
+
+/* A convolution's stride, padding, dilation, groups and transposition from
+ * its "Concrete Inputs" (op_args.c), as the compact JSON object that
+ * rv_conv_geometry_parse reads, interned; -1 for any other operator or a
+ * record that does not say. */
+int32_t rv_import_op_args(event_context *ctx, const char *op, json_t *args);
+
 gboolean rv_import_convert_event(event_context *ctx, json_t *object, rv_event *event,
                                  event_outcome *outcome);
 

@@ -13,12 +13,13 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 6 (version 1 held per-task gaps and lags derived
+ * FILE FORMAT, VERSION 7 (version 1 held per-task gaps and lags derived
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
  * version 3 adds the ranks of a job and its collectives, job.h; version 4
  * the recorded memory peaks, memory.h; version 5 each timing estimate with
  * its evidence, rv_estimate, and how kernels were launched, rv_launch;
- * version 6 the profiler's per-operator cost and each call's operators)
+ * version 6 the profiler's per-operator cost and each call's operators;
+ * version 7 the operators' arguments, a convolution's geometry)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -28,8 +29,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 6
- *   12   4  u32 section count N, 1 to 64 (version 6 writes 11)
+ *    8   4  u32 format version: 7
+ *   12   4  u32 section count N, 1 to 64 (version 7 writes 12)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -98,12 +99,16 @@
  *  11 host operators  u32 count, then count x 8 bytes (the CPU tasks whose
  *                host overhead holds recorded operators, in task order):
  *                i32 task, u32 operators
+ *  12 operator arguments  u32 count, then count x 8 bytes (the tasks
+ *                whose outermost operator recorded arguments their shapes
+ *                need, graph.h's op_args, in task order): i32 task,
+ *                i32 string (not the empty string 0)
  *
  * Invariants that a reader checks, rejecting the file otherwise:
  *   - the magic matches and the version is 6 (a newer version asks the user
  *     to update reverie, the older versions 1 to 5 to re-import the trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the eleven ids appears exactly once and no other id appears;
+ *   - each of the twelve ids appears exactly once and no other id appears;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
@@ -152,7 +157,7 @@
 #include <sys/types.h>
 #include <zlib.h>
 
-#define RVG_VERSION 6u
+#define RVG_VERSION 7u
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
@@ -165,6 +170,7 @@
 #define RVG_MEMORY_SIZE 52u
 #define RVG_LAUNCH_SIZE 20u
 #define RVG_HOST_OPERATORS_SIZE 8u
+#define RVG_OP_ARGS_SIZE 8u
 /* Bounds on times that keep every sum the simulator and the step report
  * form inside int64: recorded times lie in [-2^60, 2^62) ns (2^62 ns after
  * the epoch is the year 2116), and the durations and host overheads of all
@@ -193,12 +199,13 @@ enum {
     SECTION_MEMORY,
     SECTION_LAUNCHES,
     SECTION_HOST_OPERATORS,
-    SECTION_COUNT = SECTION_HOST_OPERATORS
+    SECTION_OP_ARGS,
+    SECTION_COUNT = SECTION_OP_ARGS
 };
 
 static const char *const section_names[SECTION_COUNT + 1] = {
     "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks", "memory",
-    "launches", "host operators",
+    "launches", "host operators", "operator arguments",
 };
 
 /* The counters of the metadata section, in file order. */
@@ -247,8 +254,9 @@ G_STATIC_ASSERT(sizeof(rv_launch) == 16);
  * plugins make them; nor graph->applied (at 680), the plugins applied so
  * far.  graph->host_operators (at 688) is the host operators section.
  * graph->sharing and graph->kernel_demands (at 696 and 704) are not saved:
- * only plugins set them. */
-G_STATIC_ASSERT(sizeof(rv_graph) == 712);
+ * only plugins set them.  graph->op_args (at 712) is the operator
+ * arguments section. */
+G_STATIC_ASSERT(sizeof(rv_graph) == 720);
 #endif
 
 typedef struct {
@@ -511,6 +519,22 @@ static gboolean check_host_operators(const rv_graph *graph, GString *why)
     return TRUE;
 }
 
+static gboolean check_op_args(const rv_graph *graph, int32_t string_count, GString *why)
+{
+    if (graph->op_args->len > graph->tasks->len) {
+        g_string_printf(why, "%u operator-argument records for %u tasks", graph->op_args->len, graph->tasks->len);
+        return FALSE;
+    }
+    for (guint i = 0; i < graph->op_args->len; i++) {
+        int32_t id = g_array_index(graph->op_args, int32_t, i);
+        if (id < 0 || id >= string_count) {
+            g_string_printf(why, "task %u's arguments name string %d (of %d)", i, id, string_count);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* NULL if the graph is consistent, else the section at fault with *why. */
 static const char *check_graph(const rv_graph *graph, GString *why)
 {
@@ -524,6 +548,7 @@ static const char *check_graph(const rv_graph *graph, GString *why)
     if (!check_memory(graph, why)) return section_names[SECTION_MEMORY];
     if (!check_launches(graph, why)) return section_names[SECTION_LAUNCHES];
     if (!check_host_operators(graph, why)) return section_names[SECTION_HOST_OPERATORS];
+    if (!check_op_args(graph, string_count, why)) return section_names[SECTION_OP_ARGS];
     return NULL;
 }
 
@@ -798,26 +823,32 @@ static void write_launches(rvg_sink *sink, const rv_graph *graph)
     }
 }
 
-static void write_host_operators(rvg_sink *sink, const rv_graph *graph)
+/* A dense per-task array of 4-byte values, 0 for none, as sparse (task,
+ * value) records: the host operators (u32) and the operator arguments (a
+ * string id, i32, never negative in a checked graph: the same bytes). */
+static void write_sparse_words(rvg_sink *sink, const GArray *values)
 {
     GString *out = sink->buffer;
     guint count = 0;
-    for (guint i = 0; i < graph->host_operators->len; i++) count += g_array_index(graph->host_operators, uint32_t, i) > 0;
+    for (guint i = 0; i < values->len; i++) count += g_array_index(values, uint32_t, i) != 0;
     put_u32(out, count);
-    for (guint i = 0; i < graph->host_operators->len; i++) {
+    for (guint i = 0; i < values->len; i++) {
         sink_spill(sink);
-        uint32_t operators = g_array_index(graph->host_operators, uint32_t, i);
-        if (operators == 0) continue;
+        uint32_t value = g_array_index(values, uint32_t, i);
+        if (value == 0) continue;
         put_i32(out, (int32_t)i);
-        put_u32(out, operators);
+        put_u32(out, value);
     }
 }
+
+static void write_host_operators(rvg_sink *sink, const rv_graph *graph) { write_sparse_words(sink, graph->host_operators); }
+static void write_op_args(rvg_sink *sink, const rv_graph *graph) { write_sparse_words(sink, graph->op_args); }
 
 typedef void (*section_writer)(rvg_sink *sink, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
     NULL, write_strings, write_resources, write_tasks, write_edges, write_steps, write_metadata,
-    write_collectives, write_ranks, write_memory, write_launches, write_host_operators,
+    write_collectives, write_ranks, write_memory, write_launches, write_host_operators, write_op_args,
 };
 
 /* One section through a sink: its CRC and length, and its bytes written to
@@ -1071,6 +1102,9 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version > RVG_VERSION)
         return fail(r, NULL, "format version %u is newer than this reverie supports (%u); re-import the trace",
                     version, RVG_VERSION);
+    if (version == 6)
+        return fail(r, NULL, "format version 6 predates the operators' arguments (this reverie reads version %u); "
+                    "re-import the trace", RVG_VERSION);
     if (version == 5)
         return fail(r, NULL, "format version 5 predates the profiler's per-operator cost (this reverie reads version %u); "
                     "re-import the trace", RVG_VERSION);
@@ -1376,14 +1410,32 @@ static gboolean read_memory(reader *r, rv_graph *graph)
     return TRUE;
 }
 
+/* A sparse per-task section (launches, host operators, operator
+ * arguments): its record count, the cursor at its first record. */
+static gboolean read_sparse_count(reader *r, uint32_t id, gsize record_size, cursor *c, guint *count)
+{
+    GArray *records = g_array_new(FALSE, FALSE, 1);
+    gboolean ok = read_record_count(r, id, record_size, c, records);
+    *count = records->len;
+    g_array_unref(records);
+    return ok;
+}
+
+/* A sparse section's records name tasks in increasing order. */
+static gboolean sparse_task_in_order(reader *r, uint32_t id, guint record, int32_t task, int32_t previous,
+                                     const rv_graph *graph)
+{
+    if (task > previous && task < rv_graph_task_count(graph)) return TRUE;
+    return fail(r, section_names[id], "record %u names task %d (after task %d, of %d tasks)", record, task, previous,
+                rv_graph_task_count(graph));
+}
+
 /* Sparse records in task order into the dense per-task array. */
 static gboolean read_launches(reader *r, rv_graph *graph)
 {
     cursor c;
-    GArray *records = g_array_new(FALSE, FALSE, 1);
-    gboolean ok = read_record_count(r, SECTION_LAUNCHES, RVG_LAUNCH_SIZE, &c, records);
-    guint count = records->len;
-    g_array_unref(records);
+    guint count;
+    gboolean ok = read_sparse_count(r, SECTION_LAUNCHES, RVG_LAUNCH_SIZE, &c, &count);
     int32_t previous = -1;
     for (guint i = 0; ok && i < count; i++) {
         int32_t task = get_i32(&c);
@@ -1392,10 +1444,8 @@ static gboolean read_launches(reader *r, rv_graph *graph)
         launch.threads = get_u32(&c);
         launch.registers = get_u32(&c);
         launch.shared_bytes = get_u32(&c);
-        if (task <= previous || task >= rv_graph_task_count(graph))
-            ok = fail(r, section_names[SECTION_LAUNCHES], "record %u names task %d (after task %d, of %d tasks)", i,
-                      task, previous, rv_graph_task_count(graph));
-        else if (launch.blocks == 0 || launch.threads == 0)
+        ok = sparse_task_in_order(r, SECTION_LAUNCHES, i, task, previous, graph);
+        if (ok && (launch.blocks == 0 || launch.threads == 0))
             ok = fail(r, section_names[SECTION_LAUNCHES], "record %u: task %d's launch has %u blocks of %u threads", i,
                       task, launch.blocks, launch.threads);
         if (!ok) break;
@@ -1406,29 +1456,55 @@ static gboolean read_launches(reader *r, rv_graph *graph)
     return ok;
 }
 
-/* Sparse counts in task order into the dense per-task array. */
-static gboolean read_host_operators(reader *r, rv_graph *graph)
+/* Whether a sparse section's 4-byte value for a task may stand; FALSE
+ * after failing the reader. */
+typedef gboolean (*word_check)(reader *r, guint record, int32_t task, uint32_t value, const rv_graph *graph);
+
+/* Sparse (task, 4-byte value) records in task order into a dense per-task
+ * array of 4-byte values (write_sparse_words). */
+static gboolean read_sparse_words(reader *r, uint32_t id, rv_graph *graph, GArray *values, word_check check)
 {
     cursor c;
-    GArray *records = g_array_new(FALSE, FALSE, 1);
-    gboolean ok = read_record_count(r, SECTION_HOST_OPERATORS, RVG_HOST_OPERATORS_SIZE, &c, records);
-    guint count = records->len;
-    g_array_unref(records);
+    guint count;
+    gboolean ok = read_sparse_count(r, id, 8, &c, &count);
     int32_t previous = -1;
     for (guint i = 0; ok && i < count; i++) {
         int32_t task = get_i32(&c);
-        uint32_t operators = get_u32(&c);
-        if (task <= previous || task >= rv_graph_task_count(graph))
-            ok = fail(r, section_names[SECTION_HOST_OPERATORS], "record %u names task %d (after task %d, of %d tasks)",
-                      i, task, previous, rv_graph_task_count(graph));
-        else if (operators == 0)
-            ok = fail(r, section_names[SECTION_HOST_OPERATORS], "record %u: task %d has 0 operators", i, task);
+        uint32_t value = get_u32(&c);
+        ok = sparse_task_in_order(r, id, i, task, previous, graph) && check(r, i, task, value, graph);
         if (!ok) break;
-        g_array_set_size(graph->host_operators, (guint)task + 1);
-        g_array_index(graph->host_operators, uint32_t, task) = operators;
+        g_array_set_size(values, (guint)task + 1);
+        g_array_index(values, uint32_t, task) = value;
         previous = task;
     }
     return ok;
+}
+
+static gboolean host_operators_stand(reader *r, guint record, int32_t task, uint32_t operators, const rv_graph *graph)
+{
+    (void)graph;
+    if (operators > 0) return TRUE;
+    return fail(r, section_names[SECTION_HOST_OPERATORS], "record %u: task %d has 0 operators", record, task);
+}
+
+/* A string id, not the empty string 0 (none is no record). */
+static gboolean op_args_stand(reader *r, guint record, int32_t task, uint32_t op_args, const rv_graph *graph)
+{
+    if (op_args > 0 && op_args < (uint32_t)rv_strings_count(graph->strings)) return TRUE;
+    return fail(r, section_names[SECTION_OP_ARGS], "record %u: task %d's arguments name string %d (of %d)", record, task,
+                (int32_t)op_args, rv_strings_count(graph->strings));
+}
+
+static gboolean read_host_operators(reader *r, rv_graph *graph)
+{
+    G_STATIC_ASSERT(RVG_HOST_OPERATORS_SIZE == 8);
+    return read_sparse_words(r, SECTION_HOST_OPERATORS, graph, graph->host_operators, host_operators_stand);
+}
+
+static gboolean read_op_args(reader *r, rv_graph *graph)
+{
+    G_STATIC_ASSERT(RVG_OP_ARGS_SIZE == 8);
+    return read_sparse_words(r, SECTION_OP_ARGS, graph, graph->op_args, op_args_stand);
 }
 
 /* A u8 that stands for a gboolean; anything but 0 or 1 is corruption. */
@@ -1555,7 +1631,7 @@ static gboolean read_graph_sections(reader *r, rv_graph *graph)
     if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
         !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph) || !read_collectives(r, graph) ||
         !read_ranks(r, graph) || !read_memory(r, graph) || !read_launches(r, graph) ||
-        !read_host_operators(r, graph))
+        !read_host_operators(r, graph) || !read_op_args(r, graph))
         return FALSE;
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);
