@@ -242,23 +242,39 @@ END_TEST
 
 START_TEST(output_shapes)
 {
-    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[8,16],[32,16],[32]]"), 8 * 32);
-    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[3136,8,768],[2304,768],[2304]]"),
+    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[8,16],[32,16],[32]]", NULL), 8 * 32);
+    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[3136,8,768],[2304,768],[2304]]", NULL),
                      (int64_t)3136 * 8 * 2304);
-    ck_assert_int_eq(rv_memory_output_elements("aten::addmm", "[[2304],[25096,768],[768,2304],[],[]]"),
+    ck_assert_int_eq(rv_memory_output_elements("aten::addmm", "[[2304],[25096,768],[768,2304],[],[]]", NULL),
                      (int64_t)25096 * 2304);
-    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[8,12,3137,64],[8,12,64,3137]]"),
+    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[8,12,3137,64],[8,12,64,3137]]", NULL),
                      (int64_t)8 * 12 * 3137 * 3137);
-    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[12,3137,64],[8,1,64,3137]]"),
+    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[12,3137,64],[8,1,64,3137]]", NULL),
                      (int64_t)8 * 12 * 3137 * 3137); /* broadcast */
-    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[128,3,224,224],[768,3,16,16],[768],[],[],[],[]]"),
+    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[128,3,224,224],[768,3,16,16],[768],[],[],[],[]]", NULL),
                      (int64_t)128 * 768 * 14 * 14); /* patch embedding */
-    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]"),
+    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]", NULL),
                      (int64_t)32 * 64 * 56 * 56); /* stride 1 */
-    ck_assert_int_eq(rv_memory_output_elements("aten::add_", "[[4,4],[4,4],[]]"), 0); /* in place */
-    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "[[4,5],[]]"), 20);
-    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "not json"), 0);
-    ck_assert_int_eq(rv_memory_output_elements(NULL, "[[4]]"), 0);
+    /* with the recorded arguments: a stride-2 3x3 convolution halves each side,
+     * a 7x7 stem with padding 3 likewise, a transposed one doubles it */
+    const char *stride2 = "{\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"transposed\":false,\"groups\":1}";
+    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[128,64,3,3],[],[],[],[],[]]", stride2),
+                     32 * 128 * 28 * 28);
+    const char *stem = "{\"stride\":[2,2],\"padding\":[3,3],\"dilation\":[1,1],\"transposed\":false,\"groups\":1}";
+    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[8,3,224,224],[64,3,7,7],[],[],[],[],[]]", stem),
+                     8 * 64 * 112 * 112);
+    const char *up = "{\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"transposed\":true,"
+                     "\"output_padding\":[1,1],\"groups\":1}";
+    ck_assert_int_eq(rv_memory_output_elements("aten::convolution", "[[4,64,16,16],[64,32,3,3],[],[],[],[],[],[],[]]", up),
+                     4 * 32 * 32 * 32);
+    /* arguments for another number of dimensions are ignored: stride 1 */
+    const char *one_d = "{\"stride\":[2],\"padding\":[1],\"dilation\":[1],\"transposed\":false,\"groups\":1}";
+    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]", one_d),
+                     32 * 64 * 56 * 56);
+    ck_assert_int_eq(rv_memory_output_elements("aten::add_", "[[4,4],[4,4],[]]", NULL), 0); /* in place */
+    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "[[4,5],[]]", NULL), 20);
+    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "not json", NULL), 0);
+    ck_assert_int_eq(rv_memory_output_elements(NULL, "[[4]]", NULL), 0);
 }
 END_TEST
 

@@ -161,10 +161,12 @@ gboolean rv_cost_name_is_library(const char *kernel_name);
 gboolean rv_cost_name_is_fused_attention(const char *kernel_name);
 
 /* FLOPs and bytes of a kernel of `cls`, launched by operator `op` with
- * the Input Dims text `dims`, elements of `element_bytes` bytes.  FALSE
- * when the shapes do not fit the class. */
-gboolean rv_cost_work_of(rv_cost_class cls, const char *op, const char *dims, int element_bytes, double *flops,
-                         double *bytes, gboolean *aligned);
+ * the Input Dims text `dims` and the operator arguments `op_args`
+ * (rv_task_op_args: a convolution's geometry; NULL where the trace has
+ * none, and a convolution is then taken at stride 1), elements of
+ * `element_bytes` bytes.  FALSE when the shapes do not fit the class. */
+gboolean rv_cost_work_of(rv_cost_class cls, const char *op, const char *dims, const char *op_args, int element_bytes,
+                         double *flops, double *bytes, gboolean *aligned);
 
 typedef struct rv_cost_model rv_cost_model;
 

@@ -236,9 +236,10 @@ void rv_memory_peak_before(rv_memory_peak *peak, const rv_graph *graph);
 void rv_memory_peak_after(rv_memory_peak *peak, const rv_graph *graph);
 void rv_memory_peak_clear(rv_memory_peak *peak);
 
-/* The output elements of an operator call from its name and Input Dims
- * (0 when the shapes do not say): for tests and the workspace term. */
-int64_t rv_memory_output_elements(const char *op, const char *input_dims);
+/* The output elements of an operator call from its name, Input Dims and
+ * arguments (rv_task_op_args: a convolution's geometry, or NULL) (0 when
+ * the shapes do not say): for tests and the workspace term. */
+int64_t rv_memory_output_elements(const char *op, const char *input_dims, const char *op_args);
 
 G_END_DECLS
 

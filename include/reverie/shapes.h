@@ -1,5 +1,6 @@
 /*
- * shapes.h - tensor sizes from the profiler's "Input Dims" record.
+ * shapes.h - tensor sizes from the profiler's "Input Dims" record, and a
+ * convolution's geometry from its "Concrete Inputs".
  *
  * With record_shapes=True every operator carries the shapes of its inputs
  * as JSON text, e.g. [[32, 3, 224, 224], [64, 3, 7, 7], [], []]; the graph
@@ -34,6 +35,31 @@ guint rv_shapes_rank(const rv_shapes *shapes, guint input);
 int64_t rv_shapes_extent(const rv_shapes *shapes, guint input, guint dim);
 /* Elements of input i (the product of its extents; 0 when absent or empty). */
 int64_t rv_shapes_elements(const rv_shapes *shapes, guint input);
+
+/*
+ * A convolution's geometry, from the profiler's "Concrete Inputs" (PyTorch
+ * 2.x with record_shapes=True; rv_task_op_args, graph.h): Input Dims alone
+ * give the input and the weight, not the stride.  `spatial` lists have
+ * one entry per spatial dimension (1 to 3).
+ */
+#define RV_CONV_MAX_SPATIAL 3
+typedef struct {
+    guint spatial;
+    int64_t stride[RV_CONV_MAX_SPATIAL], padding[RV_CONV_MAX_SPATIAL], dilation[RV_CONV_MAX_SPATIAL];
+    int64_t output_padding[RV_CONV_MAX_SPATIAL]; /* transposed only */
+    int64_t groups;
+    gboolean same_padding;  /* padding='same': the output keeps the input's size */
+    gboolean transposed;    /* a transposed convolution (its weight is [C, O/groups, kernel...]) */
+} rv_conv_geometry;
+
+/* Parse the task's operator arguments (FALSE if it has none, or they are
+ * not a convolution's). */
+gboolean rv_conv_geometry_of_task(const rv_graph *graph, int32_t task, rv_conv_geometry *geometry);
+gboolean rv_conv_geometry_parse(const char *op_args_json, rv_conv_geometry *geometry);
+/* The output's extent along spatial dimension d for an input extent `in`
+ * and a kernel extent `kernel` (PyTorch's Conv and ConvTranspose formulas);
+ * 0 when d is past the geometry's dimensions or the output would be empty. */
+int64_t rv_conv_output_extent(const rv_conv_geometry *geometry, guint d, int64_t in, int64_t kernel);
 
 G_END_DECLS
 

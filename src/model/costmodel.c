@@ -112,14 +112,16 @@ static gboolean copy_work(const rv_task *task, double *bytes)
 
 typedef struct {
     uint8_t cls, element;
+    int32_t op_args;
     gboolean ok, aligned;
     double flops, bytes;
 } work_verdict;
 
-/* The work of (class, element size) from the shapes of (op, dims); the memo
- * maps (op, dims) to the few (class, size) verdicts asked of it. */
-static const work_verdict *work_of(const rv_graph *graph, const rv_task *task, uint8_t cls, uint8_t element,
-                                   GHashTable *memo)
+/* The work of (class, element size, arguments) from the shapes of (op,
+ * dims); the memo maps (op, dims) to the few (class, size, arguments)
+ * verdicts asked of it. */
+static const work_verdict *work_of(const rv_graph *graph, const rv_task *task, int32_t op_args, uint8_t cls,
+                                   uint8_t element, GHashTable *memo)
 {
     gint64 key = (gint64)(((guint64)(guint32)task->op << 32) | (guint32)task->input_dims);
     GArray *verdicts = g_hash_table_lookup(memo, &key);
@@ -131,17 +133,19 @@ static const work_verdict *work_of(const rv_graph *graph, const rv_task *task, u
     }
     for (guint i = 0; i < verdicts->len; i++) {
         const work_verdict *v = &g_array_index(verdicts, work_verdict, i);
-        if (v->cls == cls && v->element == element) return v;
+        if (v->cls == cls && v->element == element && v->op_args == op_args) return v;
     }
-    work_verdict v = { cls, element, FALSE, TRUE, 0, 0 };
+    work_verdict v = { cls, element, op_args, FALSE, TRUE, 0, 0 };
     v.ok = rv_cost_work_of(cls, rv_strings_get(graph->strings, task->op), rv_strings_get(graph->strings, task->input_dims),
-                           element, &v.flops, &v.bytes, &v.aligned);
+                           op_args > 0 ? rv_strings_get(graph->strings, op_args) : NULL, element, &v.flops, &v.bytes,
+                           &v.aligned);
     g_array_append_val(verdicts, v);
     return &g_array_index(verdicts, work_verdict, verdicts->len - 1);
 }
 
-static void measure_work(const rv_graph *graph, const rv_task *task, rv_kernel_cost *cost, GHashTable *memo)
+static void measure_work(const rv_graph *graph, int32_t id, rv_kernel_cost *cost, GHashTable *memo)
 {
+    const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
     if (copy_work(task, &cost->bytes)) {
         cost->shaped = TRUE;
         cost->aligned = TRUE;
@@ -149,7 +153,7 @@ static void measure_work(const rv_graph *graph, const rv_task *task, rv_kernel_c
     }
     if (task->input_dims < 0 || !rv_cost_class_is_costed(cost->cls)) return;
     uint8_t element = (uint8_t)(rv_dtype_bytes(cost->dtype) ? rv_dtype_bytes(cost->dtype) : 4);
-    const work_verdict *work = work_of(graph, task, cost->cls, element, memo);
+    const work_verdict *work = work_of(graph, task, rv_task_op_args(graph, id), cost->cls, element, memo);
     cost->shaped = (uint8_t)work->ok;
     cost->flops = work->flops;
     cost->bytes = work->bytes;
@@ -173,7 +177,7 @@ static GHashTable *work_memo_new(void)
 static void count_unnamed_gemm(rv_cost_model *model, const rv_task *task, GHashTable *work)
 {
     if (task->input_dims < 0) return;
-    const work_verdict *gemm = work_of(model->graph, task, RV_COST_GEMM, 2, work);
+    const work_verdict *gemm = work_of(model->graph, task, 0, RV_COST_GEMM, 2, work); /* a GEMM reads no arguments */
     if (!gemm->ok || gemm->flops <= 0) return;
     model->unnamed_gemm_flops += gemm->flops;
     model->unnamed_gemm_ns += (double)task->duration_ns;
@@ -268,7 +272,7 @@ static void complete_tasks(rv_cost_model *model, int32_t from, int32_t to, GHash
         if (cost->cls == NOT_GPU) continue;
         const rv_task *task = &g_array_index(model->graph->tasks, rv_task, t);
         if (cost->dtype_assumed) cost->dtype = (uint8_t)model->usual;
-        measure_work(model->graph, task, cost, work);
+        measure_work(model->graph, t, cost, work);
         cost->unit = (uint8_t)rv_cost_unit_on(model->source, cost->cls, cost->dtype, cost->aligned);
         calibrate(model, cost, task);
     }

@@ -73,7 +73,8 @@ typedef struct {
     int32_t segment;    /* RECOMPUTED: its checkpoint segment; -1: kept through backward */
     int32_t stage;      /* STAGE: its pipeline stage; -1: none */
     gboolean marked;    /* a plugin's effect on one of its launch calls applies */
-    gboolean conv;      /* a convolution: its output was taken at stride 1 (Input Dims carry no stride) */
+    gboolean conv;      /* a convolution */
+    gboolean conv_unstrided; /* ...whose output was taken at stride 1 (no recorded arguments, Input Dims carry no stride) */
     gboolean fusion;    /* a Triton kernel of a compiled graph: keeps one tensor (walk_forward) */
 } op_call;
 
@@ -266,16 +267,23 @@ static int64_t matmul_output(const rv_shapes *s, guint a, guint b)
     return elements;
 }
 
-/* stride 1 keeps the spatial size; a patch embedding (kernel = stride, at
- * least 4, dividing the input) divides it. */
-static int64_t conv_output(const rv_shapes *s)
+/* With the recorded geometry, PyTorch's output size (a transposed weight
+ * is [C, O/groups, kernel...]).  Without it, stride 1 keeps the spatial
+ * size, and a patch embedding (kernel = stride, at least 4, dividing the
+ * input) divides it. */
+static int64_t conv_output(const rv_shapes *s, const rv_conv_geometry *geometry)
 {
     guint xr = rank_of(s, 0);
-    int64_t elements = saturating_mul(extent(s, 0, 0), extent(s, 1, 0));
+    if (geometry != NULL && geometry->spatial != xr - 2) geometry = NULL; /* arguments of another form */
+    int64_t channels = extent(s, 1, 0);
+    if (geometry != NULL && geometry->transposed) channels = saturating_mul(extent(s, 1, 1), geometry->groups);
+    int64_t elements = saturating_mul(extent(s, 0, 0), channels);
     for (guint d = 2; d < xr; d++) {
         int64_t size = extent(s, 0, d), kernel = extent(s, 1, d);
         gboolean patch = kernel >= 4 && size % kernel == 0;
-        elements = saturating_mul(elements, patch ? size / kernel : size);
+        int64_t out = geometry != NULL ? rv_conv_output_extent(geometry, d - 2, size, kernel)
+                                       : (patch ? size / kernel : size);
+        elements = saturating_mul(elements, out);
     }
     return elements;
 }
@@ -296,14 +304,16 @@ static int64_t largest_input(const rv_shapes *s)
     return largest;
 }
 
-int64_t rv_memory_output_elements(const char *op, const char *input_dims)
+int64_t rv_memory_output_elements(const char *op, const char *input_dims, const char *op_args)
 {
     rv_shapes s;
     if (op == NULL || input_dims == NULL || !rv_shapes_parse(input_dims, &s)) return 0;
+    rv_conv_geometry geometry;
+    gboolean known = rv_conv_geometry_parse(op_args, &geometry);
     int64_t out = 0;
     if (g_str_has_suffix(op, "_") && !name_has(op, "__")) out = 0; /* in place: no new tensor */
     else if (name_has(op, "loss")) out = 1; /* reduction='mean', the default: a scalar */
-    else if (is_weighted_name(op) && is_conv_form(&s)) out = conv_output(&s);
+    else if (is_weighted_name(op) && is_conv_form(&s)) out = conv_output(&s, known ? &geometry : NULL);
     else if (is_addmm_form(&s) && (is_weighted_name(op) || name_has(op, "baddbmm"))) out = matmul_output(&s, 1, 2);
     else if (is_linear_form(&s) && is_weighted_name(op))
         out = rv_shapes_elements(&s, 0) / MAX(extent(&s, 0, rank_of(&s, 0) - 1), 1) * extent(&s, 1, 0);
@@ -370,11 +380,15 @@ static const char *dims_owner(const rv_graph *graph, const rv_task *task)
     return task->op > 0 ? rv_strings_get(graph->strings, task->op) : layer;
 }
 
-static void measure_call(const rv_graph *graph, const rv_task *task, int element_bytes, op_call *call)
+static void measure_call(const rv_graph *graph, int32_t id, int element_bytes, op_call *call)
 {
+    const rv_task *task = &g_array_index(graph->tasks, rv_task, id);
     const char *owner = dims_owner(graph, task);
     const char *inner = task->op > 0 ? rv_strings_get(graph->strings, task->op) : owner;
     const char *dims = rv_strings_get(graph->strings, task->input_dims);
+    int32_t op_args = rv_task_op_args(graph, id);
+    const char *args = op_args > 0 ? rv_strings_get(graph->strings, op_args) : NULL;
+    rv_conv_geometry geometry;
     rv_shapes s;
     if (!rv_shapes_parse(dims, &s)) return;
     for (guint i = 0; i < rv_shapes_count(&s); i++) {
@@ -387,9 +401,10 @@ static void measure_call(const rv_graph *graph, const rv_task *task, int element
         }
     }
     call->conv = is_weighted_name(owner) && is_conv_form(&s);
+    call->conv_unstrided = call->conv && !rv_conv_geometry_parse(args, &geometry);
     call->fusion = (task->flags & RV_TASK_FLAG_COMPILED) && g_str_has_prefix(inner, "triton_");
     rv_shapes_clear(&s);
-    call->output = saturating_mul(rv_memory_output_elements(owner, dims), element_bytes);
+    call->output = saturating_mul(rv_memory_output_elements(owner, dims, args), element_bytes);
     call->saves = saves_inputs(inner) && saves_inputs(owner);
     call->saves_output = saves_result(owner) || saves_result(inner);
     /* relu_ launches clamp_min: the outer name says it is in place */
@@ -414,7 +429,7 @@ typedef struct {
 
 /* What measure_call's answer depends on. */
 typedef struct {
-    int32_t input_dims, op, layer, element_bytes;
+    int32_t input_dims, op, layer, element_bytes, op_args;
 } call_key;
 
 static guint call_key_hash(gconstpointer data)
@@ -423,6 +438,7 @@ static guint call_key_hash(gconstpointer data)
     guint hash = (guint)key->input_dims;
     hash = hash * 31u + (guint)key->op;
     hash = hash * 31u + (guint)key->layer;
+    hash = hash * 31u + (guint)key->op_args;
     return hash * 31u + (guint)key->element_bytes;
 }
 
@@ -430,17 +446,19 @@ static gboolean call_key_equal(gconstpointer a, gconstpointer b)
 {
     const call_key *x = a, *y = b;
     return x->input_dims == y->input_dims && x->op == y->op && x->layer == y->layer &&
-           x->element_bytes == y->element_bytes;
+           x->element_bytes == y->element_bytes && x->op_args == y->op_args;
 }
 
-/* measure_call, once per distinct key; the call's task and phase stay the caller's. */
-static void measure_call_once(context *ctx, const rv_task *task, int element_bytes, op_call *call)
+/* measure_call of the call's task, once per distinct key; the call's task
+ * and phase stay the caller's. */
+static void measure_call_once(context *ctx, int element_bytes, op_call *call)
 {
-    call_key key = { task->input_dims, task->op, task->layer, element_bytes };
+    const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, call->task);
+    call_key key = { task->input_dims, task->op, task->layer, element_bytes, rv_task_op_args(ctx->graph, call->task) };
     const op_call *known = g_hash_table_lookup(ctx->measured, &key);
     if (known == NULL) {
         op_call *fresh = g_new0(op_call, 1);
-        measure_call(ctx->graph, task, element_bytes, fresh);
+        measure_call(ctx->graph, call->task, element_bytes, fresh);
         g_hash_table_insert(ctx->measured, g_memdup2(&key, sizeof key), fresh);
         known = fresh;
     }
@@ -577,8 +595,7 @@ static void mark_later_launch(context *ctx, GArray *calls, guint slot, int32_t i
     if (slot == 0) return;
     op_call *call = &g_array_index(calls, op_call, slot - 1);
     if (call->marked || !g_hash_table_contains(ctx->effects, GINT_TO_POINTER(id + 1))) return;
-    const rv_task *first = &g_array_index(ctx->graph->tasks, rv_task, call->task);
-    measure_call_once(ctx, first, element_bytes_of(ctx, call->task), call);
+    measure_call_once(ctx, element_bytes_of(ctx, call->task), call);
     apply_effects(ctx->effects, call, id);
 }
 
@@ -621,7 +638,7 @@ static GArray *operator_calls(context *ctx, guint slot, guint *unshaped, gboolea
          * tags it "other", since no step encloses it): an inference trace
          * recorded without a schedule is all forward. */
         call.phase = task->phase == RV_PHASE_OTHER && ctx->graph->whole_trace_step ? RV_PHASE_FORWARD : task->phase;
-        measure_call_once(ctx, task, element_bytes_of(ctx, id), &call);
+        measure_call_once(ctx, element_bytes_of(ctx, id), &call);
         apply_effects(ctx->effects, &call, id);
         g_array_append_val(calls, call);
         call_on[on] = calls->len;
@@ -674,20 +691,20 @@ static const op_call *consumer_of(const context *ctx, const GArray *calls, guint
     return NULL;
 }
 
-/* Input Dims carry no stride, so a convolution's output was taken at
- * stride 1 (conv_output).  The call that reads it next (consumer_of)
- * records its shape: where that is the convolution's output at an integer
- * stride, the output is that. */
+/* Input Dims carry no stride, so without the recorded arguments a
+ * convolution's output was taken at stride 1 (conv_output).  The call that
+ * reads it next (consumer_of) records its shape: where that is the
+ * convolution's output at an integer stride, the output is that. */
 static void read_conv_strides(const context *ctx, GArray *calls)
 {
     for (guint i = 0; i < calls->len; i++) {
         op_call *call = &g_array_index(calls, op_call, i);
-        if (!call->conv || call->phase != RV_PHASE_FORWARD || call->output <= 0) continue;
+        if (!call->conv_unstrided || call->phase != RV_PHASE_FORWARD || call->output <= 0) continue;
         rv_shapes conv, consumer;
         const rv_task *task = &g_array_index(ctx->graph->tasks, rv_task, call->task);
         if (!rv_shapes_parse(rv_strings_get(ctx->graph->strings, task->input_dims), &conv)) continue;
         if (consumer_of(ctx, calls, i, &conv, &consumer) != NULL) {
-            int64_t strided = strided_output(&conv, &consumer), unstrided = conv_output(&conv);
+            int64_t strided = strided_output(&conv, &consumer), unstrided = conv_output(&conv, NULL);
             if (strided > 0 && unstrided > 0)
                 call->output = (int64_t)((double)call->output * (double)strided / (double)unstrided);
             rv_shapes_clear(&consumer);

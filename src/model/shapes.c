@@ -1,5 +1,6 @@
 /*
- * shapes.c - parse the profiler's Input Dims text (see shapes.h).
+ * shapes.c - parse the profiler's Input Dims text, and a convolution's
+ * geometry from its operator arguments (see shapes.h).
  *
  * Extents that are not non-negative integers, and products that would
  * overflow int64, make the input count as 0 elements: a forged or odd
@@ -7,6 +8,7 @@
  */
 #include "reverie/shapes.h"
 #include <jansson.h>
+#include <string.h>
 
 static GArray *parse_input(json_t *value)
 {
@@ -78,4 +80,73 @@ int64_t rv_shapes_elements(const rv_shapes *shapes, guint input)
         product *= extent;
     }
     return product;
+}
+
+/* ---- a convolution's geometry -------------------------------------------- */
+
+/* A list of `count` integers of at least `minimum` into values. */
+static gboolean read_list(json_t *list, guint count, int64_t minimum, int64_t *values)
+{
+    if (!json_is_array(list) || json_array_size(list) != count) return FALSE;
+    for (guint d = 0; d < count; d++) {
+        json_t *value = json_array_get(list, d);
+        if (!json_is_integer(value) || json_integer_value(value) < minimum || json_integer_value(value) > G_MAXINT32)
+            return FALSE;
+        values[d] = json_integer_value(value);
+    }
+    return TRUE;
+}
+
+static gboolean read_geometry(json_t *root, rv_conv_geometry *g)
+{
+    json_t *stride = json_object_get(root, "stride"), *padding = json_object_get(root, "padding");
+    json_t *groups = json_object_get(root, "groups");
+    if (!json_is_array(stride) || json_array_size(stride) < 1 || json_array_size(stride) > RV_CONV_MAX_SPATIAL)
+        return FALSE;
+    g->spatial = (guint)json_array_size(stride);
+    if (!read_list(stride, g->spatial, 1, g->stride) || !read_list(json_object_get(root, "dilation"), g->spatial, 1, g->dilation))
+        return FALSE;
+    g->same_padding = json_is_string(padding) && strcmp(json_string_value(padding), "same") == 0;
+    if (!g->same_padding && !read_list(padding, g->spatial, 0, g->padding)) return FALSE;
+    g->transposed = json_is_true(json_object_get(root, "transposed"));
+    if (g->transposed && !read_list(json_object_get(root, "output_padding"), g->spatial, 0, g->output_padding))
+        return FALSE;
+    if (!json_is_integer(groups) || json_integer_value(groups) < 1 || json_integer_value(groups) > G_MAXINT32) return FALSE;
+    g->groups = json_integer_value(groups);
+    return TRUE;
+}
+
+gboolean rv_conv_geometry_parse(const char *op_args_json, rv_conv_geometry *geometry)
+{
+    memset(geometry, 0, sizeof *geometry);
+    if (op_args_json == NULL) return FALSE;
+    json_t *root = json_loads(op_args_json, 0, NULL);
+    gboolean ok = json_is_object(root) && read_geometry(root, geometry);
+    json_decref(root);
+    if (!ok) memset(geometry, 0, sizeof *geometry);
+    return ok;
+}
+
+gboolean rv_conv_geometry_of_task(const rv_graph *graph, int32_t task, rv_conv_geometry *geometry)
+{
+    int32_t op_args = rv_task_op_args(graph, task);
+    return rv_conv_geometry_parse(op_args > 0 ? rv_strings_get(graph->strings, op_args) : NULL, geometry);
+}
+
+int64_t rv_conv_output_extent(const rv_conv_geometry *g, guint d, int64_t in, int64_t kernel)
+{
+    if (d >= g->spatial || in <= 0 || kernel <= 0) return 0;
+    /* the extents came from a trace: keep every product inside int64 */
+    if (in > G_MAXINT32 || kernel > G_MAXINT32) return 0;
+    int64_t reach = g->dilation[d] * (kernel - 1); /* the kernel's span less one */
+    int64_t out;
+    if (g->transposed)
+        out = (in - 1) * g->stride[d] - 2 * g->padding[d] + reach + g->output_padding[d] + 1;
+    else if (g->same_padding)
+        out = in;
+    else {
+        int64_t span = in + 2 * g->padding[d] - reach - 1;
+        out = span < 0 ? 0 : span / g->stride[d] + 1;
+    }
+    return out > 0 ? out : 0;
 }

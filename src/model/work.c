@@ -13,7 +13,9 @@
  *                  [C, A(b,M,K), B(b,K,N)]      baddbmm
  *                  [Q(B,H,S,D), K(B,H,T,D), V]  scaled-dot-product attention: 4*B*H*S*T*D
  *   conv           [X(N,C,H,W...), W(O,C/g,kh,kw...)]: 2*N*O*(C/g)*prod(k)*prod(out),
- *                  out = the input's spatial size (stride 1), or input / k for a
+ *                  out from the stride, padding and dilation the profiler
+ *                  recorded (Concrete Inputs: rv_conv_geometry); without them
+ *                  the input's spatial size (stride 1), or input / k for a
  *                  patch embedding (square kernel of 4 or more dividing the input)
  *   everything else: bytes = every tensor input read once + the largest written once
  * A GEMM moves its operands and its result once (a lower bound: tiles are
@@ -125,26 +127,50 @@ static gboolean attention_work(const rv_shapes *s, int element_bytes, double *fl
     return TRUE;
 }
 
-/* X (N, C, spatial...), W (O, C/g, kernel...). */
-static gboolean conv_work(const rv_shapes *s, int element_bytes, double *flops, double *bytes, gboolean *aligned)
+/* The output's spatial size without the operator's arguments: the
+ * input's (stride 1, 'same' padding), or input / k for a patch embedding
+ * (a square kernel of 4 or more dividing the input). */
+static double unstrided_spatial(const rv_shapes *s, guint rank)
 {
-    guint rank = rv_shapes_rank(s, 0);
-    if (rv_shapes_count(s) < 2 || rank < 3 || rv_shapes_rank(s, 1) != rank) return FALSE;
-    double batch = (double)rv_shapes_extent(s, 0, 0), out_channels = (double)rv_shapes_extent(s, 1, 0);
-    double per_output = (double)rv_shapes_extent(s, 1, 1), out_spatial = 1, kernel = 1;
     gboolean patchify = TRUE;
     for (guint d = 2; d < rank; d++) {
         int64_t in = rv_shapes_extent(s, 0, d), k = rv_shapes_extent(s, 1, d);
         patchify = patchify && k >= 4 && k == rv_shapes_extent(s, 1, 2) && in % k == 0;
-        kernel *= (double)k;
     }
+    double out_spatial = 1;
     for (guint d = 2; d < rank; d++) {
         int64_t in = rv_shapes_extent(s, 0, d), k = rv_shapes_extent(s, 1, d);
-        out_spatial *= (double)(patchify ? in / k : in);
+        out_spatial *= (double)(patchify && k > 0 ? in / k : in);
+    }
+    return out_spatial;
+}
+
+/* X (N, C, spatial...), W (O, C/g, kernel...); transposed, W (C, O/g,
+ * kernel...), and every input element meets the whole kernel. */
+static gboolean conv_work(const rv_shapes *s, const rv_conv_geometry *geometry, int element_bytes, double *flops,
+                          double *bytes, gboolean *aligned)
+{
+    guint rank = rv_shapes_rank(s, 0);
+    if (rv_shapes_count(s) < 2 || rank < 3 || rv_shapes_rank(s, 1) != rank) return FALSE;
+    if (geometry != NULL && geometry->spatial != rank - 2) geometry = NULL; /* arguments of another form */
+    double batch = (double)rv_shapes_extent(s, 0, 0), out_channels = (double)rv_shapes_extent(s, 1, 0);
+    double per_output = (double)rv_shapes_extent(s, 1, 1), kernel = 1, in_spatial = 1, out_spatial = 1;
+    for (guint d = 2; d < rank; d++) {
+        int64_t in = rv_shapes_extent(s, 0, d), k = rv_shapes_extent(s, 1, d);
+        kernel *= (double)k;
+        in_spatial *= (double)in;
+        if (geometry != NULL) out_spatial *= (double)rv_conv_output_extent(geometry, d - 2, in, k);
+    }
+    if (geometry == NULL) out_spatial = unstrided_spatial(s, rank);
+    double written = out_spatial;
+    if (geometry != NULL && geometry->transposed) {
+        /* weight [C, O/g]: per input position, C x O/g x kernel products */
+        written = out_spatial * per_output * (double)geometry->groups / MAX(out_channels, 1);
+        out_spatial = in_spatial;
     }
     if (batch <= 0 || out_channels <= 0 || per_output <= 0 || kernel <= 0 || out_spatial <= 0) return FALSE;
     *flops = 2.0 * batch * out_channels * per_output * kernel * out_spatial;
-    *bytes = (elements(s, 0) + elements(s, 1) + batch * out_channels * out_spatial) * element_bytes;
+    *bytes = (elements(s, 0) + elements(s, 1) + batch * out_channels * written) * element_bytes;
     *aligned = (int64_t)out_channels % 8 == 0 && (int64_t)rv_shapes_extent(s, 0, 1) % 8 == 0;
     return TRUE;
 }
@@ -161,8 +187,8 @@ static gboolean streaming_work(const rv_shapes *s, int element_bytes, double *fl
     return TRUE;
 }
 
-gboolean rv_cost_work_of(rv_cost_class cls, const char *op, const char *dims, int element_bytes, double *flops,
-                         double *bytes, gboolean *aligned)
+gboolean rv_cost_work_of(rv_cost_class cls, const char *op, const char *dims, const char *op_args, int element_bytes,
+                         double *flops, double *bytes, gboolean *aligned)
 {
     *flops = *bytes = 0;
     *aligned = TRUE;
@@ -179,7 +205,13 @@ gboolean rv_cost_work_of(rv_cost_class cls, const char *op, const char *dims, in
             break;
         /* a convolution's backward reads (grad, input, weight) and runs
          * several kernels: the forward's layout would misread it */
-        case RV_COST_CONV: ok = !(op && strstr(op, "backward")) && conv_work(&shapes, element_bytes, flops, bytes, aligned); break;
+        case RV_COST_CONV: {
+            rv_conv_geometry geometry;
+            gboolean known = rv_conv_geometry_parse(op_args, &geometry);
+            ok = !(op && strstr(op, "backward")) &&
+                 conv_work(&shapes, known ? &geometry : NULL, element_bytes, flops, bytes, aligned);
+            break;
+        }
         case RV_COST_COMM: case RV_COST_HOST_COPY: case RV_COST_UNKNOWN: ok = FALSE; break;
         default: ok = streaming_work(&shapes, element_bytes, flops, bytes); break;
         }
