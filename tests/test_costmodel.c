@@ -603,6 +603,13 @@ START_TEST(strided_convolutions_read_their_geometry)
                                   rv_strings_get(m.graph->strings, task->input_dims), NULL, 4, &flops, &bytes, &aligned));
         misread += geometry.stride[0] == 2 && (flops > cost->flops * 3.9 || flops < cost->flops / 10);
     }
+    guint pools = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(m.graph); t++) {
+        rv_pool_geometry pool;
+        pools += rv_graph_task(m.graph, t)->kind == RV_TASK_KERNEL &&
+                 rv_pool_geometry_parse(rv_strings_get(m.graph->strings, rv_task_op_args(m.graph, t)), &pool);
+    }
+    ck_assert_uint_ge(pools, 2 * 5); /* the stem's max pool and the head's adaptive pool, each step */
     ck_assert_uint_gt(with_geometry, 100);
     ck_assert_uint_ge(strided, 7 * 5); /* 7 a forward, in each of the recorded steps */
     ck_assert_uint_eq(misread, strided);

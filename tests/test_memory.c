@@ -271,6 +271,22 @@ START_TEST(output_shapes)
     const char *one_d = "{\"stride\":[2],\"padding\":[1],\"dilation\":[1],\"transposed\":false,\"groups\":1}";
     ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]", one_d),
                      32 * 64 * 56 * 56);
+    /* a pool's recorded window: ResNet's 3x3 max pool at stride 2, its
+     * final adaptive pool, and an avg_pool whose stride ([]) is its kernel,
+     * in ceil mode (5 -> 3) */
+    const char *max_pool = "{\"pool\":\"window\",\"kernel\":[3,3],\"stride\":[2,2],\"padding\":[1,1],"
+                           "\"dilation\":[1,1],\"ceil_mode\":false}";
+    ck_assert_int_eq(rv_memory_output_elements("aten::max_pool2d", "[[32,64,112,112],[],[],[],[],[]]", max_pool),
+                     32 * 64 * 56 * 56);
+    ck_assert_int_eq(rv_memory_output_elements("aten::adaptive_avg_pool2d", "[[32,2048,7,7],[]]",
+                                               "{\"pool\":\"adaptive\",\"output_size\":[1,1]}"), 32 * 2048);
+    const char *avg_pool = "{\"pool\":\"window\",\"kernel\":[2,2],\"stride\":[2,2],\"padding\":[0,0],"
+                           "\"dilation\":[1,1],\"ceil_mode\":true}";
+    ck_assert_int_eq(rv_memory_output_elements("aten::avg_pool2d", "[[8,16,5,5],[],[],[],[],[],[]]", avg_pool), 8 * 16 * 3 * 3);
+    ck_assert_int_eq(rv_memory_output_elements("aten::avg_pool2d", "[[16,5,5],[],[],[],[],[],[]]", avg_pool), 16 * 3 * 3);
+    /* without the record, the input's size */
+    ck_assert_int_eq(rv_memory_output_elements("aten::max_pool2d", "[[32,64,112,112],[],[],[],[],[]]", NULL),
+                     32 * 64 * 112 * 112);
     ck_assert_int_eq(rv_memory_output_elements("aten::add_", "[[4,4],[4,4],[]]", NULL), 0); /* in place */
     ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "[[4,5],[]]", NULL), 20);
     ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "not json", NULL), 0);

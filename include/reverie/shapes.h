@@ -61,6 +61,25 @@ gboolean rv_conv_geometry_parse(const char *op_args_json, rv_conv_geometry *geom
  * 0 when d is past the geometry's dimensions or the output would be empty. */
 int64_t rv_conv_output_extent(const rv_conv_geometry *geometry, guint d, int64_t in, int64_t kernel);
 
+/* A pool's window (max_pool, avg_pool), or an adaptive pool's output size,
+ * from the same record: Input Dims give only the input. */
+typedef struct {
+    guint spatial;
+    gboolean adaptive;      /* output_size holds the output; the window fields are unused */
+    int64_t kernel[RV_CONV_MAX_SPATIAL], stride[RV_CONV_MAX_SPATIAL], padding[RV_CONV_MAX_SPATIAL];
+    int64_t dilation[RV_CONV_MAX_SPATIAL], output_size[RV_CONV_MAX_SPATIAL];
+    gboolean ceil_mode;
+} rv_pool_geometry;
+
+gboolean rv_pool_geometry_parse(const char *op_args_json, rv_pool_geometry *geometry);
+/* The output's extent along spatial dimension d for an input extent `in`
+ * (PyTorch's pooling formula, ceil_mode included); 0 when d is past the
+ * geometry's dimensions or the output would be empty. */
+int64_t rv_pool_output_extent(const rv_pool_geometry *geometry, guint d, int64_t in);
+/* Elements of the pool's output for its first input ([N, C, spatial...]
+ * or [C, spatial...]); 0 when that input does not fit the geometry. */
+int64_t rv_pool_output_elements(const rv_shapes *shapes, const rv_pool_geometry *geometry);
+
 G_END_DECLS
 
 #endif

@@ -33,9 +33,10 @@ typedef struct {
  * JSON_COMPACT); -1 if it cannot be written. */
 int32_t rv_import_intern_json(event_context *ctx, json_t *value, size_t flags);
 
-/* A convolution's stride, padding, dilation, groups and transposition from
- * its "Concrete Inputs" (op_args.c), as the compact JSON object that
- * rv_conv_geometry_parse reads, interned; -1 for any other operator or a
+/* A convolution's stride, padding, dilation, groups and transposition, or
+ * a pool's window or output size, from its "Concrete Inputs" (op_args.c),
+ * as the compact JSON object that rv_conv_geometry_parse or
+ * rv_pool_geometry_parse reads, interned; -1 for any other operator or a
  * record that does not say. */
 int32_t rv_import_op_args(event_context *ctx, const char *op, json_t *args);
 

@@ -1,5 +1,6 @@
 /*
- * op_args.c - the scalar arguments of an operator that its shapes need.
+ * op_args.c - the scalar arguments of an operator that its shapes need:
+ * a convolution's geometry, a pool's window.
  *
  * Input Dims give a convolution's input and weight but not its stride,
  * padding or dilation, so a stride-2 convolution looks like a stride-1
@@ -15,7 +16,10 @@
  *
  *   {"stride":[2,2],"padding":[1,1],"dilation":[1,1],"groups":1,"transposed":false}
  *
- * (shapes.h's rv_conv_geometry_parse reads it back).  A record that does
+ * (shapes.h's rv_conv_geometry_parse reads it back).  A pooling operator's
+ * window is kept the same way, {"pool":"window","kernel":[3,3],"stride":..,
+ * "padding":..,"dilation":..,"ceil_mode":false}, and an adaptive pool's
+ * output, {"pool":"adaptive","output_size":[1,1]} (rv_pool_geometry_parse).  A record that does
  * not fit its schema (a list of the wrong length, a negative stride, a
  * padding string other than 'valid' or 'same') is left out, never an error:
  * like shapes, these are advisory.
@@ -53,11 +57,48 @@ static const conv_schema conv_schemas[] = {
     { "aten::mkldnn_convolution", 4, 3, 5, -1, -1, 6, FALSE },
 };
 
+/* A pooling window's positions; dilation -1 for avg_pool (always 1);
+ * output_size >= 0 for an adaptive pool (the rest unused). */
+typedef struct {
+    const char *op;
+    int kernel, stride, padding, dilation, ceil_mode, output_size;
+} pool_schema;
+
+static const pool_schema pool_schemas[] = {
+    /* (self, kernel_size, stride, padding, dilation, ceil_mode) */
+    { "aten::max_pool1d", 1, 2, 3, 4, 5, -1 },
+    { "aten::max_pool2d", 1, 2, 3, 4, 5, -1 },
+    { "aten::max_pool3d", 1, 2, 3, 4, 5, -1 },
+    { "aten::max_pool2d_with_indices", 1, 2, 3, 4, 5, -1 },
+    { "aten::max_pool3d_with_indices", 1, 2, 3, 4, 5, -1 },
+    /* (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
+    { "aten::avg_pool1d", 1, 2, 3, -1, 4, -1 },
+    { "aten::avg_pool2d", 1, 2, 3, -1, 4, -1 },
+    { "aten::avg_pool3d", 1, 2, 3, -1, 4, -1 },
+    /* (self, output_size) */
+    { "aten::adaptive_avg_pool1d", -1, -1, -1, -1, -1, 1 },
+    { "aten::adaptive_avg_pool2d", -1, -1, -1, -1, -1, 1 },
+    { "aten::adaptive_avg_pool3d", -1, -1, -1, -1, -1, 1 },
+    { "aten::_adaptive_avg_pool2d", -1, -1, -1, -1, -1, 1 },
+    { "aten::_adaptive_avg_pool3d", -1, -1, -1, -1, -1, 1 },
+    { "aten::adaptive_max_pool1d", -1, -1, -1, -1, -1, 1 },
+    { "aten::adaptive_max_pool2d", -1, -1, -1, -1, -1, 1 },
+    { "aten::adaptive_max_pool3d", -1, -1, -1, -1, -1, 1 },
+};
+
 static const conv_schema *schema_of(const char *op)
 {
     if (op == NULL || strstr(op, "conv") == NULL) return NULL;
     for (gsize i = 0; i < G_N_ELEMENTS(conv_schemas); i++)
         if (strcmp(conv_schemas[i].op, op) == 0) return &conv_schemas[i];
+    return NULL;
+}
+
+static const pool_schema *pool_schema_of(const char *op)
+{
+    if (op == NULL || strstr(op, "pool") == NULL) return NULL;
+    for (gsize i = 0; i < G_N_ELEMENTS(pool_schemas); i++)
+        if (strcmp(pool_schemas[i].op, op) == 0) return &pool_schemas[i];
     return NULL;
 }
 
@@ -143,15 +184,45 @@ static gboolean read_conv(const conv_schema *schema, json_t *concrete, json_t *o
     return TRUE;
 }
 
+/* A pool's window: the kernel's length is the number of spatial
+ * dimensions; an empty stride ([], None) is the kernel's. */
+static gboolean read_pool(const pool_schema *schema, json_t *concrete, json_t *object)
+{
+    if (schema->output_size >= 0) {
+        int64_t size[MAX_SPATIAL];
+        guint spatial = int_list(argument(concrete, schema->output_size), 1, size);
+        if (spatial == 0) return FALSE;
+        json_object_set_new(object, "pool", json_string("adaptive"));
+        add_list(object, "output_size", size, spatial);
+        return TRUE;
+    }
+    int64_t kernel[MAX_SPATIAL];
+    guint spatial = int_list(argument(concrete, schema->kernel), 1, kernel);
+    if (spatial == 0) return FALSE;
+    json_object_set_new(object, "pool", json_string("window"));
+    add_list(object, "kernel", kernel, spatial);
+    const char *stride = argument(concrete, schema->stride);
+    if (stride != NULL && strcmp(stride, "[]") == 0) add_list(object, "stride", kernel, spatial);
+    else if (!add_spatial(object, "stride", stride, 1, spatial)) return FALSE;
+    if (!add_spatial(object, "padding", argument(concrete, schema->padding), 0, spatial)) return FALSE;
+    if (schema->dilation < 0) add_spatial(object, "dilation", "1", 1, spatial);
+    else if (!add_spatial(object, "dilation", argument(concrete, schema->dilation), 1, spatial)) return FALSE;
+    const char *ceil_mode = argument(concrete, schema->ceil_mode);
+    json_object_set_new(object, "ceil_mode", json_boolean(ceil_mode != NULL && strcmp(ceil_mode, "True") == 0));
+    return TRUE;
+}
+
 int32_t rv_import_op_args(event_context *ctx, const char *op, json_t *args)
 {
-    const conv_schema *schema = schema_of(op);
-    if (schema == NULL) return -1;
+    const conv_schema *conv = schema_of(op);
+    const pool_schema *pool = conv == NULL ? pool_schema_of(op) : NULL;
+    if (conv == NULL && pool == NULL) return -1;
     json_t *concrete = json_object_get(args, "Concrete Inputs");
     if (!json_is_array(concrete)) return -1;
     json_t *object = json_object();
     int32_t id = -1;
-    if (read_conv(schema, concrete, object)) id = rv_import_intern_json(ctx, object, JSON_PRESERVE_ORDER);
+    if (conv != NULL ? read_conv(conv, concrete, object) : read_pool(pool, concrete, object))
+        id = rv_import_intern_json(ctx, object, JSON_PRESERVE_ORDER);
     json_decref(object);
     return id;
 }

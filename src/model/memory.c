@@ -309,10 +309,13 @@ int64_t rv_memory_output_elements(const char *op, const char *input_dims, const 
     rv_shapes s;
     if (op == NULL || input_dims == NULL || !rv_shapes_parse(input_dims, &s)) return 0;
     rv_conv_geometry geometry;
+    rv_pool_geometry pool;
     gboolean known = rv_conv_geometry_parse(op_args, &geometry);
     int64_t out = 0;
     if (g_str_has_suffix(op, "_") && !name_has(op, "__")) out = 0; /* in place: no new tensor */
     else if (name_has(op, "loss")) out = 1; /* reduction='mean', the default: a scalar */
+    else if (rv_pool_geometry_parse(op_args, &pool) && rv_pool_output_elements(&s, &pool) > 0)
+        out = rv_pool_output_elements(&s, &pool);
     else if (is_weighted_name(op) && is_conv_form(&s)) out = conv_output(&s, known ? &geometry : NULL);
     else if (is_addmm_form(&s) && (is_weighted_name(op) || name_has(op, "baddbmm"))) out = matmul_output(&s, 1, 2);
     else if (is_linear_form(&s) && is_weighted_name(op))

@@ -1,6 +1,6 @@
 /*
  * shapes.c - parse the profiler's Input Dims text, and a convolution's
- * geometry from its operator arguments (see shapes.h).
+ * geometry and a pool's window from its operator arguments (see shapes.h).
  *
  * Extents that are not non-negative integers, and products that would
  * overflow int64, make the input count as 0 elements: a forged or odd
@@ -149,4 +149,67 @@ int64_t rv_conv_output_extent(const rv_conv_geometry *g, guint d, int64_t in, in
         out = span < 0 ? 0 : span / g->stride[d] + 1;
     }
     return out > 0 ? out : 0;
+}
+
+/* ---- a pool's window -------------------------------------------------------- */
+
+static gboolean read_window(json_t *root, rv_pool_geometry *g)
+{
+    json_t *kernel = json_object_get(root, "kernel");
+    if (!json_is_array(kernel) || json_array_size(kernel) < 1 || json_array_size(kernel) > RV_CONV_MAX_SPATIAL)
+        return FALSE;
+    g->spatial = (guint)json_array_size(kernel);
+    g->ceil_mode = json_is_true(json_object_get(root, "ceil_mode"));
+    return read_list(kernel, g->spatial, 1, g->kernel) && read_list(json_object_get(root, "stride"), g->spatial, 1, g->stride) &&
+           read_list(json_object_get(root, "padding"), g->spatial, 0, g->padding) &&
+           read_list(json_object_get(root, "dilation"), g->spatial, 1, g->dilation);
+}
+
+static gboolean read_pool(json_t *root, rv_pool_geometry *g)
+{
+    json_t *pool = json_object_get(root, "pool");
+    if (!json_is_string(pool)) return FALSE;
+    if (strcmp(json_string_value(pool), "window") == 0) return read_window(root, g);
+    if (strcmp(json_string_value(pool), "adaptive") != 0) return FALSE;
+    json_t *size = json_object_get(root, "output_size");
+    if (!json_is_array(size) || json_array_size(size) < 1 || json_array_size(size) > RV_CONV_MAX_SPATIAL) return FALSE;
+    g->spatial = (guint)json_array_size(size);
+    g->adaptive = TRUE;
+    return read_list(size, g->spatial, 1, g->output_size);
+}
+
+gboolean rv_pool_geometry_parse(const char *op_args_json, rv_pool_geometry *geometry)
+{
+    memset(geometry, 0, sizeof *geometry);
+    if (op_args_json == NULL) return FALSE;
+    json_t *root = json_loads(op_args_json, 0, NULL);
+    gboolean ok = json_is_object(root) && read_pool(root, geometry);
+    json_decref(root);
+    if (!ok) memset(geometry, 0, sizeof *geometry);
+    return ok;
+}
+
+int64_t rv_pool_output_extent(const rv_pool_geometry *g, guint d, int64_t in)
+{
+    if (d >= g->spatial || in <= 0 || in > G_MAXINT32) return 0;
+    if (g->adaptive) return g->output_size[d];
+    int64_t span = in + 2 * g->padding[d] - g->dilation[d] * (g->kernel[d] - 1) - 1;
+    if (span < 0) return 0;
+    int64_t out = (g->ceil_mode ? (span + g->stride[d] - 1) / g->stride[d] : span / g->stride[d]) + 1;
+    /* ceil mode: the last window must start inside the input or its left padding */
+    if (g->ceil_mode && (out - 1) * g->stride[d] >= in + g->padding[d]) out--;
+    return out > 0 ? out : 0;
+}
+
+int64_t rv_pool_output_elements(const rv_shapes *shapes, const rv_pool_geometry *g)
+{
+    guint rank = rv_shapes_rank(shapes, 0);
+    if (rank != g->spatial + 1 && rank != g->spatial + 2) return 0;
+    guint first = rank - g->spatial;
+    double elements = 1;
+    for (guint d = 0; d < rank; d++) {
+        int64_t in = rv_shapes_extent(shapes, 0, d);
+        elements *= (double)(d < first ? in : rv_pool_output_extent(g, d - first, in));
+    }
+    return elements > 0 && elements < (double)G_MAXINT64 / 16 ? (int64_t)elements : 0;
 }

@@ -18,6 +18,7 @@
  *                  the input's spatial size (stride 1), or input / k for a
  *                  patch embedding (square kernel of 4 or more dividing the input)
  *   everything else: bytes = every tensor input read once + the largest written once
+ *                  (a pool: its output, from the window it recorded)
  * A GEMM moves its operands and its result once (a lower bound: tiles are
  * re-read from L2, which the per-kernel efficiency absorbs).
  */
@@ -175,14 +176,20 @@ static gboolean conv_work(const rv_shapes *s, const rv_conv_geometry *geometry, 
     return TRUE;
 }
 
-/* Memory-bound work: every tensor input read once, the largest written once. */
-static gboolean streaming_work(const rv_shapes *s, int element_bytes, double *flops, double *bytes)
+/* Memory-bound work: every tensor input read once, the largest written
+ * once, or a pool's output (its recorded window). */
+static gboolean streaming_work(const rv_shapes *s, const char *op_args, int element_bytes, double *flops,
+                               double *bytes)
 {
     double largest = 0;
     for (guint i = 0; i < rv_shapes_count(s); i++)
         if (elements(s, i) > largest) largest = elements(s, i);
     if (largest <= 0) return FALSE;
-    *bytes = tensor_bytes(s, element_bytes) + largest * element_bytes;
+    rv_pool_geometry pool;
+    double written = largest;
+    if (rv_pool_geometry_parse(op_args, &pool) && rv_pool_output_elements(s, &pool) > 0)
+        written = (double)rv_pool_output_elements(s, &pool);
+    *bytes = tensor_bytes(s, element_bytes) + written * element_bytes;
     *flops = largest;
     return TRUE;
 }
@@ -213,7 +220,7 @@ gboolean rv_cost_work_of(rv_cost_class cls, const char *op, const char *dims, co
             break;
         }
         case RV_COST_COMM: case RV_COST_HOST_COPY: case RV_COST_UNKNOWN: ok = FALSE; break;
-        default: ok = streaming_work(&shapes, element_bytes, flops, bytes); break;
+        default: ok = streaming_work(&shapes, op_args, element_bytes, flops, bytes); break;
         }
     }
     rv_shapes_clear(&shapes);

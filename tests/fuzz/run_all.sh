@@ -51,11 +51,13 @@ seed_import() {
     fi
     rm -rf "$1/job"
     cp traces/small_ddp.json.gz "$1/seed-gzipped.json.gz"
-    # a convolution with its Concrete Inputs (op_args.c reads them by schema)
+    # convolutions and pools with their Concrete Inputs (op_args.c reads them by schema)
     cat >"$1/seed-conv-arguments.json" <<'SEED'
 {"traceEvents": [
 {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 10, "dur": 50, "args": {"External id": 1, "Input Dims": [[8, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], []], "Concrete Inputs": ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"]}},
 {"ph": "X", "cat": "cpu_op", "name": "aten::conv_transpose2d", "pid": 1, "tid": 1, "ts": 70, "dur": 20, "args": {"External id": 2, "Input Dims": [[8, 64, 28, 28], [64, 32, 3, 3], [], [], [], [], [], []], "Concrete Inputs": ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1", "[1, 1]"]}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::max_pool2d", "pid": 1, "tid": 1, "ts": 95, "dur": 3, "args": {"External id": 3, "Input Dims": [[8, 64, 56, 56], [], [], [], [], []], "Concrete Inputs": ["", "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", "False"]}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::adaptive_avg_pool2d", "pid": 1, "tid": 1, "ts": 99, "dur": 1, "args": {"External id": 4, "Input Dims": [[8, 64, 7, 7], []], "Concrete Inputs": ["", "[1, 1]"]}},
 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 5, "args": {"correlation": 7, "External id": 1}},
 {"ph": "X", "cat": "kernel", "name": "implicit_convolve_sgemm", "pid": 0, "tid": 7, "ts": 30, "dur": 40, "args": {"correlation": 7, "device": 0, "stream": 7, "grid": [98, 1, 1], "block": [128, 1, 1]}}
 ]}
