@@ -42,6 +42,12 @@ expect_in "$work/err" "no deviceProperties"
 expect_in "$work/err" "--source-gpu=NAME"
 one_line
 expect_status 0 "$reverie" kernels "$legacy" --source-gpu V100
+# whether the convolutions recorded their stride (Concrete Inputs) or are
+# taken at stride 1: a 2021 trace has none, the MI300X ResNet all
+expect_status 0 "$reverie" kernels "$ddp"
+expect_in "$work/out" "no convolution recorded its stride"
+expect_status 0 "$reverie" kernels "$root/traces/tracelens_mi300x_resnet_act_checkpoint.json.gz" --json
+json_check "d['classes']['conv']['shaped'] > 0 and d['classes']['conv']['with_arguments'] == d['classes']['conv']['shaped']"
 
 # --- whatif: GPU kernel time beside the step times --------------------------
 expect_status 0 "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=MI300X --json

@@ -38,6 +38,7 @@
 
 typedef struct {
     guint kernels, shaped, matrix;
+    guint with_arguments;  /* shaped ones whose operator recorded its arguments (a convolution's stride) */
     int64_t time_ns;
     int64_t dtype_ns[RV_DTYPE_COUNT];
 } class_row;
@@ -61,6 +62,7 @@ static void tally(kernel_view *v)
         class_row *row = &v->rows[cost->cls];
         row->kernels++;
         row->shaped += cost->shaped;
+        row->with_arguments += cost->shaped && rv_task_op_args(v->graph, t) > 0;
         row->matrix += cost->unit == RV_UNIT_MATRIX;
         row->time_ns += task->duration_ns;
         row->dtype_ns[cost->dtype] += task->duration_ns;
@@ -115,6 +117,22 @@ static void print_classes(const kernel_view *v)
                row->time_ns / 1e6, v->total_ns ? 100.0 * row->time_ns / v->total_ns : 0.0,
                100.0 * row->shaped / row->kernels, rv_dtype_name(main_dtype(row)), row->matrix, eff);
     }
+}
+
+/* Whether the convolutions were costed at the stride they recorded, or at
+ * stride 1 for want of it (work.c). */
+static void print_conv_strides(const kernel_view *v)
+{
+    const class_row *conv = &v->rows[RV_COST_CONV];
+    if (conv->shaped == 0) return;
+    if (conv->with_arguments == conv->shaped)
+        printf("  conv: every shaped convolution recorded its stride, padding and dilation (Concrete Inputs)\n");
+    else if (conv->with_arguments == 0)
+        printf("  conv: no convolution recorded its stride (Concrete Inputs, written by PyTorch 2.x with record_shapes=True):\n"
+               "  all %u shaped ones are taken at stride 1, a strided one at up to 4x its work\n", conv->shaped);
+    else
+        printf("  conv: %u of %u shaped convolutions recorded their stride (Concrete Inputs); the other %u are taken at\n"
+               "  stride 1\n", conv->with_arguments, conv->shaped, conv->shaped - conv->with_arguments);
 }
 
 static gint by_time(gconstpointer a, gconstpointer b, gpointer table)
@@ -367,6 +385,7 @@ static json_t *json_view(const kernel_view *v, const scaling_row *scaling, json_
                                   row->time_ns / 1e3, "shaped", (json_int_t)row->shaped, "matrix", (json_int_t)row->matrix,
                                   "dtype", rv_dtype_name(main_dtype(row)), "unit", unit == RV_UNIT_MATRIX ? "matrix" : "vector");
         json_object_set_new(entry, "efficiency", samples ? json_real(efficiency) : json_null());
+        if (c == RV_COST_CONV) json_object_set_new(entry, "with_arguments", json_integer(row->with_arguments));
         if (scaling && scaling[c].shapes) {
             json_object_set_new(entry, "scaling_shapes", json_integer(scaling[c].shapes));
             json_object_set_new(entry, "scaling_error_work", json_real(geomean_error(scaling[c].log_paper, scaling[c].shapes)));
@@ -440,6 +459,7 @@ static int report(const char *path, const kernels_options *o)
                rv_dtype_name(rv_cost_model_usual_dtype(v.model)));
         print_unnamed_gemms(&v);
         print_classes(&v);
+        print_conv_strides(&v);
         print_unknown(&v, o->top);
         if (o->scaling) print_scaling(rows);
         if (plan) print_target(plan, gpu, target, &views);
