@@ -817,6 +817,54 @@ START_TEST(huge_bucket_counts_do_not_wrap)
 }
 END_TEST
 
+/* Two GPUs' efficiencies are compared at one size.  GPU A recorded
+ * decade 5 at 0.06 (10 kernels); GPU B decade 5 at 0.03 (10) and decade 7
+ * at 0.25 (37).  A kernel of decade 6, which neither has, reads decade 5
+ * on both (ratio 2), not A's 5 against B's 7 (0.24, B's larger kernels).
+ * Found on an MI300X ResNet, whose batch norms projected to an H100 ran
+ * 4.5x slower for that alone.  With B's decade 5 gone, no size is shared
+ * and the kernel keeps its own efficiency (no ratio). */
+START_TEST(neighbouring_decades_are_the_same_on_both_sides)
+{
+    char *text = small_table_text();
+    json_t *root = json_loads(text, 0, NULL), *recordings = json_object_get(root, "recordings");
+    json_t *model = json_deep_copy(json_array_get(recordings, 0));
+    json_array_clear(recordings);
+    for (int with_five = 1; with_five >= 0; with_five--) {
+        json_array_clear(recordings);
+        const char *gpus[] = { "A", "B" };
+        for (int i = 0; i < 2; i++) {
+            json_t *r = json_deep_copy(model), *buckets = json_array();
+            if (i == 0 || with_five) json_array_append_new(buckets, bucket_of(5, 10, i == 0 ? 0.06 : 0.03));
+            if (i == 1) json_array_append_new(buckets, bucket_of(7, 37, 0.25));
+            json_object_set_new(r, "buckets", buckets);
+            json_object_set_new(r, "gpu", json_string(gpus[i]));
+            json_object_set_new(r, "sha256", json_sprintf("recording %d", i));
+            json_array_append_new(recordings, r);
+        }
+        char *folder, *path = scratch_table_path(&folder);
+        ck_assert(json_dump_file(root, path, 0) == 0);
+        GError *error = NULL;
+        rv_efficiency_table *table = rv_efficiency_table_load(path, &error);
+        ck_assert_msg(table != NULL, "%s", error ? error->message : "");
+        rv_gpu_efficiency *a = rv_efficiency_for_gpu(table, "A", NULL, NULL);
+        rv_gpu_efficiency *b = rv_efficiency_for_gpu(table, "B", NULL, NULL);
+        rv_cost_bucket six = { RV_COST_ELEMENTWISE, RV_UNIT_VECTOR, RV_BUCKET_PLAIN, 6 };
+        rv_efficiency_pair pair;
+        gboolean found = rv_efficiency_bucket_ratio(a, b, six, six, &pair);
+        ck_assert(found == with_five);
+        if (found) ck_assert_double_eq_tol(pair.source / pair.target, 2.0, 1e-9);
+        rv_gpu_efficiency_free(a);
+        rv_gpu_efficiency_free(b);
+        rv_efficiency_table_free(table);
+        scratch_remove(folder, path);
+    }
+    json_decref(model);
+    json_decref(root);
+    g_free(text);
+}
+END_TEST
+
 /* Found by fuzz_efficiency (a table written back and read again): the
  * writer packed a recording's kernels, a json_int_t, with json_pack's
  * "i" (an int), so 2^31 kernels or more were written as a negative
@@ -991,6 +1039,7 @@ int main(void)
     tcase_add_test(tables, a_table_of_tiny_efficiencies_saturates_the_totals);
     tcase_add_test(tables, a_bucket_above_its_bound_is_refused);
     tcase_add_test(tables, huge_bucket_counts_do_not_wrap);
+    tcase_add_test(tables, neighbouring_decades_are_the_same_on_both_sides);
     tcase_add_test(tables, the_largest_counts_are_written_back);
     suite_add_tcase(suite, tables);
     TCase *ranges = tcase_create("ranges");

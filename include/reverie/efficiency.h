@@ -121,8 +121,9 @@ gboolean rv_efficiency_fixed_ratio(const rv_gpu_efficiency *source, const rv_gpu
 gboolean rv_gpu_efficiency_gap(const rv_gpu_efficiency *view, double *gap_ns);
 /* Both GPUs' efficiencies for a kernel's bucket on each (a bucket's
  * efficiency: summed roofline over summed variable time, with its range;
- * RV_EFFICIENCY_MIN_KERNELS or more in it, else the neighbouring decade
- * with the most).  A ratio of two GPUs' efficiencies read off different
+ * RV_EFFICIENCY_MIN_KERNELS or more in it on both sides, else the same
+ * neighbouring decade on both: the one with the more kernels on the
+ * scarcer side; never two sizes compared).  A ratio of two GPUs' efficiencies read off different
  * jobs measures the jobs as much as the GPUs (one GPU's GEMMs recorded on
  * a large decoder, the other's on a small encoder); so where both GPUs
  * recorded some of the same jobs (rv_efficiency_pair_views, which must

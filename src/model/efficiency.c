@@ -862,22 +862,46 @@ static const bucket_total *usable(GHashTable *buckets, rv_cost_bucket bucket)
     return usable_key(buckets, bucket_packed(bucket));
 }
 
-static gboolean bucket_in(GHashTable *buckets, rv_cost_bucket bucket, double *efficiency, double *low, double *high)
+/* The bucket `step` decades from `bucket`'s, if it has enough kernels. */
+static const bucket_total *usable_at(GHashTable *buckets, rv_cost_bucket bucket, int step)
 {
-    if (buckets == NULL) return FALSE;
-    const bucket_total *total = usable(buckets, bucket);
-    /* else the next decade down or up with the most kernels: efficiency moves smoothly with size */
-    if (total == NULL)
-        for (int step = -1; step <= 1; step += 2) {
-            rv_cost_bucket near = bucket;
-            near.decade = (int8_t)(bucket.decade + step);
-            const bucket_total *found = near.decade >= 0 ? usable(buckets, near) : NULL;
-            if (found && (total == NULL || found->kernels > total->kernels)) total = found;
-        }
-    if (total == NULL) return FALSE;
+    bucket.decade = (int8_t)(bucket.decade + step);
+    return buckets != NULL && bucket.decade >= 0 ? usable(buckets, bucket) : NULL;
+}
+
+static void efficiency_of(const bucket_total *total, double *efficiency, double *low, double *high)
+{
     *efficiency = total->roofline_ns / total->variable_ns;
     *low = MIN(total->low, *efficiency);
     *high = MAX(total->high, *efficiency);
+}
+
+/* Both sides at the same size: the kernel's own decade on each, else the
+ * same step down or up on both (the one with the more kernels on the
+ * scarcer side), since efficiency moves smoothly with size.  Each side
+ * stepping on its own compared kernels of different sizes: an MI300X
+ * ResNet's batch norms of 1-10 MB were read against the MI300X's 10-100 MB
+ * layer norms (0.25 of the bandwidth) and the H100's 0.1-1 MB ones
+ * (0.06), latency-bound, and projected 4.2x slower on the H100 for that
+ * alone. */
+static gboolean bucket_pair_in(GHashTable *from, GHashTable *to, rv_cost_bucket on_source, rv_cost_bucket on_target,
+                               rv_efficiency_pair *pair)
+{
+    const bucket_total *source = usable_at(from, on_source, 0), *target = usable_at(to, on_target, 0);
+    if (source == NULL || target == NULL) {
+        guint64 best = 0;
+        source = target = NULL;
+        for (int step = -1; step <= 1; step += 2) {
+            const bucket_total *a = usable_at(from, on_source, step), *b = usable_at(to, on_target, step);
+            if (a == NULL || b == NULL || MIN(a->kernels, b->kernels) <= best) continue;
+            best = MIN(a->kernels, b->kernels);
+            source = a;
+            target = b;
+        }
+    }
+    if (source == NULL) return FALSE;
+    efficiency_of(source, &pair->source, &pair->source_low, &pair->source_high);
+    efficiency_of(target, &pair->target, &pair->target_low, &pair->target_high);
     return TRUE;
 }
 
@@ -916,8 +940,7 @@ gboolean rv_efficiency_bucket_ratio(const rv_gpu_efficiency *source, const rv_gp
     if (source == NULL || target == NULL) return FALSE;
     gboolean pairs = source->paired && g_hash_table_size(source->paired) > 0;
     GHashTable *from = pairs ? source->paired : source->buckets, *to = pairs ? target->paired : target->buckets;
-    return bucket_in(from, on_source, &pair->source, &pair->source_low, &pair->source_high) &&
-           bucket_in(to, on_target, &pair->target, &pair->target_low, &pair->target_high);
+    return bucket_pair_in(from, to, on_source, on_target, pair);
 }
 
 /* ---- what a projection reads --------------------------------------------- */
