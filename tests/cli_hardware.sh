@@ -48,6 +48,15 @@ expect_status 0 "$reverie" kernels "$ddp"
 expect_in "$work/out" "no convolution recorded its stride"
 expect_status 0 "$reverie" kernels "$root/traces/tracelens_mi300x_resnet_act_checkpoint.json.gz" --json
 json_check "d['classes']['conv']['shaped'] > 0 and d['classes']['conv']['with_arguments'] == d['classes']['conv']['shaped']"
+# MIOpen's layout transposes follow their convolutions onto another
+# vendor's GPU (counted as conv there), not onto AMD's own MI250
+mi300x_resnet="$root/traces/tracelens_mi300x_resnet_act_checkpoint.json.gz"
+expect_status 0 "$reverie" kernels "$mi300x_resnet" --target H100-SXM --json
+json_check "d['target']['library_helpers']['kernels'] > 500 and d['target']['classes']['conv']['kernels'] > d['classes']['conv']['kernels'] + 500"
+expect_status 0 "$reverie" kernels "$mi300x_resnet" --target MI250
+! grep -q "library convolutions launched" "$work/out" || fail "MIOpen's helpers moved onto AMD's own MI250: $(grep 'library convolutions' "$work/out")"
+expect_status 0 "$reverie" kernels "$mi300x_resnet" --target H100-SXM
+expect_in "$work/out" "library convolutions launched under other names"
 
 # --- whatif: GPU kernel time beside the step times --------------------------
 expect_status 0 "$reverie" whatif "$pair/h100.json.gz" --opt hardware:gpu=MI300X --json

@@ -433,6 +433,49 @@ START_TEST(bandwidth_moves_only_the_share_it_held)
 }
 END_TEST
 
+/* A convolution handed to MIOpen launches its kernel and a layout
+ * transpose (MIOpen's batched_transpose, a copy by its name).  Onto
+ * another vendor's GPU with twice the matrix peak and the same bandwidth,
+ * the transpose follows the convolution (about half the time: the target's
+ * library runs its own helpers or none), and is counted as one; a copy
+ * that no convolution launched keeps the bandwidth ratio (1).  Onto a GPU
+ * of the same vendor (twice the SMs) the same library runs the same
+ * transpose, costed as the copy it is. */
+START_TEST(library_helpers_follow_their_convolutions)
+{
+    rv_gpu a = make_gpu("A", "amd", 100, 1e12, 0), other_vendor = make_gpu("B", "nvidia", 200, 1e12, 0);
+    rv_gpu same_vendor = make_gpu("C", "amd", 200, 1e12, 0);
+    tiny t = tiny_new();
+    const char *dims = "[[8, 64, 56, 56], [64, 64, 3, 3]]";
+    int32_t conv = add_kernel(&t, "igemm_fwd_gtcx3_nhwc_bf16_bx0", "aten::miopen_convolution", dims, US(100), 0);
+    int32_t helper = add_kernel(&t, "batched_transpose_32x32_half", "aten::miopen_convolution", dims, US(20), 0);
+    int32_t copy = add_kernel(&t, "batched_transpose_32x32_half", "aten::copy_", dims, US(20), 0); /* no convolution's */
+    for (int other = 1; other >= 0; other--) {
+        move m = { other ? &other_vendor : &same_vendor, NULL, NULL };
+        rv_cost_model *model;
+        rv_cost_plan *plan = project(t.graph, &a, &m, &model);
+        double fixed = (double)rv_cost_model_fixed_ns(model);
+        double fixed_b = plan->target_fixed_ns < 0 ? fixed : plan->target_fixed_ns; /* < 0: the source's kept */
+        double conv_ratio = (planned(plan, conv) - fixed_b) / (US(100) - fixed);
+        double helper_ratio = (planned(plan, helper) - fixed_b) / (US(20) - fixed);
+        double copy_ratio = (planned(plan, copy) - fixed_b) / (US(20) - fixed);
+        ck_assert_msg(conv_ratio > 0.45 && conv_ratio < 0.6, "%f", conv_ratio); /* the matrix peak's 2x, less its bytes */
+        if (other) ck_assert_double_eq_tol(copy_ratio, 1.0, 0.01); /* one vendor: the SMs' share moves too */
+        ck_assert_double_eq_tol(helper_ratio, (other ? conv_ratio : copy_ratio), 0.01);
+        ck_assert_uint_eq(plan->library_helpers, other ? 1 : 0);
+        ck_assert_uint_eq(plan->classes[RV_COST_CONV].tasks, other ? 2 : 1);
+        ck_assert_uint_eq(plan->classes[RV_COST_COPY].tasks, other ? 1 : 2);
+        rv_cost_plan_free(plan);
+        rv_cost_model_free(model);
+    }
+    ck_assert(rv_cost_op_is_library_convolution("aten::cudnn_convolution"));
+    ck_assert(rv_cost_op_is_library_convolution("aten::convolution_backward"));
+    ck_assert(!rv_cost_op_is_library_convolution("aten::convolution"));
+    ck_assert(!rv_cost_op_is_library_convolution("aten::add_"));
+    rv_graph_free(t.graph);
+}
+END_TEST
+
 /* A table.json in a fresh temporary folder (both g_free'd by scratch_remove). */
 static char *scratch_table_path(char **folder)
 {
@@ -1026,6 +1069,7 @@ int main(void)
     tcase_add_test(terms, fixed_cost_decides_one_microsecond_kernels);
     tcase_add_test(terms, cache_decides_working_sets_under_and_over_it);
     tcase_add_test(terms, bandwidth_moves_only_the_share_it_held);
+    tcase_add_test(terms, library_helpers_follow_their_convolutions);
     suite_add_tcase(suite, terms);
     TCase *tables = tcase_create("tables");
     tcase_add_test(tables, views_leave_out_the_projected_job);

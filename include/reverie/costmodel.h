@@ -157,6 +157,12 @@ int rv_cost_element_bytes_of_name(const char *kernel_name, int fallback);
  * rocBLAS, MIOpen) rather than one whose grid comes from the problem
  * (ATen, Triton, fused attention). */
 gboolean rv_cost_name_is_library(const char *kernel_name);
+/* An operator that hands a convolution to a vendor library (cuDNN,
+ * MIOpen: aten::cudnn_convolution*, aten::miopen_convolution*,
+ * aten::convolution_backward), so that every kernel it launches, under
+ * whatever name (cuDNN's nchwToNhwc, MIOpen's batched_transpose), is that
+ * library's choice. */
+gboolean rv_cost_op_is_library_convolution(const char *op);
 /* A fused attention kernel (flash, fmha, attn_fwd, ...). */
 gboolean rv_cost_name_is_fused_attention(const char *kernel_name);
 
@@ -349,6 +355,12 @@ typedef struct {
      * tables hold no large samples of (rv_cost_plan_describe says so). */
     guint unaligned_half;
     int64_t unaligned_half_ns;  /* their recorded time */
+    /* Kernels a library convolution launched under other names (layout
+     * transposes, workspace setup) moved to another vendor's GPU: they
+     * follow their convolutions (costed and counted as class conv), since
+     * the target's library runs helpers of its own, or none. */
+    guint library_helpers;
+    int64_t library_helpers_ns;  /* their recorded time */
 } rv_cost_plan;
 
 rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn decide, gpointer data);

@@ -342,6 +342,11 @@ static void print_target(const rv_cost_plan *plan, const rv_gpu *source, const r
     char range[48];
     g_snprintf(range, sizeof range, "%.3f - %.3f", low / 1e6, high / 1e6);
     printf("  %-12s %8s %12.3f %12.3f %23s\n", "total", "", before / 1e6, after / 1e6, range);
+    if (plan->library_helpers)
+        printf("  %u kernels (%.3f ms recorded) that library convolutions launched under other names (layout "
+               "transposes, workspace setup) are counted as conv: on another vendor's GPU they follow the "
+               "convolutions, whose library there runs helpers of its own or none\n",
+               plan->library_helpers, plan->library_helpers_ns / 1e6);
     if (plan->unknown_tasks)
         printf("  %u unknown kernels (%.3f ms) stay as recorded\n", plan->unknown_tasks, plan->unknown_ns / 1e6);
 }
@@ -365,9 +370,12 @@ static json_t *json_target(const rv_cost_plan *plan, const rv_gpu *target, const
     json_t *excluded = json_array();
     for (guint i = 0; views->excluded && i < views->excluded->len; i++)
         json_array_append_new(excluded, rv_json_text(g_ptr_array_index(views->excluded, i)));
-    return json_pack("{s:s,s:I,s:I,s:o,s:o}", "gpu", target->id, "source_recordings",
+    json_t *helpers = json_pack("{s:I,s:f}", "kernels", (json_int_t)plan->library_helpers, "recorded_us",
+                                plan->library_helpers_ns / 1e3);
+    return json_pack("{s:s,s:I,s:I,s:o,s:o,s:o}", "gpu", target->id, "source_recordings",
                      (json_int_t)rv_gpu_efficiency_recordings(views->source), "target_recordings",
-                     (json_int_t)rv_gpu_efficiency_recordings(views->target), "left_out", excluded, "classes", classes);
+                     (json_int_t)rv_gpu_efficiency_recordings(views->target), "left_out", excluded, "classes", classes,
+                     "library_helpers", helpers);
 }
 
 /* ---- JSON ------------------------------------------------------------------- */

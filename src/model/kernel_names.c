@@ -227,6 +227,15 @@ gboolean rv_cost_name_is_library(const char *kernel_name)
     return library;
 }
 
+gboolean rv_cost_op_is_library_convolution(const char *op)
+{
+    char *word = op_word(op);
+    gboolean library = strstr(word, "cudnn_conv") != NULL || strstr(word, "miopen_conv") != NULL ||
+                       strstr(word, "miopen_depthwise_conv") != NULL || strcmp(word, "convolution_backward") == 0;
+    g_free(word);
+    return library;
+}
+
 gboolean rv_cost_name_is_fused_attention(const char *kernel_name)
 {
     char *lower = g_ascii_strdown(kernel_name ? kernel_name : "", -1);

@@ -67,6 +67,8 @@ typedef struct {
     rv_cost_plan *plan;
     GArray *pending;                       /* unshaped tasks, costed after the shaped ones */
     GArray *changes;                       /* rv_cost_change per pending task */
+    GArray *pending_class;                 /* uint8 rv_cost_class per pending task: whose ratio it follows */
+    GHashTable *library_ops;               /* op string id -> 1 + rv_cost_op_is_library_convolution */
     /* the shaped kernels' variable time per class, before and after (and the range's ends) */
     double shaped_before[RV_COST_CLASS_COUNT], shaped_after[RV_COST_CLASS_COUNT];
     double shaped_low[RV_COST_CLASS_COUNT], shaped_high[RV_COST_CLASS_COUNT];
@@ -616,6 +618,35 @@ static void plan_shaped(planning *p, int32_t id, const rv_kernel_cost *cost, con
     record(p, id, (rv_cost_class)cost->cls, task, e);
 }
 
+/* Cost `id` after the shaped kernels, like those of class `cls`. */
+static void defer(planning *p, int32_t id, const rv_cost_change *change, rv_cost_class cls)
+{
+    uint8_t follows = (uint8_t)cls;
+    g_array_append_val(p->pending, id);
+    g_array_append_vals(p->changes, change, 1);
+    g_array_append_val(p->pending_class, follows);
+}
+
+/* A kernel that a library convolution launched under another class's name
+ * (cuDNN's nchwToNhwc, MIOpen's batched_transpose), moving to another
+ * vendor's GPU: the target's library picks its own algorithm and layout,
+ * with helpers of its own or none, so these follow the convolutions (the
+ * rule the waves term keeps for a library's tiles).  On one vendor the
+ * same library runs the same helpers, costed by their own class. */
+static gboolean is_library_helper(planning *p, const rv_task *task, const rv_kernel_cost *cost,
+                                  const rv_cost_change *change)
+{
+    if (!moves_gpu(p->model, change) || g_strcmp0(p->model->source->vendor, change->gpu->vendor) == 0) return FALSE;
+    if (cost->cls == RV_COST_CONV || !rv_cost_class_is_costed((rv_cost_class)cost->cls) || task->op <= 0) return FALSE;
+    gpointer known = g_hash_table_lookup(p->library_ops, GINT_TO_POINTER(task->op));
+    if (known == NULL) {
+        gboolean library = rv_cost_op_is_library_convolution(rv_strings_get(p->model->graph->strings, task->op));
+        known = GINT_TO_POINTER(1 + library);
+        g_hash_table_insert(p->library_ops, GINT_TO_POINTER(task->op), known);
+    }
+    return GPOINTER_TO_INT(known) == 2;
+}
+
 static void plan_task(planning *p, int32_t id, const rv_kernel_cost *cost, const rv_cost_change *change)
 {
     const rv_cost_model *model = p->model;
@@ -633,9 +664,10 @@ static void plan_task(planning *p, int32_t id, const rv_kernel_cost *cost, const
     } else if (cost->cls == RV_COST_HOST_COPY) {
         double ns = (double)task->duration_ns * change->bytes_factor * model->source->pcie_Bps / change->gpu->pcie_Bps;
         record(p, id, RV_COST_HOST_COPY, task, exact(ns, RV_TERM_LINK));
+    } else if (is_library_helper(p, task, cost, change)) {
+        defer(p, id, change, RV_COST_CONV);
     } else if (!cost->shaped) {
-        g_array_append_val(p->pending, id);
-        g_array_append_vals(p->changes, change, 1);
+        defer(p, id, change, (rv_cost_class)cost->cls);
     } else {
         plan_shaped(p, id, cost, change, task);
     }
@@ -647,8 +679,16 @@ static void plan_pending(planning *p)
     for (guint i = 0; i < p->pending->len; i++) {
         int32_t id = g_array_index(p->pending, int32_t, i);
         const rv_cost_change *change = &g_array_index(p->changes, rv_cost_change, i);
-        const rv_kernel_cost *cost = rv_cost_model_kernel(p->model, id);
+        rv_kernel_cost cost_as = *rv_cost_model_kernel(p->model, id);
         const rv_task *task = &g_array_index(p->model->graph->tasks, rv_task, id);
+        uint8_t follows = g_array_index(p->pending_class, uint8_t, i);
+        /* a library's helper follows its convolutions where some have shapes */
+        if (follows != cost_as.cls && p->shaped_before[follows] > 0) {
+            cost_as.cls = follows;
+            p->plan->library_helpers++;
+            p->plan->library_helpers_ns += task->duration_ns;
+        }
+        const rv_kernel_cost *cost = &cost_as;
         double fixed = (double)MIN(task->duration_ns, p->model->fixed_ns), variable = (double)task->duration_ns - fixed;
         gboolean moved = moves_gpu(p->model, change);
         estimate e = { 0, 0, 0, RV_TERM_NONE, fixed, fixed, fixed };
@@ -700,6 +740,8 @@ rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn d
     p.plan = plan;
     p.pending = g_array_new(FALSE, FALSE, sizeof(int32_t));
     p.changes = g_array_new(FALSE, FALSE, sizeof(rv_cost_change));
+    p.pending_class = g_array_new(FALSE, FALSE, sizeof(uint8_t));
+    p.library_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
     p.shapes = g_hash_table_new_full(shape_key_hash, shape_key_equal, g_free, g_free);
     for (int32_t id = 0; id < (int32_t)tasks; id++) {
         const rv_kernel_cost *cost = rv_cost_model_kernel(model, id);
@@ -709,6 +751,8 @@ rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn d
     plan_pending(&p);
     g_array_unref(p.pending);
     g_array_unref(p.changes);
+    g_array_unref(p.pending_class);
+    g_hash_table_destroy(p.library_ops);
     g_hash_table_destroy(p.shapes);
     return plan;
 }
@@ -779,6 +823,15 @@ void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString
                                "non-Tensor rate where its catalogue entry says so (matrix_any_shape false); pad the "
                                "dimension to a multiple of 8 to avoid them\n",
                                indent, plan->unaligned_half, time);
+        g_free(time);
+    }
+    if (plan->library_helpers) {
+        char *time = rv_format_duration(plan->library_helpers_ns);
+        g_string_append_printf(out,
+                               "%s%u kernels (%s recorded) that library convolutions launched under other names "
+                               "(layout transposes, workspace setup) follow the convolutions onto another vendor's "
+                               "GPU, whose library runs helpers of its own or none: counted as conv above\n",
+                               indent, plan->library_helpers, time);
         g_free(time);
     }
     if (plan->unknown_tasks) {
