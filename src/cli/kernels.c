@@ -39,7 +39,7 @@
 typedef struct {
     guint kernels, shaped, matrix;
     guint with_arguments;  /* shaped ones whose operator recorded its arguments (a convolution's stride) */
-    int64_t time_ns;
+    int64_t time_ns, matrix_ns;
     int64_t dtype_ns[RV_DTYPE_COUNT];
 } class_row;
 
@@ -64,6 +64,7 @@ static void tally(kernel_view *v)
         row->shaped += cost->shaped;
         row->with_arguments += cost->shaped && rv_task_op_args(v->graph, t) > 0;
         row->matrix += cost->unit == RV_UNIT_MATRIX;
+        if (cost->unit == RV_UNIT_MATRIX) row->matrix_ns += task->duration_ns;
         row->time_ns += task->duration_ns;
         row->dtype_ns[cost->dtype] += task->duration_ns;
         v->total_ns += task->duration_ns;
@@ -82,12 +83,13 @@ static rv_dtype main_dtype(const class_row *row)
     return best;
 }
 
-/* A class's calibrated efficiency on the unit most of its kernels use
- * (samples 0: none calibrated it). */
+/* A class's calibrated efficiency on the unit that ran most of its time
+ * (samples 0: none calibrated it): by time, as its dtype, since a few long
+ * Tensor Core GEMMs and as many short helpers are a matrix class. */
 static double class_efficiency(const kernel_view *v, int c, rv_unit *unit, guint *samples)
 {
     const class_row *row = &v->rows[c];
-    *unit = row->matrix * 2 > row->kernels ? RV_UNIT_MATRIX : RV_UNIT_VECTOR;
+    *unit = row->matrix_ns * 2 > row->time_ns ? RV_UNIT_MATRIX : RV_UNIT_VECTOR;
     return rv_cost_model_efficiency(v->model, (rv_cost_class)c, *unit, samples);
 }
 
