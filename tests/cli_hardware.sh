@@ -234,6 +234,21 @@ if [ -f "$decoder" ]; then
     ! grep -q "no multiple of 8" "$work/out" || fail "ResNet-50's GEMMs flagged as unaligned: $(grep 'multiple of 8' "$work/out")"
 fi
 
+# --- cuDNN's batch norms cast to bf16 are flagged: PyTorch runs bf16 batch
+# norm with its own kernels (not in fp16, and not where there is none)
+resnet="$root/traces/recorded/h100/resnet50_fp32.json.gz"
+if [ -f "$resnet" ]; then
+    expect_status 0 "$reverie" whatif "$resnet" --opt amp:dtype=bf16
+    expect_in "$work/out" "cuDNN batch-norm kernels ("
+    expect_in "$work/out" "PyTorch runs bf16 batch norm with its own kernels"
+    expect_status 0 "$reverie" whatif "$resnet" --opt precision:dtype=bf16
+    expect_in "$work/out" "cuDNN batch-norm kernels ("
+    expect_status 0 "$reverie" whatif "$resnet" --opt amp
+    ! grep -q "cuDNN batch-norm" "$work/out" || fail "fp16 autocast flagged cuDNN's batch norms: $(grep 'cuDNN batch-norm' "$work/out")"
+    expect_status 0 "$reverie" whatif "$decoder" --opt amp:dtype=bf16
+    ! grep -q "cuDNN batch-norm" "$work/out" || fail "the decoder (no batch norm) flagged: $(grep 'cuDNN batch-norm' "$work/out")"
+fi
+
 # --- the shipped table is what calibrate.sh makes of the shipped traces today
 (cd "$root" && sh data/calibrate.sh "$reverie" "$work/shipped.json") || fail "data/calibrate.sh failed"
 cmp -s "$work/shipped.json" "$root/data/efficiency.json" ||

@@ -163,6 +163,8 @@ gboolean rv_cost_name_is_library(const char *kernel_name);
  * whatever name (cuDNN's nchwToNhwc, MIOpen's batched_transpose), is that
  * library's choice. */
 gboolean rv_cost_op_is_library_convolution(const char *op);
+/* cuDNN's batch-norm kernels (cudnn::bn_fw_..., cudnn::bn_bw_...). */
+gboolean rv_cost_name_is_cudnn_batch_norm(const char *kernel_name);
 /* A fused attention kernel (flash, fmha, attn_fwd, ...). */
 gboolean rv_cost_name_is_fused_attention(const char *kernel_name);
 
@@ -374,6 +376,13 @@ guint rv_cost_plan_changed(const rv_cost_plan *plan);
 /* One line per class the plan touched ("    gemm 24 kernels 43.208 -> 38.1 ms (24 by shapes)"),
  * and a line counting unknown kernels, each starting with `indent`. */
 void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString *out);
+/* PyTorch hands a batch norm to cuDNN in fp32 and fp16 but runs it in bf16
+ * with its own kernels (at::native's batch_norm_collect_statistics,
+ * _transform_input and _backward: a block per channel), which a trace of
+ * the other dtypes does not show, so a plan that casts `kernels` cuDNN
+ * batch norms (`ns` recorded) to bf16 costs them as cuDNN's.  A line that
+ * says so, with the project's measurement, after `indent`; nothing for 0. */
+void rv_cost_describe_bf16_batch_norms(guint kernels, int64_t ns, const char *indent, GString *out);
 
 G_END_DECLS
 

@@ -227,6 +227,11 @@ gboolean rv_cost_name_is_library(const char *kernel_name)
     return library;
 }
 
+gboolean rv_cost_name_is_cudnn_batch_norm(const char *kernel_name)
+{
+    return kernel_name != NULL && strstr(kernel_name, "cudnn::bn_") != NULL;
+}
+
 gboolean rv_cost_op_is_library_convolution(const char *op)
 {
     char *word = op_word(op);
