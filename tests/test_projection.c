@@ -140,6 +140,39 @@ START_TEST(waves_leave_a_library_gemm_to_its_library)
 }
 END_TEST
 
+/* A fused attention kernel of 16 blocks (128 threads, 255 registers a
+ * thread, 48 KiB of shared memory: two blocks fit an SM of the first GPU
+ * by registers; its 48 KiB would fit one in a CU of the second, 64 KiB)
+ * moves between GPUs of two vendors with the same throughput per SM, 132
+ * SMs and 304.  Each spreads the 16 blocks one to an SM, holding as many
+ * a SM as the source did, so the kernel takes as long on both, both ways.
+ * Counting the source's shared memory against the target's limits had
+ * made it twice as fast on the second GPU one way and as fast the other. */
+START_TEST(waves_across_vendors_keep_the_blocks_an_sm_held)
+{
+    rv_gpu nvidia = make_gpu("N", "nvidia", 132, 1e18, 0), amd = make_gpu("M", "amd", 304, 1e18, 0);
+    nvidia.sm_max_blocks = amd.sm_max_blocks = 32;
+    amd.sm_shared_bytes = 64 * 1024;
+    const rv_gpu *gpus[2] = { &nvidia, &amd };
+    for (int from = 0; from < 2; from++) {
+        tiny t = tiny_new();
+        int32_t attention = add_kernel(&t, "flash_fwd_kernel_bf16", "aten::_scaled_dot_product_flash_attention",
+                                       "[[1,8,128,64],[1,8,128,64],[1,8,128,64]]", US(100), 16);
+        g_array_index(t.graph->launches, rv_launch, attention) = (rv_launch){ 16, 128, 255, 48 * 1024 };
+        move m = { gpus[1 - from], NULL, NULL };
+        rv_cost_model *model;
+        rv_cost_plan *plan = project(t.graph, gpus[from], &m, &model);
+        double fixed = (double)rv_cost_model_fixed_ns(model);
+        double fixed_b = plan->target_fixed_ns < 0 ? fixed : plan->target_fixed_ns;
+        double ratio = (planned(plan, attention) - fixed_b) / (US(100) - fixed);
+        ck_assert_msg(fabs(ratio - 1) < 0.01, "from %s: %f", gpus[from]->id, ratio);
+        rv_cost_plan_free(plan);
+        rv_cost_model_free(model);
+        rv_graph_free(t.graph);
+    }
+}
+END_TEST
+
 START_TEST(occupancy_from_threads_registers_and_shared_memory)
 {
     rv_gpu h = make_gpu("H", "nvidia", 132, 3.35e12, 50e6);
@@ -1070,6 +1103,7 @@ int main(void)
     tcase_add_test(terms, cache_decides_working_sets_under_and_over_it);
     tcase_add_test(terms, bandwidth_moves_only_the_share_it_held);
     tcase_add_test(terms, library_helpers_follow_their_convolutions);
+    tcase_add_test(terms, waves_across_vendors_keep_the_blocks_an_sm_held);
     suite_add_tcase(suite, terms);
     TCase *tables = tcase_create("tables");
     tcase_add_test(tables, views_leave_out_the_projected_job);

@@ -71,7 +71,10 @@
  *   - waves (waves.c): R is the roofline whose compute term is divided by
  *     the wave utilization blocks / (waves x SMs x resident blocks per SM),
  *     occupancy from the recorded block, registers and shared memory
- *     against each GPU's per-SM limits.  The target runs the recorded grid
+ *     against each GPU's per-SM limits (across vendors the source's
+ *     blocks per SM carry over, within the target's thread and block
+ *     limits: registers and shared memory are one vendor's compiled
+ *     kernel's, and the target's kernel is not recorded).  The target runs the recorded grid
  *     where the grid comes from the problem (ATen, Triton, fused
  *     attention) or the vendor is the same; a vendor library's GEMM or
  *     convolution on another vendor's GPU picks its own tiles there, so it
@@ -244,6 +247,9 @@ int rv_cost_blocks_per_sm(const rv_gpu *gpu, const rv_launch *launch, gboolean r
 /* The share of gpu's compute units a launch keeps busy over its waves,
  * blocks / (waves x SMs x blocks per SM), in (0, 1]; 1 when unknown. */
 double rv_cost_wave_utilization(const rv_gpu *gpu, const rv_launch *launch, gboolean registers);
+/* The same with `per_sm` blocks resident on an SM (CU), however the
+ * GPU's limits would count them; 1 when unknown (per_sm <= 0). */
+double rv_cost_wave_utilization_at(const rv_gpu *gpu, const rv_launch *launch, int per_sm);
 /* The share of each of gpu's per-SM resources - threads, block slots,
  * registers, shared memory, in contention.h's RV_SHARE_* order - that
  * `launch` holds over the whole GPU while it runs: u x blocks per SM x one

@@ -384,6 +384,25 @@ static rv_cost_term deciding_term(const shape_terms *t, double fixed, double var
     return t->in_cache ? RV_TERM_CACHE : RV_TERM_BANDWIDTH;
 }
 
+/* Blocks per SM (CU) a kernel whose grid comes from the problem holds on
+ * another vendor's GPU: as many as it held on the source, within the
+ * target's thread and block limits.  The registers and shared memory the
+ * source recorded are its own compiler's, and the target's kernel is not
+ * recorded; counting them against the target's limits (48 KiB of an
+ * H100's shared memory fills an MI300X CU's 64 KiB) made the same 16
+ * blocks of BERT-small's attention fill 16 of 132 H100 SMs half as
+ * much as 16 of 304 MI300X CUs: H100 -> MI300X -12.92%, -1.99% now, where
+ * MI300X -> H100, whose ROCm trace records neither, was +0.64% both ways. */
+static int blocks_per_sm_across(const rv_gpu *source, const rv_gpu *target, const rv_launch *launch)
+{
+    if (launch == NULL) return 0;
+    rv_launch threads_only = *launch;
+    threads_only.registers = 0;
+    threads_only.shared_bytes = 0;
+    int held = rv_cost_blocks_per_sm(source, launch, TRUE), room = rv_cost_blocks_per_sm(target, &threads_only, FALSE);
+    return held > 0 && room > 0 ? MIN(held, room) : room;
+}
+
 /* shape_terms of a shaped kernel moved to another GPU. */
 static void projected_terms(const rv_cost_model *model, const rv_kernel_cost *cost, const rv_cost_change *change,
                             const rv_launch *launch, shape_terms *t)
@@ -394,8 +413,14 @@ static void projected_terms(const rv_cost_model *model, const rv_kernel_cost *co
     gboolean achievable = rv_cost_model_use_achievable(model, target);
     gboolean same_vendor = g_strcmp0(source->vendor, target->vendor) == 0;
     t->u_source = rv_cost_wave_utilization(source, launch, TRUE);
-    /* another vendor's library re-tiles: it keeps the share of the GPU it had */
-    t->u_target = cost->library && !same_vendor ? t->u_source : rv_cost_wave_utilization(target, launch, same_vendor);
+    if (same_vendor) {
+        t->u_target = rv_cost_wave_utilization(target, launch, TRUE);
+    } else if (cost->library) {
+        /* another vendor's library re-tiles: it keeps the share of the GPU it had */
+        t->u_target = t->u_source;
+    } else {
+        t->u_target = rv_cost_wave_utilization_at(target, launch, blocks_per_sm_across(source, target, launch));
+    }
     t->after = cost_on_target(cost, change, unit, to);
     t->before_s = rv_cost_wave_roofline_s(source, cost->unit, cost->dtype, cost->flops, cost->bytes, t->u_source,
                                           achievable, 1, 1);

@@ -33,8 +33,12 @@ int rv_cost_blocks_per_sm(const rv_gpu *gpu, const rv_launch *launch, gboolean r
 
 double rv_cost_wave_utilization(const rv_gpu *gpu, const rv_launch *launch, gboolean registers)
 {
-    int per_sm = rv_cost_blocks_per_sm(gpu, launch, registers);
-    if (per_sm <= 0 || gpu->sm_count <= 0 || launch->blocks == 0) return 1;
+    return rv_cost_wave_utilization_at(gpu, launch, rv_cost_blocks_per_sm(gpu, launch, registers));
+}
+
+double rv_cost_wave_utilization_at(const rv_gpu *gpu, const rv_launch *launch, int per_sm)
+{
+    if (per_sm <= 0 || launch == NULL || gpu->sm_count <= 0 || launch->blocks == 0) return 1;
     double slots = (double)per_sm * gpu->sm_count;
     double waves = ceil(launch->blocks / slots);
     return launch->blocks / (waves * slots);
