@@ -240,57 +240,51 @@ START_TEST(estimate_on_the_generated_training_job)
 }
 END_TEST
 
+/* Recorded arguments (Concrete Inputs, as op_args.c keeps them). */
+#define STRIDE_2 "{\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"transposed\":false,\"groups\":1}"
+#define STEM "{\"stride\":[2,2],\"padding\":[3,3],\"dilation\":[1,1],\"transposed\":false,\"groups\":1}"
+#define TRANSPOSED "{\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"transposed\":true,\"output_padding\":[1,1],\"groups\":1}"
+#define ONE_D "{\"stride\":[2],\"padding\":[1],\"dilation\":[1],\"transposed\":false,\"groups\":1}"
+#define MAX_POOL "{\"pool\":\"window\",\"kernel\":[3,3],\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"ceil_mode\":false}"
+#define AVG_POOL_CEIL "{\"pool\":\"window\",\"kernel\":[2,2],\"stride\":[2,2],\"padding\":[0,0],\"dilation\":[1,1],\"ceil_mode\":true}"
+
 START_TEST(output_shapes)
 {
-    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[8,16],[32,16],[32]]", NULL), 8 * 32);
-    ck_assert_int_eq(rv_memory_output_elements("aten::linear", "[[3136,8,768],[2304,768],[2304]]", NULL),
-                     (int64_t)3136 * 8 * 2304);
-    ck_assert_int_eq(rv_memory_output_elements("aten::addmm", "[[2304],[25096,768],[768,2304],[],[]]", NULL),
-                     (int64_t)25096 * 2304);
-    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[8,12,3137,64],[8,12,64,3137]]", NULL),
-                     (int64_t)8 * 12 * 3137 * 3137);
-    ck_assert_int_eq(rv_memory_output_elements("aten::matmul", "[[12,3137,64],[8,1,64,3137]]", NULL),
-                     (int64_t)8 * 12 * 3137 * 3137); /* broadcast */
-    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[128,3,224,224],[768,3,16,16],[768],[],[],[],[]]", NULL),
-                     (int64_t)128 * 768 * 14 * 14); /* patch embedding */
-    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]", NULL),
-                     (int64_t)32 * 64 * 56 * 56); /* stride 1 */
-    /* with the recorded arguments: a stride-2 3x3 convolution halves each side,
-     * a 7x7 stem with padding 3 likewise, a transposed one doubles it */
-    const char *stride2 = "{\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"transposed\":false,\"groups\":1}";
-    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[128,64,3,3],[],[],[],[],[]]", stride2),
-                     32 * 128 * 28 * 28);
-    const char *stem = "{\"stride\":[2,2],\"padding\":[3,3],\"dilation\":[1,1],\"transposed\":false,\"groups\":1}";
-    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[8,3,224,224],[64,3,7,7],[],[],[],[],[]]", stem),
-                     8 * 64 * 112 * 112);
-    const char *up = "{\"stride\":[2,2],\"padding\":[1,1],\"dilation\":[1,1],\"transposed\":true,"
-                     "\"output_padding\":[1,1],\"groups\":1}";
-    ck_assert_int_eq(rv_memory_output_elements("aten::convolution", "[[4,64,16,16],[64,32,3,3],[],[],[],[],[],[],[]]", up),
-                     4 * 32 * 32 * 32);
-    /* arguments for another number of dimensions are ignored: stride 1 */
-    const char *one_d = "{\"stride\":[2],\"padding\":[1],\"dilation\":[1],\"transposed\":false,\"groups\":1}";
-    ck_assert_int_eq(rv_memory_output_elements("aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]", one_d),
-                     32 * 64 * 56 * 56);
-    /* a pool's recorded window: ResNet's 3x3 max pool at stride 2, its
-     * final adaptive pool, and an avg_pool whose stride ([]) is its kernel,
-     * in ceil mode (5 -> 3) */
-    const char *max_pool = "{\"pool\":\"window\",\"kernel\":[3,3],\"stride\":[2,2],\"padding\":[1,1],"
-                           "\"dilation\":[1,1],\"ceil_mode\":false}";
-    ck_assert_int_eq(rv_memory_output_elements("aten::max_pool2d", "[[32,64,112,112],[],[],[],[],[]]", max_pool),
-                     32 * 64 * 56 * 56);
-    ck_assert_int_eq(rv_memory_output_elements("aten::adaptive_avg_pool2d", "[[32,2048,7,7],[]]",
-                                               "{\"pool\":\"adaptive\",\"output_size\":[1,1]}"), 32 * 2048);
-    const char *avg_pool = "{\"pool\":\"window\",\"kernel\":[2,2],\"stride\":[2,2],\"padding\":[0,0],"
-                           "\"dilation\":[1,1],\"ceil_mode\":true}";
-    ck_assert_int_eq(rv_memory_output_elements("aten::avg_pool2d", "[[8,16,5,5],[],[],[],[],[],[]]", avg_pool), 8 * 16 * 3 * 3);
-    ck_assert_int_eq(rv_memory_output_elements("aten::avg_pool2d", "[[16,5,5],[],[],[],[],[],[]]", avg_pool), 16 * 3 * 3);
-    /* without the record, the input's size */
-    ck_assert_int_eq(rv_memory_output_elements("aten::max_pool2d", "[[32,64,112,112],[],[],[],[],[]]", NULL),
-                     32 * 64 * 112 * 112);
-    ck_assert_int_eq(rv_memory_output_elements("aten::add_", "[[4,4],[4,4],[]]", NULL), 0); /* in place */
-    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "[[4,5],[]]", NULL), 20);
-    ck_assert_int_eq(rv_memory_output_elements("aten::gelu", "not json", NULL), 0);
-    ck_assert_int_eq(rv_memory_output_elements(NULL, "[[4]]", NULL), 0);
+    static const struct { const char *op, *dims, *args; int64_t elements; } cases[] = {
+        { "aten::linear", "[[8,16],[32,16],[32]]", NULL, 8 * 32 },
+        { "aten::linear", "[[3136,8,768],[2304,768],[2304]]", NULL, (int64_t)3136 * 8 * 2304 },
+        { "aten::addmm", "[[2304],[25096,768],[768,2304],[],[]]", NULL, (int64_t)25096 * 2304 },
+        { "aten::matmul", "[[8,12,3137,64],[8,12,64,3137]]", NULL, (int64_t)8 * 12 * 3137 * 3137 },
+        { "aten::matmul", "[[12,3137,64],[8,1,64,3137]]", NULL, (int64_t)8 * 12 * 3137 * 3137 }, /* broadcast */
+        { "aten::conv2d", "[[128,3,224,224],[768,3,16,16],[768],[],[],[],[]]", NULL, (int64_t)128 * 768 * 14 * 14 }, /* patch embedding */
+        { "aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]", NULL, (int64_t)32 * 64 * 56 * 56 }, /* stride 1 */
+        /* with the recorded arguments: a stride-2 3x3 convolution halves
+         * each side, a 7x7 stem with padding 3 likewise, a transposed one
+         * doubles it; arguments for another number of dimensions are
+         * ignored (stride 1) */
+        { "aten::conv2d", "[[32,64,56,56],[128,64,3,3],[],[],[],[],[]]", STRIDE_2, 32 * 128 * 28 * 28 },
+        { "aten::conv2d", "[[8,3,224,224],[64,3,7,7],[],[],[],[],[]]", STEM, 8 * 64 * 112 * 112 },
+        { "aten::convolution", "[[4,64,16,16],[64,32,3,3],[],[],[],[],[],[],[]]", TRANSPOSED, 4 * 32 * 32 * 32 },
+        { "aten::conv2d", "[[32,64,56,56],[64,64,3,3],[],[],[],[],[]]", ONE_D, 32 * 64 * 56 * 56 },
+        /* a pool's recorded window: ResNet's 3x3 max pool at stride 2, its
+         * final adaptive pool, and an avg_pool whose stride ([]) is its
+         * kernel, in ceil mode (5 -> 3), batched and not; without the
+         * record, the input's size */
+        { "aten::max_pool2d", "[[32,64,112,112],[],[],[],[],[]]", MAX_POOL, 32 * 64 * 56 * 56 },
+        { "aten::adaptive_avg_pool2d", "[[32,2048,7,7],[]]", "{\"pool\":\"adaptive\",\"output_size\":[1,1]}", 32 * 2048 },
+        { "aten::avg_pool2d", "[[8,16,5,5],[],[],[],[],[],[]]", AVG_POOL_CEIL, 8 * 16 * 3 * 3 },
+        { "aten::avg_pool2d", "[[16,5,5],[],[],[],[],[],[]]", AVG_POOL_CEIL, 16 * 3 * 3 },
+        { "aten::max_pool2d", "[[32,64,112,112],[],[],[],[],[]]", NULL, 32 * 64 * 112 * 112 },
+        { "aten::add_", "[[4,4],[4,4],[]]", NULL, 0 }, /* in place */
+        { "aten::gelu", "[[4,5],[]]", NULL, 20 },
+        { "aten::gelu", "not json", NULL, 0 },
+        { NULL, "[[4]]", NULL, 0 },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++)
+        ck_assert_msg(rv_memory_output_elements(cases[i].op, cases[i].dims, cases[i].args) == cases[i].elements,
+                      "case %zu (%s %s): %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, i, cases[i].op ? cases[i].op : "(none)",
+                      cases[i].dims, rv_memory_output_elements(cases[i].op, cases[i].dims, cases[i].args),
+                      cases[i].elements);
 }
 END_TEST
 

@@ -116,15 +116,25 @@ static gboolean read_geometry(json_t *root, rv_conv_geometry *g)
     return TRUE;
 }
 
-gboolean rv_conv_geometry_parse(const char *op_args_json, rv_conv_geometry *geometry)
+/* An operator's arguments (rv_event.op_args' JSON object) read into `out`
+ * (`size` bytes) by `read`; all zero when absent or not what `read` takes. */
+static gboolean parse_op_args(const char *op_args_json, gboolean (*read)(json_t *root, void *out), void *out,
+                              gsize size)
 {
-    memset(geometry, 0, sizeof *geometry);
+    memset(out, 0, size);
     if (op_args_json == NULL) return FALSE;
     json_t *root = json_loads(op_args_json, 0, NULL);
-    gboolean ok = json_is_object(root) && read_geometry(root, geometry);
+    gboolean ok = json_is_object(root) && read(root, out);
     json_decref(root);
-    if (!ok) memset(geometry, 0, sizeof *geometry);
+    if (!ok) memset(out, 0, size);
     return ok;
+}
+
+static gboolean read_geometry_into(json_t *root, void *out) { return read_geometry(root, out); }
+
+gboolean rv_conv_geometry_parse(const char *op_args_json, rv_conv_geometry *geometry)
+{
+    return parse_op_args(op_args_json, read_geometry_into, geometry, sizeof *geometry);
 }
 
 gboolean rv_conv_geometry_of_task(const rv_graph *graph, int32_t task, rv_conv_geometry *geometry)
@@ -178,15 +188,11 @@ static gboolean read_pool(json_t *root, rv_pool_geometry *g)
     return read_list(size, g->spatial, 1, g->output_size);
 }
 
+static gboolean read_pool_into(json_t *root, void *out) { return read_pool(root, out); }
+
 gboolean rv_pool_geometry_parse(const char *op_args_json, rv_pool_geometry *geometry)
 {
-    memset(geometry, 0, sizeof *geometry);
-    if (op_args_json == NULL) return FALSE;
-    json_t *root = json_loads(op_args_json, 0, NULL);
-    gboolean ok = json_is_object(root) && read_pool(root, geometry);
-    json_decref(root);
-    if (!ok) memset(geometry, 0, sizeof *geometry);
-    return ok;
+    return parse_op_args(op_args_json, read_pool_into, geometry, sizeof *geometry);
 }
 
 int64_t rv_pool_output_extent(const rv_pool_geometry *g, guint d, int64_t in)
