@@ -152,8 +152,6 @@ typedef struct {
     guint changed, half, optimizer, fp32_ops, kernels;
     guint weighted_cast;    /* GEMMs and convolutions (the kernels with weights) among the changed */
     GArray *changed_tasks;  /* int32: the tasks cast */
-    guint cudnn_batch_norms;     /* cuDNN batch-norm kernels cast to bf16 (rv_cost_describe_bf16_batch_norms) */
-    int64_t cudnn_batch_norm_ns;
 } autocast;
 
 static gboolean is_fp32(rv_dtype dtype) { return dtype == RV_DTYPE_FP32 || dtype == RV_DTYPE_TF32; }
@@ -180,11 +178,6 @@ static gboolean autocast_task(const rv_graph *graph, int32_t task, const rv_kern
     }
     change->dtype = a->to;
     a->changed++;
-    if (a->to == RV_DTYPE_BF16 && cls == RV_COST_NORM &&
-        rv_cost_name_is_cudnn_batch_norm(rv_strings_get(graph->strings, g_array_index(graph->tasks, rv_task, task).name))) {
-        a->cudnn_batch_norms++;
-        a->cudnn_batch_norm_ns += g_array_index(graph->tasks, rv_task, task).duration_ns;
-    }
     a->weighted_cast += cls == RV_COST_GEMM || cls == RV_COST_CONV;
     g_array_append_val(a->changed_tasks, task);
     return TRUE;
@@ -393,7 +386,7 @@ static gboolean apply_cost_model(rv_graph *graph, const rv_params *params, const
     rv_cost_model *model = rv_cost_model_new(graph, gpu, strcmp(rv_params_string(params, "peaks"), "achievable") == 0);
     autocast a = { (rv_dtype)rv_dtype_from_name(rv_params_string(params, "dtype")),
                    strcmp(rv_params_string(params, "optimizer"), "keep") == 0, 0, 0, 0, 0, 0, 0,
-                   g_array_new(FALSE, FALSE, sizeof(int32_t)), 0, 0 };
+                   g_array_new(FALSE, FALSE, sizeof(int32_t)) };
     rv_cost_plan *plan = rv_cost_model_plan(model, autocast_task, &a);
     gboolean ok = a.kernels > 0;
     if (!ok)
@@ -407,7 +400,6 @@ static gboolean apply_cost_model(rv_graph *graph, const rv_params *params, const
                                rv_dtype_name(a.to), gpu->id, a.changed, plan->assumed_dtype, a.half, a.optimizer, a.fp32_ops);
         rv_cost_plan_describe(plan, "      ", notes);
         if (a.changed == 0) g_string_append(notes, "    every kernel already runs in half precision: autocast changes nothing\n");
-        rv_cost_describe_bf16_batch_norms(a.cudnn_batch_norms, a.cudnn_batch_norm_ns, "    ", notes);
     }
     if (ok) halve_activations(graph, a.changed_tasks, a.to);
     /* Where no GEMM or convolution changes, the trace already runs under

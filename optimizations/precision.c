@@ -69,8 +69,6 @@ typedef struct {
     rv_dtype from, to;
     const char *tf32;
     guint eligible;
-    guint cudnn_batch_norms;  /* cast to bf16 (rv_cost_describe_bf16_batch_norms) */
-    int64_t cudnn_batch_norm_ns;
 } cast;
 
 /* fp32 and tf32 kernels are both the fp32 model. */
@@ -100,11 +98,6 @@ static gboolean cast_task(const rv_graph *graph, int32_t task, const rv_kernel_c
     if (!in_model_dtype((rv_dtype)cost->dtype, c->from)) return FALSE;
     change->dtype = new_dtype(c, (rv_cost_class)cost->cls, change->gpu);
     c->eligible++;
-    const rv_task *cast_kernel = &g_array_index(graph->tasks, rv_task, task);
-    if (change->dtype == RV_DTYPE_BF16 && rv_cost_name_is_cudnn_batch_norm(rv_strings_get(graph->strings, cast_kernel->name))) {
-        c->cudnn_batch_norms++;
-        c->cudnn_batch_norm_ns += cast_kernel->duration_ns;
-    }
     return TRUE;
 }
 
@@ -275,7 +268,7 @@ static gboolean precision_apply(rv_graph *graph, const rv_params *params, rv_plu
     if (ok) {
         rv_cost_model *model = rv_cost_model_new(graph, gpu, strcmp(rv_params_string(params, "peaks"), "achievable") == 0);
         cast c = { rv_cost_model_usual_dtype(model), (rv_dtype)rv_dtype_from_name(rv_params_string(params, "dtype")),
-                   rv_params_string(params, "tf32"), 0, 0, 0 };
+                   rv_params_string(params, "tf32"), 0 };
         if (strcmp(rv_params_string(params, "from"), "auto") != 0)
             c.from = (rv_dtype)rv_dtype_from_name(rv_params_string(params, "from"));
         if (c.from == RV_DTYPE_TF32) c.from = RV_DTYPE_FP32;
@@ -298,7 +291,6 @@ static gboolean precision_apply(rv_graph *graph, const rv_params *params, rv_plu
             g_string_append_printf(output->notes, "    %s model cast to %s on %s: %u kernels re-costed (%u with an assumed dtype)\n",
                                    rv_dtype_name(c.from), rv_dtype_name(c.to), gpu->id, c.eligible, plan->assumed_dtype);
             rv_cost_plan_describe(plan, "      ", output->notes);
-            rv_cost_describe_bf16_batch_norms(c.cudnn_batch_norms, c.cudnn_batch_norm_ns, "    ", output->notes);
         }
         rv_cost_plan_free(plan);
         rv_cost_model_free(model);

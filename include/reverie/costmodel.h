@@ -369,6 +369,14 @@ typedef struct {
      * the target's library runs helpers of its own, or none. */
     guint library_helpers;
     int64_t library_helpers_ns;  /* their recorded time */
+    /* cuDNN batch-norm kernels cast to bf16: PyTorch hands a batch norm to
+     * cuDNN in fp32 and fp16 but runs it in bf16 with its own kernels
+     * (at::native's batch_norm_collect_statistics, _transform_input and
+     * _backward: a block per channel), which a trace of the other dtypes
+     * does not show, so the plan costs them as cuDNN's
+     * (rv_cost_plan_describe says so). */
+    guint bf16_batch_norms;
+    int64_t bf16_batch_norms_ns;  /* their recorded time */
 } rv_cost_plan;
 
 rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn decide, gpointer data);
@@ -380,15 +388,10 @@ gboolean rv_cost_plan_apply(rv_graph *graph, const rv_cost_plan *plan, const cha
 /* Tasks the plan changes. */
 guint rv_cost_plan_changed(const rv_cost_plan *plan);
 /* One line per class the plan touched ("    gemm 24 kernels 43.208 -> 38.1 ms (24 by shapes)"),
- * and a line counting unknown kernels, each starting with `indent`. */
+ * a line for each caveat the plan counted (unaligned half-precision GEMMs,
+ * library helpers, bf16 batch norms) and one counting unknown kernels,
+ * each starting with `indent`. */
 void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString *out);
-/* PyTorch hands a batch norm to cuDNN in fp32 and fp16 but runs it in bf16
- * with its own kernels (at::native's batch_norm_collect_statistics,
- * _transform_input and _backward: a block per channel), which a trace of
- * the other dtypes does not show, so a plan that casts `kernels` cuDNN
- * batch norms (`ns` recorded) to bf16 costs them as cuDNN's.  A line that
- * says so, with the project's measurement, after `indent`; nothing for 0. */
-void rv_cost_describe_bf16_batch_norms(guint kernels, int64_t ns, const char *indent, GString *out);
 
 G_END_DECLS
 

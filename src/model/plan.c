@@ -684,6 +684,11 @@ static void plan_task(planning *p, int32_t id, const rv_kernel_cost *cost, const
     if (cost->dtype_assumed && change->dtype != RV_DTYPE_UNKNOWN && cost->cls != RV_COST_COMM &&
         cost->cls != RV_COST_HOST_COPY)
         p->plan->assumed_dtype++;
+    if (change->dtype == RV_DTYPE_BF16 && cost->dtype != RV_DTYPE_BF16 && cost->cls == RV_COST_NORM &&
+        rv_cost_name_is_cudnn_batch_norm(rv_strings_get(model->graph->strings, task->name))) {
+        p->plan->bf16_batch_norms++;
+        p->plan->bf16_batch_norms_ns += task->duration_ns;
+    }
     if (cost->cls == RV_COST_COMM) {
         record(p, id, RV_COST_COMM, task, exact(comm_ns(model, task, change), RV_TERM_LINK));
     } else if (cost->cls == RV_COST_HOST_COPY) {
@@ -825,22 +830,6 @@ gboolean rv_cost_plan_apply(rv_graph *graph, const rv_cost_plan *plan, const cha
     return ok;
 }
 
-/* The evidence is one network's recordings (traces/recorded/h100:
- * ResNet-50 fp32, amp bf16, amp fp16; torch 2.11): a note, not a factor
- * fitted to them. */
-void rv_cost_describe_bf16_batch_norms(guint kernels, int64_t ns, const char *indent, GString *out)
-{
-    if (kernels == 0) return;
-    char *time = rv_format_duration(ns);
-    g_string_append_printf(out,
-                           "%s%u cuDNN batch-norm kernels (%s) are costed as cuDNN's in bf16, but PyTorch runs bf16 "
-                           "batch norm with its own kernels instead: on an H100 ResNet-50 they took 1,060 kernels and "
-                           "36.3 ms in five steps against cuDNN's 530 kernels in 30.2 ms (fp32) and 22.1 ms (fp16), so the "
-                           "prediction is likely optimistic there (fp16 keeps cuDNN)\n",
-                           indent, kernels, time);
-    g_free(time);
-}
-
 void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString *out)
 {
     for (int c = 0; c < RV_COST_CLASS_COUNT; c++) {
@@ -873,6 +862,19 @@ void rv_cost_plan_describe(const rv_cost_plan *plan, const char *indent, GString
                                "(layout transposes, workspace setup) follow the convolutions onto another vendor's "
                                "GPU, whose library runs helpers of its own or none: counted as conv above\n",
                                indent, plan->library_helpers, time);
+        g_free(time);
+    }
+    if (plan->bf16_batch_norms) {
+        /* the evidence is one network's recordings (traces/recorded/h100:
+         * ResNet-50 fp32, amp bf16, amp fp16; torch 2.11): a note, not a
+         * factor fitted to them */
+        char *time = rv_format_duration(plan->bf16_batch_norms_ns);
+        g_string_append_printf(out,
+                               "%s%u cuDNN batch-norm kernels (%s) are costed as cuDNN's in bf16, but PyTorch runs "
+                               "bf16 batch norm with its own kernels instead: on an H100 ResNet-50 they took 1,060 "
+                               "kernels and 36.3 ms in five steps against cuDNN's 530 kernels in 30.2 ms (fp32) and "
+                               "22.1 ms (fp16), so the prediction is likely optimistic there (fp16 keeps cuDNN)\n",
+                               indent, plan->bf16_batch_norms, time);
         g_free(time);
     }
     if (plan->unknown_tasks) {
