@@ -62,12 +62,18 @@ typedef struct {
     double value, low, high;  /* FIXED_BY_PAIRS: ratios; FIXED_BY_RECORDINGS: ns */
 } fixed_cache;
 
+/* A task costed after the shaped kernels: like those of class `follows`
+ * (its own, or conv for a library's helper), under its change. */
+typedef struct {
+    int32_t task;
+    uint8_t follows;
+    rv_cost_change change;
+} deferred;
+
 typedef struct {
     const rv_cost_model *model;
     rv_cost_plan *plan;
-    GArray *pending;                       /* unshaped tasks, costed after the shaped ones */
-    GArray *changes;                       /* rv_cost_change per pending task */
-    GArray *pending_class;                 /* uint8 rv_cost_class per pending task: whose ratio it follows */
+    GArray *pending;                       /* deferred: tasks costed after the shaped ones */
     GHashTable *library_ops;               /* op string id -> 1 + rv_cost_op_is_library_convolution */
     /* the shaped kernels' variable time per class, before and after (and the range's ends) */
     double shaped_before[RV_COST_CLASS_COUNT], shaped_after[RV_COST_CLASS_COUNT];
@@ -646,10 +652,8 @@ static void plan_shaped(planning *p, int32_t id, const rv_kernel_cost *cost, con
 /* Cost `id` after the shaped kernels, like those of class `cls`. */
 static void defer(planning *p, int32_t id, const rv_cost_change *change, rv_cost_class cls)
 {
-    uint8_t follows = (uint8_t)cls;
-    g_array_append_val(p->pending, id);
-    g_array_append_vals(p->changes, change, 1);
-    g_array_append_val(p->pending_class, follows);
+    deferred later = { id, (uint8_t)cls, *change };
+    g_array_append_val(p->pending, later);
 }
 
 /* A kernel that a library convolution launched under another class's name
@@ -707,11 +711,12 @@ static void plan_task(planning *p, int32_t id, const rv_kernel_cost *cost, const
 static void plan_pending(planning *p)
 {
     for (guint i = 0; i < p->pending->len; i++) {
-        int32_t id = g_array_index(p->pending, int32_t, i);
-        const rv_cost_change *change = &g_array_index(p->changes, rv_cost_change, i);
+        const deferred *later = &g_array_index(p->pending, deferred, i);
+        int32_t id = later->task;
+        const rv_cost_change *change = &later->change;
         rv_kernel_cost cost_as = *rv_cost_model_kernel(p->model, id);
         const rv_task *task = &g_array_index(p->model->graph->tasks, rv_task, id);
-        uint8_t follows = g_array_index(p->pending_class, uint8_t, i);
+        uint8_t follows = later->follows;
         /* a library's helper follows its convolutions where some have shapes */
         if (follows != cost_as.cls && p->shaped_before[follows] > 0) {
             cost_as.cls = follows;
@@ -768,9 +773,7 @@ rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn d
     memset(&p, 0, sizeof p);
     p.model = model;
     p.plan = plan;
-    p.pending = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    p.changes = g_array_new(FALSE, FALSE, sizeof(rv_cost_change));
-    p.pending_class = g_array_new(FALSE, FALSE, sizeof(uint8_t));
+    p.pending = g_array_new(FALSE, FALSE, sizeof(deferred));
     p.library_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
     p.shapes = g_hash_table_new_full(shape_key_hash, shape_key_equal, g_free, g_free);
     for (int32_t id = 0; id < (int32_t)tasks; id++) {
@@ -780,8 +783,6 @@ rv_cost_plan *rv_cost_model_plan(const rv_cost_model *model, rv_cost_change_fn d
     }
     plan_pending(&p);
     g_array_unref(p.pending);
-    g_array_unref(p.changes);
-    g_array_unref(p.pending_class);
     g_hash_table_destroy(p.library_ops);
     g_hash_table_destroy(p.shapes);
     return plan;
