@@ -790,6 +790,39 @@ START_TEST(test_cross_stream_record_names_stream)
 }
 END_TEST
 
+/* A wait whose call-order candidate the recording contradicts waits for
+ * the awaited stream's last task that ended in time: c10d's wait on a
+ * bucket's all-reduce names the collective before the one just launched.
+ *
+ *   main: La [0,3] Lb [4,6] W cudaStreamWaitEvent [7,8] Lq [9,11]
+ *   s4:        A [5,100]  B [100,400]
+ *   s7:                        Q [102,110]
+ *
+ * B was launched last on s4, but Q started 298 us before B ended: Q
+ * waited for A.  Stretch A to 195 us: A [5,200], Q at 200. */
+START_TEST(test_cross_stream_wait_the_recording_allows)
+{
+    tt_trace *trace = tt_new(BASE_US);
+    tt_runtime(trace, MAIN, "launch_a", 0, 3, 1);
+    tt_kernel(trace, 4, "a", 5, 95, 1);
+    tt_runtime(trace, MAIN, "launch_b", 4, 2, 2);
+    tt_kernel(trace, 4, "b", 100, 300, 2);
+    tt_runtime(trace, MAIN, "cudaStreamWaitEvent", 7, 1, 3);
+    tt_runtime(trace, MAIN, "launch_q", 9, 2, 4);
+    tt_kernel(trace, 7, "q", 102, 8, 4);
+    rv_graph *graph = tt_build(trace);
+    tt_free(trace);
+    int32_t a = tt_find(graph, "a", RV_TASK_KERNEL), b = tt_find(graph, "b", RV_TASK_KERNEL);
+    int32_t q = tt_find(graph, "q", RV_TASK_KERNEL);
+    assert_edge(graph, a, q, RV_EDGE_CROSS_STREAM);
+    assert_no_edge(graph, b, q, RV_EDGE_CROSS_STREAM);
+    expect_eq(graph->build_stats.waits_by_call_order, 1);
+    set_duration_us(graph, a, 195);
+    assert_start_us(graph, q, 200);
+    rv_graph_free(graph);
+}
+END_TEST
+
 /* ---- rule 6: inter-thread -------------------------------------------
 
    main:     A [0,10]  ..... idle .....  B [300,305]
@@ -1197,6 +1230,7 @@ static Suite *edges_suite(void)
     tcase_add_test(cross, test_cross_stream_from_cuda_sync);
     tcase_add_test(cross, test_cross_stream_from_call_order);
     tcase_add_test(cross, test_cross_stream_record_names_stream);
+    tcase_add_test(cross, test_cross_stream_wait_the_recording_allows);
     suite_add_tcase(suite, cross);
 
     TCase *threads = tcase_create("inter_thread");
