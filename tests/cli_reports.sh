@@ -112,6 +112,20 @@ expect_status 2 "$reverie" breakdown "$trace" --plot /nonexistent-folder/p.svg
 expect_in "$work/err" "cannot write /nonexistent-folder/p.svg"
 expect_status 1 "$reverie" critical-path "$trace" --opt no-such-plugin
 
+# --- simulate --explain --json names each task by its trace timestamp ------
+# (whole microseconds: 12 significant digits would round it to 10 ms)
+expect_status 0 "$reverie" simulate "$trace" --explain 5 --json
+python3 - "$work/out" "$trace" <<'PY' || fail "simulate --explain --json: recorded_start_us does not name a recorded task"
+import gzip, json, sys
+largest = json.load(open(sys.argv[1]))['unexplained']['largest']
+events = json.load(gzip.open(sys.argv[2]))['traceEvents']
+starts = {(e.get('name'), int(float(e['ts']))) for e in events if e.get('ph') == 'X'}
+assert largest, 'no unexplained tasks listed'
+for item in largest:
+    assert isinstance(item['recorded_start_us'], int), item
+    assert any((item['name'], item['recorded_start_us'] + d) in starts for d in (-1, 0, 1)), item
+PY
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures failures" >&2
     exit 1

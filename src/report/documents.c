@@ -117,10 +117,12 @@ static json_t *json_explanation(const rv_graph *graph, const rv_explanation *x)
     for (guint i = 0; i < x->top->len; i++) {
         const rv_unexplained_task *item = &g_array_index(x->top, rv_unexplained_task, i);
         const rv_task *task = &g_array_index(graph->tasks, rv_task, item->task);
-        json_t *entry = json_pack("{s:o,s:o,s:o,s:f,s:f}", "name", rv_json_text(task_name(graph, item->task)), "resource",
+        /* A trace's timestamp (16 digits of microseconds) as an integer:
+         * the document's 12 significant digits would round it to 10 ms. */
+        json_t *entry = json_pack("{s:o,s:o,s:o,s:I,s:f}", "name", rv_json_text(task_name(graph, item->task)), "resource",
                                   rv_json_text(resource_label(graph, task->resource)), "step",
                                   rv_json_text(task_step_label(graph, task->step)),
-                                  "recorded_start_us", task->recorded_start_ns / 1e3, "unexplained_us",
+                                  "recorded_start_us", (json_int_t)(task->recorded_start_ns / 1000), "unexplained_us",
                                   item->unexplained_ns / 1e3);
         if (item->binding >= 0) json_object_set_new(entry, "after", rv_json_text(task_name(graph, item->binding)));
         json_array_append_new(top, entry);
