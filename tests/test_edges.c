@@ -675,18 +675,23 @@ END_TEST
  *
  * The tail [60,62] waits for K; stretch K to 100 us: [7,107], the tail
  * [107,109], C at 109 + 8 = 117. */
+/* Every freeing call of the runtime and the driver, the driver's with the
+ * version suffix CUPTI records. */
+static const char *const FREEING_CALLS[] = { "cudaFree", "hipFree", "cuMemFree_v2", "cudaFreeHost", "hipHostFree" };
+
 START_TEST(test_sync_cuda_free_is_device_sync)
 {
+    const char *freeing = FREEING_CALLS[_i];
     tt_trace *trace = tt_new(BASE_US);
     tt_runtime(trace, MAIN, "cudaLaunchKernel", 0, 5, 1);
     tt_kernel(trace, 7, "k", 7, 53, 1);
-    tt_runtime(trace, MAIN, "cudaFree", 6, 56, 2);
+    tt_runtime(trace, MAIN, freeing, 6, 56, 2);
     tt_runtime(trace, MAIN, "cudaFuncGetAttributes", 70, 5, 3);
     rv_graph *graph = tt_build(trace);
     tt_free(trace);
     int32_t kernel = tt_find(graph, "k", RV_TASK_KERNEL);
-    int32_t head = tt_find(graph, "cudaFree", RV_TASK_CPU);
-    int32_t tail = find_tail(graph, "cudaFree");
+    int32_t head = tt_find(graph, freeing, RV_TASK_CPU);
+    int32_t tail = find_tail(graph, freeing);
     assert_split(graph, head, tail, 60, 2);
     assert_edge(graph, kernel, tail, RV_EDGE_SYNC);
     tt_assert_replay_exact(graph);
@@ -1223,7 +1228,7 @@ static Suite *edges_suite(void)
     tcase_add_test(sync, test_sync_blocking_memcpy);
     tcase_add_test(sync, test_sync_async_memcpy_not_split);
     tcase_add_test(sync, test_sync_staged_pageable_copy);
-    tcase_add_test(sync, test_sync_cuda_free_is_device_sync);
+    tcase_add_loop_test(sync, test_sync_cuda_free_is_device_sync, 0, G_N_ELEMENTS(FREEING_CALLS));
     suite_add_tcase(suite, sync);
 
     TCase *cross = tcase_create("cross_stream");

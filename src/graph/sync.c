@@ -69,10 +69,28 @@ typedef struct {
     int32_t record_stream;  /* the thread's launch stream at that record */
 } thread_state;
 
+/* The runtime and driver calls that free memory after synchronizing the
+ * device; the driver's are recorded with their version suffix
+ * (cuMemFree_v2), which is not part of what the call does. */
+static const char *const FREEING_CALLS[] = { "cudaFree", "cudaFreeHost", "hipFree", "hipHostFree", "hipFreeHost",
+                                             "cuMemFree", "cuMemFreeHost", NULL };
+
+/* The length of a call's name without a "_v<digits>" version suffix. */
+static gsize unversioned_length(const char *name)
+{
+    const char *suffix = strrchr(name, '_');
+    if (suffix == NULL || suffix[1] != 'v' || suffix[2] == '\0') return strlen(name);
+    for (const char *c = suffix + 2; *c; c++)
+        if (!g_ascii_isdigit(*c)) return strlen(name);
+    return (gsize)(suffix - name);
+}
+
 gboolean rv_call_works_after_wait(const char *name)
 {
-    return strcmp(name, "cudaFree") == 0 || strcmp(name, "cudaFreeHost") == 0 || strcmp(name, "hipFree") == 0 ||
-           strcmp(name, "hipHostFree") == 0 || strcmp(name, "cuMemFree") == 0;
+    gsize length = unversioned_length(name);
+    for (const char *const *call = FREEING_CALLS; *call; call++)
+        if (strlen(*call) == length && strncmp(name, *call, length) == 0) return TRUE;
+    return FALSE;
 }
 
 static wait_kind wait_kind_of_name(const char *name)
