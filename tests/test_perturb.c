@@ -12,7 +12,9 @@
  *     reported as unexplained and moves the simulated total by less than
  *     5 ms, instead of being replayed.
  * Traces: hta_resnet50_v100 (GPU-bound, modern schema) and the legacy-schema
- * ResNet-50 (host-bound).
+ * ResNet-50 (host-bound); and hta_resnet50_v100 recorded from its second
+ * step on, as a profiler window that opens while the GPU is busy, under
+ * both kinds of perturbation (below).
  */
 #include <check.h>
 #include <glib.h>
@@ -58,19 +60,52 @@ static json_t *load_gzip_json(const char *path)
     return root;
 }
 
-/* The middle of the GPU events' time range. */
-static double middle_gpu_time(json_t *events)
+/* The document written to a temporary file: its path (g_free, unlink). */
+static char *written_copy(json_t *root)
 {
-    double low = G_MAXDOUBLE, high = -G_MAXDOUBLE;
+    char *path = NULL;
+    int fd = g_file_open_tmp("rv-perturbed-XXXXXX.json", &path, NULL);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(17)), 0);
+    return path;
+}
+
+/* The GPU events' time range. */
+static void gpu_range(json_t *events, double *low, double *high)
+{
+    *low = G_MAXDOUBLE;
+    *high = -G_MAXDOUBLE;
     size_t i;
     json_t *event;
     json_array_foreach(events, i, event) {
         if (!is_gpu_event(event)) continue;
         double ts = json_number_value(json_object_get(event, "ts"));
-        low = MIN(low, ts);
-        high = MAX(high, ts);
+        *low = MIN(*low, ts);
+        *high = MAX(*high, ts);
     }
-    return (low + high) / 2;
+}
+
+/* A copy of a trace file with the GPU events from `fraction` of their
+ * time range on moved by shift_us (fraction 0: all of them); the path
+ * (g_free, unlink). */
+static char *shifted_file(const char *source, double fraction, double shift_us)
+{
+    json_t *root = load_gzip_json(source);
+    json_t *events = json_object_get(root, "traceEvents");
+    double low, high;
+    gpu_range(events, &low, &high);
+    double from = fraction > 0 ? low + fraction * (high - low) : -G_MAXDOUBLE;
+    size_t i;
+    json_t *event;
+    json_array_foreach(events, i, event) {
+        if (!is_gpu_event(event)) continue;
+        double ts = json_number_value(json_object_get(event, "ts"));
+        if (ts >= from) json_object_set_new(event, "ts", json_real(ts + shift_us));
+    }
+    char *path = written_copy(root);
+    json_decref(root);
+    return path;
 }
 
 /* A copy of the trace with GPU events moved by shift_us; the path (g_free,
@@ -78,24 +113,8 @@ static double middle_gpu_time(json_t *events)
 static char *perturbed_copy(const char *name, shift_mode mode, double shift_us)
 {
     char *source = project_trace_path(name);
-    json_t *root = load_gzip_json(source);
+    char *path = shifted_file(source, mode == SHIFT_SECOND_HALF ? 0.5 : 0, shift_us);
     g_free(source);
-    json_t *events = json_object_get(root, "traceEvents");
-    double middle = mode == SHIFT_SECOND_HALF ? middle_gpu_time(events) : 0;
-    size_t i;
-    json_t *event;
-    json_array_foreach(events, i, event) {
-        if (!is_gpu_event(event)) continue;
-        double ts = json_number_value(json_object_get(event, "ts"));
-        if (mode == SHIFT_SECOND_HALF && ts < middle) continue;
-        json_object_set_new(event, "ts", json_real(ts + shift_us));
-    }
-    char *path = NULL;
-    int fd = g_file_open_tmp("rv-perturbed-XXXXXX.json", &path, NULL);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    ck_assert_int_eq(json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(17)), 0);
-    json_decref(root);
     return path;
 }
 
@@ -194,6 +213,126 @@ START_TEST(test_inserted_idle_is_not_replayed)
 }
 END_TEST
 
+/* ---- a window that opens mid-run ---------------------------------------
+
+   The profiler's schedule usually starts recording while the GPU is busy
+   with work launched before: no launch in the window finds its stream
+   idle, so no launch pins the clocks, and every launch waits for a full
+   queue.  The window here is hta_resnet50_v100 from its second step on
+   (what its first step launched and still ran then is kept, without its
+   launches).  Its clocks are read off the queue's releases; a shift of
+   every GPU time, or 20 ms of idle inserted at 30% or 70% of the GPU
+   time, must leave its steps and a GPU what-if's speedup where they were.
+   (Before the releases were read, -5 ms and the idle at 70% took the
+   what-if from 1.96x to 1.22x, the idle at 30% to 1.75x.) */
+
+static gboolean is_step_annotation(json_t *event)
+{
+    const char *name = json_string_value(json_object_get(event, "name"));
+    return name != NULL && g_str_has_prefix(name, "ProfilerStep#") && !is_gpu_event(event) &&
+           json_is_number(json_object_get(event, "ts"));
+}
+
+static json_t *correlation_of(json_t *event)
+{
+    return json_object_get(json_object_get(event, "args"), "correlation");
+}
+
+/* Is the event kept in a window from `from` on: metadata, CPU events from
+ * then, GPU events from then or launched by a kept call, and the flows of
+ * kept calls. */
+static gboolean kept_in_window(json_t *event, double from, GHashTable *kept_calls)
+{
+    json_t *ts = json_object_get(event, "ts");
+    const char *phase = json_string_value(json_object_get(event, "ph"));
+    if (!json_is_number(ts) || (phase && strcmp(phase, "M") == 0)) return TRUE;
+    if (phase && (strcmp(phase, "s") == 0 || strcmp(phase, "f") == 0)) {
+        json_t *id = json_object_get(event, "id");
+        return json_is_integer(id) && g_hash_table_contains(kept_calls, GINT_TO_POINTER((int)json_integer_value(id)));
+    }
+    json_t *correlation = correlation_of(event);
+    if (is_gpu_event(event) && json_is_integer(correlation) &&
+        g_hash_table_contains(kept_calls, GINT_TO_POINTER((int)json_integer_value(correlation))))
+        return TRUE;
+    return json_number_value(ts) >= from;
+}
+
+static char *window_from_second_step(const char *name)
+{
+    char *source = project_trace_path(name);
+    json_t *root = load_gzip_json(source);
+    g_free(source);
+    json_t *events = json_object_get(root, "traceEvents");
+    double first = G_MAXDOUBLE, second = G_MAXDOUBLE;
+    size_t i;
+    json_t *event;
+    json_array_foreach(events, i, event) {
+        if (!is_step_annotation(event)) continue;
+        double ts = json_number_value(json_object_get(event, "ts"));
+        if (ts < first) { second = first; first = ts; }
+        else if (ts < second && ts > first) second = ts;
+    }
+    ck_assert_msg(second < G_MAXDOUBLE, "%s: fewer than two steps", name);
+    GHashTable *kept_calls = g_hash_table_new(g_direct_hash, g_direct_equal);
+    json_array_foreach(events, i, event) {
+        json_t *correlation = correlation_of(event);
+        if (!is_gpu_event(event) && json_is_integer(correlation) && json_number_value(json_object_get(event, "ts")) >= second)
+            g_hash_table_add(kept_calls, GINT_TO_POINTER((int)json_integer_value(correlation)));
+    }
+    json_t *window = json_array();
+    json_array_foreach(events, i, event)
+        if (kept_in_window(event, second, kept_calls)) json_array_append(window, event);
+    json_object_set_new(root, "traceEvents", window);
+    char *path = written_copy(root);
+    g_hash_table_destroy(kept_calls);
+    json_decref(root);
+    return path;
+}
+
+static double kernels_halved_speedup(const char *path)
+{
+    rv_graph *graph = load_trace_file(path);
+    int64_t baseline = step_total(graph), predicted = 0;
+    apply_and_simulate(graph, "scale", "select=kind=kernel,factor=0.5", NULL, &predicted);
+    rv_graph_free(graph);
+    return (double)baseline / (double)predicted;
+}
+
+static const struct {
+    double fraction, shift_us;
+} window_perturbations[] = { { 0, 10000 }, { 0, -5000 }, { 0.3, 20000 }, { 0.7, 20000 } };
+
+START_TEST(test_window_opened_mid_run)
+{
+    char *window = window_from_second_step("hta_resnet50_v100.json.gz");
+    char *moved = shifted_file(window, window_perturbations[_i].fraction, window_perturbations[_i].shift_us);
+    rv_graph *a = load_trace_file(window), *b = load_trace_file(moved);
+    GArray *before = simulated_steps(a), *after = simulated_steps(b);
+    ck_assert_uint_eq(before->len, after->len);
+    if (window_perturbations[_i].fraction == 0)
+        for (guint s = 0; s < before->len; s++) {
+            double x = (double)g_array_index(before, int64_t, s), y = (double)g_array_index(after, int64_t, s);
+            ck_assert_msg(fabs(y - x) <= 0.01 * x, "step %u %.3f ms -> %.3f ms", s, x / 1e6, y / 1e6);
+        }
+    int64_t total_moved = total(after) - total(before);
+    double speedup = kernels_halved_speedup(window), moved_speedup = kernels_halved_speedup(moved);
+    g_printerr("window from step 2, GPU events from %.0f%% moved %+.0f us: clock offset %+.3f ms (%s), total moved "
+               "%.3f ms, kernels x0.5 %.4fx -> %.4fx\n", 100 * window_perturbations[_i].fraction,
+               window_perturbations[_i].shift_us, b->timing.clock_offset.value / 1e6,
+               rv_clock_status_name(b->timing.clock_status), total_moved / 1e6, speedup, moved_speedup);
+    ck_assert_msg(llabs(total_moved) < 5000000, "the simulated total moved %.3f ms", total_moved / 1e6);
+    ck_assert_msg(fabs(moved_speedup - speedup) <= 0.02 * speedup, "kernels x0.5: %.4fx -> %.4fx", speedup, moved_speedup);
+    g_array_unref(before);
+    g_array_unref(after);
+    rv_graph_free(a);
+    rv_graph_free(b);
+    g_unlink(window);
+    g_unlink(moved);
+    g_free(window);
+    g_free(moved);
+}
+END_TEST
+
 int main(void)
 {
     static const char *const required[] = { "hta_resnet50_v100.json.gz", "kineto_legacy_resnet50_v100.2steps.json.gz",
@@ -205,6 +344,7 @@ int main(void)
     tcase_add_loop_test(tcase, test_clock_offset_plus_10ms, 0, (int)G_N_ELEMENTS(traces));
     tcase_add_loop_test(tcase, test_clock_offset_minus_5ms, 0, (int)G_N_ELEMENTS(traces));
     tcase_add_loop_test(tcase, test_inserted_idle_is_not_replayed, 0, (int)G_N_ELEMENTS(traces));
+    tcase_add_loop_test(tcase, test_window_opened_mid_run, 0, (int)G_N_ELEMENTS(window_perturbations));
     suite_add_tcase(suite, tcase);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -47,25 +47,37 @@ static int32_t call_named(rv_graph *graph, const char *name)
 #define QUEUE_KERNELS 60
 #define QUEUE_DEPTH 20
 
-static rv_graph *queue_graph(int64_t kernel_us)
+/* `kernels` kernels, of kernel_us, every odd one of short_us instead when
+ * that is not 0, recorded from launch `first_call` on (the kernels before
+ * it recorded, their launches not: a window that opens while the GPU is
+ * busy), every GPU time moved by gpu_shift_us. */
+static rv_graph *queue_window(int kernels, int64_t kernel_us, int64_t short_us, int first_call, double gpu_shift_us)
 {
     tt_trace *trace = tt_new(BASE_US);
-    double call_end[QUEUE_KERNELS], kernel_end[QUEUE_KERNELS];
-    for (int i = 0; i < QUEUE_KERNELS; i++) {
+    double *call_end = g_new(double, kernels), *kernel_end = g_new(double, kernels);
+    for (int i = 0; i < kernels; i++) {
         double start = i == 0 ? 0 : call_end[i - 1] + 1;
         call_end[i] = start + 1;
         if (i >= QUEUE_DEPTH) call_end[i] = MAX(call_end[i], kernel_end[i - QUEUE_DEPTH] + 1);
         double kernel_start = MAX(i == 0 ? 0 : kernel_end[i - 1], call_end[i] + 2);
-        kernel_end[i] = kernel_start + kernel_us;
+        double duration = i % 2 && short_us ? short_us : kernel_us;
+        kernel_end[i] = kernel_start + duration;
         char name[32];
         g_snprintf(name, sizeof name, "launch_%d", i);
-        tt_runtime(trace, MAIN, name, start, call_end[i] - start, i + 1);
+        if (i >= first_call) tt_runtime(trace, MAIN, name, start, call_end[i] - start, i + 1);
         g_snprintf(name, sizeof name, "k%d", i);
-        tt_kernel(trace, 7, name, kernel_start, kernel_us, i + 1);
+        tt_kernel(trace, 7, name, kernel_start + gpu_shift_us, duration, i >= first_call ? i + 1 : 100000 + i);
     }
+    g_free(call_end);
+    g_free(kernel_end);
     rv_graph *graph = tt_build(trace);
     tt_free(trace);
     return graph;
+}
+
+static rv_graph *queue_graph(int64_t kernel_us)
+{
+    return queue_window(QUEUE_KERNELS, kernel_us, 0, 0, 0);
 }
 
 START_TEST(test_queue_depth_measured_and_trimmed)
@@ -78,6 +90,29 @@ START_TEST(test_queue_depth_measured_and_trimmed)
     /* A blocked call keeps only its own 1 us after the slot freed. */
     ck_assert_int_eq(rv_graph_task(graph, call_named(graph, "launch_30"))->duration_ns, US(1));
     tt_assert_replay_exact(graph);
+    rv_graph_free(graph);
+}
+END_TEST
+
+/* 120 kernels of 400 and 20 us in turn, recorded from launch 20 on, the
+ * GPU clock 5 ms behind: no launch finds its stream idle (each waits about
+ * 2 ms for the queue), so no launch pins the clocks, and nothing else
+ * would move them from 0.  The 50 calls that waited for a 400 us kernel's
+ * slot (the others wait 19 us: short) each returned 1 us after their
+ * release: they put the offset at -5 ms (within the prior 5 us of a prompt
+ * return), and the depth is measured as 20.  Kernels in a period of two
+ * bunch as tightly at every even depth; the calls with no task that far
+ * back bound it from above, and the driver's 1024 is nearest 20.  (Before
+ * releases were read: offset 0, and the queue's depth the prior.) */
+START_TEST(test_queue_releases_set_the_clock)
+{
+    rv_graph *graph = queue_window(120, 400, 20, QUEUE_DEPTH, -5000);
+    g_printerr("window: clock offset %+.3f ms (%s), queue depth %" G_GINT64_FORMAT " (%s)\n",
+               graph->timing.clock_offset.value / 1e6, rv_clock_status_name(graph->timing.clock_status),
+               graph->timing.queue_depth.value, rv_estimate_source_name(graph->timing.queue_depth.source));
+    ck_assert_int_le(llabs(graph->timing.clock_offset.value - US(-5000)), US(5));
+    ck_assert_int_eq(graph->timing.queue_depth.value, QUEUE_DEPTH);
+    ck_assert_int_eq(graph->timing.queue_depth.source, RV_SOURCE_MEASURED);
     rv_graph_free(graph);
 }
 END_TEST
@@ -398,6 +433,7 @@ static Suite *timing_suite(void)
     TCase *queue = tcase_create("launch queue");
     tcase_add_test(queue, test_queue_depth_measured_and_trimmed);
     tcase_add_test(queue, test_queue_wait_follows_the_gpu);
+    tcase_add_test(queue, test_queue_releases_set_the_clock);
     tcase_add_test(queue, test_queue_depth_assumed);
     tcase_add_test(queue, test_queue_deadlock_falls_back);
     suite_add_tcase(suite, queue);

@@ -31,6 +31,7 @@ typedef struct {
     GArray *task_comm;              /* per task: comm_scope, what the enclosing c10d operators say (tags.c) */
     int64_t origin_ns;              /* earliest recorded start of any task */
     int64_t long_launch_ns;         /* a launch call this long may have blocked (timing.c) */
+    int64_t unblocked_launch_ns;    /* what a launch call costs when it does not block (timing.c) */
     GArray *return_samples;         /* int64: blocked calls' return after what they waited for (sync.c) */
 } builder;
 

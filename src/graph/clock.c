@@ -25,6 +25,14 @@
  * agree (it returns within MAX_RETURN_NS of what it waited for), the
  * offset moves up until the quickest launches take the prior latency.
  *
+ * A GPU-bound trace has a third kind of pair (timing.c,
+ * rv_queue_release_bounds): a launch call that waited for a full queue
+ * returns just after the task that freed its slot ended, which bounds the
+ * offset from both sides.  In a profiler window that opens while the GPU
+ * is busy no launch finds its stream idle, and these are what pins the
+ * clocks: hundreds of them, so one stalled stretch is outvoted.  A release
+ * counts as an explicit synchronize that blocked does below (prompt).
+ *
  * The result goes to graph->timing for `info` (value, the range of equally
  * good offsets, the pairs, how many it contradicts), and every GPU task's
  * recorded start is corrected by it.  Sync pairs it contradicts are not
@@ -47,8 +55,10 @@
 typedef struct {
     GArray *upper;      /* int64, sorted */
     GArray *lower;      /* int64, sorted */
+    guint launch_pairs; /* of upper: launches (the rest: queue releases) */
     GArray *idle_start; /* int64: gpu start - launch end, sorted */
-    GArray *prompt;     /* int64: awaited end - call end of explicit synchronizes that blocked */
+    GArray *prompt;     /* int64: awaited end - call end of explicit synchronizes that blocked, and of
+                         * launches released by a full queue */
 } offset_evidence;
 
 static void collect_launches(const builder *b, offset_evidence *evidence)
@@ -111,6 +121,11 @@ static guint contradicted(const offset_evidence *evidence, int64_t d)
     return count_below(evidence->upper, d) + count_above(evidence->lower, d);
 }
 
+static guint contradicted_by(int64_t d, void *evidence)
+{
+    return contradicted(evidence, d);
+}
+
 static void consider(const offset_evidence *evidence, int64_t d, int64_t *best, guint *best_count)
 {
     guint count = contradicted(evidence, d);
@@ -142,13 +157,27 @@ static void bounds_around(const offset_evidence *evidence, int64_t d, int64_t *l
     *low = satisfied > 0 ? g_array_index(evidence->lower, int64_t, satisfied - 1) : G_MININT64;
 }
 
+/* Does some launch start its task within MAX_IDLE_LATENCY_NS of the call's
+ * end at offset d, as on an idle stream?  (The quickest, a 0.1% quantile
+ * so that one mismatched correlation does not decide.) */
+static gboolean launch_found_idle_stream(const offset_evidence *evidence, int64_t d)
+{
+    return evidence->idle_start->len > 0 && rv_quantile_int64(evidence->idle_start, 0.001, 0) - d <= MAX_IDLE_LATENCY_NS;
+}
+
 /* Where in [low, high] the offset lies.  0 when the clocks agree (0 is in
- * range).  Otherwise, when an explicit synchronize that blocked gives the
- * lower end, that end plus the prior slack: such a call returns a few
- * microseconds after the work it waited for, while the launch end's slack
- * is what the quickest launch waited, which can be tens of microseconds
- * (a CUDA graph's kernels all pair with a few graph launches).  Without
- * it, both ends leave a few microseconds of slack (a kernel starts a few
+ * range), unless a prompt pair (an explicit synchronize that blocked, or a
+ * queue's release) gives the lower end
+ * and would, at 0, have returned more than MAX_RETURN_NS after its work
+ * while no launch found its stream idle at 0: such a call returns a few
+ * microseconds after the work it waited for.
+ * Then, and when 0 is out of range, that end plus the prior slack: the
+ * launch end's slack is what the quickest launch waited, which can be tens
+ * of microseconds (a CUDA graph's kernels all pair with a few graph
+ * launches), or tens of milliseconds in a window of a GPU-bound run whose
+ * launches all ran far ahead; a range that wide holds 0 and a clock 5 ms
+ * off alike, and 0 would keep the wrong one.  Without such a synchronize,
+ * both ends leave a few microseconds of slack (a kernel starts a few
  * microseconds after its call began; a sync returns a few after its work
  * ended), so the middle is nearer the truth than the end nearest 0; with
  * one side unbounded, the bound minus (plus) that slack's prior.  Each rule
@@ -156,11 +185,16 @@ static void bounds_around(const offset_evidence *evidence, int64_t d, int64_t *l
  * the same shift. */
 static int64_t within_bounds(const offset_evidence *evidence, int64_t d, int64_t low, int64_t high)
 {
-    if (d == 0 || (low <= 0 && 0 <= high)) return d;
     gboolean both = low > G_MININT64 && high < G_MAXINT64 && low <= high;
     int64_t prompt_low = G_MININT64;
     for (guint i = 0; i < evidence->prompt->len; i++) prompt_low = MAX(prompt_low, g_array_index(evidence->prompt, int64_t, i));
-    if (both && prompt_low == low) return MIN(low + PRIOR_PAIR_SLACK_NS, high);
+    gboolean prompt_sets_low = both && prompt_low == low;
+    /* 0 would have that synchronize return more than MAX_RETURN_NS late,
+     * and no launch that found its stream idle vouches for 0 */
+    if (prompt_sets_low && -low > MAX_RETURN_NS && !launch_found_idle_stream(evidence, 0))
+        return MIN(low + PRIOR_PAIR_SLACK_NS, high);
+    if (d == 0 || (low <= 0 && 0 <= high)) return d;
+    if (prompt_sets_low) return MIN(low + PRIOR_PAIR_SLACK_NS, high);
     if (both) return low + (high - low) / 2;
     if (high < G_MAXINT64 && d == high) return high - PRIOR_PAIR_SLACK_NS;
     if (low > G_MININT64 && d == low) return low + PRIOR_PAIR_SLACK_NS;
@@ -172,9 +206,8 @@ static int64_t within_bounds(const offset_evidence *evidence, int64_t d, int64_t
  * vouches for d; 0 otherwise. */
 static int64_t idle_latency_correction(const offset_evidence *evidence, int64_t d)
 {
-    if (evidence->idle_start->len == 0) return 0;
+    if (evidence->idle_start->len == 0 || launch_found_idle_stream(evidence, d)) return 0;
     int64_t quickest = rv_quantile_int64(evidence->idle_start, 0.001, 0) - d;
-    if (quickest <= MAX_IDLE_LATENCY_NS) return 0;
     for (guint i = 0; i < evidence->prompt->len; i++)
         if (d - g_array_index(evidence->prompt, int64_t, i) <= MAX_RETURN_NS) return 0;
     return quickest - PRIOR_LAUNCH_LATENCY_NS;
@@ -185,7 +218,7 @@ static void choose_offset(rv_timing *timing, offset_evidence *evidence)
     rv_sort_int64(evidence->upper);
     rv_sort_int64(evidence->lower);
     rv_sort_int64(evidence->idle_start);
-    timing->offset_launch_pairs = evidence->upper->len;
+    timing->offset_launch_pairs = evidence->launch_pairs;
     timing->offset_sync_pairs = evidence->lower->len;
     guint count = 0;
     int64_t d = least_contradicted(evidence, &count);
@@ -195,7 +228,7 @@ static void choose_offset(rv_timing *timing, offset_evidence *evidence)
     if (move > 0 && contradicted(evidence, d + move) <= count) d += move;
     timing->offset_contradicted = contradicted(evidence, d);
     bounds_around(evidence, d, &timing->offset_low_ns, &timing->offset_high_ns);
-    rv_estimate offset = { d, 0, evidence->upper->len + evidence->lower->len, RV_SOURCE_MEASURED };
+    rv_estimate offset = { d, 0, evidence->launch_pairs + evidence->lower->len, RV_SOURCE_MEASURED };
     if (timing->offset_low_ns > G_MININT64 && timing->offset_high_ns < G_MAXINT64)
         offset.spread = timing->offset_high_ns - timing->offset_low_ns;
     if (offset.samples == 0) {
@@ -211,10 +244,18 @@ static void choose_offset(rv_timing *timing, offset_evidence *evidence)
 
 void rv_build_clock(builder *b, const GArray *sync_pairs)
 {
-    offset_evidence evidence = { g_array_new(FALSE, FALSE, sizeof(int64_t)), g_array_new(FALSE, FALSE, sizeof(int64_t)),
+    offset_evidence evidence = { g_array_new(FALSE, FALSE, sizeof(int64_t)), g_array_new(FALSE, FALSE, sizeof(int64_t)), 0,
                                  g_array_new(FALSE, FALSE, sizeof(int64_t)), g_array_new(FALSE, FALSE, sizeof(int64_t)) };
     collect_launches(b, &evidence);
+    evidence.launch_pairs = evidence.upper->len;
     collect_syncs(b, sync_pairs, &evidence);
+    rv_sort_int64(evidence.upper);
+    rv_sort_int64(evidence.lower);
+    guint before_releases = evidence.lower->len;
+    rv_queue_release_bounds(b, contradicted_by, &evidence, evidence.lower, evidence.upper);
+    /* a release is as prompt as a synchronize that blocked */
+    g_array_append_vals(evidence.prompt, &g_array_index(evidence.lower, int64_t, before_releases),
+                        evidence.lower->len - before_releases);
     rv_timing *timing = &b->graph->timing;
     choose_offset(timing, &evidence);
     g_array_unref(evidence.upper);

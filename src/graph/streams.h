@@ -53,6 +53,17 @@ typedef struct {
  * edges serves every pass. */
 GArray *rv_sync_pairs(const builder *b, const stream_index *index);
 void rv_build_clock(builder *b, const GArray *sync_pairs);
+/* How many of the other clock pairs an offset contradicts (clock.c). */
+typedef guint (*rv_offset_cost)(int64_t offset, void *data);
+/* The clock evidence of a GPU-bound trace (timing.c): a launch call that
+ * blocked on a full queue returns just after the task `depth` launches
+ * before it ends, whatever the clocks say.  For the depth whose releases
+ * contradict the fewest pairs, each call in its bunch of release gaps
+ * gives bounds on the offset d = GPU clock - CPU clock, appended: d >=
+ * lower (the call returned after that task ended) and d <= upper (within
+ * RELEASE_RETURN_MAX_NS of it).  Nothing when too few calls bunch
+ * (QUEUE_MIN_AGREEING, and a quarter of the long calls). */
+void rv_queue_release_bounds(const builder *b, rv_offset_cost contradicted, void *data, GArray *lower, GArray *upper);
 void rv_build_sync_edges(builder *b, GArray *sync_pairs, const stream_index *streams);
 void rv_build_cross_stream_edges(builder *b, const stream_index *index);
 void rv_build_timing(builder *b);

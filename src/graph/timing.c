@@ -310,8 +310,10 @@ typedef struct {
 
 /* What the launch calls of a trace show about its queue. */
 typedef struct {
+    const builder *b;
     GArray *blocked;          /* stream_launch: calls long enough to have blocked */
     GPtrArray *ends;          /* per resource: stream_ends() */
+    int64_t unblocked_ns;     /* what a launch call costs when it does not block */
     int64_t long_call_ns;     /* how long a call must be to count as blocked */
     uint64_t unblocked_in_flight; /* most launches in flight at a short call's return */
 } queue_evidence;
@@ -445,46 +447,230 @@ static rv_estimate queue_estimate(const builder *b, const queue_evidence *eviden
     return assumed;
 }
 
+static void queue_evidence_init(const builder *b, queue_evidence *evidence)
+{
+    evidence->b = b;
+    evidence->blocked = g_array_new(FALSE, FALSE, sizeof(stream_launch));
+    evidence->ends = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    evidence->unblocked_ns = unblocked_launch_call(b);
+    evidence->long_call_ns = MAX(BLOCKED_CALL_MIN_NS, 10 * evidence->unblocked_ns);
+    evidence->unblocked_in_flight = 0;
+    for (guint r = 0; r < b->graph->resources->len; r++) g_ptr_array_add(evidence->ends, stream_ends(b, r));
+    for (guint r = 0; r < b->graph->resources->len; r++)
+        if (is_gpu_stream(b, r)) collect_launches(b, r, evidence);
+}
+
+static void queue_evidence_clear(queue_evidence *evidence)
+{
+    g_array_unref(evidence->blocked);
+    g_ptr_array_unref(evidence->ends);
+}
+
 static void estimate_queue_depth(builder *b)
 {
-    queue_evidence evidence = { g_array_new(FALSE, FALSE, sizeof(stream_launch)),
-                                g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref),
-                                MAX(BLOCKED_CALL_MIN_NS, 10 * unblocked_launch_call(b)), 0 };
-    for (guint r = 0; r < b->graph->resources->len; r++) g_ptr_array_add(evidence.ends, stream_ends(b, r));
-    for (guint r = 0; r < b->graph->resources->len; r++)
-        if (is_gpu_stream(b, r)) collect_launches(b, r, &evidence);
+    queue_evidence evidence;
+    queue_evidence_init(b, &evidence);
     rv_timing *timing = &b->graph->timing;
     timing->queue_depth = queue_estimate(b, &evidence);
     timing->queue_unblocked_in_flight = evidence.unblocked_in_flight;
     b->long_launch_ns = evidence.long_call_ns;
-    g_array_unref(evidence.blocked);
-    g_ptr_array_unref(evidence.ends);
+    b->unblocked_launch_ns = evidence.unblocked_ns;
+    queue_evidence_clear(&evidence);
     for (guint r = 0; r < b->graph->resources->len; r++)
         if (is_gpu_stream(b, r)) resource_at(b, r)->queue_depth = (int32_t)timing->queue_depth.value;
+}
+
+/* ---- what a full queue says about the clocks ----------------------------- */
+
+/* A blocked launch returns at most this long after its slot freed, as a
+ * bound on the clock offset: generous beside the 3-6 us the shipped V100
+ * trace shows, so that a call the host scheduled a little late contradicts
+ * nothing and clocks that agree stay at 0. */
+#define RELEASE_RETURN_MAX_NS 50000
+
+/* The blocked calls the depth is searched with (evenly spaced over them),
+ * and the deepest queue tried (CUDA's holds 1024 launches). */
+#define RELEASE_SEARCH_CALLS 256
+#define RELEASE_SEARCH_DEPTH 2048
+
+/* A blocked call's release gap on the raw clocks: the recorded end of the
+ * task `depth` launches before it (GPU clock) minus the call's return (CPU
+ * clock); G_MININT64 when it has no such task, or when the task after that
+ * one did not start within GAP_SAMPLE_MAX_NS of its end: with the queue
+ * full the next task is waiting, so the stream runs on without idling (a
+ * call that returned while the stream idled did not wait for a slot). */
+static int64_t release_gap(const queue_evidence *evidence, const stream_launch *call, int64_t depth)
+{
+    if ((int64_t)call->position < depth) return G_MININT64;
+    guint released = call->position - (guint)depth;
+    GArray *ends = g_ptr_array_index(evidence->ends, call->stream);
+    GArray *tasks = builder_resource_tasks(evidence->b, (int32_t)call->stream);
+    int64_t next_start = rv_graph_task(evidence->b->graph, g_array_index(tasks, int32_t, released + 1))->recorded_start_ns;
+    int64_t freed = g_array_index(ends, int64_t, released);
+    if (next_start - freed > GAP_SAMPLE_MAX_NS) return G_MININT64;
+    return freed - call->returned_ns;
+}
+
+/* The most of the sorted values that lie within `window` of one another:
+ * their count, and the smallest and largest of them in *first, *last. */
+static guint densest_window(const GArray *sorted, int64_t window, int64_t *first, int64_t *last)
+{
+    guint best = 0;
+    for (guint low = 0, high = 0; high < sorted->len; high++) {
+        while (g_array_index(sorted, int64_t, high) - g_array_index(sorted, int64_t, low) > window) low++;
+        if (high - low + 1 > best) {
+            best = high - low + 1;
+            *first = g_array_index(sorted, int64_t, low);
+            *last = g_array_index(sorted, int64_t, high);
+        }
+    }
+    return best;
+}
+
+/* Every sampled call's release gap at `depth`, sorted. */
+static void sampled_gaps(const queue_evidence *evidence, guint stride, int64_t depth, GArray *gaps)
+{
+    g_array_set_size(gaps, 0);
+    for (guint i = 0; i < evidence->blocked->len; i += stride) {
+        int64_t gap = release_gap(evidence, &g_array_index(evidence->blocked, stream_launch, i), depth);
+        if (gap != G_MININT64) g_array_append_val(gaps, gap);
+    }
+    rv_sort_int64(gaps);
+}
+
+/* The depth whose releases, read with the clock the other pairs allow,
+ * contradict the fewest pairs: at each depth, the sampled calls whose gaps
+ * bunch most tightly put the offset in their window, and the calls outside
+ * the bunch (or with no task that far back) count against it, as do the
+ * other pairs that offset contradicts (`contradicted`).  With kernels all
+ * alike every depth bunches as tightly, and a shallower queue with a later
+ * GPU clock fits the window as well as a deeper one: the calls without a
+ * task that far back bound it from above, and among depths that fit alike
+ * the one nearest the driver's (PRIOR_QUEUE_DEPTH_CUDA) wins.  -1 when no
+ * call has a task to wait for. */
+static int64_t release_depth(const queue_evidence *evidence, guint stride, rv_offset_cost contradicted, void *data)
+{
+    guint sample_size = (evidence->blocked->len + stride - 1) / stride;
+    GArray *gaps = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    int64_t best_depth = -1;
+    guint64 best_cost = G_MAXUINT64;
+    for (int64_t depth = 1; depth <= RELEASE_SEARCH_DEPTH; depth++) {
+        sampled_gaps(evidence, stride, depth, gaps);
+        if (gaps->len == 0) break; /* deeper queues leave no call a task to wait for */
+        int64_t first = 0, last = 0;
+        guint bunched = densest_window(gaps, RELEASE_WINDOW_NS, &first, &last);
+        /* the bunch's tightest bound: its calls returned promptly */
+        guint64 cost = (guint64)(sample_size - bunched) * stride + contradicted(last, data);
+        if (cost < best_cost ||
+            (cost == best_cost && llabs(depth - PRIOR_QUEUE_DEPTH_CUDA) < llabs(best_depth - PRIOR_QUEUE_DEPTH_CUDA))) {
+            best_cost = cost;
+            best_depth = depth;
+        }
+    }
+    g_array_unref(gaps);
+    return best_depth;
+}
+
+void rv_queue_release_bounds(const builder *b, rv_offset_cost contradicted, void *data, GArray *lower, GArray *upper)
+{
+    queue_evidence evidence;
+    queue_evidence_init(b, &evidence);
+    guint stride = MAX(1u, evidence.blocked->len / RELEASE_SEARCH_CALLS);
+    int64_t depth = evidence.blocked->len >= QUEUE_MIN_AGREEING ? release_depth(&evidence, stride, contradicted, data) : -1;
+    if (depth > 0) {
+        GArray *gaps = g_array_new(FALSE, FALSE, sizeof(int64_t));
+        sampled_gaps(&evidence, 1, depth, gaps);
+        int64_t first = 0, last = 0;
+        guint bunched = densest_window(gaps, RELEASE_WINDOW_NS, &first, &last);
+        if (bunched >= QUEUE_MIN_AGREEING && 4 * bunched >= evidence.blocked->len)
+            for (guint i = 0; i < gaps->len; i++) {
+                int64_t gap = g_array_index(gaps, int64_t, i);
+                if (gap < first || gap > first + RELEASE_WINDOW_NS) continue;
+                int64_t prompt = gap + RELEASE_RETURN_MAX_NS;
+                g_array_append_val(lower, gap);
+                g_array_append_val(upper, prompt);
+            }
+        g_array_unref(gaps);
+    }
+    queue_evidence_clear(&evidence);
+}
+
+/* A launch call of a stream and its release gap (freed - return). */
+typedef struct {
+    int64_t gap;
+    guint position;
+} release_at;
+
+static gint by_gap(gconstpointer left, gconstpointer right)
+{
+    const release_at *a = left, *b = right;
+    return a->gap < b->gap ? -1 : a->gap > b->gap;
+}
+
+/* Per position on the stream: is its launch call long, its slot freed
+ * before it began by the corrected clocks, and one of QUEUE_MIN_AGREEING
+ * or more such calls whose gaps lie within RELEASE_WINDOW_NS of one
+ * another?  Such a bunch returned a fixed time after its releases: queue
+ * waits in a stretch of GPU time shifted against the host (a stall or a
+ * clock jump that one offset cannot fit).  A long call that is alone in
+ * that, or merely one of a few, blocked on something else (the GIL, an
+ * allocation) and keeps its time.  g_free. */
+static gboolean *shifted_releases(const builder *b, guint stream, int32_t depth)
+{
+    GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
+    GArray *candidates = g_array_new(FALSE, FALSE, sizeof(release_at));
+    for (guint k = (guint)depth; k < tasks->len; k++) {
+        const rv_task *call = plain_launch(b, g_array_index(tasks, int32_t, k));
+        if (call == NULL || call->duration_ns < b->long_launch_ns) continue;
+        int64_t freed = task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k - (guint)depth)));
+        if (freed > call->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS) continue;
+        release_at candidate = { freed - task_recorded_end(call), k };
+        g_array_append_val(candidates, candidate);
+    }
+    g_array_sort(candidates, by_gap);
+    gboolean *shifted = g_new0(gboolean, tasks->len);
+    for (guint low = 0, high = 0; high < candidates->len; high++) {
+        while (g_array_index(candidates, release_at, high).gap - g_array_index(candidates, release_at, low).gap >
+               RELEASE_WINDOW_NS)
+            low++;
+        if (high - low + 1 < QUEUE_MIN_AGREEING) continue;
+        for (guint i = low; i <= high; i++) shifted[g_array_index(candidates, release_at, i).position] = TRUE;
+    }
+    g_array_unref(candidates);
+    return shifted;
 }
 
 /* Launch calls whose recorded duration includes waiting for a queue slot
  * keep only what they took after the slot freed: any call that began
  * before its slot freed when the trace measured its depth, else only calls
- * long enough to have blocked (an assumed depth may not be the trace's). */
+ * long enough to have blocked (an assumed depth may not be the trace's).
+ * Under a measured depth, the calls of a shifted stretch (shifted_releases)
+ * keep the cost of a launch that did not block: the rest of their time is
+ * the queue's wait, which the simulator's queue rule puts back. */
 static void trim_blocked_launches(builder *b, guint stream)
 {
     int32_t depth = resource_at(b, stream)->queue_depth;
+    if (depth <= 0) return;
+    gboolean measured = b->graph->timing.queue_depth.source == RV_SOURCE_MEASURED;
+    gboolean *shifted = measured ? shifted_releases(b, stream, depth) : NULL;
     GArray *tasks = builder_resource_tasks(b, (int32_t)stream);
-    for (guint k = (guint)depth; depth > 0 && k < tasks->len; k++) {
+    for (guint k = (guint)depth; k < tasks->len; k++) {
         int32_t launch = g_array_index(b->task_launch, int32_t, g_array_index(tasks, int32_t, k));
         if (launch < 0 || (rv_graph_task(b->graph, launch)->flags & RV_TASK_FLAG_BLOCKING)) continue;
         rv_task *call = rv_graph_task(b->graph, launch);
-        if (call->duration_ns < b->long_launch_ns && b->graph->timing.queue_depth.source != RV_SOURCE_MEASURED)
-            continue;
+        if (call->duration_ns < b->long_launch_ns && !measured) continue;
         int64_t freed = task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k - (guint)depth)));
-        if (freed <= call->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS) continue;
         int64_t call_end = task_recorded_end(call);
+        if (freed <= call->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS) {
+            if (shifted == NULL || !shifted[k]) continue;
+            freed = call_end - MIN(call->duration_ns, b->unblocked_launch_ns);
+        }
         int64_t own = call_end - CLAMP(freed, call->recorded_start_ns, call_end);
         call->recorded_start_ns = call_end - own;
         call->duration_ns = own;
         b->graph->build_stats.queue_blocked_launches++;
     }
+    g_free(shifted);
 }
 
 /* ---- host overhead ------------------------------------------------------ */
