@@ -132,13 +132,19 @@ static GArray *simulated_steps(const rv_graph *graph)
     return out;
 }
 
-static double amp_speedup(const char *path)
+/* The speedup of one plugin's what-if on a trace file. */
+static double speedup_of(const char *path, const char *plugin, const char *params)
 {
     rv_graph *graph = load_trace_file(path);
     int64_t baseline = step_total(graph), predicted = 0;
-    apply_and_simulate(graph, "amp", "", NULL, &predicted);
+    apply_and_simulate(graph, plugin, params, NULL, &predicted);
     rv_graph_free(graph);
     return (double)baseline / (double)predicted;
+}
+
+static double amp_speedup(const char *path)
+{
+    return speedup_of(path, "amp", "");
 }
 
 static void check_offset(const char *name, double shift_us)
@@ -291,11 +297,7 @@ static char *window_from_second_step(const char *name)
 
 static double kernels_halved_speedup(const char *path)
 {
-    rv_graph *graph = load_trace_file(path);
-    int64_t baseline = step_total(graph), predicted = 0;
-    apply_and_simulate(graph, "scale", "select=kind=kernel,factor=0.5", NULL, &predicted);
-    rv_graph_free(graph);
-    return (double)baseline / (double)predicted;
+    return speedup_of(path, "scale", "select=kind=kernel,factor=0.5");
 }
 
 static const struct {
