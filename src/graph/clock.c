@@ -254,8 +254,8 @@ void rv_build_clock(builder *b, const GArray *sync_pairs)
     guint before_releases = evidence.lower->len;
     rv_queue_release_bounds(b, contradicted_by, &evidence, evidence.lower, evidence.upper);
     /* a release is as prompt as a synchronize that blocked */
-    g_array_append_vals(evidence.prompt, &g_array_index(evidence.lower, int64_t, before_releases),
-                        evidence.lower->len - before_releases);
+    for (guint i = before_releases; i < evidence.lower->len; i++)
+        g_array_append_val(evidence.prompt, g_array_index(evidence.lower, int64_t, i));
     rv_timing *timing = &b->graph->timing;
     choose_offset(timing, &evidence);
     g_array_unref(evidence.upper);
