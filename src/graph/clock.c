@@ -167,12 +167,11 @@ static gboolean launch_found_idle_stream(const offset_evidence *evidence, int64_
 
 /* Where in [low, high] the offset lies.  0 when the clocks agree (0 is in
  * range), unless a prompt pair (an explicit synchronize that blocked, or a
- * queue's release) gives the lower end
- * and would, at 0, have returned more than MAX_RETURN_NS after its work
- * while no launch found its stream idle at 0: such a call returns a few
- * microseconds after the work it waited for.
- * Then, and when 0 is out of range, that end plus the prior slack: the
- * launch end's slack is what the quickest launch waited, which can be tens
+ * queue's release) gives the lower end and would, at 0, have returned more
+ * than MAX_RETURN_NS after its work while no launch found its stream idle
+ * at 0: such a call returns a few microseconds after the work it waited
+ * for.  Then, and when 0 is out of range, that end plus the prior slack:
+ * the launch end's slack is what the quickest launch waited, which can be tens
  * of microseconds (a CUDA graph's kernels all pair with a few graph
  * launches), or tens of milliseconds in a window of a GPU-bound run whose
  * launches all ran far ahead; a range that wide holds 0 and a clock 5 ms
