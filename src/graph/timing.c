@@ -490,7 +490,7 @@ static void estimate_queue_depth(builder *b)
 
 /* The blocked calls the depth is searched with (evenly spaced over them),
  * and the deepest queue tried (CUDA's holds 1024 launches). */
-#define RELEASE_SEARCH_CALLS 256
+#define RELEASE_SEARCH_CALLS 64
 #define RELEASE_SEARCH_DEPTH 2048
 
 /* A blocked call's release gap on the raw clocks: the recorded end of the
