@@ -41,6 +41,7 @@
  * the wait for the forward is the edge's, not the call's host overhead.
  */
 #include "streams.h"
+#include "reverie/checked.h"
 #include <string.h>
 
 /* A thread idle longer than this before a call may have been waiting. */
@@ -145,7 +146,7 @@ static int32_t awaited_task(const builder *b, const stream_index *index, const p
 static int32_t awaited_within_recording(const builder *b, int32_t awaited, int32_t consumer)
 {
     rv_graph *graph = b->graph;
-    int64_t limit = rv_graph_task(graph, consumer)->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS;
+    int64_t limit = rv_saturating_add(rv_graph_task(graph, consumer)->recorded_start_ns, RV_CAUSAL_TOLERANCE_NS);
     if (task_recorded_end(rv_graph_task(graph, awaited)) <= limit) return awaited;
     GArray *tasks = builder_resource_tasks(b, rv_graph_task(graph, awaited)->resource);
     guint low = 0, high = tasks->len; /* the first task ending past the limit is in [low, high] */

@@ -52,6 +52,7 @@
  * recorded starts, and it belongs to the task (DESIGN "Tasks").
  */
 #include "streams.h"
+#include "reverie/checked.h"
 #include "reverie/stats.h"
 
 /* Priors, used when a trace shows too little (each value's source):
@@ -507,8 +508,8 @@ static int64_t release_gap(const queue_evidence *evidence, const stream_launch *
     GArray *tasks = builder_resource_tasks(evidence->b, (int32_t)call->stream);
     int64_t next_start = rv_graph_task(evidence->b->graph, g_array_index(tasks, int32_t, released + 1))->recorded_start_ns;
     int64_t freed = g_array_index(ends, int64_t, released);
-    if (next_start - freed > GAP_SAMPLE_MAX_NS) return G_MININT64;
-    return freed - call->returned_ns;
+    if (rv_saturating_sub(next_start, freed) > GAP_SAMPLE_MAX_NS) return G_MININT64;
+    return MAX(rv_saturating_sub(freed, call->returned_ns), G_MININT64 + 1);
 }
 
 /* The most of the sorted values that lie within `window` of one another:
@@ -517,7 +518,7 @@ static guint densest_window(const GArray *sorted, int64_t window, int64_t *first
 {
     guint best = 0;
     for (guint low = 0, high = 0; high < sorted->len; high++) {
-        while (g_array_index(sorted, int64_t, high) - g_array_index(sorted, int64_t, low) > window) low++;
+        while (rv_saturating_sub(g_array_index(sorted, int64_t, high), g_array_index(sorted, int64_t, low)) > window) low++;
         if (high - low + 1 > best) {
             best = high - low + 1;
             *first = g_array_index(sorted, int64_t, low);
@@ -585,8 +586,8 @@ void rv_queue_release_bounds(const builder *b, rv_offset_cost contradicted, void
         if (bunched >= QUEUE_MIN_AGREEING && 4 * bunched >= evidence.blocked->len)
             for (guint i = 0; i < gaps->len; i++) {
                 int64_t gap = g_array_index(gaps, int64_t, i);
-                if (gap < first || gap > first + RELEASE_WINDOW_NS) continue;
-                int64_t prompt = gap + RELEASE_RETURN_MAX_NS;
+                if (gap < first || gap > rv_saturating_add(first, RELEASE_WINDOW_NS)) continue;
+                int64_t prompt = rv_saturating_add(gap, RELEASE_RETURN_MAX_NS);
                 g_array_append_val(lower, gap);
                 g_array_append_val(upper, prompt);
             }
@@ -623,15 +624,15 @@ static gboolean *shifted_releases(const builder *b, guint stream, int32_t depth)
         const rv_task *call = plain_launch(b, g_array_index(tasks, int32_t, k));
         if (call == NULL || call->duration_ns < b->long_launch_ns) continue;
         int64_t freed = task_recorded_end(rv_graph_task(b->graph, g_array_index(tasks, int32_t, k - (guint)depth)));
-        if (freed > call->recorded_start_ns + RV_CAUSAL_TOLERANCE_NS) continue;
-        release_at candidate = { freed - task_recorded_end(call), k };
+        if (freed > rv_saturating_add(call->recorded_start_ns, RV_CAUSAL_TOLERANCE_NS)) continue;
+        release_at candidate = { rv_saturating_sub(freed, task_recorded_end(call)), k };
         g_array_append_val(candidates, candidate);
     }
     g_array_sort(candidates, by_gap);
     gboolean *shifted = g_new0(gboolean, tasks->len);
     for (guint low = 0, high = 0; high < candidates->len; high++) {
-        while (g_array_index(candidates, release_at, high).gap - g_array_index(candidates, release_at, low).gap >
-               RELEASE_WINDOW_NS)
+        while (rv_saturating_sub(g_array_index(candidates, release_at, high).gap,
+                                 g_array_index(candidates, release_at, low).gap) > RELEASE_WINDOW_NS)
             low++;
         if (high - low + 1 < QUEUE_MIN_AGREEING) continue;
         for (guint i = low; i <= high; i++) shifted[g_array_index(candidates, release_at, i).position] = TRUE;
