@@ -553,11 +553,13 @@ static int64_t release_depth(const queue_evidence *evidence, guint stride, rv_of
 {
     guint sample_size = (evidence->blocked->len + stride - 1) / stride;
     GArray *gaps = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    int64_t best_depth = -1;
+    int64_t best_depth = -1, deepest = 0; /* no call has a task further back */
     guint64 best_cost = G_MAXUINT64;
-    for (int64_t depth = 1; depth <= RELEASE_SEARCH_DEPTH; depth++) {
+    for (guint i = 0; i < evidence->blocked->len; i += stride)
+        deepest = MAX(deepest, (int64_t)g_array_index(evidence->blocked, stream_launch, i).position);
+    for (int64_t depth = 1; depth <= MIN(deepest, RELEASE_SEARCH_DEPTH); depth++) {
         sampled_gaps(evidence, stride, depth, gaps);
-        if (gaps->len == 0) break; /* deeper queues leave no call a task to wait for */
+        if (gaps->len == 0) continue; /* every stream idled after these releases */
         int64_t first = 0, last = 0;
         guint bunched = densest_window(gaps, RELEASE_WINDOW_NS, &first, &last);
         /* the bunch's tightest bound: its calls returned promptly */
