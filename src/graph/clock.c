@@ -188,11 +188,10 @@ static int64_t within_bounds(const offset_evidence *evidence, int64_t d, int64_t
     int64_t prompt_low = G_MININT64;
     for (guint i = 0; i < evidence->prompt->len; i++) prompt_low = MAX(prompt_low, g_array_index(evidence->prompt, int64_t, i));
     gboolean prompt_sets_low = both && prompt_low == low;
-    /* 0 would have that synchronize return more than MAX_RETURN_NS late,
-     * and no launch that found its stream idle vouches for 0 */
-    if (prompt_sets_low && -low > MAX_RETURN_NS && !launch_found_idle_stream(evidence, 0))
-        return MIN(low + PRIOR_PAIR_SLACK_NS, high);
-    if (d == 0 || (low <= 0 && 0 <= high)) return d;
+    /* 0 would have that pair return more than MAX_RETURN_NS late, and no
+     * launch that found its stream idle vouches for 0 */
+    gboolean late_at_zero = prompt_sets_low && -low > MAX_RETURN_NS && !launch_found_idle_stream(evidence, 0);
+    if ((d == 0 || (low <= 0 && 0 <= high)) && !late_at_zero) return d;
     if (prompt_sets_low) return MIN(low + PRIOR_PAIR_SLACK_NS, high);
     if (both) return low + (high - low) / 2;
     if (high < G_MAXINT64 && d == high) return high - PRIOR_PAIR_SLACK_NS;
