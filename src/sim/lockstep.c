@@ -1,0 +1,216 @@
+/*
+ * lockstep.c - the replay of a job whose ranks are alike (alike.h), every
+ * rank of one task at a time.
+ *
+ * The structure's order (structure.h, find_order in sim.c) is an order its
+ * edges allow; every rank has the structure's edges between the same ids,
+ * and the job's own tasks (the rendezvous) come after all of their
+ * predecessors in it.  So walking that order and, at each task, working
+ * out its times for every rank is an order the joint graph's edges allow
+ * too, and - every resource a chain, as sim.c's edge-order replay requires
+ * - gives rv_simulate's times: graph.h's rules, read from predecessors
+ * (each task's edges in, inverted once from the structure's edges out)
+ * rather than pushed to successors, so that a rank's task keeps one
+ * number, its end, and nothing else per rank and task lives in the replay.
+ *
+ * Cost: O(order x ranks + edges x ranks) time; 8 bytes per rank and task of
+ * memory beside the columns, plus the structure's own arrays once.
+ */
+#include "reverie/alike.h"
+#include "reverie/error.h"
+#include "structure.h"
+#include <string.h>
+
+/* Each live task's edges in: from, and how it readies the task. */
+typedef struct {
+    int32_t *first;  /* edges into t: [first[t], first[t + 1]) */
+    int32_t *from;
+    uint8_t *how;
+} predecessors;
+
+static void invert(const rv_sim_structure *structure, predecessors *in)
+{
+    int32_t n = structure->tasks;
+    const adjacency *adj = &structure->adj;
+    in->first = g_new0(int32_t, (gsize)n + 2);
+    for (int32_t slot = 0; slot < adj->first[n]; slot++)
+        if (adj->how[slot] != ORDER_ONLY) in->first[adj->targets[slot] + 2]++;
+    for (int32_t t = 0; t < n; t++) in->first[t + 2] += in->first[t + 1];
+    in->from = g_new(int32_t, (gsize)in->first[n + 1] + 1);
+    in->how = g_new(uint8_t, (gsize)in->first[n + 1] + 1);
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t slot = adj->first[t]; slot < adj->first[t + 1]; slot++) {
+            if (adj->how[slot] == ORDER_ONLY) continue;
+            int32_t at = in->first[adj->targets[slot] + 1]++;
+            in->from[at] = t;
+            in->how[at] = adj->how[slot];
+        }
+}
+
+static void predecessors_clear(predecessors *in)
+{
+    g_free(in->first);
+    g_free(in->from);
+    g_free(in->how);
+}
+
+/* a + b, or past the limit (sim.c's add_time: both non-negative). */
+static inline int64_t add_time(int64_t a, int64_t b)
+{
+    int64_t sum;
+    if (__builtin_add_overflow(a, b, &sum) || sum > RV_SIM_TIME_MAX_NS) return RV_SIM_TIME_MAX_NS + 1;
+    return sum;
+}
+
+typedef struct {
+    const rv_alike_job *alike;
+    const rv_sim_structure *structure;
+    predecessors in;
+    guint ranks;
+    int32_t rank_tasks;
+    int64_t *end;            /* the result's */
+    int64_t *job_end;        /* = end + rank_tasks * ranks */
+    int64_t *resource_free;  /* per rank-local resource and rank */
+    int64_t *ready, *released;  /* per rank, of the task at hand */
+    gboolean overflow;
+} lockstep;
+
+/* What an edge in from p makes of rank r's readiness of the task on `on`. */
+static inline void ready_from(lockstep *l, int32_t p, uint8_t how, int32_t on)
+{
+    const rv_alike_job *alike = l->alike;
+    guint ranks = l->ranks;
+    if (p >= l->rank_tasks) { /* one of the job's instants: the same for every rank */
+        int64_t v = l->job_end[p - l->rank_tasks];
+        for (guint r = 0; r < ranks; r++) {
+            if (how == QUEUE_RELEASE) l->released[r] = v;
+            else l->ready[r] = MAX(l->ready[r], v);
+        }
+        return;
+    }
+    const int64_t *end = l->end + (gsize)p * ranks, *duration = alike->duration_ns + (gsize)p * ranks;
+    switch (how) {
+    case READY_AT_END:
+        for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], end[r]);
+        break;
+    case READY_AT_START:
+        for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], end[r] - duration[r]);
+        break;
+    case READY_AFTER_LAUNCH: {
+        const int64_t *latency = alike->launch_latency_ns + (gsize)on * ranks;
+        for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], add_time(end[r], latency[r]));
+        break;
+    }
+    case QUEUE_RELEASE:
+        for (guint r = 0; r < ranks; r++) l->released[r] = end[r];
+        break;
+    default: break;
+    }
+}
+
+/* Rank-local task t, every rank: begin = max(max(free, ready) + overhead,
+ * released); end = begin + duration; free = end + idle gap (none after an
+ * arrival). */
+static void run_rank_task(lockstep *l, int32_t t)
+{
+    const rv_alike_job *alike = l->alike;
+    guint ranks = l->ranks;
+    int32_t on = l->structure->keys[t].resource;
+    memset(l->ready, 0, sizeof(int64_t) * ranks);
+    memset(l->released, 0, sizeof(int64_t) * ranks);
+    for (int32_t slot = l->in.first[t]; slot < l->in.first[t + 1]; slot++) ready_from(l, l->in.from[slot], l->in.how[slot], on);
+    gsize at = (gsize)t * ranks, on_at = (gsize)on * ranks;
+    gboolean arrival = l->structure->keys[t].arrival;
+    for (guint r = 0; r < ranks; r++) {
+        int64_t begin = MAX(add_time(MAX(l->resource_free[on_at + r], l->ready[r]), alike->host_overhead_ns[at + r]),
+                            l->released[r]);
+        int64_t end = add_time(begin, alike->duration_ns[at + r]);
+        l->end[at + r] = end;
+        l->resource_free[on_at + r] = add_time(end, arrival ? 0 : alike->idle_gap_ns[on_at + r]);
+        if (l->resource_free[on_at + r] > RV_SIM_TIME_MAX_NS) l->overflow = TRUE;
+    }
+}
+
+/* One of the job's instants: when its last predecessor on any rank is
+ * through. */
+static void run_job_task(lockstep *l, int32_t t)
+{
+    int64_t ready = 0, released = 0;
+    for (int32_t slot = l->in.first[t]; slot < l->in.first[t + 1]; slot++) {
+        int32_t p = l->in.from[slot];
+        uint8_t how = l->in.how[slot];
+        memset(l->ready, 0, sizeof(int64_t) * l->ranks);
+        memset(l->released, 0, sizeof(int64_t) * l->ranks);
+        ready_from(l, p, how, l->structure->keys[t].resource);
+        for (guint r = 0; r < l->ranks; r++) {
+            ready = MAX(ready, l->ready[r]);
+            if (how == QUEUE_RELEASE) released = MAX(released, l->released[r]);
+        }
+    }
+    l->job_end[t - l->rank_tasks] = MAX(ready, released);
+}
+
+/* Every rank resource must be a chain for the edge order to give the
+ * heap's times (sim.c, edge_order_allowed); the job's hold only instants. */
+static gboolean chained(const lockstep *l, GError **error)
+{
+    const adjacency *adj = &l->structure->adj;
+    for (int32_t i = 0; i < adj->unchained_count; i++) {
+        if (adj->unchained[i] >= l->alike->rank_resource_count) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                    "%s: a rank's thread or stream whose tasks are not one chain: replay the joint graph instead",
+                    l->alike->structure->source);
+        return FALSE;
+    }
+    if (l->structure->order != NULL) return TRUE;
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
+                "%s: some task is never ready (the launch queue's order and the edges disagree): replay the joint graph "
+                "instead", l->alike->structure->source);
+    return FALSE;
+}
+
+gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, GError **error)
+{
+    memset(result, 0, sizeof *result);
+    lockstep l = { 0 };
+    l.alike = alike;
+    l.ranks = alike->rank_count;
+    l.rank_tasks = alike->rank_task_count;
+    rv_sim_structure *structure = rv_sim_structure_new(alike->structure);
+    l.structure = structure;
+    if (!chained(&l, error)) {
+        rv_sim_structure_free(structure);
+        return FALSE;
+    }
+    invert(structure, &l.in);
+    gsize job_tasks = (gsize)(structure->tasks - l.rank_tasks);
+    result->count = (gsize)l.rank_tasks * l.ranks + job_tasks;
+    l.end = g_new(int64_t, result->count + 1);
+    for (gsize i = 0; i < result->count; i++) l.end[i] = -1; /* removed tasks keep -1 */
+    l.job_end = l.end + (gsize)l.rank_tasks * l.ranks;
+    l.resource_free = g_new0(int64_t, (gsize)alike->rank_resource_count * l.ranks + 1);
+    l.ready = g_new(int64_t, l.ranks + 1);
+    l.released = g_new(int64_t, l.ranks + 1);
+    for (int32_t i = 0; i < structure->order_count && !l.overflow; i++) {
+        int32_t t = structure->order[i];
+        if (t < l.rank_tasks) run_rank_task(&l, t);
+        else run_job_task(&l, t);
+    }
+    predecessors_clear(&l.in);
+    g_free(l.resource_free);
+    g_free(l.ready);
+    g_free(l.released);
+    rv_sim_structure_free(structure);
+    result->end_ns = l.end;
+    if (!l.overflow) return TRUE;
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: the replay passes %" G_GINT64_FORMAT " ns (about 146 years)",
+                alike->structure->source, (int64_t)RV_SIM_TIME_MAX_NS);
+    rv_alike_result_clear(result);
+    return FALSE;
+}
+
+void rv_alike_result_clear(rv_alike_result *result)
+{
+    g_free(result->end_ns);
+    memset(result, 0, sizeof *result);
+}
