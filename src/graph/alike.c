@@ -1,368 +1,476 @@
 /*
- * alike.c - find whether a joint graph's ranks are alike and hold them once
- * (alike.h: one structure, per-rank columns).
+ * alike.c - find whether a joint graph's ranks are alike, hold them once,
+ * and give the joint graph back (alike.h).
  *
- * Each rank's tasks, in task-id order, are its local tasks 0, 1, ...; the
- * join (job.c) appends every rank's tasks, markers and arrivals in the
- * same pattern, so alike ranks number alike.  Two ranks are alike when
- * their k-th tasks agree in everything but times, and their edges, in
- * local numbers, are the same set.
+ * The join puts each rank's tasks and edges in one block (job.c), so rank
+ * r's k-th task is joint task r * n + k and alike ranks number alike.  The
+ * comparison walks every rank's block against rank 0's; what may differ
+ * goes to a column, everything else must agree, so that rv_alike_to_job
+ * rebuilds the joint graph exactly.
  */
 #include "reverie/alike.h"
 #include "reverie/error.h"
 #include "reverie/job.h"
-#include <stdlib.h>
 #include <string.h>
 
-/* Where each joint task and resource sits in the structure. */
+/* ---- the blocks -------------------------------------------------------------- */
+
 typedef struct {
     const rv_graph *joint;
     guint ranks;
-    int32_t *task_local;      /* per joint task: its rank-local id, or for a job task rank_task_count + j */
-    int32_t *resource_local;  /* per joint resource: likewise */
-    int32_t *step_local;      /* per joint step: its index among its rank's steps */
-    int32_t rank_tasks, rank_resources, job_tasks, job_resources;
-    int32_t rank_steps;
-    int32_t *joint_task;      /* alike.h's column of joint ids */
-    int32_t *job_task;        /* per job task j: its joint id */
-} numbering;
+    int32_t n, m, s;      /* tasks, resources and steps per rank */
+    guint rank_edges;     /* edges per rank */
+} blocks;
 
-static int32_t rank_of_task(const rv_graph *joint, int32_t t)
+static int32_t task_rank(const rv_graph *joint, int32_t t)
 {
     return rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, t));
 }
 
-static int32_t rank_of_resource(const rv_graph *joint, int32_t resource)
+/* The length of each rank's block and that they come in rank order, the
+ * job's last: `rank_of(i)` for i in [0, count). */
+static gboolean block_length(guint ranks, guint count, int32_t (*rank_of)(const rv_graph *, int32_t),
+                             const rv_graph *joint, const char *what, int32_t *length, GError **error)
+{
+    guint per_rank = 0;
+    while (per_rank < count && rank_of(joint, (int32_t)per_rank) == 0) per_rank++;
+    for (guint i = 0; i < count; i++) {
+        int32_t expected = i < per_rank * ranks ? (int32_t)(i / MAX(per_rank, 1)) : -1;
+        if (rank_of(joint, (int32_t)i) == expected) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "the ranks' %s are not blocks of %u alike (%s %u)", what, per_rank,
+                    what, i);
+        return FALSE;
+    }
+    *length = (int32_t)per_rank;
+    return TRUE;
+}
+
+static int32_t resource_rank(const rv_graph *joint, int32_t resource)
 {
     return g_array_index(joint->resources, rv_resource, resource).rank_index;
 }
 
-/* Count within each rank (and the job) in id order; every rank the same
- * count, or an error naming the first that differs. */
-static gboolean number_resources(numbering *at, GError **error)
+static int32_t step_rank(const rv_graph *joint, int32_t step)
 {
-    const rv_graph *joint = at->joint;
-    int32_t *count = g_new0(int32_t, at->ranks);
-    at->resource_local = g_new(int32_t, joint->resources->len + 1);
-    for (guint res = 0; res < joint->resources->len; res++) {
-        int32_t r = rank_of_resource(joint, (int32_t)res);
-        at->resource_local[res] = r >= 0 ? count[r]++ : -1 - at->job_resources++;
-    }
-    at->rank_resources = count[0];
-    gboolean same = TRUE;
-    for (guint r = 1; r < at->ranks && same; r++)
-        if (count[r] != count[0]) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u has %d threads and streams, rank index 0 %d", r,
-                        count[r], count[0]);
-            same = FALSE;
-        }
-    g_free(count);
-    for (guint res = 0; res < joint->resources->len; res++)
-        if (at->resource_local[res] < 0) at->resource_local[res] = at->rank_resources + (-1 - at->resource_local[res]);
-    return same;
+    return task_rank(joint, g_array_index(joint->steps, rv_step, step).begin_marker);
 }
 
-static gboolean number_tasks(numbering *at, GError **error)
+/* Which block an edge is in: the rank of an end that is a rank's, else the
+ * job's (ranks). */
+static guint edge_block(const rv_graph *joint, const rv_edge *edge, guint ranks)
 {
-    const rv_graph *joint = at->joint;
-    int32_t n = rv_graph_task_count(joint);
-    int32_t *count = g_new0(int32_t, at->ranks);
-    at->task_local = g_new(int32_t, (gsize)n + 1);
-    for (int32_t t = 0; t < n; t++) {
-        int32_t r = rank_of_task(joint, t);
-        at->task_local[t] = r >= 0 ? count[r]++ : -1 - at->job_tasks++;
-    }
-    at->rank_tasks = count[0];
-    for (guint r = 1; r < at->ranks; r++)
-        if (count[r] != count[0]) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u has %d tasks, rank index 0 %d", r, count[r], count[0]);
-            g_free(count);
-            return FALSE;
-        }
-    g_free(count);
-    at->joint_task = g_new(int32_t, (gsize)at->rank_tasks * at->ranks + (gsize)at->job_tasks + 1);
-    at->job_task = at->joint_task + (gsize)at->rank_tasks * at->ranks;
-    for (int32_t t = 0; t < n; t++) {
-        int32_t r = rank_of_task(joint, t);
-        if (r >= 0) {
-            at->joint_task[(gsize)at->task_local[t] * at->ranks + (guint)r] = t;
-        } else {
-            at->job_task[-1 - at->task_local[t]] = t;
-            at->task_local[t] = at->rank_tasks + (-1 - at->task_local[t]);
-        }
-    }
+    int32_t r = task_rank(joint, edge->from);
+    if (r < 0) r = task_rank(joint, edge->to);
+    return r >= 0 ? (guint)r : ranks;
+}
+
+static int32_t edge_rank(const rv_graph *joint, int32_t e)
+{
+    const rv_edge *edge = &g_array_index(joint->edges, rv_edge, e);
+    guint ranks = rv_graph_rank_count(joint);
+    guint block = edge_block(joint, edge, ranks);
+    return block == ranks ? -1 : (int32_t)block;
+}
+
+static gboolean find_blocks(blocks *b, GError **error)
+{
+    const rv_graph *joint = b->joint;
+    int32_t edges_per_rank = 0;
+    if (!block_length(b->ranks, (guint)rv_graph_task_count(joint), task_rank, joint, "tasks", &b->n, error) ||
+        !block_length(b->ranks, joint->resources->len, resource_rank, joint, "threads and streams", &b->m, error) ||
+        !block_length(b->ranks, joint->steps->len, step_rank, joint, "steps", &b->s, error) ||
+        !block_length(b->ranks, joint->edges->len, edge_rank, joint, "edges", &edges_per_rank, error))
+        return FALSE;
+    b->rank_edges = (guint)edges_per_rank;
     return TRUE;
-}
-
-static gboolean number_steps(numbering *at, GError **error)
-{
-    const rv_graph *joint = at->joint;
-    int32_t *count = g_new0(int32_t, at->ranks);
-    at->step_local = g_new(int32_t, joint->steps->len + 1);
-    for (guint s = 0; s < joint->steps->len; s++) {
-        int32_t r = rank_of_task(joint, g_array_index(joint->steps, rv_step, s).begin_marker);
-        at->step_local[s] = r >= 0 ? count[r]++ : -1;
-    }
-    at->rank_steps = count[0];
-    gboolean same = TRUE;
-    for (guint r = 1; r < at->ranks && same; r++)
-        if (count[r] != count[0]) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u has %d steps, rank index 0 %d", r, count[r], count[0]);
-            same = FALSE;
-        }
-    g_free(count);
-    return same;
 }
 
 /* ---- the comparison ------------------------------------------------------------ */
 
-static gboolean unmatched(const rv_graph *joint, const rv_task *task)
+/* A place in rank 0's numbering: a rank's task or resource shifted to rank
+ * 0's block; the job's as they are. */
+static int32_t task_place(const blocks *b, int32_t t)
 {
-    const rv_collective_info *info = rv_task_collective(joint, task);
-    return info != NULL && info->matched_by == RV_MATCH_NONE;
+    return t < (int32_t)b->ranks * b->n ? t % b->n : t - ((int32_t)b->ranks - 1) * b->n;
+}
+
+static int32_t resource_place(const blocks *b, int32_t res)
+{
+    return res < (int32_t)b->ranks * b->m ? res % b->m : res - ((int32_t)b->ranks - 1) * b->m;
+}
+
+static int32_t step_place(const blocks *b, int32_t step)
+{
+    return step < 0 ? -1 : step % MAX(b->s, 1);
 }
 
 /* What must agree between the k-th tasks of two ranks; NULL if all does. */
-static const char *task_difference(const numbering *at, const rv_task *a, const rv_task *b)
+static const char *task_difference(const blocks *b, const rv_task *a, const rv_task *x)
 {
-    const rv_graph *joint = at->joint;
-    if (a->kind != b->kind || a->phase != b->phase) return "kind";
-    if (a->flags != b->flags) return "flags (GPU, blocking, removed, rendezvous)";
-    if (a->flags & RV_TASK_FLAG_REMOVED) return NULL; /* never replayed: its step or name decides nothing */
-    if (a->name != b->name || a->op != b->op || a->layer != b->layer || a->input_dims != b->input_dims) return "name";
-    if (at->resource_local[a->resource] != at->resource_local[b->resource]) return "thread or stream";
-    if ((a->step < 0) != (b->step < 0) || (a->step >= 0 && at->step_local[a->step] != at->step_local[b->step]))
-        return "step";
-    if (a->collective != b->collective && !(unmatched(joint, a) && unmatched(joint, b))) return "collective";
+    if (a->kind != x->kind || a->phase != x->phase) return "kind";
+    if (a->flags != x->flags) return "flags (GPU, blocking, removed, rendezvous)";
+    if (a->name != x->name || a->op != x->op || a->layer != x->layer || a->input_dims != x->input_dims) return "name";
+    if (resource_place(b, a->resource) != resource_place(b, x->resource)) return "thread or stream";
     return NULL;
 }
 
-static gboolean compare_tasks(const numbering *at, GError **error)
+/* Per-task side arrays (graph.h) must agree too: the structure keeps rank 0's. */
+static gboolean same_side_values(const rv_graph *joint, int32_t a, int32_t x)
 {
-    for (int32_t k = 0; k < at->rank_tasks; k++) {
-        const rv_task *first = &g_array_index(at->joint->tasks, rv_task, at->joint_task[(gsize)k * at->ranks]);
-        for (guint r = 1; r < at->ranks; r++) {
-            const rv_task *other = &g_array_index(at->joint->tasks, rv_task, at->joint_task[(gsize)k * at->ranks + r]);
-            const char *what = task_difference(at, first, other);
-            if (what == NULL) continue;
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's task %d (%s) differs from rank index 0's in its %s",
-                        r, k, rv_strings_get(at->joint->strings, other->name), what);
-            return FALSE;
+    const rv_launch *la = rv_task_launch(joint, a), *lx = rv_task_launch(joint, x);
+    rv_launch none = { 0 };
+    la = la ? la : &none;
+    lx = lx ? lx : &none;
+    return la->blocks == lx->blocks && la->threads == lx->threads && la->registers == lx->registers &&
+           la->shared_bytes == lx->shared_bytes &&
+           rv_task_host_operators(joint, a) == rv_task_host_operators(joint, x) &&
+           rv_task_op_args(joint, a) == rv_task_op_args(joint, x);
+}
+
+/* Which of the optional columns some rank needs. */
+typedef struct {
+    gboolean correlation, bytes, step, collective;
+} varying;
+
+static gboolean compare_tasks(const blocks *b, varying *varies, GError **error)
+{
+    const rv_task *tasks = (const rv_task *)b->joint->tasks->data;
+    for (guint r = 1; r < b->ranks; r++)
+        for (int32_t k = 0; k < b->n; k++) {
+            int32_t id = (int32_t)r * b->n + k;
+            const rv_task *first = &tasks[k], *other = &tasks[id];
+            const char *what = task_difference(b, first, other);
+            if (what == NULL && !same_side_values(b->joint, k, id)) what = "launch or recorded operators";
+            if (what != NULL) {
+                g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's task %d (%s) differs from rank index 0's in its %s",
+                            r, k, rv_strings_get(b->joint->strings, other->name), what);
+                return FALSE;
+            }
+            varies->correlation |= first->correlation != other->correlation;
+            varies->bytes |= first->bytes != other->bytes;
+            varies->step |= step_place(b, first->step) != step_place(b, other->step);
+            varies->collective |= first->collective != other->collective;
         }
-    }
     return TRUE;
 }
 
-static gboolean compare_resources(const numbering *at, GError **error)
+static gboolean compare_resources(const blocks *b, GError **error)
 {
-    const rv_resource *resources = (const rv_resource *)at->joint->resources->data;
-    int32_t *first = g_new(int32_t, (gsize)at->rank_resources + 1);
-    for (guint res = 0; res < at->joint->resources->len; res++)
-        if (resources[res].rank_index == 0) first[at->resource_local[res]] = (int32_t)res;
-    gboolean same = TRUE;
-    for (guint res = 0; res < at->joint->resources->len && same; res++) {
-        if (resources[res].rank_index <= 0) continue;
-        const rv_resource *a = &resources[first[at->resource_local[res]]], *b = &resources[res];
-        if (a->kind == b->kind && a->queue_depth == b->queue_depth) continue;
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s differs from %s in its kind or launch-queue depth",
-                    rv_strings_get(at->joint->strings, b->name), rv_strings_get(at->joint->strings, a->name));
-        same = FALSE;
-    }
-    g_free(first);
-    return same;
-}
-
-/* An edge in structure numbers, comparable with memcmp (no padding). */
-typedef struct {
-    int32_t from, to;
-    int32_t kind_and_start;
-} local_edge;
-
-static gint by_local_edge(gconstpointer left, gconstpointer right)
-{
-    return memcmp(left, right, sizeof(local_edge));
-}
-
-/* Per rank, and last for the job's own, its edges in structure numbers,
- * sorted; NULL with an error for an edge between two ranks. */
-static GArray **local_edges(const numbering *at, GError **error)
-{
-    const rv_graph *joint = at->joint;
-    GArray **lists = g_new(GArray *, at->ranks + 1);
-    for (guint r = 0; r <= at->ranks; r++) lists[r] = g_array_new(FALSE, FALSE, sizeof(local_edge));
-    for (guint e = 0; e < joint->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(joint->edges, rv_edge, e);
-        int32_t from = rank_of_task(joint, edge->from), to = rank_of_task(joint, edge->to);
-        if (from >= 0 && to >= 0 && from != to) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "an edge joins rank indexes %d and %d directly (%s -> %s)", from, to,
-                        rv_strings_get(joint->strings, g_array_index(joint->tasks, rv_task, edge->from).name),
-                        rv_strings_get(joint->strings, g_array_index(joint->tasks, rv_task, edge->to).name));
-            for (guint r = 0; r <= at->ranks; r++) g_array_unref(lists[r]);
-            g_free(lists);
-            return NULL;
+    const rv_resource *resources = (const rv_resource *)b->joint->resources->data;
+    for (guint r = 1; r < b->ranks; r++)
+        for (int32_t k = 0; k < b->m; k++) {
+            const rv_resource *a = &resources[k], *x = &resources[(int32_t)r * b->m + k];
+            if (a->kind == x->kind && a->queue_depth == x->queue_depth) continue;
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s differs from %s in its kind or launch-queue depth",
+                        rv_strings_get(b->joint->strings, x->name), rv_strings_get(b->joint->strings, a->name));
+            return FALSE;
         }
-        int32_t owner = from >= 0 ? from : to >= 0 ? to : (int32_t)at->ranks;
-        local_edge item = { at->task_local[edge->from], at->task_local[edge->to], edge->kind * 2 + (edge->from_start != 0) };
-        g_array_append_val(lists[owner], item);
-    }
-    for (guint r = 0; r <= at->ranks; r++) g_array_sort(lists[r], by_local_edge);
-    return lists;
+    return TRUE;
 }
 
-static gboolean compare_edges(GArray **lists, guint ranks, GError **error)
+/* Both ends of rank r's edge are rank r's tasks or the job's. */
+static gboolean ends_in(const blocks *b, const rv_edge *edge, guint r)
 {
-    for (guint r = 1; r < ranks; r++) {
-        if (lists[r]->len == lists[0]->len &&
-            (lists[r]->len == 0 || memcmp(lists[r]->data, lists[0]->data, lists[0]->len * sizeof(local_edge)) == 0))
-            continue;
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's edges differ from rank index 0's (%u against %u)", r,
-                    lists[r]->len, lists[0]->len);
-        return FALSE;
-    }
+    int32_t from = task_rank(b->joint, edge->from), to = task_rank(b->joint, edge->to);
+    return (from < 0 || (guint)from == r) && (to < 0 || (guint)to == r);
+}
+
+static gboolean compare_edges(const blocks *b, GError **error)
+{
+    const rv_edge *edges = (const rv_edge *)b->joint->edges->data;
+    for (guint r = 0; r < b->ranks; r++)
+        for (guint i = 0; i < b->rank_edges; i++) {
+            const rv_edge *a = &edges[i], *x = &edges[r * b->rank_edges + i];
+            if (task_place(b, a->from) == task_place(b, x->from) && task_place(b, a->to) == task_place(b, x->to) &&
+                a->kind == x->kind && a->from_start == x->from_start && ends_in(b, x, r))
+                continue;
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's edge %u differs from rank index 0's, or joins "
+                        "two ranks", r, i);
+            return FALSE;
+        }
+    return TRUE;
+}
+
+static gboolean compare_steps(const blocks *b, GError **error)
+{
+    const rv_step *steps = (const rv_step *)b->joint->steps->data;
+    for (guint r = 1; r < b->ranks; r++)
+        for (int32_t k = 0; k < b->s; k++) {
+            const rv_step *a = &steps[k], *x = &steps[(int32_t)r * b->s + k];
+            if (x->begin_marker == a->begin_marker + (int32_t)r * b->n && x->end_marker == a->end_marker + (int32_t)r * b->n)
+                continue;
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's step %d begins or ends elsewhere than rank index 0's",
+                        r, k);
+            return FALSE;
+        }
     return TRUE;
 }
 
 /* The lockstep replay keeps no free time for the job's own resources. */
-static gboolean job_tasks_are_instants(const numbering *at, GError **error)
+static gboolean job_tasks_are_instants(const blocks *b, GError **error)
 {
-    for (int32_t j = 0; j < at->job_tasks; j++) {
-        const rv_task *task = &g_array_index(at->joint->tasks, rv_task, at->job_task[j]);
-        const rv_resource *on = &g_array_index(at->joint->resources, rv_resource, task->resource);
-        if (task->duration_ns == 0 && task->host_overhead_ns == 0 && on->idle_gap_ns == 0 &&
-            !(task->flags & RV_TASK_FLAG_REMOVED))
-            continue;
+    for (int32_t t = (int32_t)b->ranks * b->n; t < rv_graph_task_count(b->joint); t++) {
+        const rv_task *task = &g_array_index(b->joint->tasks, rv_task, t);
+        const rv_resource *on = &g_array_index(b->joint->resources, rv_resource, task->resource);
+        if (task->duration_ns == 0 && task->host_overhead_ns == 0 && on->idle_gap_ns == 0 && task->step < 0) continue;
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "the job's task %s takes time (only instants are shared by the ranks)",
-                    rv_strings_get(at->joint->strings, task->name));
+                    rv_strings_get(b->joint->strings, task->name));
         return FALSE;
     }
     return TRUE;
 }
 
+static gboolean unchanged_by_plugins(const rv_graph *joint, GError **error)
+{
+    if (joint->applied->len == 0 && joint->memory_effects->len == 0 && joint->duration_ranges->len == 0 &&
+        joint->kernel_demands->len == 0 && !joint->contention.enabled && !joint->sharing.enabled)
+        return TRUE;
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "a graph an optimization changed is held whole");
+    return FALSE;
+}
+
+static gboolean compare(blocks *b, varying *varies, GError **error)
+{
+    return unchanged_by_plugins(b->joint, error) && find_blocks(b, error) && compare_resources(b, error) &&
+           compare_steps(b, error) && compare_tasks(b, varies, error) && compare_edges(b, error) &&
+           job_tasks_are_instants(b, error);
+}
+
 /* ---- the structure and the columns -------------------------------------------- */
 
-static void copy_metadata(rv_graph *structure, const rv_graph *joint)
+static void copy_metadata(rv_graph *to, const rv_graph *from)
 {
-    for (guint d = 0; d < joint->device_names->len; d++)
-        g_ptr_array_add(structure->device_names, g_strdup(g_ptr_array_index(joint->device_names, d)));
-    structure->rank = joint->rank;
-    structure->world_size = joint->world_size;
-    structure->backend = g_strdup(joint->backend);
-    structure->legacy_schema = joint->legacy_schema;
-    structure->whole_trace_step = joint->whole_trace_step;
-    structure->trace_stats = joint->trace_stats;
-    structure->build_stats = joint->build_stats;
-    structure->timing = joint->timing;
-    g_array_append_vals(structure->ranks, joint->ranks->data, joint->ranks->len);
+    for (guint d = 0; d < from->device_names->len; d++)
+        g_ptr_array_add(to->device_names, g_strdup(g_ptr_array_index(from->device_names, d)));
+    to->rank = from->rank;
+    to->world_size = from->world_size;
+    to->backend = g_strdup(from->backend);
+    to->legacy_schema = from->legacy_schema;
+    to->whole_trace_step = from->whole_trace_step;
+    to->trace_stats = from->trace_stats;
+    to->build_stats = from->build_stats;
+    to->timing = from->timing;
+    g_array_append_vals(to->ranks, from->ranks->data, from->ranks->len);
+    g_array_append_vals(to->memory, from->memory->data, from->memory->len);
 }
 
-/* Rank 0's resources, tasks and steps and the job's, in structure numbers. */
-static void fill_structure(rv_graph *structure, const numbering *at, GArray **edges)
+/* The structure's task k (rank 0's, or the job's) from the joint graph's. */
+static void fill_structure_tasks(rv_graph *structure, const blocks *b)
 {
-    const rv_graph *joint = at->joint;
-    g_array_set_size(structure->resources, (guint)(at->rank_resources + at->job_resources));
-    for (guint res = 0; res < joint->resources->len; res++)
-        if (rank_of_resource(joint, (int32_t)res) <= 0)
-            g_array_index(structure->resources, rv_resource, at->resource_local[res]) =
-                g_array_index(joint->resources, rv_resource, res);
-    for (int32_t k = 0; k < at->rank_tasks + at->job_tasks; k++) {
-        int32_t from = k < at->rank_tasks ? at->joint_task[(gsize)k * at->ranks] : at->job_task[k - at->rank_tasks];
-        rv_task task = g_array_index(joint->tasks, rv_task, from);
-        task.resource = at->resource_local[task.resource];
-        if (task.step >= 0) task.step = at->step_local[task.step];
+    int32_t total = rv_graph_task_count(b->joint), ranks = (int32_t)b->ranks;
+    for (int32_t t = 0; t < total; t++) {
+        if (t >= b->n && t < ranks * b->n) t = ranks * b->n; /* past the other ranks' blocks */
+        if (t >= total) break;
+        int32_t k = task_place(b, t);
+        rv_task task = g_array_index(b->joint->tasks, rv_task, t);
+        task.resource = resource_place(b, task.resource);
+        task.step = step_place(b, task.step);
         g_array_append_val(structure->tasks, task);
+        const rv_launch *launch = rv_task_launch(b->joint, t);
+        if (launch != NULL && (launch->blocks || launch->threads)) {
+            g_array_set_size(structure->launches, (guint)k + 1);
+            g_array_index(structure->launches, rv_launch, k) = *launch;
+        }
+        if (rv_task_host_operators(b->joint, t)) {
+            g_array_set_size(structure->host_operators, (guint)k + 1);
+            g_array_index(structure->host_operators, uint32_t, k) = rv_task_host_operators(b->joint, t);
+        }
+        if (rv_task_op_args(b->joint, t)) rv_task_set_op_args(structure, k, rv_task_op_args(b->joint, t));
     }
-    for (guint s = 0; s < joint->steps->len; s++) {
-        rv_step step = g_array_index(joint->steps, rv_step, s);
-        if (rank_of_task(joint, step.begin_marker) != 0) continue;
-        step.begin_marker = at->task_local[step.begin_marker];
-        step.end_marker = at->task_local[step.end_marker];
-        g_array_append_val(structure->steps, step);
+}
+
+static void fill_structure(rv_graph *structure, const blocks *b)
+{
+    const rv_graph *joint = b->joint;
+    for (guint res = 0; res < joint->resources->len; res++) {
+        if (res >= (guint)b->m && res < b->ranks * (guint)b->m) continue;
+        g_array_append_val(structure->resources, g_array_index(joint->resources, rv_resource, res));
     }
+    fill_structure_tasks(structure, b);
+    for (guint e = 0; e < joint->edges->len; e++) {
+        if (e >= b->rank_edges && e < b->ranks * b->rank_edges) continue;
+        rv_edge edge = g_array_index(joint->edges, rv_edge, e);
+        edge.from = task_place(b, edge.from);
+        edge.to = task_place(b, edge.to);
+        g_array_append_val(structure->edges, edge);
+    }
+    for (int32_t s = 0; s < b->s; s++) g_array_append_val(structure->steps, g_array_index(joint->steps, rv_step, s));
     for (guint c = 0; c < joint->collectives->len; c++) {
         rv_collective_info info = g_array_index(joint->collectives, rv_collective_info, c);
-        if (info.rendezvous >= 0) info.rendezvous = at->task_local[info.rendezvous];
+        if (info.rendezvous >= 0) info.rendezvous = task_place(b, info.rendezvous);
         g_array_append_val(structure->collectives, info);
     }
-    for (guint r = 0; r <= at->ranks; r += at->ranks) /* rank 0's, then the job's */
-        for (guint e = 0; e < edges[r]->len; e++) {
-            const local_edge *edge = &g_array_index(edges[r], local_edge, e);
-            rv_edge out = { edge->from, edge->to, (uint8_t)(edge->kind_and_start / 2), (uint8_t)(edge->kind_and_start % 2) };
-            g_array_append_val(structure->edges, out);
-        }
+    copy_metadata(structure, joint);
 }
 
-static void fill_columns(rv_alike_job *alike, const numbering *at)
+static void fill_columns(rv_alike_job *alike, const blocks *b, const varying *varies)
 {
-    const rv_graph *joint = at->joint;
-    gsize cells = (gsize)at->rank_tasks * at->ranks;
+    gsize cells = (gsize)b->n * b->ranks;
     alike->duration_ns = g_new(int64_t, cells + 1);
     alike->host_overhead_ns = g_new(int64_t, cells + 1);
     alike->recorded_start_ns = g_new(int64_t, cells + 1);
-    for (gsize i = 0; i < cells; i++) {
-        const rv_task *task = &g_array_index(joint->tasks, rv_task, at->joint_task[i]);
-        alike->duration_ns[i] = task->duration_ns;
-        alike->host_overhead_ns[i] = task->host_overhead_ns;
-        alike->recorded_start_ns[i] = task->recorded_start_ns;
-    }
-    gsize resource_cells = (gsize)at->rank_resources * at->ranks;
-    alike->launch_latency_ns = g_new0(int64_t, resource_cells + 1);
-    alike->idle_gap_ns = g_new0(int64_t, resource_cells + 1);
-    for (guint res = 0; res < joint->resources->len; res++) {
-        const rv_resource *resource = &g_array_index(joint->resources, rv_resource, res);
-        if (resource->rank_index < 0) continue;
-        gsize i = (gsize)at->resource_local[res] * at->ranks + (guint)resource->rank_index;
-        alike->launch_latency_ns[i] = resource->launch_latency_ns;
-        alike->idle_gap_ns[i] = resource->idle_gap_ns;
-    }
-}
-
-static gboolean number_and_compare(numbering *at, GArray ***edges, GError **error)
-{
-    if (!number_resources(at, error) || !number_tasks(at, error) || !number_steps(at, error) ||
-        !compare_resources(at, error) || !compare_tasks(at, error) || !job_tasks_are_instants(at, error))
-        return FALSE;
-    *edges = local_edges(at, error);
-    return *edges != NULL && compare_edges(*edges, at->ranks, error);
+    if (varies->correlation) alike->correlation = g_new(int64_t, cells + 1);
+    if (varies->bytes) alike->bytes = g_new(int64_t, cells + 1);
+    if (varies->step) alike->step = g_new(int32_t, cells + 1);
+    if (varies->collective) alike->collective = g_new(int32_t, cells + 1);
+    const rv_task *tasks = (const rv_task *)b->joint->tasks->data;
+    for (guint r = 0; r < b->ranks; r++)
+        for (int32_t k = 0; k < b->n; k++) {
+            const rv_task *task = &tasks[(gsize)r * (guint)b->n + (guint)k];
+            gsize at = (gsize)k * b->ranks + r;
+            alike->duration_ns[at] = task->duration_ns;
+            alike->host_overhead_ns[at] = task->host_overhead_ns;
+            alike->recorded_start_ns[at] = task->recorded_start_ns;
+            if (alike->correlation) alike->correlation[at] = task->correlation;
+            if (alike->bytes) alike->bytes[at] = task->bytes;
+            if (alike->step) alike->step[at] = step_place(b, task->step);
+            if (alike->collective) alike->collective[at] = task->collective;
+        }
 }
 
 rv_alike_job *rv_alike_from_job(const rv_graph *joint, GError **error)
 {
-    numbering at = { 0 };
-    at.joint = joint;
-    at.ranks = rv_graph_rank_count(joint);
-    GArray **edges = NULL;
-    rv_alike_job *alike = NULL;
-    if (number_and_compare(&at, &edges, error)) {
-        alike = g_new0(rv_alike_job, 1);
-        alike->structure = rv_graph_new(joint->strings, joint->source);
-        alike->rank_count = at.ranks;
-        alike->rank_task_count = at.rank_tasks;
-        alike->rank_resource_count = at.rank_resources;
-        copy_metadata(alike->structure, joint);
-        fill_structure(alike->structure, &at, edges);
-        fill_columns(alike, &at);
-        alike->joint_task = at.joint_task;
-        at.joint_task = NULL;
-    }
-    if (edges)
-        for (guint r = 0; r <= at.ranks; r++) g_array_unref(edges[r]);
-    g_free(edges);
-    g_free(at.task_local);
-    g_free(at.resource_local);
-    g_free(at.step_local);
-    g_free(at.joint_task);
+    blocks b = { joint, rv_graph_rank_count(joint), 0, 0, 0, 0 };
+    varying varies = { FALSE, FALSE, FALSE, FALSE };
+    if (!compare(&b, &varies, error)) return NULL;
+    rv_alike_job *alike = g_new0(rv_alike_job, 1);
+    alike->structure = rv_graph_new(joint->strings, joint->source);
+    alike->rank_count = b.ranks;
+    alike->rank_task_count = b.n;
+    alike->rank_resource_count = b.m;
+    alike->rank_step_count = b.s;
+    alike->rank_edge_count = b.rank_edges;
+    alike->resources = g_array_copy(joint->resources);
+    alike->steps = g_array_copy(joint->steps);
+    fill_structure(alike->structure, &b);
+    fill_columns(alike, &b, &varies);
     return alike;
+}
+
+/* ---- the joint graph back --------------------------------------------------------- */
+
+static void expand_task(const rv_alike_job *alike, int32_t k, guint r, rv_task *task)
+{
+    *task = g_array_index(alike->structure->tasks, rv_task, k);
+    int32_t n = alike->rank_task_count, m = alike->rank_resource_count, ranks = (int32_t)alike->rank_count;
+    if (k >= n) { /* one of the job's: only its numbers move */
+        task->resource += (ranks - 1) * m;
+        return;
+    }
+    gsize at = rv_alike_at(alike, k, r);
+    task->resource += (int32_t)r * m;
+    task->duration_ns = alike->duration_ns[at];
+    task->host_overhead_ns = alike->host_overhead_ns[at];
+    task->recorded_start_ns = alike->recorded_start_ns[at];
+    if (alike->correlation) task->correlation = alike->correlation[at];
+    if (alike->bytes) task->bytes = alike->bytes[at];
+    if (alike->step) task->step = alike->step[at];
+    if (task->step >= 0) task->step += (int32_t)r * alike->rank_step_count;
+    if (alike->collective) task->collective = alike->collective[at];
+}
+
+static int32_t joint_id(const rv_alike_job *alike, int32_t k, guint r)
+{
+    int32_t n = alike->rank_task_count;
+    return k < n ? (int32_t)r * n + k : k + ((int32_t)alike->rank_count - 1) * n;
+}
+
+static void expand_side_values(rv_graph *joint, const rv_alike_job *alike, int32_t k, int32_t id)
+{
+    const rv_launch *launch = rv_task_launch(alike->structure, k);
+    if (launch != NULL && (launch->blocks || launch->threads)) {
+        g_array_set_size(joint->launches, (guint)id + 1);
+        g_array_index(joint->launches, rv_launch, id) = *launch;
+    }
+    uint32_t operators = rv_task_host_operators(alike->structure, k);
+    if (operators) {
+        g_array_set_size(joint->host_operators, (guint)id + 1);
+        g_array_index(joint->host_operators, uint32_t, id) = operators;
+    }
+    if (rv_task_op_args(alike->structure, k)) rv_task_set_op_args(joint, id, rv_task_op_args(alike->structure, k));
+}
+
+static void expand_tasks(rv_graph *joint, const rv_alike_job *alike)
+{
+    int32_t n = alike->rank_task_count, total = rv_graph_task_count(alike->structure);
+    g_array_set_size(joint->tasks, (guint)(n * (int32_t)alike->rank_count + (total - n)));
+    for (guint r = 0; r < alike->rank_count; r++)
+        for (int32_t k = 0; k < n; k++) {
+            int32_t id = joint_id(alike, k, r);
+            expand_task(alike, k, r, &g_array_index(joint->tasks, rv_task, id));
+            expand_side_values(joint, alike, k, id);
+        }
+    for (int32_t k = n; k < total; k++) {
+        int32_t id = joint_id(alike, k, 0);
+        expand_task(alike, k, 0, &g_array_index(joint->tasks, rv_task, id));
+        expand_side_values(joint, alike, k, id);
+    }
+}
+
+static void expand_edges(rv_graph *joint, const rv_alike_job *alike)
+{
+    const rv_graph *structure = alike->structure;
+    for (guint r = 0; r < alike->rank_count; r++)
+        for (guint e = 0; e < alike->rank_edge_count; e++) {
+            rv_edge edge = g_array_index(structure->edges, rv_edge, e);
+            edge.from = joint_id(alike, edge.from, r);
+            edge.to = joint_id(alike, edge.to, r);
+            g_array_append_val(joint->edges, edge);
+        }
+    for (guint e = alike->rank_edge_count; e < structure->edges->len; e++) {
+        rv_edge edge = g_array_index(structure->edges, rv_edge, e);
+        edge.from = joint_id(alike, edge.from, 0);
+        edge.to = joint_id(alike, edge.to, 0);
+        g_array_append_val(joint->edges, edge);
+    }
+}
+
+rv_graph *rv_alike_to_job(const rv_alike_job *alike)
+{
+    const rv_graph *structure = alike->structure;
+    rv_graph *joint = rv_graph_new(structure->strings, structure->source);
+    copy_metadata(joint, structure);
+    g_array_append_vals(joint->resources, alike->resources->data, alike->resources->len);
+    g_array_append_vals(joint->steps, alike->steps->data, alike->steps->len);
+    expand_tasks(joint, alike);
+    expand_edges(joint, alike);
+    for (guint c = 0; c < structure->collectives->len; c++) {
+        rv_collective_info info = g_array_index(structure->collectives, rv_collective_info, c);
+        if (info.rendezvous >= 0) info.rendezvous = joint_id(alike, info.rendezvous, 0);
+        g_array_append_val(joint->collectives, info);
+    }
+    return joint;
+}
+
+/* ---- what the job holds -------------------------------------------------------- */
+
+int32_t rv_alike_live_task_count(const rv_alike_job *alike)
+{
+    int32_t live = 0;
+    for (int32_t k = 0; k < rv_graph_task_count(alike->structure); k++) {
+        gboolean removed = (g_array_index(alike->structure->tasks, rv_task, k).flags & RV_TASK_FLAG_REMOVED) != 0;
+        if (!removed) live += k < alike->rank_task_count ? (int32_t)alike->rank_count : 1;
+    }
+    return live;
+}
+
+guint rv_alike_edge_count(const rv_alike_job *alike)
+{
+    return alike->rank_edge_count * alike->rank_count + (alike->structure->edges->len - alike->rank_edge_count);
 }
 
 void rv_alike_job_free(rv_alike_job *alike)
 {
     if (alike == NULL) return;
     rv_graph_free(alike->structure);
+    if (alike->resources) g_array_unref(alike->resources);
+    if (alike->steps) g_array_unref(alike->steps);
     g_free(alike->duration_ns);
     g_free(alike->host_overhead_ns);
     g_free(alike->recorded_start_ns);
-    g_free(alike->launch_latency_ns);
-    g_free(alike->idle_gap_ns);
-    g_free(alike->joint_task);
+    g_free(alike->correlation);
+    g_free(alike->bytes);
+    g_free(alike->step);
+    g_free(alike->collective);
     g_free(alike);
 }

@@ -503,6 +503,91 @@ static void meet_at_rendezvous(rv_graph *joint, const GPtrArray *matched)
     g_free(state.new_index);
 }
 
+/* ---- each rank in one block ------------------------------------------------------ */
+
+/* A per-task-id array (shorter than tasks where the last tasks have none)
+ * in the new order. */
+static void permute_per_task(GArray **values, const int32_t *old_of, int32_t n)
+{
+    if (*values == NULL || (*values)->len == 0) return;
+    GArray *old = *values;
+    guint size = g_array_get_element_size(old);
+    GArray *moved = g_array_sized_new(FALSE, TRUE, size, (guint)n);
+    g_array_set_size(moved, (guint)n);
+    guint last = 0;
+    for (int32_t t = 0; t < n; t++) {
+        if ((guint)old_of[t] >= old->len) continue;
+        memcpy(moved->data + (gsize)t * size, old->data + (gsize)old_of[t] * size, size);
+        last = (guint)t + 1;
+    }
+    g_array_set_size(moved, last);
+    g_array_unref(old);
+    *values = moved;
+}
+
+/* Which block an edge belongs to: the rank of an end that is a rank's (the
+ * join never joins two ranks directly), else the job's, after every rank. */
+static guint edge_block(const rv_graph *joint, const rv_edge *edge, guint ranks)
+{
+    int32_t r = rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, edge->from));
+    if (r < 0) r = rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, edge->to));
+    return r >= 0 ? (guint)r : ranks;
+}
+
+/*
+ * Renumber the joint graph so that each rank's tasks - its trace's, its
+ * start markers and its arrivals - are one block, ranks in order, and the
+ * job's own tasks (the rendezvous) come last; edges likewise, each rank's
+ * (those touching its tasks) in one block.  Within a block the join's order
+ * is kept.  Ranks that run the same program then number alike, task for
+ * task and edge for edge: what lets a job of alike ranks be held and saved
+ * once (alike.h).  Nothing the replay reads depends on the numbering.
+ */
+static void put_ranks_in_blocks(rv_graph *joint)
+{
+    int32_t n = rv_graph_task_count(joint);
+    guint ranks = rv_graph_rank_count(joint);
+    int32_t *old_of = g_new(int32_t, (gsize)n + 1), *new_of = g_new(int32_t, (gsize)n + 1);
+    int32_t next = 0;
+    for (guint block = 0; block <= ranks; block++)
+        for (int32_t t = 0; t < n; t++) {
+            int32_t r = rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, t));
+            if ((r >= 0 ? (guint)r : ranks) == block) old_of[next++] = t;
+        }
+    for (int32_t t = 0; t < n; t++) new_of[old_of[t]] = t;
+    GArray *tasks = g_array_sized_new(FALSE, FALSE, sizeof(rv_task), (guint)n);
+    for (int32_t t = 0; t < n; t++) g_array_append_val(tasks, g_array_index(joint->tasks, rv_task, old_of[t]));
+    GArray *edges = g_array_sized_new(FALSE, FALSE, sizeof(rv_edge), joint->edges->len);
+    for (guint block = 0; block <= ranks; block++)
+        for (guint e = 0; e < joint->edges->len; e++) {
+            rv_edge edge = g_array_index(joint->edges, rv_edge, e);
+            if (edge_block(joint, &edge, ranks) != block) continue;
+            edge.from = new_of[edge.from];
+            edge.to = new_of[edge.to];
+            g_array_append_val(edges, edge);
+        }
+    g_array_unref(joint->tasks);
+    joint->tasks = tasks;
+    g_array_unref(joint->edges);
+    joint->edges = edges;
+    for (guint s = 0; s < joint->steps->len; s++) {
+        rv_step *step = &g_array_index(joint->steps, rv_step, s);
+        step->begin_marker = new_of[step->begin_marker];
+        step->end_marker = new_of[step->end_marker];
+    }
+    for (guint c = 0; c < joint->collectives->len; c++) {
+        rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
+        if (info->rendezvous >= 0) info->rendezvous = new_of[info->rendezvous];
+    }
+    permute_per_task(&joint->launches, old_of, n);
+    permute_per_task(&joint->host_operators, old_of, n);
+    permute_per_task(&joint->op_args, old_of, n);
+    permute_per_task(&joint->kernel_demands, old_of, n);
+    permute_per_task(&joint->duration_ranges, old_of, n);
+    g_free(old_of);
+    g_free(new_of);
+}
+
 static rv_graph *join(GPtrArray *graphs, const char *source, gboolean freeing, GError **error)
 {
     g_return_val_if_fail(graphs != NULL && graphs->len > 0, NULL);
@@ -526,6 +611,7 @@ static rv_graph *join(GPtrArray *graphs, const char *source, gboolean freeing, G
     add_rank_starts(joint);
     meet_at_rendezvous(joint, matched);
     g_ptr_array_unref(matched);
+    put_ranks_in_blocks(joint);
     if (!rv_graph_check_acyclic(joint, error)) {
         rv_graph_free(joint);
         return NULL;

@@ -71,6 +71,7 @@ typedef struct {
     int64_t *end;            /* the result's */
     int64_t *job_end;        /* = end + rank_tasks * ranks */
     int64_t *resource_free;  /* per rank-local resource and rank */
+    int64_t *latency, *gap;  /* per rank-local resource and rank: each rank's stream's own */
     int64_t *ready, *released;  /* per rank, of the task at hand */
     gboolean overflow;
 } lockstep;
@@ -97,7 +98,7 @@ static inline void ready_from(lockstep *l, int32_t p, uint8_t how, int32_t on)
         for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], end[r] - duration[r]);
         break;
     case READY_AFTER_LAUNCH: {
-        const int64_t *latency = alike->launch_latency_ns + (gsize)on * ranks;
+        const int64_t *latency = l->latency + (gsize)on * ranks;
         for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], add_time(end[r], latency[r]));
         break;
     }
@@ -126,7 +127,7 @@ static void run_rank_task(lockstep *l, int32_t t)
                             l->released[r]);
         int64_t end = add_time(begin, alike->duration_ns[at + r]);
         l->end[at + r] = end;
-        l->resource_free[on_at + r] = add_time(end, arrival ? 0 : alike->idle_gap_ns[on_at + r]);
+        l->resource_free[on_at + r] = add_time(end, arrival ? 0 : l->gap[on_at + r]);
         if (l->resource_free[on_at + r] > RV_SIM_TIME_MAX_NS) l->overflow = TRUE;
     }
 }
@@ -188,7 +189,15 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
     l.end = g_new(int64_t, result->count + 1);
     for (gsize i = 0; i < result->count; i++) l.end[i] = -1; /* removed tasks keep -1 */
     l.job_end = l.end + (gsize)l.rank_tasks * l.ranks;
-    l.resource_free = g_new0(int64_t, (gsize)alike->rank_resource_count * l.ranks + 1);
+    gsize places = (gsize)alike->rank_resource_count * l.ranks;
+    l.resource_free = g_new0(int64_t, places + 1);
+    l.latency = g_new(int64_t, places + 1);
+    l.gap = g_new(int64_t, places + 1);
+    for (int32_t k = 0; k < alike->rank_resource_count; k++)
+        for (guint r = 0; r < l.ranks; r++) {
+            l.latency[(gsize)k * l.ranks + r] = rv_alike_resource(alike, k, r)->launch_latency_ns;
+            l.gap[(gsize)k * l.ranks + r] = rv_alike_resource(alike, k, r)->idle_gap_ns;
+        }
     l.ready = g_new(int64_t, l.ranks + 1);
     l.released = g_new(int64_t, l.ranks + 1);
     for (int32_t i = 0; i < structure->order_count && !l.overflow; i++) {
@@ -198,6 +207,8 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
     }
     predecessors_clear(&l.in);
     g_free(l.resource_free);
+    g_free(l.latency);
+    g_free(l.gap);
     g_free(l.ready);
     g_free(l.released);
     rv_sim_structure_free(structure);
