@@ -81,9 +81,9 @@ for at in 0 9 16 30 200 $((size / 2)) $((size - 1)); do
     expect_error "$work/flip.rvg: "
 done
 cp "$graph" "$work/newer.rvg"
-printf '\010' | dd of="$work/newer.rvg" bs=1 seek=8 conv=notrunc 2>/dev/null
+printf '\011' | dd of="$work/newer.rvg" bs=1 seek=8 conv=notrunc 2>/dev/null
 expect_status 2 "$reverie" info "$work/newer.rvg"
-expect_error "$work/newer.rvg: format version 8 is newer than this reverie supports (7); re-import the trace"
+expect_error "$work/newer.rvg: format version 9 is newer than this reverie supports (8); re-import the trace"
 
 # Not graphs at all, under a .rvg name.
 : >"$work/empty.rvg"

@@ -17,6 +17,8 @@
 #define _GNU_SOURCE /* memmem */
 #include "reverie/error.h"
 #include "reverie/graph.h"
+#include "reverie/comm.h"
+#include "reverie/job.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
 #include "reverie/store.h"
@@ -33,7 +35,7 @@
 enum { HEADER_SIZE = 24, ENTRY_SIZE = 24, TASK_SIZE = 72, EDGE_SIZE = 10, STEP_SIZE = 28, RESOURCE_SIZE = 95,
        COLLECTIVE_SIZE = 40, RANK_SIZE = 32, LAUNCH_SIZE = 20 };
 enum { SEC_STRINGS = 1, SEC_RESOURCES, SEC_TASKS, SEC_EDGES, SEC_STEPS, SEC_METADATA, SEC_COLLECTIVES, SEC_RANKS,
-       SEC_MEMORY, SEC_LAUNCHES, SEC_HOST_OPERATORS, SEC_OP_ARGS };
+       SEC_MEMORY, SEC_LAUNCHES, SEC_HOST_OPERATORS, SEC_OP_ARGS, SEC_ALIKE };
 
 /* ---- helpers: files and bytes ------------------------------------------ */
 
@@ -685,11 +687,15 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 8, 4);
+    put_le(bytes + 8, 9, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 8 is newer than this reverie supports (7); re-import the trace",
-                      "version 8");
+                      "test.rvg: format version 9 is newer than this reverie supports (8); re-import the trace",
+                      "version 9");
+    /* version 8 is a job of alike ranks: its section 13 must be there */
+    put_le(bytes + 8, 8, 4);
+    fix_checksums(bytes, length);
+    expect_load_error(bytes, length, "test.rvg: section table: there is no 'alike ranks' section", "version 8");
     put_le(bytes + 8, 6, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 6 predates the operators' arguments", "version 6");
@@ -863,6 +869,114 @@ static void apply_forgery(const guint8 *bytes, gsize length, const forgery *f)
     expect_file_loads_like_buffer(copy, length, f->want);
     g_free(copy);
 }
+
+/* ---- a job of alike ranks (version 8) -------------------------------------- */
+
+/* Three ranks of the hand-built graph, each with an all-reduce they meet
+ * at, their times their own: a job the writer holds once. */
+static rv_graph *alike_job(void)
+{
+    GPtrArray *ranks = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
+    for (int r = 0; r < 3; r++) {
+        rv_graph *graph = hand_built_graph();
+        graph->rank = r;
+        graph->world_size = 3;
+        int32_t stream = rv_graph_add_resource(graph, RV_RES_GPU_STREAM, 0, 20, "gpu 0 stream 20");
+        rv_task reduce = make_task(stream, graph, "ncclDevKernel_AllReduce_Sum_f32", RV_TASK_COMM, 9000 + 100 * r, 4000);
+        reduce.flags = RV_TASK_FLAG_GPU;
+        reduce.step = 0;
+        rv_collective_info info = { 1 << 20, 0, rv_strings_intern(graph->strings, "0"), 3, -1, -1, 1,
+                                    RV_COLL_ALLREDUCE_RING, RV_PARALLEL_DATA, RV_MATCH_NONE, 0 };
+        reduce.collective = rv_graph_add_collective(graph, &info);
+        rv_graph_add_task(graph, &reduce);
+        for (int32_t t = 0; t < rv_graph_task_count(graph); t++) {
+            rv_task *task = rv_graph_task(graph, t);
+            task->duration_ns += 37 * r * (task->duration_ns > 0);
+            task->correlation += r;
+        }
+        g_ptr_array_add(ranks, graph);
+    }
+    GError *error = NULL;
+    rv_graph *joint = rv_job_join(ranks, "alike-job", &error);
+    ck_assert_msg(joint != NULL, "join: %s", error ? error->message : "");
+    g_ptr_array_unref(ranks);
+    return joint;
+}
+
+static guint8 *alike_job_bytes(gsize *length)
+{
+    rv_graph *joint = alike_job();
+    guint8 *bytes = save_bytes(joint, length);
+    rv_graph_free(joint);
+    return bytes;
+}
+
+START_TEST(round_trip_alike_job)
+{
+    rv_graph *joint = alike_job();
+    gsize length;
+    guint8 *bytes = save_bytes(joint, &length);
+    ck_assert_uint_eq(le32(bytes + 8), 8);   /* held once: version 8 */
+    ck_assert_uint_eq(le32(bytes + 12), 13); /* with the alike ranks section */
+    /* one rank's tasks are stored, not three */
+    gsize tasks_bytes = section_end(bytes, SEC_TASKS) - section_offset(bytes, SEC_TASKS);
+    ck_assert_uint_lt(tasks_bytes, 4 + (gsize)rv_graph_task_count(joint) * TASK_SIZE / 2);
+    g_free(bytes);
+    assert_round_trip(joint);
+    rv_graph_free(joint);
+}
+END_TEST
+
+/* A graph of one trace, and a job whose ranks differ, stay version 7. */
+START_TEST(unlike_ranks_stay_flat)
+{
+    rv_graph *graph = hand_built_graph();
+    gsize length;
+    guint8 *bytes = save_bytes(graph, &length);
+    ck_assert_uint_eq(le32(bytes + 8), 7);
+    g_free(bytes);
+    rv_graph_free(graph);
+    rv_graph *joint = alike_job();
+    rv_graph_task(joint, 1)->name = rv_strings_intern(joint->strings, "another call");
+    bytes = save_bytes(joint, &length);
+    ck_assert_uint_eq(le32(bytes + 8), 7);
+    g_free(bytes);
+    assert_round_trip(joint);
+    rv_graph_free(joint);
+}
+END_TEST
+
+START_TEST(truncated_and_flipped_alike_job)
+{
+    gsize length;
+    guint8 *bytes = alike_job_bytes(&length);
+    every_truncation_fails(bytes, length);
+    every_bit_flip_fails(bytes, length);
+    g_free(bytes);
+}
+END_TEST
+
+/* The alike ranks section's shape and columns forged with valid checksums:
+ * one line that says what is wrong, the same from a file. */
+START_TEST(forged_alike_shape)
+{
+    gsize length;
+    guint8 *bytes = alike_job_bytes(&length);
+    const forgery forged[] = {
+        { SEC_ALIKE, 0, 7, 4, "section 'alike ranks': its rank count is not the ranks section's" },
+        { SEC_ALIKE, 4, 0x7fffffff, 4, "section 'alike ranks': its tasks per rank do not fit the tasks section" },
+        { SEC_ALIKE, 4, (uint32_t)-1, 4, "section 'alike ranks': a count is negative" },
+        { SEC_ALIKE, 8, 1000, 4, "its threads and streams per rank do not fit the resources section" },
+        { SEC_ALIKE, 12, 2, 4, "its steps per rank do not fit the steps section" },
+        { SEC_ALIKE, 16, 100000, 4, "its edges per rank do not fit the edges section" },
+        { SEC_ALIKE, 20, 0x30, 4, "section 'alike ranks': unknown columns 0x30" },
+        { SEC_ALIKE, 20, 1, 4, "tasks' columns need" },
+        { SEC_ALIKE, 24, (uint64_t)-1, 8, "has a negative time" }, /* rank 0's first task's duration */
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(forged); i++) apply_forgery(bytes, length, &forged[i]);
+    g_free(bytes);
+}
+END_TEST
 
 /* Forgeries with valid checksums deep inside the sections of a graph
  * larger than the file reader's window (its tasks section spans several
@@ -1114,6 +1228,8 @@ static Suite *store_suite(void)
     tcase_add_test(trips, round_trip_project_traces);
     tcase_add_test(trips, saving_is_deterministic);
     tcase_add_test(trips, is_graph_file_reads_content);
+    tcase_add_test(trips, round_trip_alike_job);
+    tcase_add_test(trips, unlike_ranks_stay_flat);
     suite_add_tcase(suite, trips);
     TCase *damage = tcase_create("damage");
     tcase_set_timeout(damage, 600);
@@ -1134,6 +1250,8 @@ static Suite *store_suite(void)
     tcase_add_test(damage, cycle_refused_on_load);
     tcase_add_test(damage, save_refuses_a_target_that_is_not_a_file);
     tcase_add_test(damage, fuzz_regressions_fail_cleanly);
+    tcase_add_test(damage, truncated_and_flipped_alike_job);
+    tcase_add_test(damage, forged_alike_shape);
     suite_add_tcase(suite, damage);
     return suite;
 }

@@ -76,6 +76,35 @@ rv_alike_job *rv_alike_from_job(const rv_graph *joint, GError **error);
 rv_graph *rv_alike_to_job(const rv_alike_job *alike);
 void rv_alike_job_free(rv_alike_job *alike);
 
+/* ---- a saved job of alike ranks (store.c) ------------------------------------- */
+
+/* What a saved file says of its job's shape; checked against the arrays
+ * it holds before anything is indexed with it. */
+typedef struct {
+    guint rank_count;
+    int32_t rank_task_count, rank_resource_count, rank_step_count;
+    guint rank_edge_count;
+} rv_alike_shape;
+
+/* A rank's edges per task are few (about 1.5 in built graphs); a file that
+ * gave a rank far more would expand to far more than it holds. */
+#define RV_ALIKE_EDGES_PER_TASK_MAX 16
+
+/* The shape of a job (to be saved). */
+rv_alike_shape rv_alike_shape_of(const rv_alike_job *alike);
+/*
+ * Does the shape fit `stored`, a graph as a saved file of alike ranks
+ * holds it: the joint graph's resources, steps, collectives and ranks, the
+ * structure's tasks, edges and per-task side arrays?  NULL if it does,
+ * else what is wrong (static text).
+ */
+const char *rv_alike_shape_problem(const rv_graph *stored, const rv_alike_shape *shape);
+/* The job from `stored` (checked with rv_alike_shape_problem; its arrays
+ * are taken, the graph is left empty) and the columns (taken; see
+ * rv_alike_job). */
+rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, int64_t *duration_ns,
+                                int64_t *host_overhead_ns, int64_t *recorded_start_ns);
+
 /* The column index of rank-local task t of rank index r. */
 static inline gsize rv_alike_at(const rv_alike_job *alike, int32_t t, guint r)
 {

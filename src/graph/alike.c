@@ -229,11 +229,24 @@ static gboolean unchanged_by_plugins(const rv_graph *joint, GError **error)
     return FALSE;
 }
 
+/* A collective's meeting point is one of the job's tasks (or rank 0's): a
+ * place the structure can name. */
+static gboolean meetings_are_the_jobs(const blocks *b, GError **error)
+{
+    for (guint c = 0; c < b->joint->collectives->len; c++) {
+        int32_t meeting = g_array_index(b->joint->collectives, rv_collective_info, c).rendezvous;
+        if (meeting < b->n || meeting >= (int32_t)b->ranks * b->n) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "collective %u meets at a rank's task", c);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean compare(blocks *b, varying *varies, GError **error)
 {
     return unchanged_by_plugins(b->joint, error) && find_blocks(b, error) && compare_resources(b, error) &&
            compare_steps(b, error) && compare_tasks(b, varies, error) && compare_edges(b, error) &&
-           job_tasks_are_instants(b, error);
+           job_tasks_are_instants(b, error) && meetings_are_the_jobs(b, error);
 }
 
 /* ---- the structure and the columns -------------------------------------------- */
@@ -440,6 +453,124 @@ rv_graph *rv_alike_to_job(const rv_alike_job *alike)
         g_array_append_val(joint->collectives, info);
     }
     return joint;
+}
+
+/* ---- a saved job ----------------------------------------------------------------- */
+
+rv_alike_shape rv_alike_shape_of(const rv_alike_job *alike)
+{
+    rv_alike_shape shape = { alike->rank_count, alike->rank_task_count, alike->rank_resource_count,
+                             alike->rank_step_count, alike->rank_edge_count };
+    return shape;
+}
+
+static const char *shape_count_problem(const rv_graph *stored, const rv_alike_shape *shape)
+{
+    uint64_t ranks = shape->rank_count, n = (uint64_t)MAX(shape->rank_task_count, 0);
+    if (shape->rank_count == 0 || shape->rank_count != stored->ranks->len) return "its rank count is not the ranks section's";
+    if (shape->rank_task_count < 0 || shape->rank_resource_count < 0 || shape->rank_step_count < 0)
+        return "a count is negative";
+    if ((uint64_t)stored->tasks->len < n || ranks * n + (stored->tasks->len - n) > G_MAXINT32)
+        return "its tasks per rank do not fit the tasks section";
+    if (ranks * (uint64_t)shape->rank_resource_count > stored->resources->len)
+        return "its threads and streams per rank do not fit the resources section";
+    if (ranks * (uint64_t)shape->rank_step_count != stored->steps->len) return "its steps per rank do not fit the steps section";
+    if (shape->rank_edge_count > stored->edges->len || shape->rank_edge_count > RV_ALIKE_EDGES_PER_TASK_MAX * (n + 1))
+        return "its edges per rank do not fit the edges section";
+    return NULL;
+}
+
+/* The structure's tasks: a rank's on a rank's thread or stream and in one
+ * of its steps; the job's on the job's resources. */
+static const char *shape_task_problem(const rv_graph *stored, const rv_alike_shape *shape)
+{
+    int32_t m = shape->rank_resource_count;
+    int32_t places = m + (int32_t)(stored->resources->len - shape->rank_count * (guint)m);
+    for (int32_t k = 0; k < rv_graph_task_count(stored); k++) {
+        const rv_task *task = &g_array_index(stored->tasks, rv_task, k);
+        gboolean rank_task = k < shape->rank_task_count;
+        if (task->resource < (rank_task ? 0 : m) || task->resource >= (rank_task ? m : places))
+            return "a task's thread or stream is not its rank's (or the job's)";
+        if (rank_task && (task->step < -1 || task->step >= shape->rank_step_count)) return "a task's step is not its rank's";
+    }
+    return NULL;
+}
+
+static const char *shape_meeting_problem(const rv_graph *stored, const rv_alike_shape *shape)
+{
+    int64_t n = shape->rank_task_count, joint_tasks = (int64_t)shape->rank_count * n + (stored->tasks->len - n);
+    for (guint c = 0; c < stored->collectives->len; c++) {
+        int64_t meeting = g_array_index(stored->collectives, rv_collective_info, c).rendezvous;
+        if (meeting < n || (meeting >= (int64_t)shape->rank_count * n && meeting < joint_tasks)) continue;
+        return "a collective's meeting point is not one of the job's tasks";
+    }
+    return NULL;
+}
+
+const char *rv_alike_shape_problem(const rv_graph *stored, const rv_alike_shape *shape)
+{
+    const char *problem = shape_count_problem(stored, shape);
+    if (problem == NULL) problem = shape_task_problem(stored, shape);
+    if (problem == NULL) problem = shape_meeting_problem(stored, shape);
+    return problem;
+}
+
+/* The structure's numbering of a joint graph's resource, step or task:
+ * rank 0's as they are, the job's after rank 0's. */
+static GArray *rank_zero_and_job(const GArray *joint, guint ranks, guint per_rank)
+{
+    guint size = g_array_get_element_size((GArray *)joint);
+    GArray *kept = g_array_new(FALSE, FALSE, size);
+    g_array_append_vals(kept, joint->data, per_rank);
+    if (joint->len > ranks * per_rank)
+        g_array_append_vals(kept, joint->data + (gsize)ranks * per_rank * size, joint->len - ranks * per_rank);
+    return kept;
+}
+
+static GArray *take_array(GArray **slot)
+{
+    GArray *taken = *slot;
+    *slot = g_array_new(FALSE, TRUE, g_array_get_element_size(taken));
+    return taken;
+}
+
+rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, int64_t *duration_ns,
+                                int64_t *host_overhead_ns, int64_t *recorded_start_ns)
+{
+    rv_alike_job *alike = g_new0(rv_alike_job, 1);
+    alike->rank_count = shape->rank_count;
+    alike->rank_task_count = shape->rank_task_count;
+    alike->rank_resource_count = shape->rank_resource_count;
+    alike->rank_step_count = shape->rank_step_count;
+    alike->rank_edge_count = shape->rank_edge_count;
+    alike->duration_ns = duration_ns;
+    alike->host_overhead_ns = host_overhead_ns;
+    alike->recorded_start_ns = recorded_start_ns;
+    rv_graph *structure = alike->structure = rv_graph_new(stored->strings, stored->source);
+    copy_metadata(structure, stored);
+    alike->resources = take_array(&stored->resources);
+    alike->steps = take_array(&stored->steps);
+    GArray *places = rank_zero_and_job(alike->resources, shape->rank_count, (guint)shape->rank_resource_count);
+    g_array_unref(structure->resources);
+    structure->resources = places;
+    g_array_append_vals(structure->steps, alike->steps->data, (guint)shape->rank_step_count);
+    g_array_unref(structure->tasks);
+    structure->tasks = take_array(&stored->tasks);
+    g_array_unref(structure->edges);
+    structure->edges = take_array(&stored->edges);
+    g_array_unref(structure->launches);
+    structure->launches = take_array(&stored->launches);
+    g_array_unref(structure->host_operators);
+    structure->host_operators = take_array(&stored->host_operators);
+    g_array_unref(structure->op_args);
+    structure->op_args = take_array(&stored->op_args);
+    int32_t shift = ((int32_t)shape->rank_count - 1) * shape->rank_task_count;
+    for (guint c = 0; c < stored->collectives->len; c++) {
+        rv_collective_info info = g_array_index(stored->collectives, rv_collective_info, c);
+        if (info.rendezvous >= shape->rank_task_count) info.rendezvous -= shift;
+        g_array_append_val(structure->collectives, info);
+    }
+    return alike;
 }
 
 /* ---- what the job holds -------------------------------------------------------- */

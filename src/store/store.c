@@ -145,6 +145,8 @@
  * do not understand may change what the graph means.
  */
 #include "reverie/store.h"
+#include "reverie/alike.h"
+#include "reverie/job.h"
 #include "reverie/output.h"
 #include "reverie/validate.h"
 #include "reverie/error.h"
@@ -157,7 +159,8 @@
 #include <sys/types.h>
 #include <zlib.h>
 
-#define RVG_VERSION 7u
+#define RVG_VERSION 8u         /* a job of alike ranks, held once (alike.h) */
+#define RVG_FLAT_VERSION 7u    /* every other graph: the layout of version 7, which older readers read */
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
 #define RVG_MAX_SECTIONS 64u
@@ -200,13 +203,19 @@ enum {
     SECTION_LAUNCHES,
     SECTION_HOST_OPERATORS,
     SECTION_OP_ARGS,
-    SECTION_COUNT = SECTION_OP_ARGS
+    SECTION_COUNT = SECTION_OP_ARGS,  /* the sections of every file */
+    SECTION_ALIKE,                    /* version 8 only */
+    SECTION_MAX = SECTION_ALIKE
 };
 
-static const char *const section_names[SECTION_COUNT + 1] = {
+static const char *const section_names[SECTION_MAX + 1] = {
     "?", "strings", "resources", "tasks", "edges", "steps", "metadata", "collectives", "ranks", "memory",
-    "launches", "host operators", "operator arguments",
+    "launches", "host operators", "operator arguments", "alike ranks",
 };
+
+/* The alike ranks section's columns beyond duration, host overhead and
+ * recorded start: a bit each, set where some rank's differs. */
+enum { ALIKE_CORRELATION = 1, ALIKE_BYTES = 2, ALIKE_STEP = 4, ALIKE_COLLECTIVE = 8, ALIKE_COLUMNS = 15 };
 
 /* The counters of the metadata section, in file order. */
 static const size_t trace_stat_offsets[] = {
@@ -844,6 +853,49 @@ static void write_sparse_words(rvg_sink *sink, const GArray *values)
 static void write_host_operators(rvg_sink *sink, const rv_graph *graph) { write_sparse_words(sink, graph->host_operators); }
 static void write_op_args(rvg_sink *sink, const rv_graph *graph) { write_sparse_words(sink, graph->op_args); }
 
+/* Section 13: the job's shape, then its columns task by task, every
+ * rank's value of one task together (alike.h's layout). */
+static void put_column_i64(rvg_sink *sink, const int64_t *values, gsize count)
+{
+    for (gsize i = 0; i < count; i++) {
+        if (i % 4096 == 0) sink_spill(sink);
+        put_i64(sink->buffer, values[i]);
+    }
+}
+
+static void put_column_i32(rvg_sink *sink, const int32_t *values, gsize count)
+{
+    for (gsize i = 0; i < count; i++) {
+        if (i % 4096 == 0) sink_spill(sink);
+        put_i32(sink->buffer, values[i]);
+    }
+}
+
+static uint32_t alike_columns(const rv_alike_job *alike)
+{
+    return (alike->correlation ? ALIKE_CORRELATION : 0) | (alike->bytes ? ALIKE_BYTES : 0) |
+           (alike->step ? ALIKE_STEP : 0) | (alike->collective ? ALIKE_COLLECTIVE : 0);
+}
+
+static void write_alike(rvg_sink *sink, const rv_alike_job *alike)
+{
+    GString *out = sink->buffer;
+    put_u32(out, alike->rank_count);
+    put_i32(out, alike->rank_task_count);
+    put_i32(out, alike->rank_resource_count);
+    put_i32(out, alike->rank_step_count);
+    put_u32(out, alike->rank_edge_count);
+    put_u32(out, alike_columns(alike));
+    gsize cells = (gsize)alike->rank_task_count * alike->rank_count;
+    put_column_i64(sink, alike->duration_ns, cells);
+    put_column_i64(sink, alike->host_overhead_ns, cells);
+    put_column_i64(sink, alike->recorded_start_ns, cells);
+    if (alike->correlation) put_column_i64(sink, alike->correlation, cells);
+    if (alike->bytes) put_column_i64(sink, alike->bytes, cells);
+    if (alike->step) put_column_i32(sink, alike->step, cells);
+    if (alike->collective) put_column_i32(sink, alike->collective, cells);
+}
+
 typedef void (*section_writer)(rvg_sink *sink, const rv_graph *graph);
 
 static const section_writer section_writers[SECTION_COUNT + 1] = {
@@ -851,14 +903,36 @@ static const section_writer section_writers[SECTION_COUNT + 1] = {
     write_collectives, write_ranks, write_memory, write_launches, write_host_operators, write_op_args,
 };
 
+/* What a file is written from: the graph, and where its ranks are alike
+ * the job held once, whose structure's tasks, edges and per-task side
+ * arrays stand for every rank's (alike.h). */
+typedef struct {
+    const rv_graph *graph;
+    const rv_alike_job *alike;  /* NULL: a flat file, version 7 */
+} rvg_content;
+
+static gboolean from_structure(uint32_t id)
+{
+    return id == SECTION_TASKS || id == SECTION_EDGES || id == SECTION_LAUNCHES || id == SECTION_HOST_OPERATORS ||
+           id == SECTION_OP_ARGS;
+}
+
+static uint32_t section_count_of(const rvg_content *content)
+{
+    return content->alike ? SECTION_MAX : SECTION_COUNT;
+}
+
 /* One section through a sink: its CRC and length, and its bytes written to
  * `file` unless that is NULL.  FALSE when the file refused a write. */
-static gboolean encode_section(const rv_graph *graph, uint32_t id, GString *buffer, FILE *file, uint32_t *crc,
+static gboolean encode_section(const rvg_content *content, uint32_t id, GString *buffer, FILE *file, uint32_t *crc,
                                guint64 *length)
 {
     rvg_sink sink = { buffer, file, crc32_z(0L, Z_NULL, 0), 0, FALSE };
     g_string_truncate(buffer, 0);
-    section_writers[id](&sink, graph);
+    if (id == SECTION_ALIKE)
+        write_alike(&sink, content->alike);
+    else
+        section_writers[id](&sink, content->alike && from_structure(id) ? content->alike->structure : content->graph);
     sink_flush(&sink);
     *crc = (uint32_t)sink.crc;
     *length = sink.length;
@@ -867,17 +941,18 @@ static gboolean encode_section(const rv_graph *graph, uint32_t id, GString *buff
 
 /* The header and the section table, from each section's CRC and length
  * (the sections follow the table in id order). */
-static GString *encode_front(const uint32_t *crcs, const guint64 *lengths)
+static GString *encode_front(const rvg_content *content, const uint32_t *crcs, const guint64 *lengths)
 {
-    gsize table_end = RVG_HEADER_SIZE + RVG_ENTRY_SIZE * SECTION_COUNT;
+    uint32_t count = section_count_of(content);
+    gsize table_end = RVG_HEADER_SIZE + RVG_ENTRY_SIZE * (gsize)count;
     GString *out = g_string_sized_new(table_end);
     g_string_append_len(out, (const char *)rvg_magic, sizeof rvg_magic);
-    put_u32(out, RVG_VERSION);
-    put_u32(out, SECTION_COUNT);
+    put_u32(out, content->alike ? RVG_VERSION : RVG_FLAT_VERSION);
+    put_u32(out, count);
     put_u32(out, 0); /* header CRC, patched below */
     put_u32(out, 0); /* reserved */
     guint64 offset = table_end;
-    for (uint32_t id = 1; id <= SECTION_COUNT; id++) {
+    for (uint32_t id = 1; id <= count; id++) {
         put_u32(out, id);
         put_u32(out, crcs[id]);
         put_u64(out, offset);
@@ -888,31 +963,22 @@ static GString *encode_front(const uint32_t *crcs, const guint64 *lengths)
     return out;
 }
 
-/* The graph as a .rvg file, written to `file` section by section; first
- * checked to be one the reader would accept (name: for the message).  A
- * write the file refuses is FALSE with no error: the caller's stream says
- * why (output.h). */
-static gboolean encode_checked(const rv_graph *graph, const char *name, FILE *file, guint64 *bytes, GError **error)
+/* The sections, measured first for the table at the front, then written. */
+static gboolean encode_sections(const rvg_content *content, const char *name, FILE *file, guint64 *bytes,
+                                GError **error)
 {
-    GString *why = g_string_new(NULL);
-    const char *section = check_graph(graph, why);
-    if (section != NULL)
-        g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot save %s: the graph is inconsistent (%s: %s)",
-                    name, section, why->str);
-    g_string_free(why, TRUE);
-    if (section != NULL) return FALSE;
-    uint32_t crcs[SECTION_COUNT + 1] = { 0 };
-    guint64 lengths[SECTION_COUNT + 1] = { 0 };
+    uint32_t count = section_count_of(content), crcs[SECTION_MAX + 1] = { 0 };
+    guint64 lengths[SECTION_MAX + 1] = { 0 };
     GString *buffer = g_string_sized_new(SINK_SPILL_BYTES + 4096);
-    for (uint32_t id = 1; id <= SECTION_COUNT; id++) encode_section(graph, id, buffer, NULL, &crcs[id], &lengths[id]);
-    GString *front = encode_front(crcs, lengths);
+    for (uint32_t id = 1; id <= count; id++) encode_section(content, id, buffer, NULL, &crcs[id], &lengths[id]);
+    GString *front = encode_front(content, crcs, lengths);
     gboolean ok = fwrite(front->str, 1, front->len, file) == front->len;
     guint64 total = front->len;
     g_string_free(front, TRUE);
-    for (uint32_t id = 1; id <= SECTION_COUNT && ok; id++) {
+    for (uint32_t id = 1; id <= count && ok; id++) {
         uint32_t crc;
         guint64 length;
-        ok = encode_section(graph, id, buffer, file, &crc, &length);
+        ok = encode_section(content, id, buffer, file, &crc, &length);
         total += length;
         if (ok && (crc != crcs[id] || length != lengths[id])) { /* the table written above would lie */
             g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot save %s: its %s changed while it was written",
@@ -922,6 +988,26 @@ static gboolean encode_checked(const rv_graph *graph, const char *name, FILE *fi
     }
     g_string_free(buffer, TRUE);
     if (bytes) *bytes = total;
+    return ok;
+}
+
+/* The graph as a .rvg file, written to `file` section by section; first
+ * checked to be one the reader would accept (name: for the message).  A
+ * job whose ranks are alike is written once (version 8), any other graph
+ * as it is (version 7).  A write the file refuses is FALSE with no error:
+ * the caller's stream says why (output.h). */
+static gboolean encode_checked(const rv_graph *graph, const char *name, FILE *file, guint64 *bytes, GError **error)
+{
+    GString *why = g_string_new(NULL);
+    const char *section = check_graph(graph, why);
+    if (section != NULL)
+        g_set_error(error, RV_ERROR, RV_ERROR_INTERNAL, "cannot save %s: the graph is inconsistent (%s: %s)",
+                    name, section, why->str);
+    g_string_free(why, TRUE);
+    if (section != NULL) return FALSE;
+    rvg_content content = { graph, rv_graph_rank_count(graph) > 1 ? rv_alike_from_job(graph, NULL) : NULL };
+    gboolean ok = encode_sections(&content, name, file, bytes, error);
+    rv_alike_job_free((rv_alike_job *)content.alike);
     return ok;
 }
 
@@ -1061,10 +1147,17 @@ typedef struct {
     const char *name;           /* the file, for messages */
     const guint8 *data;
     gsize length;
-    section_entry sections[SECTION_COUNT + 1];  /* by id */
+    section_entry sections[SECTION_MAX + 1];  /* by id */
     GError **error;
     section_source *file;       /* NULL: data holds every section */
+    uint32_t version;           /* RVG_FLAT_VERSION or RVG_VERSION */
 } reader;
+
+/* The sections a file of the reader's version holds: 1 to this. */
+static uint32_t sections_of(const reader *r)
+{
+    return r->version == RVG_VERSION ? SECTION_MAX : SECTION_COUNT;
+}
 
 static gboolean fail(reader *r, const char *section, const char *format, ...) G_GNUC_PRINTF(3, 4);
 static gboolean fail(reader *r, const char *section, const char *format, ...)
@@ -1121,9 +1214,10 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version == 1)
         return fail(r, NULL, "format version 1 holds an older timing model that this reverie no longer "
                     "replays; import the trace again");
-    if (version != RVG_VERSION)
-        return fail(r, NULL, "format version %u was never written by reverie (this one reads version %u)",
-                    version, RVG_VERSION);
+    if (version != RVG_VERSION && version != RVG_FLAT_VERSION)
+        return fail(r, NULL, "format version %u was never written by reverie (this one reads versions %u and %u)",
+                    version, RVG_FLAT_VERSION, RVG_VERSION);
+    r->version = version;
     *section_count = read_u32_at(r->data + 12);
     if (*section_count == 0 || *section_count > RVG_MAX_SECTIONS)
         return fail(r, NULL, "section table: the header gives %u sections (1 to %u are possible)", *section_count,
@@ -1146,8 +1240,9 @@ static gboolean read_entry(reader *r, uint32_t index, uint64_t *expected_offset)
 {
     const guint8 *at = r->data + RVG_HEADER_SIZE + (gsize)RVG_ENTRY_SIZE * index;
     section_entry entry = { read_u32_at(at), read_u32_at(at + 4), read_u64_at(at + 8), read_u64_at(at + 16) };
-    if (entry.id == 0 || entry.id > SECTION_COUNT)
-        return fail(r, NULL, "section table: entry %u has unknown section id %u", index, entry.id);
+    if (entry.id == 0 || entry.id > sections_of(r))
+        return fail(r, NULL, "section table: entry %u has unknown section id %u (version %u)", index, entry.id,
+                    r->version);
     const char *name = section_names[entry.id];
     if (r->sections[entry.id].id != 0)
         return fail(r, NULL, "section table: section '%s' appears twice", name);
@@ -1198,12 +1293,12 @@ static gboolean read_table(reader *r, uint32_t section_count)
     uint64_t expected_offset = RVG_HEADER_SIZE + (uint64_t)RVG_ENTRY_SIZE * section_count;
     for (uint32_t i = 0; i < section_count; i++)
         if (!read_entry(r, i, &expected_offset)) return FALSE;
-    for (uint32_t id = 1; id <= SECTION_COUNT; id++)
+    for (uint32_t id = 1; id <= sections_of(r); id++)
         if (r->sections[id].id == 0) return fail(r, NULL, "section table: there is no '%s' section", section_names[id]);
     if (expected_offset != r->length)
         return fail(r, NULL, "%" G_GUINT64_FORMAT " bytes of unknown data follow the last section",
                     (uint64_t)r->length - expected_offset);
-    for (uint32_t id = 1; id <= SECTION_COUNT; id++) {
+    for (uint32_t id = 1; id <= sections_of(r); id++) {
         const section_entry *entry = &r->sections[id];
         uint32_t computed = r->file ? crc_of_file(r, entry) : crc_of(r->data + entry->offset, entry->length);
         if (r->file && r->file->failed) return FALSE; /* rv_store_load says why */
@@ -1626,20 +1721,24 @@ static gboolean read_metadata(reader *r, rv_graph *graph)
     return ok;
 }
 
-static gboolean read_graph_sections(reader *r, rv_graph *graph)
+static gboolean read_sections(reader *r, rv_graph *graph)
 {
-    if (!read_strings(r, graph->strings) || !read_metadata(r, graph) || !read_resources(r, graph) ||
-        !read_tasks(r, graph) || !read_edges(r, graph) || !read_steps(r, graph) || !read_collectives(r, graph) ||
-        !read_ranks(r, graph) || !read_memory(r, graph) || !read_launches(r, graph) ||
-        !read_host_operators(r, graph) || !read_op_args(r, graph))
-        return FALSE;
+    return read_strings(r, graph->strings) && read_metadata(r, graph) && read_resources(r, graph) &&
+           read_tasks(r, graph) && read_edges(r, graph) && read_steps(r, graph) && read_collectives(r, graph) &&
+           read_ranks(r, graph) && read_memory(r, graph) && read_launches(r, graph) && read_host_operators(r, graph) &&
+           read_op_args(r, graph);
+}
+
+/* The checks of a whole graph, as the writer ran them, and what the
+ * simulator trusts beyond the ids: durations within the limits and no
+ * cycle (a forged edge list can close one). */
+static gboolean check_loaded(reader *r, const rv_graph *graph)
+{
     GString *why = g_string_new(NULL);
     const char *section = check_graph(graph, why);
     if (section != NULL) fail(r, section, "%s", why->str);
     g_string_free(why, TRUE);
     if (section != NULL) return FALSE;
-    /* What the simulator trusts beyond the ids: durations within the
-     * limits and no cycle (a forged edge list can close one). */
     GError *invalid = NULL;
     if (rv_graph_validate(graph, &invalid)) return TRUE;
     fail(r, NULL, "%s", invalid->message);
@@ -1647,21 +1746,114 @@ static gboolean read_graph_sections(reader *r, rv_graph *graph)
     return FALSE;
 }
 
+/* ---- reading: a job of alike ranks (version 8) ------------------------------------ */
+
+static int64_t *get_column_i64(cursor *c, gsize count)
+{
+    int64_t *values = g_new(int64_t, count + 1);
+    for (gsize i = 0; i < count; i++) values[i] = get_i64(c);
+    return values;
+}
+
+static int32_t *get_column_i32(cursor *c, gsize count)
+{
+    int32_t *values = g_new(int32_t, count + 1);
+    for (gsize i = 0; i < count; i++) values[i] = get_i32(c);
+    return values;
+}
+
+static gsize column_bytes(uint32_t columns)
+{
+    return 24 + (columns & ALIKE_CORRELATION ? 8 : 0) + (columns & ALIKE_BYTES ? 8 : 0) +
+           (columns & ALIKE_STEP ? 4 : 0) + (columns & ALIKE_COLLECTIVE ? 4 : 0);
+}
+
+/* The shape at the front of section 13, checked against the sections read
+ * before it; the cursor then at the first column. */
+static gboolean read_alike_shape(reader *r, cursor *c, const rv_graph *stored, rv_alike_shape *shape,
+                                 uint32_t *columns)
+{
+    const char *section = section_names[SECTION_ALIKE];
+    *c = section_cursor(r, SECTION_ALIKE);
+    shape->rank_count = get_u32(c);
+    shape->rank_task_count = get_i32(c);
+    shape->rank_resource_count = get_i32(c);
+    shape->rank_step_count = get_i32(c);
+    shape->rank_edge_count = get_u32(c);
+    *columns = get_u32(c);
+    if (c->overrun) return fail(r, section, "the section is %zu bytes, too short for its shape", (size_t)c->section_length);
+    if (*columns & ~(uint32_t)ALIKE_COLUMNS) return fail(r, section, "unknown columns 0x%x", *columns & ~(uint32_t)ALIKE_COLUMNS);
+    const char *problem = rv_alike_shape_problem(stored, shape);
+    if (problem != NULL) return fail(r, section, "%s", problem);
+    uint64_t cells = (uint64_t)shape->rank_task_count * shape->rank_count;
+    if (cells * column_bytes(*columns) != remaining(c))
+        return fail(r, section, "%" G_GUINT64_FORMAT " tasks' columns need %" G_GUINT64_FORMAT " bytes but %zu follow the "
+                    "shape", cells, cells * column_bytes(*columns), (size_t)remaining(c));
+    return TRUE;
+}
+
+/* A step column: each rank's own step of the task, or -1. */
+static gboolean steps_stand(reader *r, const rv_alike_job *alike)
+{
+    gsize cells = (gsize)alike->rank_task_count * alike->rank_count;
+    for (gsize i = 0; alike->step && i < cells; i++)
+        if (alike->step[i] < -1 || alike->step[i] >= alike->rank_step_count)
+            return fail(r, section_names[SECTION_ALIKE], "task %zu of rank index %zu belongs to step %d (a rank has %d)",
+                        i / alike->rank_count, i % alike->rank_count, alike->step[i], alike->rank_step_count);
+    return TRUE;
+}
+
+/* Section 13 and the sections before it as the job held once. */
+static rv_alike_job *read_alike_job(reader *r, rv_graph *stored)
+{
+    cursor c;
+    rv_alike_shape shape;
+    uint32_t columns;
+    GString *why = g_string_new(NULL);
+    gboolean resources_ok = check_resources(stored, rv_strings_count(stored->strings), why);
+    if (!resources_ok) fail(r, section_names[SECTION_RESOURCES], "%s", why->str);
+    g_string_free(why, TRUE);
+    if (!resources_ok || !read_alike_shape(r, &c, stored, &shape, &columns)) return NULL;
+    gsize cells = (gsize)shape.rank_task_count * shape.rank_count;
+    int64_t *duration = get_column_i64(&c, cells), *overhead = get_column_i64(&c, cells);
+    rv_alike_job *alike = rv_alike_assemble(stored, &shape, duration, overhead, get_column_i64(&c, cells));
+    if (columns & ALIKE_CORRELATION) alike->correlation = get_column_i64(&c, cells);
+    if (columns & ALIKE_BYTES) alike->bytes = get_column_i64(&c, cells);
+    if (columns & ALIKE_STEP) alike->step = get_column_i32(&c, cells);
+    if (columns & ALIKE_COLLECTIVE) alike->collective = get_column_i32(&c, cells);
+    if (!c.overrun && remaining(&c) == 0 && steps_stand(r, alike)) return alike;
+    if (c.overrun || remaining(&c) != 0)
+        fail(r, section_names[SECTION_ALIKE], "the columns do not end where the section does");
+    rv_alike_job_free(alike);
+    return NULL;
+}
+
+/* Version 8 as the joint graph it stands for, checked whole. */
+static rv_graph *load_alike_as_job(reader *r, rv_graph *stored)
+{
+    rv_alike_job *alike = read_alike_job(r, stored);
+    if (alike == NULL) return NULL;
+    rv_graph *joint = rv_alike_to_job(alike);
+    rv_alike_job_free(alike);
+    if (check_loaded(r, joint)) return joint;
+    rv_graph_free(joint);
+    return NULL;
+}
+
 static rv_graph *load_graph(reader *r)
 {
     uint32_t section_count = 0;
     if (!read_header(r, &section_count) || !read_table(r, section_count)) return NULL;
-    rv_graph *graph = rv_graph_new(NULL, NULL);
-    if (!read_graph_sections(r, graph)) {
-        rv_graph_free(graph);
-        return NULL;
-    }
-    return graph;
+    rv_graph *graph = rv_graph_new(NULL, NULL), *loaded = NULL;
+    if (read_sections(r, graph))
+        loaded = r->version == RVG_VERSION ? load_alike_as_job(r, graph) : check_loaded(r, graph) ? graph : NULL;
+    if (loaded != graph) rv_graph_free(graph);
+    return loaded;
 }
 
 rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *name, GError **error)
 {
-    reader r = { name ? name : "(buffer)", data, length, { { 0 } }, error, NULL };
+    reader r = { name ? name : "(buffer)", data, length, { { 0 } }, error, NULL, 0 };
     return load_graph(&r);
 }
 
@@ -1691,7 +1883,7 @@ static rv_graph *load_streamed(const char *path, FILE *file, gsize file_length, 
     section_source source = { file, 0, NULL, 0, FALSE };
     gsize wanted = MIN(sizeof head, file_length);
     if (fread(head, 1, wanted, file) != wanted) source.failed = TRUE;
-    reader r = { path, head, file_length, { { 0 } }, error, &source };
+    reader r = { path, head, file_length, { { 0 } }, error, &source, 0 };
     rv_graph *graph = source.failed ? NULL : load_graph(&r);
     if (source.failed) {
         g_clear_error(error);

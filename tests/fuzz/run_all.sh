@@ -36,6 +36,11 @@ seed_store() {
     for trace in traces/small_ddp.json.gz traces/hta_event_sync.json.gz traces/hta_triton_a100.json.gz; do
         if [ -f "$trace" ]; then "$build/reverie" import --quiet --force "$trace" -o "$1/seed-$(basename "$trace" .json.gz).rvg" || true; fi
     done
+    # a job of alike ranks, saved once (format version 8)
+    if "$build/tests/gen/reverie-gentrace" --ranks 2 --steps 1 --layers 2 -o "$1/job" 2>/dev/null; then
+        "$build/reverie" import --quiet --force "$1/job" -o "$1/seed-alike-job.rvg" || true
+    fi
+    rm -rf "$1/job"
     cp "$regressions"/overflow-* "$1/" 2>/dev/null || true
     return 0
 }
