@@ -13,13 +13,16 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSION 7 (version 1 held per-task gaps and lags derived
+ * FILE FORMAT, VERSIONS 7 AND 8 (version 1 held per-task gaps and lags derived
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
  * version 3 adds the ranks of a job and its collectives, job.h; version 4
  * the recorded memory peaks, memory.h; version 5 each timing estimate with
  * its evidence, rv_estimate, and how kernels were launched, rv_launch;
  * version 6 the profiler's per-operator cost and each call's operators;
- * version 7 the operators' arguments, a convolution's geometry)
+ * version 7 the operators' arguments, a convolution's geometry; version 8,
+ * written only for a job whose ranks are alike, holds them once: section
+ * 13 below.  Every other graph is written as version 7, so that readers
+ * before version 8 still read it)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -29,8 +32,8 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 7
- *   12   4  u32 section count N, 1 to 64 (version 7 writes 12)
+ *    8   4  u32 format version: 7, or 8 for a job of alike ranks
+ *   12   4  u32 section count N, 1 to 64 (version 7 writes 12, version 8 13)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -103,12 +106,42 @@
  *                whose outermost operator recorded arguments their shapes
  *                need, graph.h's op_args, in task order): i32 task,
  *                i32 string (not the empty string 0)
+ *  13 alike ranks (version 8 only; alike.h) u32 ranks R, i32 tasks per
+ *                rank n, i32 threads and streams per rank m, i32 steps per
+ *                rank S, u32 edges per rank, u32 columns (bit 0
+ *                correlation, 1 bytes, 2 step, 3 collective); then, each
+ *                for every rank-local task k and rank r in the order
+ *                k * R + r: i64 duration_ns, i64 host_overhead_ns,
+ *                i64 recorded_start_ns, and where its bit is set i64
+ *                correlation, i64 bytes, i32 step (the rank's own step
+ *                index, or -1), i32 collective.  In a version 8 file the
+ *                tasks, edges, launches, host operators and operator
+ *                arguments sections hold the structure: rank 0's n tasks
+ *                then the job's own, in the structure's numbering (a
+ *                rank's thread or stream below m, the job's from m on;
+ *                a task's step rank 0's), and rank 0's edges (the first
+ *                "edges per rank") then the job's; the other sections hold
+ *                the whole job.  The joint graph is rank r's task k at
+ *                r * n + k, the job's after all ranks', rank r's resources
+ *                and steps at r * m and r * S, and each rank's edges in
+ *                turn, then the job's (alike.c, rv_alike_to_job).
  *
  * Invariants that a reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 6 (a newer version asks the user
- *     to update reverie, the older versions 1 to 5 to re-import the trace);
+ *   - the magic matches and the version is 7 or 8 (a newer version asks the
+ *     user to update reverie, the older versions 1 to 6 to re-import the
+ *     trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the twelve ids appears exactly once and no other id appears;
+ *   - each of the twelve ids (version 8: thirteen) appears exactly once and
+ *     no other id appears;
+ *   - version 8: the alike ranks section's counts fit the sections before
+ *     it (R is the ranks section's count; R * n plus the job's tasks fit
+ *     an int32; R * m resources and R * S steps are there; the edges per
+ *     rank are at most the edges section's and at most 16 per task), the
+ *     structure's tasks run on their rank's (or the job's) resources and
+ *     in rank 0's steps, every meeting point is the job's task, the
+ *     columns fill the rest of the section exactly, and every step column
+ *     value is -1 or below S; then the joint graph it stands for passes
+ *     every check below;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
