@@ -41,7 +41,9 @@
 #define REVERIE_ALIKE_H
 
 #include <glib.h>
+#include "reverie/explain.h"
 #include "reverie/graph.h"
+#include "reverie/report.h"
 
 G_BEGIN_DECLS
 
@@ -57,8 +59,8 @@ typedef struct {
     /* per rank-local task t and rank index r, at [t * rank_count + r] */
     int64_t *duration_ns;
     int64_t *host_overhead_ns;
-    int64_t *recorded_start_ns;
-    int64_t *correlation;         /* NULL: every rank's is the structure's */
+    int64_t *recorded_start_ns;   /* NULL where loaded for a replay only (rv_store_load_alike) */
+    int64_t *correlation;         /* NULL: every rank's is the structure's (or loaded for a replay only) */
     int64_t *bytes;               /* NULL: likewise */
     int32_t *step;                /* NULL: likewise; else the rank's own step index, or -1 */
     int32_t *collective;          /* NULL: likewise */
@@ -139,6 +141,23 @@ typedef struct {
  */
 gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, GError **error);
 void rv_alike_result_clear(rv_alike_result *result);
+
+/* ---- what simulate reports of it (alike_report.c) -------------------------------- */
+
+/* The replay as rv_replay_run reads the joint graph's - each rank's steps,
+ * the job's, each rank's waits in its collectives and for whom - without
+ * the critical path (path_ns and its parts stay 0). */
+gboolean rv_alike_replay_run(const rv_alike_job *alike, rv_replay *out, GError **error);
+/* rv_explain's totals, per step (the structure's steps: rank 0's, each the
+ * sum over the ranks' like steps, as rv_step_unexplained reads them) and
+ * of the blocking calls; no detail (by resource, the largest, call sites,
+ * suspect host time). */
+rv_explanation *rv_alike_explain(const rv_alike_job *alike);
+/* rv_job_step_entering_together's figure: -1 unless one step. */
+int64_t rv_alike_step_entering_together(const rv_alike_job *alike, const GArray *steps);
+/* GPU tasks of the whole job, and rv_peer_wait_total's figure. */
+uint64_t rv_alike_gpu_task_count(const rv_alike_job *alike);
+int64_t rv_alike_peer_wait_total(const rv_alike_job *alike);
 
 G_END_DECLS
 

@@ -39,10 +39,22 @@ G_BEGIN_DECLS
 gboolean rv_checked_add(int64_t a, int64_t b, int64_t *out);
 gboolean rv_checked_mul(int64_t a, int64_t b, int64_t *out);
 
-/* a + b, clamped to [INT64_MIN, INT64_MAX]: for totals that are only shown. */
-int64_t rv_saturating_add(int64_t a, int64_t b);
+/* a + b, clamped to [INT64_MIN, INT64_MAX]: for totals that are only shown.
+ * Inline (C99: checked.c holds the one external definition), because the
+ * reports call it per task and rank. */
+inline int64_t rv_saturating_add(int64_t a, int64_t b)
+{
+    int64_t sum;
+    if (!__builtin_add_overflow(a, b, &sum)) return sum;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+}
 /* a - b, clamped the same way. */
-int64_t rv_saturating_sub(int64_t a, int64_t b);
+inline int64_t rv_saturating_sub(int64_t a, int64_t b)
+{
+    int64_t difference;
+    if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+    return b < 0 ? INT64_MAX : INT64_MIN;
+}
 
 /* value rounded to the nearest integer, or FALSE if it is NaN, infinite or
  * outside int64 (a plain cast would be undefined behaviour). */

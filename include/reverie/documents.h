@@ -43,6 +43,18 @@ int64_t rv_peer_wait_total(const rv_graph *graph);
 int64_t rv_job_step_entering_together(const rv_graph *graph, const GArray *steps);
 json_t *rv_simulate_document(const rv_graph *graph, const rv_replay *replay, const rv_explanation *x,
                              gboolean detail);
+/* What the simulate document says of the whole job beyond its replay,
+ * worked out from the graph by rv_simulate_document; given here for a job
+ * held once (alike.h), whose `graph` is its structure. */
+typedef struct {
+    int32_t live_tasks;
+    guint edges;
+    int64_t peer_wait_ns;          /* rv_peer_wait_total */
+    int64_t entering_together_ns;  /* rv_job_step_entering_together, or -1 */
+} rv_job_figures;
+rv_job_figures rv_job_figures_of(const rv_graph *graph, const GArray *steps);
+json_t *rv_simulate_document_with(const rv_graph *graph, const rv_replay *replay, const rv_explanation *x,
+                                  gboolean detail, const rv_job_figures *figures);
 
 /* `whatif`: the optimizations (opts: rv_opt, as applied to graph) with
  * their parameters, notes and changed tasks; each step recorded, baseline

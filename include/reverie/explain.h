@@ -84,6 +84,9 @@ typedef struct {
  * with no launch call, a corrected or inconsistent clock.  Empty when there
  * is nothing to say.  Free with g_ptr_array_unref. */
 GPtrArray *rv_timing_notes(const rv_graph *graph);
+/* The same, for a graph that stands for `gpu_tasks` GPU tasks (a job held
+ * once, alike.h: its structure holds one rank's). */
+GPtrArray *rv_timing_notes_counted(const rv_graph *graph, uint64_t gpu_tasks);
 
 /* Explain a graph as built (plugins' inserted tasks have no recording and
  * are skipped).  top: how many tasks to keep in ->top. */

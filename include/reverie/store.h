@@ -7,6 +7,7 @@
 
 #include <glib.h>
 #include <stdio.h>
+#include "reverie/alike.h"
 #include "reverie/graph.h"
 
 G_BEGIN_DECLS
@@ -22,6 +23,16 @@ gboolean rv_store_save(const rv_graph *graph, const char *path, GError **error);
 gboolean rv_store_write(const rv_graph *graph, FILE *file, guint64 *bytes, GError **error);
 /* Load a saved graph; every corruption is an RV_ERROR_INPUT error, never a crash. */
 rv_graph *rv_store_load(const char *path, GError **error);
+/* A saved job whose ranks are alike (format version 8) as the job held
+ * once, without rebuilding every rank's tasks: what a replay of a job of
+ * many ranks needs (alike.h).  Every check rv_store_load makes that the
+ * replay and its reports rely on is made.  The correlation and payload
+ * columns are not kept, nor, unless recorded_starts (rv_alike_explain
+ * needs them) or the job has no steps, the recorded starts.  For any other
+ * saved graph NULL with *held FALSE and no error (load it with
+ * rv_store_load); a damaged file of a job held once is NULL with *held
+ * TRUE and the error. */
+rv_alike_job *rv_store_load_alike(const char *path, gboolean recorded_starts, gboolean *held, GError **error);
 /* The same for a file already in memory; name is used in messages only.
  * For tests and the fuzz harness. */
 rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *name, GError **error);

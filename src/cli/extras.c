@@ -63,11 +63,10 @@ static char *number(const char *format, double value)
     return g_strdup_printf(format, value);
 }
 
-void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps)
+void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps, const rv_explanation *x)
 {
     const char *header[] = { "step", "recorded_us", "simulated_us", "error", "unexplained_us" };
     rv_cli_csv_row(header, G_N_ELEMENTS(header));
-    rv_explanation *x = rv_explain(graph, 0);
     for (guint i = 0; i < steps->len; i++) {
         const rv_step_time *step = &g_array_index(steps, rv_step_time, i);
         char *fields[4] = {
@@ -79,7 +78,6 @@ void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps)
         rv_cli_csv_row(row, G_N_ELEMENTS(row));
         for (int k = 0; k < 4; k++) g_free(fields[k]);
     }
-    rv_explanation_free(x);
 }
 
 int rv_cli_whatif_extras(const rv_graph *baseline, const rv_graph *predicted, const rv_policy *policy,

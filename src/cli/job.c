@@ -3,6 +3,7 @@
  * a job of several ranks (job.h; a replay's per-rank figures: report.h).
  */
 #include "cli.h"
+#include "reverie/alike.h"
 #include "reverie/documents.h"
 #include "reverie/explain.h"
 #include "reverie/job.h"
@@ -128,6 +129,28 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
 
 /* ---- what the join found, for info -------------------------------------- */
 
+/* Whether the job's ranks are alike (alike.h), and if not the first
+ * difference: what a saved job holds once, or whole. */
+static gboolean ranks_alike(const rv_graph *graph, char **why)
+{
+    GError *error = NULL;
+    rv_alike_job *alike = rv_alike_from_job(graph, &error);
+    *why = error ? g_strdup(error->message) : NULL;
+    g_clear_error(&error);
+    rv_alike_job_free(alike);
+    return alike != NULL;
+}
+
+static void print_alike(const rv_graph *graph)
+{
+    char *why = NULL;
+    if (ranks_alike(graph, &why))
+        printf("ranks alike: yes (one program, times of their own): saved once, replayed in lockstep\n");
+    else
+        printf("ranks alike: no (%s): saved and replayed rank by rank\n", rv_cli_shown(why));
+    g_free(why);
+}
+
 void rv_cli_print_job_summary(const rv_graph *graph)
 {
     uint64_t by_rule[RV_MATCH_COUNT] = { 0 }, by_parallelism[RV_PARALLEL_COUNT] = { 0 }, kernels_unmatched = 0;
@@ -158,6 +181,7 @@ void rv_cli_print_job_summary(const rv_graph *graph)
     for (int p = 0; p < RV_PARALLEL_COUNT; p++)
         if (by_parallelism[p]) printf(" %s %" G_GUINT64_FORMAT, rv_parallelism_name(p), by_parallelism[p]);
     printf("\n");
+    print_alike(graph);
 }
 
 void *rv_cli_json_job_summary(const rv_graph *graph)
@@ -181,7 +205,13 @@ void *rv_cli_json_job_summary(const rv_graph *graph)
                                                "clock_offset_us", rank->clock_offset_ns / 1e3, "clock_offset_samples",
                                                rank->offset_samples));
     }
-    return json_pack("{s:o,s:I,s:I,s:I,s:o,s:o}", "ranks", ranks, "world_size", (json_int_t)graph->world_size,
-                     "collectives_matched", (json_int_t)matched, "kernels_unmatched", (json_int_t)unmatched, "matched_by",
-                     rules, "parallelism", parallelism);
+    char *why = NULL;
+    gboolean alike = ranks_alike(graph, &why);
+    json_t *summary = json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:b,s:o}", "ranks", ranks, "world_size",
+                                (json_int_t)graph->world_size, "collectives_matched", (json_int_t)matched,
+                                "kernels_unmatched", (json_int_t)unmatched, "matched_by", rules, "parallelism",
+                                parallelism, "ranks_alike", alike, "unlike_because",
+                                why ? rv_json_text(why) : json_null());
+    g_free(why);
+    return summary;
 }

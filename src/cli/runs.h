@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "reverie/breakdown.h"
 #include "reverie/diff.h"
+#include "reverie/explain.h"
 #include "reverie/report.h"
 #include "reverie/runs.h"
 #include "reverie/sim.h"
@@ -38,7 +39,7 @@ gboolean rv_cli_extras_check(const rv_cli_extras *extras, GError **error);
  * Returns the exit status. */
 int rv_cli_simulate_extras(const rv_graph *graph, const rv_cli_extras *extras);
 /* simulate --csv: the per-step table. */
-void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps);
+void rv_cli_print_simulate_csv(const rv_graph *graph, const GArray *steps, const rv_explanation *x);
 
 /* whatif: baseline (kept before the optimizations) and prediction side by
  * side in the timeline and the plot; with --diff, *diff gets what changed

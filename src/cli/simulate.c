@@ -9,6 +9,7 @@
 #include "reverie/explain.h"
 #include "reverie/report.h"
 #include "reverie/sim.h"
+#include "reverie/store.h"
 #include <string.h>
 
 /* The recorded time the replay keeps but no what-if on the GPU can move:
@@ -75,10 +76,10 @@ static void print_cpu_sites(const rv_graph *graph, const rv_explanation *x)
     }
 }
 
-/* A job with one recorded step: what its entry moments decide. */
-static void print_entering_together(const rv_graph *graph, const GArray *steps)
+/* A job with one recorded step: what its entry moments decide
+ * (together_ns: rv_job_step_entering_together's figure). */
+static void print_entering_together(const GArray *steps, int64_t together_ns)
 {
-    int64_t together_ns = rv_job_step_entering_together(graph, steps);
     if (together_ns < 0) return;
     const rv_step_time *step = &g_array_index(steps, rv_step_time, 0);
     printf("  one recorded step: each rank enters it at its recorded lag behind the first (an initial condition read "
@@ -130,11 +131,12 @@ static int64_t recorded_origin(const rv_graph *graph)
     return origin == G_MAXINT64 ? 0 : origin;
 }
 
-static void print_job_table(const rv_graph *graph, const rv_replay *job)
+static void print_job_table(const rv_graph *graph, const rv_replay *job, const rv_job_figures *figures)
 {
-    printf("%s: %u ranks, %d tasks, %u edges\n", rv_cli_shown(graph->source), graph->ranks->len,
-           rv_graph_live_task_count(graph), graph->edges->len);
+    printf("%s: %u ranks, %d tasks, %u edges\n", rv_cli_shown(graph->source), graph->ranks->len, figures->live_tasks,
+           figures->edges);
     rv_cli_print_rank_table(graph, job);
+    print_entering_together(job->steps, figures->entering_together_ns);
 }
 
 static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_cli_extras *extras)
@@ -154,10 +156,10 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_c
     if (as_json) {
         rv_cli_print_json(rv_simulate_document(graph, &job, x, explain_top > 0));
     } else if (extras->csv) {
-        rv_cli_print_simulate_csv(graph, steps);
+        rv_cli_print_simulate_csv(graph, steps, x);
     } else if (rv_cli_is_job(graph)) {
-        print_job_table(graph, &job);
-        print_entering_together(graph, steps);
+        rv_job_figures figures = rv_job_figures_of(graph, steps);
+        print_job_table(graph, &job, &figures);
         if (explain_top > 0) print_explanation(graph, x, recorded_origin(graph));
     } else {
         print_table(graph, steps, &summary, x);
@@ -166,6 +168,61 @@ static int report(rv_graph *graph, gboolean as_json, int explain_top, const rv_c
     rv_explanation_free(x);
     rv_replay_clear(&job);
     return RV_EXIT_OK;
+}
+
+/* ---- a saved job held once (alike.h) ----------------------------------------- */
+
+/* What rv_cli_load_job says of a saved job, said of the job held once. */
+static void print_alike_notes(const rv_alike_job *alike)
+{
+    GPtrArray *notes = rv_timing_notes_counted(alike->structure, rv_alike_gpu_task_count(alike));
+    for (guint i = 0; i < notes->len; i++)
+        fprintf(stderr, "reverie: note: %s: %s\n", alike->structure->source, (const char *)g_ptr_array_index(notes, i));
+    g_ptr_array_unref(notes);
+}
+
+/* report() for a job held once, from its lockstep replay: the same table,
+ * CSV and JSON (without --explain's detail, --timeline or --plot, which
+ * need every rank's tasks).  RV_EXIT_OK after printing; -1 when the
+ * lockstep replay cannot run it (then replay the joint graph). */
+static int report_alike(const rv_alike_job *alike, gboolean as_json, gboolean csv)
+{
+    rv_replay job;
+    if (!rv_alike_replay_run(alike, &job, NULL)) {
+        rv_replay_clear(&job);
+        return -1;
+    }
+    print_alike_notes(alike);
+    const rv_graph *structure = alike->structure;
+    /* the job's table shows no unexplained time: only the JSON and CSV do */
+    rv_explanation *x = as_json || csv ? rv_alike_explain(alike) : NULL;
+    rv_job_figures figures = { rv_alike_live_task_count(alike), rv_alike_edge_count(alike),
+                               rv_alike_peer_wait_total(alike), rv_alike_step_entering_together(alike, job.steps) };
+    if (as_json) rv_cli_print_json(rv_simulate_document_with(structure, &job, x, FALSE, &figures));
+    else if (csv) rv_cli_print_simulate_csv(structure, job.steps, x);
+    else print_job_table(structure, &job, &figures);
+    rv_explanation_free(x);
+    rv_replay_clear(&job);
+    return RV_EXIT_OK;
+}
+
+/* One saved graph of a job held once, and nothing asked that needs every
+ * rank's tasks: replay it as it is held (memory and time in proportion to
+ * one rank's structure and the ranks' columns).  -1: load it whole. */
+static int simulate_held_once(const char *path, gboolean as_json, int explain_top, const rv_cli_extras *extras)
+{
+    if (explain_top > 0 || extras->timeline || extras->plot || !rv_store_is_graph_file(path)) return -1;
+    gboolean held = FALSE;
+    GError *error = NULL;
+    rv_alike_job *alike = rv_store_load_alike(path, as_json || extras->csv, &held, &error);
+    if (alike == NULL) {
+        if (held && error != NULL) return rv_cli_fail(error);
+        g_clear_error(&error);
+        return -1;
+    }
+    int status = report_alike(alike, as_json, extras->csv);
+    rv_alike_job_free(alike);
+    return status;
 }
 
 int rv_cmd_simulate(int argc, char **argv)
@@ -206,6 +263,8 @@ int rv_cmd_simulate(int argc, char **argv)
     if (explain_top < 0) { status = rv_cli_usage("simulate", "--explain takes a count of 0 or more"); goto out; }
     GError *error = NULL;
     if (!rv_cli_extras_check(&extras, &error)) { status = rv_cli_fail(error); goto out; }
+    if (argc == 2 && (status = simulate_held_once(argv[1], as_json, explain_top, &extras)) >= 0) goto out;
+    status = RV_EXIT_OK;
     rv_graph *graph = rv_cli_load_job(argv + 1, argc - 1, TRUE, &error);
     if (graph == NULL) { status = rv_cli_fail(error); goto out; }
     status = report(graph, as_json, explain_top, &extras);

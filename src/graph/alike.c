@@ -11,6 +11,7 @@
 #include "reverie/alike.h"
 #include "reverie/error.h"
 #include "reverie/job.h"
+#include "../util/columns.h"
 #include <string.h>
 
 /* ---- the blocks -------------------------------------------------------------- */
@@ -319,13 +320,13 @@ static void fill_structure(rv_graph *structure, const blocks *b)
 static void fill_columns(rv_alike_job *alike, const blocks *b, const varying *varies)
 {
     gsize cells = (gsize)b->n * b->ranks;
-    alike->duration_ns = g_new(int64_t, cells + 1);
-    alike->host_overhead_ns = g_new(int64_t, cells + 1);
-    alike->recorded_start_ns = g_new(int64_t, cells + 1);
-    if (varies->correlation) alike->correlation = g_new(int64_t, cells + 1);
-    if (varies->bytes) alike->bytes = g_new(int64_t, cells + 1);
-    if (varies->step) alike->step = g_new(int32_t, cells + 1);
-    if (varies->collective) alike->collective = g_new(int32_t, cells + 1);
+    alike->duration_ns = rv_column_new(cells, sizeof(int64_t));
+    alike->host_overhead_ns = rv_column_new(cells, sizeof(int64_t));
+    alike->recorded_start_ns = rv_column_new(cells, sizeof(int64_t));
+    if (varies->correlation) alike->correlation = rv_column_new(cells, sizeof(int64_t));
+    if (varies->bytes) alike->bytes = rv_column_new(cells, sizeof(int64_t));
+    if (varies->step) alike->step = rv_column_new(cells, sizeof(int32_t));
+    if (varies->collective) alike->collective = rv_column_new(cells, sizeof(int32_t));
     const rv_task *tasks = (const rv_task *)b->joint->tasks->data;
     for (guint r = 0; r < b->ranks; r++)
         for (int32_t k = 0; k < b->n; k++) {
@@ -596,12 +597,12 @@ void rv_alike_job_free(rv_alike_job *alike)
     rv_graph_free(alike->structure);
     if (alike->resources) g_array_unref(alike->resources);
     if (alike->steps) g_array_unref(alike->steps);
-    g_free(alike->duration_ns);
-    g_free(alike->host_overhead_ns);
-    g_free(alike->recorded_start_ns);
-    g_free(alike->correlation);
-    g_free(alike->bytes);
-    g_free(alike->step);
-    g_free(alike->collective);
+    rv_column_free(alike->duration_ns);
+    rv_column_free(alike->host_overhead_ns);
+    rv_column_free(alike->recorded_start_ns);
+    rv_column_free(alike->correlation);
+    rv_column_free(alike->bytes);
+    rv_column_free(alike->step);
+    rv_column_free(alike->collective);
     g_free(alike);
 }

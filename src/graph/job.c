@@ -541,27 +541,33 @@ static guint edge_block(const rv_graph *joint, const rv_edge *edge, guint ranks)
  * (those touching its tasks) in one block.  Within a block the join's order
  * is kept.  Ranks that run the same program then number alike, task for
  * task and edge for edge: what lets a job of alike ranks be held and saved
- * once (alike.h).  Nothing the replay reads depends on the numbering.
+ * once (alike.h).  The ranks' waits for their peers, merged back into their
+ * kernels (peers.c) and left removed with no edge, are dropped: a rank that
+ * arrived last at a collective recorded no wait there, and would otherwise
+ * differ from the others by a task that does nothing.  Nothing the replay
+ * reads depends on the numbering.
  */
 static void put_ranks_in_blocks(rv_graph *joint)
 {
-    int32_t n = rv_graph_task_count(joint);
+    int32_t n = rv_graph_task_count(joint), kept = 0;
     guint ranks = rv_graph_rank_count(joint);
     int32_t *old_of = g_new(int32_t, (gsize)n + 1), *new_of = g_new(int32_t, (gsize)n + 1);
-    int32_t next = 0;
+    for (int32_t t = 0; t < n; t++) new_of[t] = -1;
     for (guint block = 0; block <= ranks; block++)
         for (int32_t t = 0; t < n; t++) {
-            int32_t r = rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, t));
-            if ((r >= 0 ? (guint)r : ranks) == block) old_of[next++] = t;
+            const rv_task *task = &g_array_index(joint->tasks, rv_task, t);
+            int32_t r = rv_task_rank_index(joint, task);
+            if ((r >= 0 ? (guint)r : ranks) != block || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
+            new_of[t] = kept;
+            old_of[kept++] = t;
         }
-    for (int32_t t = 0; t < n; t++) new_of[old_of[t]] = t;
-    GArray *tasks = g_array_sized_new(FALSE, FALSE, sizeof(rv_task), (guint)n);
-    for (int32_t t = 0; t < n; t++) g_array_append_val(tasks, g_array_index(joint->tasks, rv_task, old_of[t]));
+    GArray *tasks = g_array_sized_new(FALSE, FALSE, sizeof(rv_task), (guint)kept);
+    for (int32_t t = 0; t < kept; t++) g_array_append_val(tasks, g_array_index(joint->tasks, rv_task, old_of[t]));
     GArray *edges = g_array_sized_new(FALSE, FALSE, sizeof(rv_edge), joint->edges->len);
     for (guint block = 0; block <= ranks; block++)
         for (guint e = 0; e < joint->edges->len; e++) {
             rv_edge edge = g_array_index(joint->edges, rv_edge, e);
-            if (edge_block(joint, &edge, ranks) != block) continue;
+            if (edge_block(joint, &edge, ranks) != block || new_of[edge.from] < 0 || new_of[edge.to] < 0) continue;
             edge.from = new_of[edge.from];
             edge.to = new_of[edge.to];
             g_array_append_val(edges, edge);
@@ -579,6 +585,7 @@ static void put_ranks_in_blocks(rv_graph *joint)
         rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
         if (info->rendezvous >= 0) info->rendezvous = new_of[info->rendezvous];
     }
+    n = kept;
     permute_per_task(&joint->launches, old_of, n);
     permute_per_task(&joint->host_operators, old_of, n);
     permute_per_task(&joint->op_args, old_of, n);

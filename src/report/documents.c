@@ -165,8 +165,22 @@ int64_t rv_job_step_entering_together(const rv_graph *graph, const GArray *steps
     return step;
 }
 
+rv_job_figures rv_job_figures_of(const rv_graph *graph, const GArray *steps)
+{
+    rv_job_figures figures = { rv_graph_live_task_count(graph), graph->edges->len, rv_peer_wait_total(graph),
+                               rv_job_step_entering_together(graph, steps) };
+    return figures;
+}
+
 json_t *rv_simulate_document(const rv_graph *graph, const rv_replay *replay, const rv_explanation *x,
                              gboolean detail)
+{
+    rv_job_figures figures = rv_job_figures_of(graph, replay->steps);
+    return rv_simulate_document_with(graph, replay, x, detail, &figures);
+}
+
+json_t *rv_simulate_document_with(const rv_graph *graph, const rv_replay *replay, const rv_explanation *x,
+                                  gboolean detail, const rv_job_figures *figures)
 {
     const GArray *steps = replay->steps;
     rv_steps_summary summary = rv_steps_summarize(steps);
@@ -195,14 +209,14 @@ json_t *rv_simulate_document(const rv_graph *graph, const rv_replay *replay, con
     json_object_set_new(root, "max_error", json_real(summary.max_error));
     json_object_set_new(root, "unexplained_us", json_real(x->total_ns / 1e3));
     json_object_set_new(root, "unexplained_cpu_us", json_real(x->cpu_total_ns / 1e3));
-    json_object_set_new(root, "peer_wait_us", json_real(rv_peer_wait_total(graph) / 1e3));
+    json_object_set_new(root, "peer_wait_us", json_real(figures->peer_wait_ns / 1e3));
     if (detail) json_object_set_new(root, "unexplained", json_explanation(graph, x));
     json_object_set_new(root, "whole_trace", json_boolean(graph->whole_trace_step));
-    json_object_set_new(root, "tasks", json_integer(rv_graph_live_task_count(graph)));
-    json_object_set_new(root, "edges", json_integer(graph->edges->len));
+    json_object_set_new(root, "tasks", json_integer(figures->live_tasks));
+    json_object_set_new(root, "edges", json_integer(figures->edges));
     if (is_job(graph)) json_object_set_new(root, "ranks", ranks_document(graph, replay, NULL));
-    int64_t together = rv_job_step_entering_together(graph, steps);
-    if (together >= 0) json_object_set_new(root, "step_entering_together_us", json_real(together / 1e3));
+    if (figures->entering_together_ns >= 0)
+        json_object_set_new(root, "step_entering_together_us", json_real(figures->entering_together_ns / 1e3));
     return root;
 }
 

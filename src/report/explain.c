@@ -224,9 +224,14 @@ static uint64_t gpu_task_count(const rv_graph *graph)
 
 GPtrArray *rv_timing_notes(const rv_graph *graph)
 {
+    return rv_timing_notes_counted(graph, gpu_task_count(graph));
+}
+
+GPtrArray *rv_timing_notes_counted(const rv_graph *graph, uint64_t gpu)
+{
     GPtrArray *notes = g_ptr_array_new_with_free_func(g_free);
     const rv_timing *timing = &graph->timing;
-    uint64_t unmatched = graph->build_stats.unmatched_gpu_tasks, gpu = gpu_task_count(graph);
+    uint64_t unmatched = graph->build_stats.unmatched_gpu_tasks;
     if (unmatched > 0)
         g_ptr_array_add(notes, g_strdup_printf(
             "%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " GPU tasks have no launch call in the trace (no matching "

@@ -19,6 +19,7 @@
 #include "reverie/alike.h"
 #include "reverie/error.h"
 #include "structure.h"
+#include "../util/columns.h"
 #include <string.h>
 
 /* Each live task's edges in: from, and how it readies the task. */
@@ -186,7 +187,7 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
     invert(structure, &l.in);
     gsize job_tasks = (gsize)(structure->tasks - l.rank_tasks);
     result->count = (gsize)l.rank_tasks * l.ranks + job_tasks;
-    l.end = g_new(int64_t, result->count + 1);
+    l.end = rv_column_new(result->count, sizeof(int64_t));
     for (gsize i = 0; i < result->count; i++) l.end[i] = -1; /* removed tasks keep -1 */
     l.job_end = l.end + (gsize)l.rank_tasks * l.ranks;
     gsize places = (gsize)alike->rank_resource_count * l.ranks;
@@ -222,6 +223,6 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
 
 void rv_alike_result_clear(rv_alike_result *result)
 {
-    g_free(result->end_ns);
+    rv_column_free(result->end_ns);
     memset(result, 0, sizeof *result);
 }

@@ -184,6 +184,7 @@
 #include "reverie/validate.h"
 #include "reverie/error.h"
 #include "reverie/checked.h"
+#include "../util/columns.h"
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -1781,17 +1782,40 @@ static gboolean check_loaded(reader *r, const rv_graph *graph)
 
 /* ---- reading: a job of alike ranks (version 8) ------------------------------------ */
 
+/* count little-endian values of `width` bytes into values, a window's
+ * worth at a time (a column is most of a job's file). */
+static void get_column(cursor *c, void *values, gsize count, gsize width)
+{
+    const gsize chunk = RVG_READ_WINDOW / 2 / width;
+    for (gsize done = 0; done < count;) {
+        gsize now = MIN(chunk, count - done);
+        const guint8 *at = take(c, now * width);
+        if (at == NULL) {
+            memset((guint8 *)values + done * width, 0, (count - done) * width);
+            return;
+        }
+        memcpy((guint8 *)values + done * width, at, now * width);
+        done += now;
+    }
+#if G_BYTE_ORDER == G_BIG_ENDIAN
+    for (gsize i = 0; i < count; i++) {
+        if (width == 8) ((uint64_t *)values)[i] = GUINT64_FROM_LE(((uint64_t *)values)[i]);
+        else ((uint32_t *)values)[i] = GUINT32_FROM_LE(((uint32_t *)values)[i]);
+    }
+#endif
+}
+
 static int64_t *get_column_i64(cursor *c, gsize count)
 {
-    int64_t *values = g_new(int64_t, count + 1);
-    for (gsize i = 0; i < count; i++) values[i] = get_i64(c);
+    int64_t *values = rv_column_new(count, sizeof(int64_t));
+    get_column(c, values, count, sizeof(int64_t));
     return values;
 }
 
 static int32_t *get_column_i32(cursor *c, gsize count)
 {
-    int32_t *values = g_new(int32_t, count + 1);
-    for (gsize i = 0; i < count; i++) values[i] = get_i32(c);
+    int32_t *values = rv_column_new(count, sizeof(int32_t));
+    get_column(c, values, count, sizeof(int32_t));
     return values;
 }
 
@@ -1836,8 +1860,30 @@ static gboolean steps_stand(reader *r, const rv_alike_job *alike)
     return TRUE;
 }
 
+/* Past count values of `width` bytes: read (the checksum covered them)
+ * but not kept. */
+static void skip_column(cursor *c, gsize count, gsize width)
+{
+    const gsize chunk = RVG_READ_WINDOW / 2 / width;
+    for (gsize done = 0; done < count; done += chunk)
+        if (take(c, MIN(chunk, count - done) * width) == NULL) return;
+}
+
+/* What a job held once is read for: rebuilding the joint graph needs every
+ * column; a replay neither the correlation ids nor the payloads, and its
+ * reports the recorded starts only for the unexplained time or a job
+ * without steps. */
+typedef enum { KEEP_ALL, KEEP_FOR_REPLAY, KEEP_FOR_REPLAY_AND_RECORDING } column_use;
+
+static int64_t *get_or_skip_i64(cursor *c, gsize count, gboolean keep)
+{
+    if (keep) return get_column_i64(c, count);
+    skip_column(c, count, sizeof(int64_t));
+    return NULL;
+}
+
 /* Section 13 and the sections before it as the job held once. */
-static rv_alike_job *read_alike_job(reader *r, rv_graph *stored)
+static rv_alike_job *read_alike_job(reader *r, rv_graph *stored, column_use use)
 {
     cursor c;
     rv_alike_shape shape;
@@ -1849,9 +1895,10 @@ static rv_alike_job *read_alike_job(reader *r, rv_graph *stored)
     if (!resources_ok || !read_alike_shape(r, &c, stored, &shape, &columns)) return NULL;
     gsize cells = (gsize)shape.rank_task_count * shape.rank_count;
     int64_t *duration = get_column_i64(&c, cells), *overhead = get_column_i64(&c, cells);
-    rv_alike_job *alike = rv_alike_assemble(stored, &shape, duration, overhead, get_column_i64(&c, cells));
-    if (columns & ALIKE_CORRELATION) alike->correlation = get_column_i64(&c, cells);
-    if (columns & ALIKE_BYTES) alike->bytes = get_column_i64(&c, cells);
+    gboolean recorded = use != KEEP_FOR_REPLAY || shape.rank_step_count == 0;
+    rv_alike_job *alike = rv_alike_assemble(stored, &shape, duration, overhead, get_or_skip_i64(&c, cells, recorded));
+    if (columns & ALIKE_CORRELATION) alike->correlation = get_or_skip_i64(&c, cells, use == KEEP_ALL);
+    if (columns & ALIKE_BYTES) alike->bytes = get_or_skip_i64(&c, cells, use == KEEP_ALL);
     if (columns & ALIKE_STEP) alike->step = get_column_i32(&c, cells);
     if (columns & ALIKE_COLLECTIVE) alike->collective = get_column_i32(&c, cells);
     if (!c.overrun && remaining(&c) == 0 && steps_stand(r, alike)) return alike;
@@ -1864,7 +1911,7 @@ static rv_alike_job *read_alike_job(reader *r, rv_graph *stored)
 /* Version 8 as the joint graph it stands for, checked whole. */
 static rv_graph *load_alike_as_job(reader *r, rv_graph *stored)
 {
-    rv_alike_job *alike = read_alike_job(r, stored);
+    rv_alike_job *alike = read_alike_job(r, stored, KEEP_ALL);
     if (alike == NULL) return NULL;
     rv_graph *joint = rv_alike_to_job(alike);
     rv_alike_job_free(alike);
@@ -1884,6 +1931,59 @@ static rv_graph *load_graph(reader *r)
     return loaded;
 }
 
+/* ---- reading: a job held once, not rebuilt -------------------------------------- */
+
+/* What the replay and the reports of a job held once read beyond the
+ * structure (checked whole by check_loaded): each rank's times within the
+ * limits the whole graph's checks would set, its collectives among the
+ * job's, and each rank's step records. */
+static gboolean columns_stand(reader *r, const rv_alike_job *alike)
+{
+    const char *section = section_names[SECTION_ALIKE];
+    gsize cells = (gsize)alike->rank_task_count * alike->rank_count;
+    uint64_t work = 0;
+    for (gsize i = 0; i < cells; i++) {
+        int64_t duration = alike->duration_ns[i], overhead = alike->host_overhead_ns[i];
+        if (duration < 0 || overhead < 0 || duration > RV_MAX_DURATION_NS || overhead > RV_MAX_DURATION_NS ||
+            (alike->recorded_start_ns && !recorded_time_ok(alike->recorded_start_ns[i])))
+            return fail(r, section, "task %zu of rank index %zu has an impossible time", i / alike->rank_count,
+                        i % alike->rank_count);
+        work += (uint64_t)duration + (uint64_t)overhead;
+        if (work > (uint64_t)RV_MAX_WORK_NS)
+            return fail(r, section, "the durations and host overheads add up to more than 2^61 ns");
+        if (alike->collective && (alike->collective[i] < 0 || (guint)alike->collective[i] > alike->structure->collectives->len))
+            return fail(r, section, "task %zu of rank index %zu belongs to collective %d (there are %u)",
+                        i / alike->rank_count, i % alike->rank_count, alike->collective[i],
+                        alike->structure->collectives->len);
+    }
+    for (guint s = 0; s < alike->steps->len; s++) {
+        const rv_step *step = &g_array_index(alike->steps, rv_step, s);
+        if (!string_ok(step->name, rv_strings_count(alike->structure->strings)) ||
+            !recorded_time_ok(step->recorded_begin_ns) || !recorded_time_ok(step->recorded_end_ns))
+            return fail(r, section_names[SECTION_STEPS], "step %u has an impossible name or time", s);
+    }
+    return TRUE;
+}
+
+/* Version 8 as the job held once; NULL with *held FALSE for version 7. */
+static rv_alike_job *load_alike(reader *r, column_use use, gboolean *held)
+{
+    uint32_t section_count = 0;
+    *held = FALSE;
+    if (!read_header(r, &section_count)) return NULL;
+    if (r->version != RVG_VERSION) return NULL;
+    *held = TRUE;
+    if (!read_table(r, section_count)) return NULL;
+    rv_graph *stored = rv_graph_new(NULL, NULL);
+    rv_alike_job *alike = read_sections(r, stored) ? read_alike_job(r, stored, use) : NULL;
+    rv_graph_free(stored);
+    if (alike == NULL) return NULL;
+    g_array_set_size(alike->structure->memory, 0); /* the job's records; the replay reads none */
+    if (check_loaded(r, alike->structure) && columns_stand(r, alike)) return alike;
+    rv_alike_job_free(alike);
+    return NULL;
+}
+
 rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *name, GError **error)
 {
     reader r = { name ? name : "(buffer)", data, length, { { 0 } }, error, NULL, 0 };
@@ -1892,7 +1992,32 @@ rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *nam
 
 /* A file that cannot be read as it is decoded (a pipe, say) is read whole
  * first. */
-static rv_graph *load_whole(const char *path, GError **error)
+typedef gpointer (*file_loader)(reader *r, gpointer data);
+
+static gpointer load_graph_from(reader *r, gpointer data)
+{
+    (void)data;
+    return load_graph(r);
+}
+
+typedef struct {
+    column_use use;
+    gboolean *held;
+} alike_request;
+
+static gpointer load_alike_from(reader *r, gpointer data)
+{
+    alike_request *request = data;
+    return load_alike(r, request->use, request->held);
+}
+
+static void free_loaded(file_loader loader, gpointer loaded)
+{
+    if (loader == load_alike_from) rv_alike_job_free(loaded);
+    else rv_graph_free(loaded);
+}
+
+static gpointer load_whole(const char *path, file_loader loader, gpointer data, GError **error)
 {
     gchar *contents = NULL;
     gsize length = 0;
@@ -1902,34 +2027,36 @@ static rv_graph *load_whole(const char *path, GError **error)
         g_error_free(io_error);
         return NULL;
     }
-    rv_graph *graph = rv_store_load_buffer((const guint8 *)contents, length, path, error);
+    reader r = { path, (const guint8 *)contents, length, { { 0 } }, error, NULL, 0 };
+    gpointer loaded = loader(&r, data);
     g_free(contents);
-    return graph;
+    return loaded;
 }
 
 /* The file section by section (section_source): the same checks in the
  * same order as a buffer gets, so the same file gives the same graph or
  * the same error either way; a read error says so instead. */
-static rv_graph *load_streamed(const char *path, FILE *file, gsize file_length, GError **error)
+static gpointer load_streamed(const char *path, FILE *file, gsize file_length, file_loader loader, gpointer data,
+                              GError **error)
 {
     guint8 head[RVG_HEADER_SIZE + (gsize)RVG_ENTRY_SIZE * RVG_MAX_SECTIONS];
     section_source source = { file, 0, NULL, 0, FALSE };
     gsize wanted = MIN(sizeof head, file_length);
     if (fread(head, 1, wanted, file) != wanted) source.failed = TRUE;
     reader r = { path, head, file_length, { { 0 } }, error, &source, 0 };
-    rv_graph *graph = source.failed ? NULL : load_graph(&r);
+    gpointer loaded = source.failed ? NULL : loader(&r, data);
     if (source.failed) {
         g_clear_error(error);
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s: read error: %s", path,
                     ferror(file) ? g_strerror(errno) : "the file became shorter while it was read");
-        if (graph != NULL) rv_graph_free(graph);
-        graph = NULL;
+        if (loaded != NULL) free_loaded(loader, loaded);
+        loaded = NULL;
     }
     g_free(source.buffer);
-    return graph;
+    return loaded;
 }
 
-rv_graph *rv_store_load(const char *path, GError **error)
+static gpointer load_file(const char *path, file_loader loader, gpointer data, GError **error)
 {
     rv_output_note_input(path); /* no output of this run may replace it */
     FILE *file = fopen(path, "rb");
@@ -1938,13 +2065,25 @@ rv_graph *rv_store_load(const char *path, GError **error)
         return NULL;
     }
     struct stat info;
-    rv_graph *graph;
+    gpointer loaded;
     if (fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode) && (guint64)info.st_size <= G_MAXSIZE)
-        graph = load_streamed(path, file, (gsize)info.st_size, error);
+        loaded = load_streamed(path, file, (gsize)info.st_size, loader, data, error);
     else
-        graph = load_whole(path, error);
+        loaded = load_whole(path, loader, data, error);
     fclose(file);
-    return graph;
+    return loaded;
+}
+
+rv_graph *rv_store_load(const char *path, GError **error)
+{
+    return load_file(path, load_graph_from, NULL, error);
+}
+
+rv_alike_job *rv_store_load_alike(const char *path, gboolean recorded_starts, gboolean *held, GError **error)
+{
+    *held = FALSE;
+    alike_request request = { recorded_starts ? KEEP_FOR_REPLAY_AND_RECORDING : KEEP_FOR_REPLAY, held };
+    return load_file(path, load_alike_from, &request, error);
 }
 
 gboolean rv_store_is_graph_file(const char *path)

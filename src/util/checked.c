@@ -24,19 +24,9 @@ gboolean rv_checked_mul(int64_t a, int64_t b, int64_t *out)
     return TRUE;
 }
 
-int64_t rv_saturating_add(int64_t a, int64_t b)
-{
-    int64_t sum;
-    if (!__builtin_add_overflow(a, b, &sum)) return sum;
-    return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
-int64_t rv_saturating_sub(int64_t a, int64_t b)
-{
-    int64_t difference;
-    if (!__builtin_sub_overflow(a, b, &difference)) return difference;
-    return b < 0 ? INT64_MAX : INT64_MIN;
-}
+/* The external definitions of checked.h's inline functions. */
+extern inline int64_t rv_saturating_add(int64_t a, int64_t b);
+extern inline int64_t rv_saturating_sub(int64_t a, int64_t b);
 
 gboolean rv_checked_round(double value, int64_t *out)
 {
