@@ -5,7 +5,10 @@
  */
 #include "plugin_harness.h"
 #include "reverie/alike.h"
+#include "reverie/documents.h"
+#include "reverie/explain.h"
 #include "reverie/job.h"
+#include "reverie/store.h"
 #include <check.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -117,6 +120,87 @@ static void assert_same_graph(const rv_graph *a, const rv_graph *b)
     ck_assert_str_eq(a->source, b->source);
 }
 
+
+static void assert_same_step_times(const GArray *a, const GArray *b)
+{
+    ck_assert_uint_eq(a->len, b->len);
+    for (guint s = 0; s < a->len; s++) {
+        const rv_step_time *x = &g_array_index(a, rv_step_time, s), *y = &g_array_index(b, rv_step_time, s);
+        ck_assert_str_eq(x->name, y->name);
+        ck_assert_int_eq(x->recorded_ns, y->recorded_ns);
+        ck_assert_int_eq(x->simulated_ns, y->simulated_ns);
+    }
+}
+
+static uint64_t gpu_tasks(const rv_graph *graph)
+{
+    uint64_t count = 0;
+    for (int32_t t = 0; t < rv_graph_task_count(graph); t++) count += (g_array_index(graph->tasks, rv_task, t).flags & RV_TASK_FLAG_GPU) != 0;
+    return count;
+}
+
+/* What simulate reports of the job held once is what the joint graph's
+ * reports say: every rank's steps, the job's, the waits and for whom, the
+ * unexplained time (where the recorded starts were kept), the counts. */
+static void assert_same_reports(const rv_graph *joint, const rv_alike_job *alike)
+{
+    rv_replay flat, lock;
+    GError *error = NULL;
+    ck_assert_msg(rv_replay_run(joint, NULL, &flat, &error), "replay: %s", error ? error->message : "");
+    ck_assert_msg(rv_alike_replay_run(alike, &lock, &error), "lockstep: %s", error ? error->message : "");
+    assert_same_step_times(flat.steps, lock.steps);
+    ck_assert_uint_eq(flat.by_rank->len, lock.by_rank->len);
+    for (guint r = 0; r < flat.by_rank->len; r++)
+        assert_same_step_times(g_ptr_array_index(flat.by_rank, r), g_ptr_array_index(lock.by_rank, r));
+    int64_t waited = 0;
+    for (guint r = 0; r < flat.waits->len; r++) {
+        const rv_rank_wait *x = &g_array_index(flat.waits, rv_rank_wait, r), *y = &g_array_index(lock.waits, rv_rank_wait, r);
+        ck_assert_int_eq(x->wait_ns, y->wait_ns);
+        ck_assert_uint_eq(x->collectives, y->collectives);
+        for (guint whom = 0; whom < flat.waits->len; whom++) ck_assert_int_eq(x->waited_for_ns[whom], y->waited_for_ns[whom]);
+        waited += x->wait_ns;
+    }
+    ck_assert_int_gt(waited, 0); /* the ranks did wait for one another: the comparison saw something */
+    ck_assert_int_eq(rv_job_step_entering_together(joint, flat.steps), rv_alike_step_entering_together(alike, lock.steps));
+    ck_assert_int_eq(rv_graph_live_task_count(joint), rv_alike_live_task_count(alike));
+    ck_assert_uint_eq(joint->edges->len, rv_alike_edge_count(alike));
+    ck_assert_uint_eq(gpu_tasks(joint), rv_alike_gpu_task_count(alike));
+    ck_assert_int_eq(rv_peer_wait_total(joint), rv_alike_peer_wait_total(alike));
+    if (alike->recorded_start_ns != NULL) {
+        rv_explanation *x = rv_explain(joint, 0), *y = rv_alike_explain(alike);
+        ck_assert_int_eq(x->total_ns, y->total_ns);
+        ck_assert_uint_eq(x->late_tasks, y->late_tasks);
+        ck_assert_uint_eq(x->early_tasks, y->early_tasks);
+        ck_assert_uint_eq(x->gpu_tasks, y->gpu_tasks);
+        ck_assert_int_eq(x->cpu_total_ns, y->cpu_total_ns);
+        ck_assert_uint_eq(x->cpu_calls, y->cpu_calls);
+        for (guint s = 0; s < flat.steps->len; s++)
+            ck_assert_int_eq(rv_step_unexplained(joint, x, s), rv_step_unexplained(alike->structure, y, s));
+        rv_explanation_free(x);
+        rv_explanation_free(y);
+    }
+    rv_replay_clear(&flat);
+    rv_replay_clear(&lock);
+}
+
+/* The job saved and loaded as it is held (rv_store_load_alike). */
+static rv_alike_job *saved_and_held(const rv_graph *joint, gboolean recorded_starts)
+{
+    char *dir = g_dir_make_tmp("rv-alike-store-XXXXXX", NULL);
+    char *path = g_build_filename(dir, "job.rvg", NULL);
+    GError *error = NULL;
+    ck_assert_msg(rv_store_save(joint, path, &error), "save: %s", error ? error->message : "");
+    gboolean held = FALSE;
+    rv_alike_job *alike = rv_store_load_alike(path, recorded_starts, &held, &error);
+    ck_assert_msg(alike != NULL && held, "load: %s", error ? error->message : "not held once");
+    ck_assert(recorded_starts || alike->recorded_start_ns == NULL || alike->rank_step_count == 0);
+    g_unlink(path);
+    g_rmdir(dir);
+    g_free(path);
+    g_free(dir);
+    return alike;
+}
+
 START_TEST(generated_ranks_are_alike_and_replay_alike)
 {
     rv_graph *joint = generated_job(4, 3, "2500", "3000");
@@ -136,6 +220,30 @@ START_TEST(generated_ranks_are_alike_and_replay_alike)
     rv_graph *back = rv_alike_to_job(alike);
     assert_same_graph(joint, back);
     rv_graph_free(back);
+    assert_same_reports(joint, alike);
+    rv_alike_job_free(alike);
+    for (int recorded = 0; recorded < 2; recorded++) {
+        rv_alike_job *held = saved_and_held(joint, recorded);
+        assert_same_reports(joint, held);
+        rv_alike_job_free(held);
+    }
+    rv_graph_free(joint);
+}
+END_TEST
+
+/* One recorded step: the entry moments' figure, worked out in the columns. */
+START_TEST(one_step_job_enters_together_alike)
+{
+    rv_graph *joint = generated_job(3, 1, "0", "4000");
+    rv_alike_job *alike = rv_alike_from_job(joint, NULL);
+    ck_assert(alike != NULL);
+    assert_same_reports(joint, alike);
+    rv_replay lock;
+    ck_assert(rv_alike_replay_run(alike, &lock, NULL));
+    int64_t together = rv_alike_step_entering_together(alike, lock.steps);
+    ck_assert_int_gt(together, 0);
+    ck_assert_int_le(together, g_array_index(lock.steps, rv_step_time, 0).simulated_ns); /* entering together is never later */
+    rv_replay_clear(&lock);
     rv_alike_job_free(alike);
     rv_graph_free(joint);
 }
@@ -152,6 +260,7 @@ START_TEST(straggler_replays_alike)
     rv_alike_job *alike = rv_alike_from_job(joint, NULL);
     ck_assert(alike != NULL);
     assert_same_replay(joint, alike);
+    assert_same_reports(joint, alike);
     rv_alike_job_free(alike);
     rv_graph_free(joint);
 }
@@ -232,6 +341,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, generated_ranks_are_alike_and_replay_alike);
     tcase_add_test(tc, straggler_replays_alike);
+    tcase_add_test(tc, one_step_job_enters_together_alike);
     tcase_add_test(tc, unlike_ranks_are_refused_with_the_difference);
     tcase_add_test(tc, dlrm_ranks_are_not_alike);
     suite_add_tcase(suite, tc);

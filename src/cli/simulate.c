@@ -211,7 +211,10 @@ static int report_alike(const rv_alike_job *alike, gboolean as_json, gboolean cs
  * one rank's structure and the ranks' columns).  -1: load it whole. */
 static int simulate_held_once(const char *path, gboolean as_json, int explain_top, const rv_cli_extras *extras)
 {
-    if (explain_top > 0 || extras->timeline || extras->plot || !rv_store_is_graph_file(path)) return -1;
+    /* a pipe or a device is read once, by the loader: never peeked at here */
+    if (explain_top > 0 || extras->timeline || extras->plot || !g_file_test(path, G_FILE_TEST_IS_REGULAR) ||
+        !rv_store_is_graph_file(path))
+        return -1;
     gboolean held = FALSE;
     GError *error = NULL;
     rv_alike_job *alike = rv_store_load_alike(path, as_json || extras->csv, &held, &error);

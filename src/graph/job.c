@@ -534,6 +534,39 @@ static guint edge_block(const rv_graph *joint, const rv_edge *edge, guint ranks)
     return r >= 0 ? (guint)r : ranks;
 }
 
+/* Move each element i of the array to position destination[i] (a
+ * permutation; destroyed), in place: a job's arrays are most of the
+ * import's memory, and a second copy of them would be its peak. */
+static void permute_in_place(GArray *array, int32_t *destination)
+{
+    guint size = g_array_get_element_size(array);
+    guint8 *held = g_malloc(size), *data = (guint8 *)array->data;
+    for (guint i = 0; i < array->len; i++)
+        while ((guint)destination[i] != i) { /* put element i where it goes, take what was there */
+            guint to = (guint)destination[i];
+            memcpy(held, data + (gsize)to * size, size);
+            memcpy(data + (gsize)to * size, data + (gsize)i * size, size);
+            memcpy(data + (gsize)i * size, held, size);
+            destination[i] = destination[to];
+            destination[to] = (int32_t)to;
+        }
+    g_free(held);
+}
+
+/* Each item's place when the items of block 0 come first, then block 1's,
+ * and so on, each block in its items' order; items of block `dropped`
+ * (none if it is past every block) last.  Returns how many are kept. */
+static guint place_by_block(const guint *block, guint count, guint blocks, guint dropped, int32_t *place)
+{
+    guint *next = g_new0(guint, blocks + 2);
+    for (guint i = 0; i < count; i++) next[block[i] + 1]++;
+    for (guint b = 0; b <= blocks; b++) next[b + 1] += next[b];
+    guint kept = count - (dropped <= blocks ? next[dropped + 1] - next[dropped] : 0);
+    for (guint i = 0; i < count; i++) place[i] = (int32_t)next[block[i]]++;
+    g_free(next);
+    return kept;
+}
+
 /*
  * Renumber the joint graph so that each rank's tasks - its trace's, its
  * start markers and its arrivals - are one block, ranks in order, and the
@@ -545,37 +578,38 @@ static guint edge_block(const rv_graph *joint, const rv_edge *edge, guint ranks)
  * kernels (peers.c) and left removed with no edge, are dropped: a rank that
  * arrived last at a collective recorded no wait there, and would otherwise
  * differ from the others by a task that does nothing.  Nothing the replay
- * reads depends on the numbering.
+ * reads depends on the numbering.  O(tasks + edges) time, in place.
  */
 static void put_ranks_in_blocks(rv_graph *joint)
 {
-    int32_t n = rv_graph_task_count(joint), kept = 0;
-    guint ranks = rv_graph_rank_count(joint);
-    int32_t *old_of = g_new(int32_t, (gsize)n + 1), *new_of = g_new(int32_t, (gsize)n + 1);
-    for (int32_t t = 0; t < n; t++) new_of[t] = -1;
-    for (guint block = 0; block <= ranks; block++)
-        for (int32_t t = 0; t < n; t++) {
-            const rv_task *task = &g_array_index(joint->tasks, rv_task, t);
-            int32_t r = rv_task_rank_index(joint, task);
-            if ((r >= 0 ? (guint)r : ranks) != block || (task->flags & RV_TASK_FLAG_REMOVED)) continue;
-            new_of[t] = kept;
-            old_of[kept++] = t;
-        }
-    GArray *tasks = g_array_sized_new(FALSE, FALSE, sizeof(rv_task), (guint)kept);
-    for (int32_t t = 0; t < kept; t++) g_array_append_val(tasks, g_array_index(joint->tasks, rv_task, old_of[t]));
-    GArray *edges = g_array_sized_new(FALSE, FALSE, sizeof(rv_edge), joint->edges->len);
-    for (guint block = 0; block <= ranks; block++)
-        for (guint e = 0; e < joint->edges->len; e++) {
-            rv_edge edge = g_array_index(joint->edges, rv_edge, e);
-            if (edge_block(joint, &edge, ranks) != block || new_of[edge.from] < 0 || new_of[edge.to] < 0) continue;
-            edge.from = new_of[edge.from];
-            edge.to = new_of[edge.to];
-            g_array_append_val(edges, edge);
-        }
-    g_array_unref(joint->tasks);
-    joint->tasks = tasks;
-    g_array_unref(joint->edges);
-    joint->edges = edges;
+    guint n = joint->tasks->len, ranks = rv_graph_rank_count(joint), removed_block = ranks + 1;
+    guint *block = g_new(guint, MAX(n, joint->edges->len) + 1);
+    for (guint t = 0; t < n; t++) {
+        const rv_task *task = &g_array_index(joint->tasks, rv_task, t);
+        int32_t r = rv_task_rank_index(joint, task);
+        block[t] = (task->flags & RV_TASK_FLAG_REMOVED) ? removed_block : r >= 0 ? (guint)r : ranks;
+    }
+    int32_t *new_of = g_new(int32_t, n + 1), *destination = g_new(int32_t, MAX(n, joint->edges->len) + 1);
+    guint kept = place_by_block(block, n, removed_block, removed_block, new_of);
+    for (guint e = 0; e < joint->edges->len; e++) { /* the edges' blocks, while the tasks are where they were */
+        const rv_edge *edge = &g_array_index(joint->edges, rv_edge, e);
+        gboolean dead = block[edge->from] == removed_block || block[edge->to] == removed_block;
+        destination[e] = dead ? (int32_t)removed_block : (int32_t)edge_block(joint, edge, ranks);
+    }
+    for (guint e = 0; e < joint->edges->len; e++) block[e] = (guint)destination[e];
+    guint edges_kept = place_by_block(block, joint->edges->len, removed_block, removed_block, destination);
+    permute_in_place(joint->edges, destination);
+    g_array_set_size(joint->edges, edges_kept);
+    for (guint e = 0; e < edges_kept; e++) {
+        rv_edge *edge = &g_array_index(joint->edges, rv_edge, e);
+        edge->from = new_of[edge->from];
+        edge->to = new_of[edge->to];
+    }
+    memcpy(destination, new_of, sizeof(int32_t) * n);
+    permute_in_place(joint->tasks, destination);
+    g_array_set_size(joint->tasks, kept);
+    g_free(block);
+    g_free(destination);
     for (guint s = 0; s < joint->steps->len; s++) {
         rv_step *step = &g_array_index(joint->steps, rv_step, s);
         step->begin_marker = new_of[step->begin_marker];
@@ -585,14 +619,16 @@ static void put_ranks_in_blocks(rv_graph *joint)
         rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
         if (info->rendezvous >= 0) info->rendezvous = new_of[info->rendezvous];
     }
-    n = kept;
-    permute_per_task(&joint->launches, old_of, n);
-    permute_per_task(&joint->host_operators, old_of, n);
-    permute_per_task(&joint->op_args, old_of, n);
-    permute_per_task(&joint->kernel_demands, old_of, n);
-    permute_per_task(&joint->duration_ranges, old_of, n);
-    g_free(old_of);
+    int32_t *old_of = g_new(int32_t, kept + 1);
+    for (guint t = 0; t < n; t++)
+        if ((guint)new_of[t] < kept) old_of[new_of[t]] = (int32_t)t;
     g_free(new_of);
+    permute_per_task(&joint->launches, old_of, (int32_t)kept);
+    permute_per_task(&joint->host_operators, old_of, (int32_t)kept);
+    permute_per_task(&joint->op_args, old_of, (int32_t)kept);
+    permute_per_task(&joint->kernel_demands, old_of, (int32_t)kept);
+    permute_per_task(&joint->duration_ranges, old_of, (int32_t)kept);
+    g_free(old_of);
 }
 
 static rv_graph *join(GPtrArray *graphs, const char *source, gboolean freeing, GError **error)
