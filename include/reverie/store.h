@@ -33,6 +33,9 @@ rv_graph *rv_store_load(const char *path, GError **error);
  * rv_store_load); a damaged file of a job held once is NULL with *held
  * TRUE and the error. */
 rv_alike_job *rv_store_load_alike(const char *path, gboolean recorded_starts, gboolean *held, GError **error);
+/* The same for a file already in memory (tests and the fuzz harness). */
+rv_alike_job *rv_store_load_alike_buffer(const guint8 *data, gsize length, const char *name, gboolean recorded_starts,
+                                        gboolean *held, GError **error);
 /* The same for a file already in memory; name is used in messages only.
  * For tests and the fuzz harness. */
 rv_graph *rv_store_load_buffer(const guint8 *data, gsize length, const char *name, GError **error);

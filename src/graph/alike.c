@@ -508,9 +508,23 @@ static const char *shape_meeting_problem(const rv_graph *stored, const rv_alike_
     return NULL;
 }
 
+/* The structure's edges join its tasks (the joint graph's numbers are
+ * worked out from them before the whole graph is checked). */
+static const char *shape_edge_problem(const rv_graph *stored)
+{
+    for (guint e = 0; e < stored->edges->len; e++) {
+        const rv_edge *edge = &g_array_index(stored->edges, rv_edge, e);
+        if (edge->from < 0 || edge->to < 0 || edge->from >= rv_graph_task_count(stored) ||
+            edge->to >= rv_graph_task_count(stored))
+            return "an edge joins tasks the structure does not hold";
+    }
+    return NULL;
+}
+
 const char *rv_alike_shape_problem(const rv_graph *stored, const rv_alike_shape *shape)
 {
     const char *problem = shape_count_problem(stored, shape);
+    if (problem == NULL) problem = shape_edge_problem(stored);
     if (problem == NULL) problem = shape_task_problem(stored, shape);
     if (problem == NULL) problem = shape_meeting_problem(stored, shape);
     return problem;

@@ -137,7 +137,7 @@
  *     it (R is the ranks section's count; R * n plus the job's tasks fit
  *     an int32; R * m resources and R * S steps are there; the edges per
  *     rank are at most the edges section's and at most 16 per task), the
- *     structure's tasks run on their rank's (or the job's) resources and
+ *     structure's edges join its tasks, its tasks run on their rank's (or the job's) resources and
  *     in rank 0's steps, every meeting point is the job's task, the
  *     columns fill the rest of the section exactly, and every step column
  *     value is -1 or below S; then the joint graph it stands for passes
@@ -2077,6 +2077,14 @@ static gpointer load_file(const char *path, file_loader loader, gpointer data, G
 rv_graph *rv_store_load(const char *path, GError **error)
 {
     return load_file(path, load_graph_from, NULL, error);
+}
+
+rv_alike_job *rv_store_load_alike_buffer(const guint8 *data, gsize length, const char *name, gboolean recorded_starts,
+                                        gboolean *held, GError **error)
+{
+    *held = FALSE;
+    reader r = { name ? name : "(buffer)", data, length, { { 0 } }, error, NULL, 0 };
+    return load_alike(&r, recorded_starts ? KEEP_FOR_REPLAY_AND_RECORDING : KEEP_FOR_REPLAY, held);
 }
 
 rv_alike_job *rv_store_load_alike(const char *path, gboolean recorded_starts, gboolean *held, GError **error)
