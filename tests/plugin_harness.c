@@ -293,6 +293,40 @@ rv_graph *join_ranks_ok(GPtrArray *graphs)
     return joint;
 }
 
+/* reverie-gentrace --ranks N: ranks with their own jitter, clocks and
+ * entry moments, joined. */
+rv_graph *generated_job(int ranks, int steps, const char *skew_us, const char *spread_us)
+{
+    const char *generator = g_getenv("REVERIE_GENTRACE");
+    ck_assert_msg(generator != NULL, "REVERIE_GENTRACE is not set (run through meson test)");
+    char *dir = g_dir_make_tmp("rv-alike-XXXXXX", NULL);
+    char *folder = g_build_filename(dir, "job", NULL);
+    char *rank_text = g_strdup_printf("%d", ranks), *step_text = g_strdup_printf("%d", steps);
+    char *argv[] = { (char *)generator, "--ranks", rank_text, "--steps", step_text, "--clock-skew-us", (char *)skew_us,
+                     "--entry-spread-us", (char *)spread_us, "-o", folder, NULL };
+    int status = -1;
+    ck_assert(g_spawn_sync(NULL, argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, NULL));
+    ck_assert_int_eq(status, 0);
+    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
+    for (int r = 0; r < ranks; r++) {
+        char *name = g_strdup_printf("rank%d.json.gz", r);
+        char *path = g_build_filename(folder, name, NULL);
+        g_ptr_array_add(graphs, load_trace_file(path));
+        g_unlink(path);
+        g_free(path);
+        g_free(name);
+    }
+    rv_graph *joint = join_ranks_ok(graphs);
+    g_ptr_array_unref(graphs);
+    g_rmdir(folder);
+    g_rmdir(dir);
+    g_free(folder);
+    g_free(dir);
+    g_free(rank_text);
+    g_free(step_text);
+    return joint;
+}
+
 rv_graph *load_dlrm_job(void)
 {
     GPtrArray *graphs = load_dlrm_ranks();

@@ -78,6 +78,10 @@ GPtrArray *load_dlrm_ranks(void);
 /* Ranks joined as one job (asserting that it joins and validates). */
 rv_graph *join_ranks_ok(GPtrArray *graphs);
 rv_graph *load_dlrm_job(void);
+/* reverie-gentrace --ranks RANKS (REVERIE_GENTRACE): each rank with its
+ * own jitter, its clock SKEW_US ahead per rank, entering up to SPREAD_US
+ * apart; joined (asserting that it joins and validates). */
+rv_graph *generated_job(int ranks, int steps, const char *skew_us, const char *spread_us);
 /* Predicted step total after one plugin, and the baseline, on a real trace.
  * The plugin's replacement priority, if any, is used for the prediction. */
 void predict_trace(const char *trace, const char *plugin, const char *text, int64_t *baseline,

@@ -271,24 +271,7 @@ static void expect_join_error(GPtrArray *graphs, const char *want)
  * and sequence number as PyTorch 2 writes them. */
 START_TEST(generated_job_matched_by_sequence)
 {
-    const char *generator = g_getenv("REVERIE_GENTRACE");
-    ck_assert_msg(generator != NULL, "REVERIE_GENTRACE is not set (run through meson test)");
-    char *dir = g_dir_make_tmp("rv-genjob-XXXXXX", NULL);
-    char *folder = g_build_filename(dir, "job", NULL);
-    char *argv[] = { (char *)generator, "--ranks", "4", "--steps", "3", "--clock-skew-us", "2500", "-o", folder, NULL };
-    int status = -1;
-    ck_assert(g_spawn_sync(NULL, argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, NULL));
-    ck_assert_int_eq(status, 0);
-    GPtrArray *graphs = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
-    for (int r = 0; r < 4; r++) {
-        char *name = g_strdup_printf("rank%d.json.gz", r);
-        char *path = g_build_filename(folder, name, NULL);
-        g_ptr_array_add(graphs, load_trace_file(path));
-        g_unlink(path);
-        g_free(path);
-        g_free(name);
-    }
-    rv_graph *joint = join_ranks_ok(graphs);
+    rv_graph *joint = generated_job(4, 3, "2500", "3000");
     ck_assert_uint_gt(joint->collectives->len, 0);
     for (guint c = 0; c < joint->collectives->len; c++) {
         const rv_collective_info *info = &g_array_index(joint->collectives, rv_collective_info, c);
@@ -306,11 +289,6 @@ START_TEST(generated_job_matched_by_sequence)
     for (int r = 0; r < 4; r++) ck_assert_msg(errors[r] <= 0.05, "rank %d: %.2f%%", r, 100 * errors[r]);
     g_free(errors);
     rv_graph_free(joint);
-    g_ptr_array_unref(graphs);
-    g_rmdir(folder);
-    g_rmdir(dir);
-    g_free(folder);
-    g_free(dir);
 }
 END_TEST
 

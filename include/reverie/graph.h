@@ -401,6 +401,10 @@ void rv_graph_free(rv_graph *graph);
 /* A deep copy sharing the string table (which is safe to intern into from
  * several threads), for what-ifs that must leave the original as it is. */
 rv_graph *rv_graph_copy(const rv_graph *graph);
+/* The trace's metadata of source into target, replacing target's: device
+ * names, rank, world size, backend, schema, the import and build counters,
+ * the timing estimates. */
+void rv_graph_copy_metadata(rv_graph *target, const rv_graph *source);
 /* Make `target` such a copy of `source`, reusing target's buffers: a sweep
  * copies the same graph once per variant. */
 void rv_graph_assign(rv_graph *target, const rv_graph *source);

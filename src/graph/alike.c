@@ -252,18 +252,10 @@ static gboolean compare(blocks *b, varying *varies, GError **error)
 
 /* ---- the structure and the columns -------------------------------------------- */
 
+/* The job's metadata, ranks and memory records (a fresh `to`). */
 static void copy_metadata(rv_graph *to, const rv_graph *from)
 {
-    for (guint d = 0; d < from->device_names->len; d++)
-        g_ptr_array_add(to->device_names, g_strdup(g_ptr_array_index(from->device_names, d)));
-    to->rank = from->rank;
-    to->world_size = from->world_size;
-    to->backend = g_strdup(from->backend);
-    to->legacy_schema = from->legacy_schema;
-    to->whole_trace_step = from->whole_trace_step;
-    to->trace_stats = from->trace_stats;
-    to->build_stats = from->build_stats;
-    to->timing = from->timing;
+    rv_graph_copy_metadata(to, from);
     g_array_append_vals(to->ranks, from->ranks->data, from->ranks->len);
     g_array_append_vals(to->memory, from->memory->data, from->memory->len);
 }

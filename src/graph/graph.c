@@ -137,6 +137,22 @@ static void assign_array(GArray *target, const GArray *source)
     g_array_append_vals(target, source->data, source->len);
 }
 
+void rv_graph_copy_metadata(rv_graph *target, const rv_graph *source)
+{
+    g_ptr_array_set_size(target->device_names, 0);
+    for (guint d = 0; d < source->device_names->len; d++)
+        g_ptr_array_add(target->device_names, g_strdup(g_ptr_array_index(source->device_names, d)));
+    target->rank = source->rank;
+    target->world_size = source->world_size;
+    g_free(target->backend);
+    target->backend = g_strdup(source->backend);
+    target->legacy_schema = source->legacy_schema;
+    target->whole_trace_step = source->whole_trace_step;
+    target->trace_stats = source->trace_stats;
+    target->build_stats = source->build_stats;
+    target->timing = source->timing;
+}
+
 void rv_graph_assign(rv_graph *target, const rv_graph *source)
 {
     if (target == source) return;
@@ -150,18 +166,7 @@ void rv_graph_assign(rv_graph *target, const rv_graph *source)
     assign_array(target->tasks, source->tasks);
     assign_array(target->edges, source->edges);
     assign_array(target->steps, source->steps);
-    g_ptr_array_set_size(target->device_names, 0);
-    for (guint d = 0; d < source->device_names->len; d++)
-        g_ptr_array_add(target->device_names, g_strdup(g_ptr_array_index(source->device_names, d)));
-    target->rank = source->rank;
-    target->world_size = source->world_size;
-    g_free(target->backend);
-    target->backend = g_strdup(source->backend);
-    target->legacy_schema = source->legacy_schema;
-    target->whole_trace_step = source->whole_trace_step;
-    target->trace_stats = source->trace_stats;
-    target->build_stats = source->build_stats;
-    target->timing = source->timing;
+    rv_graph_copy_metadata(target, source);
     assign_array(target->collectives, source->collectives);
     assign_array(target->ranks, source->ranks);
     target->contention = source->contention;
