@@ -129,9 +129,7 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
 
 /* ---- what the join found, for info -------------------------------------- */
 
-/* Whether the job's ranks are alike (alike.h), and if not the first
- * difference: what a saved job holds once, or whole. */
-static gboolean ranks_alike(const rv_graph *graph, char **why)
+gboolean rv_cli_ranks_alike(const rv_graph *graph, char **why)
 {
     GError *error = NULL;
     rv_alike_job *alike = rv_alike_from_job(graph, &error);
@@ -144,7 +142,7 @@ static gboolean ranks_alike(const rv_graph *graph, char **why)
 static void print_alike(const rv_graph *graph)
 {
     char *why = NULL;
-    if (ranks_alike(graph, &why))
+    if (rv_cli_ranks_alike(graph, &why))
         printf("ranks alike: yes (one program, times of their own): saved once, replayed in lockstep\n");
     else
         printf("ranks alike: no (%s): saved and replayed rank by rank\n", rv_cli_shown(why));
@@ -206,7 +204,7 @@ void *rv_cli_json_job_summary(const rv_graph *graph)
                                                rank->offset_samples));
     }
     char *why = NULL;
-    gboolean alike = ranks_alike(graph, &why);
+    gboolean alike = rv_cli_ranks_alike(graph, &why);
     json_t *summary = json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:b,s:o}", "ranks", ranks, "world_size",
                                 (json_int_t)graph->world_size, "collectives_matched", (json_int_t)matched,
                                 "kernels_unmatched", (json_int_t)unmatched, "matched_by", rules, "parallelism",

@@ -28,22 +28,35 @@ static int32_t task_rank(const rv_graph *joint, int32_t t)
     return rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, t));
 }
 
-/* The length of each rank's block and that they come in rank order, the
- * job's last: `rank_of(i)` for i in [0, count). */
+/* The length of each rank's block, the same for every rank, and that the
+ * blocks come in rank order, the job's last: `rank_of(i)` for i in [0,
+ * count).  The error names what differs first: a rank with more or fewer
+ * items, or items out of blocks (a graph joined before blocks). */
 static gboolean block_length(guint ranks, guint count, int32_t (*rank_of)(const rv_graph *, int32_t),
                              const rv_graph *joint, const char *what, int32_t *length, GError **error)
 {
-    guint per_rank = 0;
-    while (per_rank < count && rank_of(joint, (int32_t)per_rank) == 0) per_rank++;
+    guint *per_rank = g_new0(guint, ranks + 1);
     for (guint i = 0; i < count; i++) {
-        int32_t expected = i < per_rank * ranks ? (int32_t)(i / MAX(per_rank, 1)) : -1;
-        if (rank_of(joint, (int32_t)i) == expected) continue;
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "the ranks' %s are not blocks of %u alike (%s %u)", what, per_rank,
-                    what, i);
-        return FALSE;
+        int32_t r = rank_of(joint, (int32_t)i);
+        per_rank[r >= 0 && (guint)r < ranks ? (guint)r : ranks]++;
     }
-    *length = (int32_t)per_rank;
-    return TRUE;
+    *length = (int32_t)per_rank[0];
+    gboolean ok = TRUE;
+    for (guint r = 1; r < ranks && ok; r++)
+        if (per_rank[r] != per_rank[0]) {
+            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u has %u %s, rank index 0 %u", r, per_rank[r], what,
+                        per_rank[0]);
+            ok = FALSE;
+        }
+    for (guint i = 0; i < count && ok; i++) {
+        int32_t expected = i < per_rank[0] * ranks ? (int32_t)(i / MAX(per_rank[0], 1)) : -1;
+        if (rank_of(joint, (int32_t)i) == expected) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "the ranks' %s are not in blocks, rank by rank (saved before "
+                    "reverie numbered them so: import the traces again)", what);
+        ok = FALSE;
+    }
+    g_free(per_rank);
+    return ok;
 }
 
 static int32_t resource_rank(const rv_graph *joint, int32_t resource)
