@@ -232,6 +232,27 @@ START_TEST(straggler_replays_alike)
 }
 END_TEST
 
+/* A job without ProfilerStep annotations: each rank one window over its
+ * tasks, read from the columns as from the joint graph. */
+START_TEST(job_without_steps_replays_alike)
+{
+    rv_graph *joint = generated_job(3, 2, "700", "1500");
+    g_array_set_size(joint->steps, 0);
+    joint->whole_trace_step = TRUE;
+    for (int32_t t = 0; t < rv_graph_task_count(joint); t++) rv_graph_task(joint, t)->step = -1;
+    rv_alike_job *alike = rv_alike_from_job(joint, NULL);
+    ck_assert(alike != NULL);
+    ck_assert_int_eq(alike->rank_step_count, 0);
+    assert_same_reports(joint, alike);
+    rv_alike_job_free(alike);
+    rv_alike_job *held = saved_and_held(joint, FALSE); /* the recorded starts are kept: the windows need them */
+    ck_assert(held->recorded_start_ns != NULL);
+    assert_same_reports(joint, held);
+    rv_alike_job_free(held);
+    rv_graph_free(joint);
+}
+END_TEST
+
 static void assert_refused(const rv_graph *joint, const char *words)
 {
     GError *error = NULL;
@@ -308,6 +329,7 @@ int main(void)
     tcase_add_test(tc, generated_ranks_are_alike_and_replay_alike);
     tcase_add_test(tc, straggler_replays_alike);
     tcase_add_test(tc, one_step_job_enters_together_alike);
+    tcase_add_test(tc, job_without_steps_replays_alike);
     tcase_add_test(tc, unlike_ranks_are_refused_with_the_difference);
     tcase_add_test(tc, dlrm_ranks_are_not_alike);
     suite_add_tcase(suite, tc);
