@@ -173,6 +173,7 @@ START_TEST(generated_ranks_are_alike_and_replay_alike)
     GError *error = NULL;
     rv_alike_job *alike = rv_alike_from_job(joint, &error);
     ck_assert_msg(alike != NULL, "not alike: %s", error ? error->message : "");
+    ck_assert(rv_alike_check(joint, NULL));
     ck_assert_uint_eq(alike->rank_count, 4);
     /* one rank's tasks, and the job's rendezvous: a quarter of the job and a little more */
     ck_assert_int_eq(alike->rank_task_count * 4 + (rv_graph_task_count(alike->structure) - alike->rank_task_count),
@@ -258,6 +259,7 @@ static void assert_refused(const rv_graph *joint, const char *words)
     GError *error = NULL;
     rv_alike_job *alike = rv_alike_from_job(joint, &error);
     ck_assert_msg(alike == NULL, "held as alike");
+    ck_assert(!rv_alike_check(joint, NULL));
     ck_assert_msg(error != NULL && strstr(error->message, words) != NULL, "message: %s", error ? error->message : "(none)");
     g_error_free(error);
 }

@@ -74,6 +74,9 @@ typedef struct {
  * changes).  The joint graph is left as it was.
  */
 rv_alike_job *rv_alike_from_job(const rv_graph *joint, GError **error);
+/* rv_alike_from_job's verdict alone, without building the structure and
+ * the columns (what `info` and `import` say). */
+gboolean rv_alike_check(const rv_graph *joint, GError **error);
 /* The joint graph back, exactly as rv_alike_from_job was given it. */
 rv_graph *rv_alike_to_job(const rv_alike_job *alike);
 void rv_alike_job_free(rv_alike_job *alike);
@@ -117,6 +120,10 @@ static inline const rv_resource *rv_alike_resource(const rv_alike_job *alike, in
 {
     return &g_array_index(alike->resources, rv_resource, (gsize)r * (guint)alike->rank_resource_count + (guint)resource);
 }
+/* Every rank's stream delays, laid out like the columns: per rank-local
+ * resource and rank, at [resource * rank_count + r], the launch latency
+ * and the idle gap (0 off GPU streams).  g_free both. */
+void rv_alike_stream_delays(const rv_alike_job *alike, int64_t **launch_latency_ns, int64_t **idle_gap_ns);
 /* Live tasks and edges of the whole job. */
 int32_t rv_alike_live_task_count(const rv_alike_job *alike);
 guint rv_alike_edge_count(const rv_alike_job *alike);

@@ -99,6 +99,15 @@ GArray *rv_peer_waits_by_step(const rv_graph *graph);
  * of the job's step, and `simulate` says how much. */
 guint rv_job_enter_together(rv_graph *graph);
 
+/* The rank an edge of a joint graph belongs to: its source's, else its
+ * target's (the join never joins two ranks directly); -1 for an edge among
+ * the job's own tasks (the rendezvous). */
+static inline int32_t rv_edge_rank_index(const rv_graph *graph, const rv_edge *edge)
+{
+    int32_t r = rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, edge->from));
+    return r >= 0 ? r : rv_task_rank_index(graph, &g_array_index(graph->tasks, rv_task, edge->to));
+}
+
 /* Ranks the graph holds (1 for a graph of one trace, or one built by hand). */
 static inline guint rv_graph_rank_count(const rv_graph *graph)
 {

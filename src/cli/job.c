@@ -132,11 +132,10 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
 gboolean rv_cli_ranks_alike(const rv_graph *graph, char **why)
 {
     GError *error = NULL;
-    rv_alike_job *alike = rv_alike_from_job(graph, &error);
+    gboolean alike = rv_alike_check(graph, &error);
     *why = error ? g_strdup(error->message) : NULL;
     g_clear_error(&error);
-    rv_alike_job_free(alike);
-    return alike != NULL;
+    return alike;
 }
 
 static void print_alike(const rv_graph *graph)

@@ -69,21 +69,9 @@ static int32_t step_rank(const rv_graph *joint, int32_t step)
     return task_rank(joint, g_array_index(joint->steps, rv_step, step).begin_marker);
 }
 
-/* Which block an edge is in: the rank of an end that is a rank's, else the
- * job's (ranks). */
-static guint edge_block(const rv_graph *joint, const rv_edge *edge, guint ranks)
-{
-    int32_t r = task_rank(joint, edge->from);
-    if (r < 0) r = task_rank(joint, edge->to);
-    return r >= 0 ? (guint)r : ranks;
-}
-
 static int32_t edge_rank(const rv_graph *joint, int32_t e)
 {
-    const rv_edge *edge = &g_array_index(joint->edges, rv_edge, e);
-    guint ranks = rv_graph_rank_count(joint);
-    guint block = edge_block(joint, edge, ranks);
-    return block == ranks ? -1 : (int32_t)block;
+    return rv_edge_rank_index(joint, &g_array_index(joint->edges, rv_edge, e));
 }
 
 static gboolean find_blocks(blocks *b, GError **error)
@@ -265,12 +253,41 @@ static gboolean compare(blocks *b, varying *varies, GError **error)
 
 /* ---- the structure and the columns -------------------------------------------- */
 
+/* The structure's numbering of a joint graph's resource, step or task:
+ * rank 0's as they are, the job's after rank 0's. */
+static GArray *rank_zero_and_job(const GArray *joint, guint ranks, guint per_rank)
+{
+    guint size = g_array_get_element_size((GArray *)joint);
+    GArray *kept = g_array_new(FALSE, FALSE, size);
+    g_array_append_vals(kept, joint->data, per_rank);
+    if (joint->len > ranks * per_rank)
+        g_array_append_vals(kept, joint->data + (gsize)ranks * per_rank * size, joint->len - ranks * per_rank);
+    return kept;
+}
+
 /* The job's metadata, ranks and memory records (a fresh `to`). */
 static void copy_metadata(rv_graph *to, const rv_graph *from)
 {
     rv_graph_copy_metadata(to, from);
     g_array_append_vals(to->ranks, from->ranks->data, from->ranks->len);
     g_array_append_vals(to->memory, from->memory->data, from->memory->len);
+}
+
+/* A task's per-task side values (launch, recorded operators, operator
+ * arguments: graph.h) from one graph's task to another's. */
+static void copy_side_values(rv_graph *to, int32_t to_task, const rv_graph *from, int32_t from_task)
+{
+    const rv_launch *launch = rv_task_launch(from, from_task);
+    if (launch != NULL && (launch->blocks || launch->threads)) {
+        g_array_set_size(to->launches, (guint)to_task + 1);
+        g_array_index(to->launches, rv_launch, to_task) = *launch;
+    }
+    uint32_t operators = rv_task_host_operators(from, from_task);
+    if (operators) {
+        g_array_set_size(to->host_operators, (guint)to_task + 1);
+        g_array_index(to->host_operators, uint32_t, to_task) = operators;
+    }
+    if (rv_task_op_args(from, from_task)) rv_task_set_op_args(to, to_task, rv_task_op_args(from, from_task));
 }
 
 /* The structure's task k (rank 0's, or the job's) from the joint graph's. */
@@ -285,26 +302,15 @@ static void fill_structure_tasks(rv_graph *structure, const blocks *b)
         task.resource = resource_place(b, task.resource);
         task.step = step_place(b, task.step);
         g_array_append_val(structure->tasks, task);
-        const rv_launch *launch = rv_task_launch(b->joint, t);
-        if (launch != NULL && (launch->blocks || launch->threads)) {
-            g_array_set_size(structure->launches, (guint)k + 1);
-            g_array_index(structure->launches, rv_launch, k) = *launch;
-        }
-        if (rv_task_host_operators(b->joint, t)) {
-            g_array_set_size(structure->host_operators, (guint)k + 1);
-            g_array_index(structure->host_operators, uint32_t, k) = rv_task_host_operators(b->joint, t);
-        }
-        if (rv_task_op_args(b->joint, t)) rv_task_set_op_args(structure, k, rv_task_op_args(b->joint, t));
+        copy_side_values(structure, k, b->joint, t);
     }
 }
 
 static void fill_structure(rv_graph *structure, const blocks *b)
 {
     const rv_graph *joint = b->joint;
-    for (guint res = 0; res < joint->resources->len; res++) {
-        if (res >= (guint)b->m && res < b->ranks * (guint)b->m) continue;
-        g_array_append_val(structure->resources, g_array_index(joint->resources, rv_resource, res));
-    }
+    g_array_unref(structure->resources);
+    structure->resources = rank_zero_and_job(joint->resources, b->ranks, (guint)b->m);
     fill_structure_tasks(structure, b);
     for (guint e = 0; e < joint->edges->len; e++) {
         if (e >= b->rank_edges && e < b->ranks * b->rank_edges) continue;
@@ -345,6 +351,13 @@ static void fill_columns(rv_alike_job *alike, const blocks *b, const varying *va
             if (alike->step) alike->step[at] = step_place(b, task->step);
             if (alike->collective) alike->collective[at] = task->collective;
         }
+}
+
+gboolean rv_alike_check(const rv_graph *joint, GError **error)
+{
+    blocks b = { joint, rv_graph_rank_count(joint), 0, 0, 0, 0 };
+    varying varies = { FALSE, FALSE, FALSE, FALSE };
+    return compare(&b, &varies, error);
 }
 
 rv_alike_job *rv_alike_from_job(const rv_graph *joint, GError **error)
@@ -394,21 +407,6 @@ static int32_t joint_id(const rv_alike_job *alike, int32_t k, guint r)
     return k < n ? (int32_t)r * n + k : k + ((int32_t)alike->rank_count - 1) * n;
 }
 
-static void expand_side_values(rv_graph *joint, const rv_alike_job *alike, int32_t k, int32_t id)
-{
-    const rv_launch *launch = rv_task_launch(alike->structure, k);
-    if (launch != NULL && (launch->blocks || launch->threads)) {
-        g_array_set_size(joint->launches, (guint)id + 1);
-        g_array_index(joint->launches, rv_launch, id) = *launch;
-    }
-    uint32_t operators = rv_task_host_operators(alike->structure, k);
-    if (operators) {
-        g_array_set_size(joint->host_operators, (guint)id + 1);
-        g_array_index(joint->host_operators, uint32_t, id) = operators;
-    }
-    if (rv_task_op_args(alike->structure, k)) rv_task_set_op_args(joint, id, rv_task_op_args(alike->structure, k));
-}
-
 static void expand_tasks(rv_graph *joint, const rv_alike_job *alike)
 {
     int32_t n = alike->rank_task_count, total = rv_graph_task_count(alike->structure);
@@ -417,12 +415,12 @@ static void expand_tasks(rv_graph *joint, const rv_alike_job *alike)
         for (int32_t k = 0; k < n; k++) {
             int32_t id = joint_id(alike, k, r);
             expand_task(alike, k, r, &g_array_index(joint->tasks, rv_task, id));
-            expand_side_values(joint, alike, k, id);
+            copy_side_values(joint, id, alike->structure, k);
         }
     for (int32_t k = n; k < total; k++) {
         int32_t id = joint_id(alike, k, 0);
         expand_task(alike, k, 0, &g_array_index(joint->tasks, rv_task, id));
-        expand_side_values(joint, alike, k, id);
+        copy_side_values(joint, id, alike->structure, k);
     }
 }
 
@@ -535,18 +533,6 @@ const char *rv_alike_shape_problem(const rv_graph *stored, const rv_alike_shape 
     return problem;
 }
 
-/* The structure's numbering of a joint graph's resource, step or task:
- * rank 0's as they are, the job's after rank 0's. */
-static GArray *rank_zero_and_job(const GArray *joint, guint ranks, guint per_rank)
-{
-    guint size = g_array_get_element_size((GArray *)joint);
-    GArray *kept = g_array_new(FALSE, FALSE, size);
-    g_array_append_vals(kept, joint->data, per_rank);
-    if (joint->len > ranks * per_rank)
-        g_array_append_vals(kept, joint->data + (gsize)ranks * per_rank * size, joint->len - ranks * per_rank);
-    return kept;
-}
-
 static GArray *take_array(GArray **slot)
 {
     GArray *taken = *slot;
@@ -594,6 +580,18 @@ rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, i
 }
 
 /* ---- what the job holds -------------------------------------------------------- */
+
+void rv_alike_stream_delays(const rv_alike_job *alike, int64_t **launch_latency_ns, int64_t **idle_gap_ns)
+{
+    gsize places = (gsize)alike->rank_resource_count * alike->rank_count;
+    *launch_latency_ns = g_new(int64_t, places + 1);
+    *idle_gap_ns = g_new(int64_t, places + 1);
+    for (int32_t k = 0; k < alike->rank_resource_count; k++)
+        for (guint r = 0; r < alike->rank_count; r++) {
+            (*launch_latency_ns)[rv_alike_at(alike, k, r)] = rv_alike_resource(alike, k, r)->launch_latency_ns;
+            (*idle_gap_ns)[rv_alike_at(alike, k, r)] = rv_alike_resource(alike, k, r)->idle_gap_ns;
+        }
+}
 
 int32_t rv_alike_live_task_count(const rv_alike_job *alike)
 {

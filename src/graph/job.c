@@ -525,15 +525,6 @@ static void permute_per_task(GArray **values, const int32_t *old_of, int32_t n)
     *values = moved;
 }
 
-/* Which block an edge belongs to: the rank of an end that is a rank's (the
- * join never joins two ranks directly), else the job's, after every rank. */
-static guint edge_block(const rv_graph *joint, const rv_edge *edge, guint ranks)
-{
-    int32_t r = rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, edge->from));
-    if (r < 0) r = rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, edge->to));
-    return r >= 0 ? (guint)r : ranks;
-}
-
 /* Move each element i of the array to position destination[i] (a
  * permutation; destroyed), in place: a job's arrays are most of the
  * import's memory, and a second copy of them would be its peak. */
@@ -594,7 +585,8 @@ static void put_ranks_in_blocks(rv_graph *joint)
     for (guint e = 0; e < joint->edges->len; e++) { /* the edges' blocks, while the tasks are where they were */
         const rv_edge *edge = &g_array_index(joint->edges, rv_edge, e);
         gboolean dead = block[edge->from] == removed_block || block[edge->to] == removed_block;
-        destination[e] = dead ? (int32_t)removed_block : (int32_t)edge_block(joint, edge, ranks);
+        int32_t r = rv_edge_rank_index(joint, edge);
+        destination[e] = dead ? (int32_t)removed_block : r >= 0 ? r : (int32_t)ranks;
     }
     for (guint e = 0; e < joint->edges->len; e++) block[e] = (guint)destination[e];
     guint edges_kept = place_by_block(block, joint->edges->len, removed_block, removed_block, destination);

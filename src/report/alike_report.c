@@ -261,23 +261,10 @@ static int rule_of(const rv_alike_job *alike, const rv_edge *edge)
     return edge->from_start ? AT_START : AFTER_END;
 }
 
-/* Per rank-local resource and rank, [resource * ranks + r]: each rank's
- * stream's idle gap and launch latency, read once rather than per edge. */
+/* Each rank's stream delays (rv_alike_stream_delays), read once rather than per edge. */
 typedef struct {
-    int64_t *gap, *latency;
+    int64_t *latency, *gap;
 } stream_delays;
-
-static stream_delays delays_of(const rv_alike_job *alike)
-{
-    gsize places = (gsize)alike->rank_resource_count * alike->rank_count;
-    stream_delays delays = { g_new(int64_t, places + 1), g_new(int64_t, places + 1) };
-    for (int32_t k = 0; k < alike->rank_resource_count; k++)
-        for (guint r = 0; r < alike->rank_count; r++) {
-            delays.gap[(gsize)k * alike->rank_count + r] = rv_alike_resource(alike, k, r)->idle_gap_ns;
-            delays.latency[(gsize)k * alike->rank_count + r] = rv_alike_resource(alike, k, r)->launch_latency_ns;
-        }
-    return delays;
-}
 
 /* The recorded start (at_start) or end of task k for every rank, into
  * `times` (the job's own tasks: the same for all). */
@@ -321,7 +308,8 @@ static void rule_starts(const rv_alike_job *alike, const edges_in *in, const str
 static void explain_gpu(const rv_alike_job *alike, rv_explanation *x)
 {
     edges_in in = rank_edges_in(alike);
-    stream_delays delays = delays_of(alike);
+    stream_delays delays;
+    rv_alike_stream_delays(alike, &delays.latency, &delays.gap);
     int64_t *ready = g_new(int64_t, alike->rank_count + 1), *scratch = g_new(int64_t, alike->rank_count + 1);
     guint outside = (guint)alike->rank_step_count;
     for (int32_t k = 0; k < alike->rank_task_count; k++) {

@@ -55,13 +55,6 @@ static void predecessors_clear(predecessors *in)
     g_free(in->how);
 }
 
-/* a + b, or past the limit (sim.c's add_time: both non-negative). */
-static inline int64_t add_time(int64_t a, int64_t b)
-{
-    int64_t sum;
-    if (__builtin_add_overflow(a, b, &sum) || sum > RV_SIM_TIME_MAX_NS) return RV_SIM_TIME_MAX_NS + 1;
-    return sum;
-}
 
 typedef struct {
     const rv_alike_job *alike;
@@ -184,15 +177,8 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
     l.end = rv_column_new(result->count, sizeof(int64_t));
     for (gsize i = 0; i < result->count; i++) l.end[i] = -1; /* removed tasks keep -1 */
     l.job_end = l.end + (gsize)l.rank_tasks * l.ranks;
-    gsize places = (gsize)alike->rank_resource_count * l.ranks;
-    l.resource_free = g_new0(int64_t, places + 1);
-    l.latency = g_new(int64_t, places + 1);
-    l.gap = g_new(int64_t, places + 1);
-    for (int32_t k = 0; k < alike->rank_resource_count; k++)
-        for (guint r = 0; r < l.ranks; r++) {
-            l.latency[(gsize)k * l.ranks + r] = rv_alike_resource(alike, k, r)->launch_latency_ns;
-            l.gap[(gsize)k * l.ranks + r] = rv_alike_resource(alike, k, r)->idle_gap_ns;
-        }
+    l.resource_free = g_new0(int64_t, (gsize)alike->rank_resource_count * l.ranks + 1);
+    rv_alike_stream_delays(alike, &l.latency, &l.gap);
     l.ready = g_new(int64_t, l.ranks + 1);
     l.released = g_new(int64_t, l.ranks + 1);
     for (int32_t i = 0; i < structure->order_count && !l.overflow; i++) {

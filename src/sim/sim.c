@@ -392,14 +392,6 @@ static inline int64_t rank_of(const rv_graph *graph, const rv_policy *policy, in
     return policy ? policy->priority(graph, task, policy->user_data) : 0;
 }
 
-/* a + b, or RV_SIM_TIME_MAX_NS + 1 when that would pass the limit (the
- * caller turns it into an error).  Both are non-negative. */
-static inline int64_t add_time(int64_t a, int64_t b)
-{
-    int64_t sum;
-    if (__builtin_add_overflow(a, b, &sum) || sum > RV_SIM_TIME_MAX_NS) return RV_SIM_TIME_MAX_NS + 1;
-    return sum;
-}
 
 /* ---- a resource's waiting queue (policy replays) -------------------- */
 

@@ -58,4 +58,13 @@ struct rv_sim_structure {
     int32_t removed_count;
 };
 
+/* a + b, or RV_SIM_TIME_MAX_NS + 1 when that would pass the limit (the
+ * caller turns it into an error).  Both are non-negative. */
+static inline int64_t add_time(int64_t a, int64_t b)
+{
+    int64_t sum;
+    if (__builtin_add_overflow(a, b, &sum) || sum > RV_SIM_TIME_MAX_NS) return RV_SIM_TIME_MAX_NS + 1;
+    return sum;
+}
+
 #endif
