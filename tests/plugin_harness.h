@@ -74,6 +74,12 @@ rv_graph *load_trace_file(const char *path);
 /* The 8 ranks of traces/param_dlrm_v100_8ranks, each alone (rank order),
  * and the job they make joined (asserting that it joins and validates). */
 #define DLRM_RANKS 8
+/* Their files, for a test's require_project_traces() list. */
+#define DLRM_RANK_TRACES                                                                  \
+    "param_dlrm_v100_8ranks/rank0.json.gz", "param_dlrm_v100_8ranks/rank1.json.gz",       \
+        "param_dlrm_v100_8ranks/rank2.json.gz", "param_dlrm_v100_8ranks/rank3.json.gz",   \
+        "param_dlrm_v100_8ranks/rank4.json.gz", "param_dlrm_v100_8ranks/rank5.json.gz",   \
+        "param_dlrm_v100_8ranks/rank6.json.gz", "param_dlrm_v100_8ranks/rank7.json.gz"
 GPtrArray *load_dlrm_ranks(void);
 /* Ranks joined as one job (asserting that it joins and validates). */
 rv_graph *join_ranks_ok(GPtrArray *graphs);

@@ -319,10 +319,7 @@ END_TEST
 int main(void)
 {
     static const char *const traces[] = {
-        "param_dlrm_v100_8ranks/rank0.json.gz", "param_dlrm_v100_8ranks/rank1.json.gz",
-        "param_dlrm_v100_8ranks/rank2.json.gz", "param_dlrm_v100_8ranks/rank3.json.gz",
-        "param_dlrm_v100_8ranks/rank4.json.gz", "param_dlrm_v100_8ranks/rank5.json.gz",
-        "param_dlrm_v100_8ranks/rank6.json.gz", "param_dlrm_v100_8ranks/rank7.json.gz", NULL,
+        DLRM_RANK_TRACES, NULL,
     };
     require_project_traces(traces);
     Suite *suite = suite_create("alike");

@@ -540,10 +540,7 @@ END_TEST
 int main(void)
 {
     static const char *const traces[] = {
-        "param_dlrm_v100_8ranks/rank0.json.gz", "param_dlrm_v100_8ranks/rank1.json.gz",
-        "param_dlrm_v100_8ranks/rank2.json.gz", "param_dlrm_v100_8ranks/rank3.json.gz",
-        "param_dlrm_v100_8ranks/rank4.json.gz", "param_dlrm_v100_8ranks/rank5.json.gz",
-        "param_dlrm_v100_8ranks/rank6.json.gz", "param_dlrm_v100_8ranks/rank7.json.gz",
+        DLRM_RANK_TRACES,
         "hta_transformer_ddp_v100_rank1.2steps.json.gz", "kineto_legacy_resnet50_v100.2steps.json.gz",
         "small_ddp.json.gz", NULL,
     };

@@ -347,10 +347,7 @@ int main(void)
     static const char *const traces[] = {
         "kineto_legacy_resnet50_v100.2steps.json.gz", "tracelens_mi300x_resnet_act_checkpoint.json.gz",
         "hta_transformer_ddp_v100_rank1.2steps.json.gz", "small_ddp.json.gz",
-        "pairs/gpu_h100_vs_mi300x_bert_small/h100.json.gz", "param_dlrm_v100_8ranks/rank0.json.gz", "param_dlrm_v100_8ranks/rank1.json.gz",
-        "param_dlrm_v100_8ranks/rank2.json.gz", "param_dlrm_v100_8ranks/rank3.json.gz",
-        "param_dlrm_v100_8ranks/rank4.json.gz", "param_dlrm_v100_8ranks/rank5.json.gz",
-        "param_dlrm_v100_8ranks/rank6.json.gz", "param_dlrm_v100_8ranks/rank7.json.gz", NULL,
+        "pairs/gpu_h100_vs_mi300x_bert_small/h100.json.gz", DLRM_RANK_TRACES, NULL,
     };
     require_project_traces(traces);
     plugins = load_plugins();
