@@ -23,17 +23,23 @@ static void assert_same_replay(const rv_graph *joint, const rv_alike_job *alike)
     ck_assert_msg(rv_simulate(joint, NULL, &flat, &error), "simulate: %s", error ? error->message : "");
     ck_assert_msg(rv_alike_simulate(alike, &lock, &error), "lockstep: %s", error ? error->message : "");
     ck_assert_uint_eq(lock.count, (gsize)rv_graph_task_count(joint));
-    gsize cells = (gsize)alike->rank_task_count * alike->rank_count;
+    /* the joint id of each cell: rank r's k-th task of its class, the job's after every rank's */
+    int32_t *joint_of = g_new(int32_t, lock.count + 1);
+    for (guint r = 0; r < alike->rank_count; r++) {
+        const rv_alike_class *cls = rv_alike_rank_class(alike, r);
+        for (int32_t k = 0; k < cls->task_count; k++)
+            joint_of[rv_alike_rank_cell(alike, cls->first_task + k, r)] = alike->ranks[r].first_task + k;
+    }
+    for (gsize i = alike->cell_count; i < lock.count; i++) joint_of[i] = (int32_t)i;
     for (gsize i = 0; i < lock.count; i++) {
-        /* the join numbers rank r's k-th task r * n + k, the job's after them */
-        int32_t t = i < cells ? (int32_t)((i % alike->rank_count) * (gsize)alike->rank_task_count + i / alike->rank_count)
-                              : (int32_t)i;
-        int64_t duration = i < cells ? alike->duration_ns[i] : 0;
+        int32_t t = joint_of[i];
+        int64_t duration = i < alike->cell_count ? alike->duration_ns[i] : 0;
         ck_assert_msg(flat.end_ns[t] == lock.end_ns[i], "task %d (%s): end %" G_GINT64_FORMAT " against %" G_GINT64_FORMAT,
                       t, rv_strings_get(joint->strings, g_array_index(joint->tasks, rv_task, t).name), lock.end_ns[i],
                       flat.end_ns[t]);
         ck_assert_int_eq(flat.start_ns[t], lock.end_ns[i] - duration);
     }
+    g_free(joint_of);
     rv_sim_result_clear(&flat);
     rv_alike_result_clear(&lock);
 }
@@ -159,7 +165,7 @@ static rv_alike_job *saved_and_held(const rv_graph *joint, gboolean recorded_sta
     gboolean held = FALSE;
     rv_alike_job *alike = rv_store_load_alike(path, recorded_starts, &held, &error);
     ck_assert_msg(alike != NULL && held, "load: %s", error ? error->message : "not held once");
-    ck_assert(recorded_starts || alike->recorded_start_ns == NULL || alike->rank_step_count == 0);
+    ck_assert(recorded_starts || alike->recorded_start_ns == NULL || alike->class_step_count == 0);
     g_unlink(path);
     g_rmdir(dir);
     g_free(path);
@@ -173,15 +179,20 @@ START_TEST(generated_ranks_are_alike_and_replay_alike)
     GError *error = NULL;
     rv_alike_job *alike = rv_alike_from_job(joint, &error);
     ck_assert_msg(alike != NULL, "not alike: %s", error ? error->message : "");
-    ck_assert(rv_alike_check(joint, NULL));
+    rv_alike_verdict verdict;
+    ck_assert(rv_alike_check(joint, &verdict, NULL));
+    ck_assert_uint_eq(verdict.class_count, 1);
+    ck_assert_uint_eq(verdict.largest_class, 4);
+    ck_assert(verdict.unlike_because == NULL);
     ck_assert_uint_eq(alike->rank_count, 4);
+    ck_assert_uint_eq(alike->class_count, 1);
     /* one rank's tasks, and the job's rendezvous: a quarter of the job and a little more */
-    ck_assert_int_eq(alike->rank_task_count * 4 + (rv_graph_task_count(alike->structure) - alike->rank_task_count),
+    ck_assert_int_eq(alike->class_task_count * 4 + (rv_graph_task_count(alike->structure) - alike->class_task_count),
                      rv_graph_task_count(joint));
     /* the ranks' durations differ (their own jitter): the columns are not one rank's copied */
     gboolean differ = FALSE;
-    for (int32_t t = 0; t < alike->rank_task_count && !differ; t++)
-        differ = alike->duration_ns[rv_alike_at(alike, t, 0)] != alike->duration_ns[rv_alike_at(alike, t, 3)];
+    for (int32_t t = 0; t < alike->class_task_count && !differ; t++)
+        differ = alike->duration_ns[rv_alike_cell(alike, t, 0)] != alike->duration_ns[rv_alike_cell(alike, t, 3)];
     ck_assert(differ);
     assert_same_replay(joint, alike);
     rv_graph *back = rv_alike_to_job(alike);
@@ -243,7 +254,7 @@ START_TEST(job_without_steps_replays_alike)
     for (int32_t t = 0; t < rv_graph_task_count(joint); t++) rv_graph_task(joint, t)->step = -1;
     rv_alike_job *alike = rv_alike_from_job(joint, NULL);
     ck_assert(alike != NULL);
-    ck_assert_int_eq(alike->rank_step_count, 0);
+    ck_assert_int_eq(alike->class_step_count, 0);
     assert_same_reports(joint, alike);
     rv_alike_job_free(alike);
     rv_alike_job *held = saved_and_held(joint, FALSE); /* the recorded starts are kept: the windows need them */
@@ -259,53 +270,133 @@ static void assert_refused(const rv_graph *joint, const char *words)
     GError *error = NULL;
     rv_alike_job *alike = rv_alike_from_job(joint, &error);
     ck_assert_msg(alike == NULL, "held as alike");
-    ck_assert(!rv_alike_check(joint, NULL));
+    ck_assert(!rv_alike_check(joint, NULL, NULL));
     ck_assert_msg(error != NULL && strstr(error->message, words) != NULL, "message: %s", error ? error->message : "(none)");
     g_error_free(error);
 }
 
-START_TEST(unlike_ranks_are_refused_with_the_difference)
+/* Everything a job held in classes must give: the joint graph back, the
+ * replay and the reports, also after a save and a load. */
+static void assert_held_faithfully(const rv_graph *joint, const rv_alike_job *alike)
+{
+    assert_same_replay(joint, alike);
+    rv_graph *back = rv_alike_to_job(alike);
+    assert_same_graph(joint, back);
+    rv_graph_free(back);
+    assert_same_reports(joint, alike);
+    for (int recorded = 0; recorded < 2; recorded++) {
+        rv_alike_job *held = saved_and_held(joint, recorded);
+        ck_assert_uint_eq(held->class_count, alike->class_count);
+        assert_same_reports(joint, held);
+        rv_alike_job_free(held);
+    }
+}
+
+/* The held job's classes, as "0 1 | 2". */
+static char *classes_text(const rv_alike_job *alike)
+{
+    GString *text = g_string_new(NULL);
+    for (guint c = 0; c < alike->class_count; c++)
+        for (guint m = 0; m < alike->classes[c].member_count; m++)
+            g_string_append_printf(text, "%s%u", c > 0 && m == 0 ? " | " : m > 0 ? " " : "", alike->classes[c].members[m]);
+    return g_string_free(text, FALSE);
+}
+
+static void assert_classes(const rv_graph *joint, const char *expected, const char *because)
+{
+    GError *error = NULL;
+    rv_alike_job *alike = rv_alike_from_job(joint, &error);
+    ck_assert_msg(alike != NULL, "not held: %s", error ? error->message : "");
+    char *found = classes_text(alike);
+    ck_assert_str_eq(found, expected);
+    g_free(found);
+    rv_alike_verdict verdict;
+    ck_assert(rv_alike_check(joint, &verdict, NULL));
+    ck_assert_uint_eq(verdict.class_count, alike->class_count);
+    ck_assert_msg(verdict.unlike_because && strstr(verdict.unlike_because, because), "verdict: %s",
+                  verdict.unlike_because ? verdict.unlike_because : "(none)");
+    rv_alike_verdict_clear(&verdict);
+    assert_held_faithfully(joint, alike);
+    rv_alike_job_free(alike);
+}
+
+/* The first kernel of rank index `rank`. */
+static int32_t first_kernel(const rv_graph *joint, int32_t rank)
+{
+    for (int32_t t = 0; t < rv_graph_task_count(joint); t++)
+    {
+        const rv_task *task = &g_array_index(joint->tasks, rv_task, t);
+        if (rv_task_rank_index(joint, task) == rank && task->kind == RV_TASK_KERNEL) return t;
+    }
+    return -1;
+}
+
+/* A rank unlike the others (rank 0 logging, say) is a class of its own;
+ * the others are still held once, and everything comes out as the joint
+ * graph's. */
+START_TEST(unlike_rank_is_a_class_of_its_own)
 {
     rv_graph *joint = generated_job(3, 2, "0", "500");
-    int32_t renamed = -1;
-    for (int32_t t = 0; t < rv_graph_task_count(joint) && renamed < 0; t++)
-        if (rv_task_rank_index(joint, rv_graph_task(joint, t)) == 2 && rv_graph_task(joint, t)->kind == RV_TASK_KERNEL)
-            renamed = t;
-    int32_t name = rv_graph_task(joint, renamed)->name;
+    int32_t renamed = first_kernel(joint, 2), name = rv_graph_task(joint, renamed)->name;
     rv_graph_task(joint, renamed)->name = rv_strings_intern(joint->strings, "another kernel");
-    assert_refused(joint, "rank index 2's task");
+    assert_classes(joint, "0 1 | 2", "rank index 2's task");
     rv_graph_task(joint, renamed)->name = name;
-    /* an edge of rank index 2 of another kind than rank index 0's */
+    /* rank index 0 another program (it logs, say) */
+    renamed = first_kernel(joint, 0);
+    rv_graph_task(joint, renamed)->name = rv_strings_intern(joint->strings, "rank 0's own kernel");
+    assert_classes(joint, "0 | 1 2", "rank index 1's task");
+    rv_graph_free(joint);
+}
+END_TEST
+
+/* Two programs taking turns (ranks 0 and 2 one, 1 and 3 the other): two
+ * classes whose members are not neighbours. */
+START_TEST(classes_take_turns)
+{
+    rv_graph *joint = generated_job(4, 2, "300", "800");
+    int32_t other = rv_strings_intern(joint->strings, "the other stage's kernel");
+    rv_graph_task(joint, first_kernel(joint, 1))->name = other;
+    rv_graph_task(joint, first_kernel(joint, 3))->name = other;
+    assert_classes(joint, "0 2 | 1 3", "rank index 1's task");
+    rv_graph_free(joint);
+}
+END_TEST
+
+START_TEST(ranks_that_cannot_be_held_are_refused)
+{
+    rv_graph *joint = generated_job(3, 2, "0", "500");
+    /* an edge from rank index 2 into rank index 1 */
     guint per_rank = joint->edges->len / 3, i = 2 * per_rank + per_rank / 2;
     rv_edge *edge = &g_array_index(joint->edges, rv_edge, i), kept = *edge;
-    edge->kind = edge->kind == RV_EDGE_PLUGIN ? RV_EDGE_THREAD : RV_EDGE_PLUGIN;
-    assert_refused(joint, "rank index 2's edge");
-    /* an edge from rank index 2 into rank index 1 */
+    edge->to = first_kernel(joint, 1);
+    assert_refused(joint, "rank index 2 is not one block: an edge joins it to another rank");
     *edge = kept;
-    rv_alike_job *held = rv_alike_from_job(joint, NULL);
-    ck_assert(held != NULL);
-    int32_t n = held->rank_task_count;
-    rv_alike_job_free(held);
-    edge->to = edge->to >= 2 * n && edge->to < 3 * n ? edge->to - n : n;
-    assert_refused(joint, "joins two ranks");
-    *edge = kept;
-    /* as it was, alike again */
-    rv_alike_job *alike = rv_alike_from_job(joint, NULL);
-    ck_assert(alike != NULL);
-    rv_alike_job_free(alike);
+    rv_graph_free(joint);
+    /* no two ranks alike */
+    joint = generated_job(2, 2, "0", "500");
+    rv_graph_task(joint, first_kernel(joint, 1))->name = rv_strings_intern(joint->strings, "another kernel");
+    assert_refused(joint, "rank index 1's task");
     rv_graph_free(joint);
 }
 END_TEST
 
 /* The 8 DLRM ranks the project ships: each rank's model shard differs, so
- * they are not alike, and the reason names the first difference. */
-START_TEST(dlrm_ranks_are_not_alike)
+ * most are unlike; where some are alike they are held in classes and must
+ * replay as the joint graph does, else the reason names the first
+ * difference. */
+START_TEST(dlrm_ranks_are_held_faithfully)
 {
     rv_graph *joint = load_dlrm_job();
     GError *error = NULL;
     rv_alike_job *alike = rv_alike_from_job(joint, &error);
-    if (alike != NULL) { /* if they were, they must replay alike */
+    if (alike != NULL) {
+        char *found = classes_text(alike);
+        g_printerr("DLRM ranks' classes: %s\n", found);
+        g_free(found);
         assert_same_replay(joint, alike);
+        rv_graph *back = rv_alike_to_job(alike);
+        assert_same_graph(joint, back);
+        rv_graph_free(back);
         rv_alike_job_free(alike);
     } else {
         ck_assert(error != NULL && error->message[0] != '\0');
@@ -329,8 +420,10 @@ int main(void)
     tcase_add_test(tc, straggler_replays_alike);
     tcase_add_test(tc, one_step_job_enters_together_alike);
     tcase_add_test(tc, job_without_steps_replays_alike);
-    tcase_add_test(tc, unlike_ranks_are_refused_with_the_difference);
-    tcase_add_test(tc, dlrm_ranks_are_not_alike);
+    tcase_add_test(tc, unlike_rank_is_a_class_of_its_own);
+    tcase_add_test(tc, classes_take_turns);
+    tcase_add_test(tc, ranks_that_cannot_be_held_are_refused);
+    tcase_add_test(tc, dlrm_ranks_are_held_faithfully);
     suite_add_tcase(suite, tc);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

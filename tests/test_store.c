@@ -687,15 +687,17 @@ START_TEST(newer_version)
 {
     gsize length;
     guint8 *bytes = hand_built_bytes(&length);
-    put_le(bytes + 8, 9, 4);
+    put_le(bytes + 8, 10, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length,
-                      "test.rvg: format version 9 is newer than this reverie supports (8); re-import the trace",
-                      "version 9");
-    /* version 8 is a job of alike ranks: its section 13 must be there */
-    put_le(bytes + 8, 8, 4);
-    fix_checksums(bytes, length);
-    expect_load_error(bytes, length, "test.rvg: section table: there is no 'alike ranks' section", "version 8");
+                      "test.rvg: format version 10 is newer than this reverie supports (9); re-import the trace",
+                      "version 10");
+    /* versions 8 and 9 are jobs of alike ranks: their section 13 must be there */
+    for (uint32_t version = 8; version <= 9; version++) {
+        put_le(bytes + 8, version, 4);
+        fix_checksums(bytes, length);
+        expect_load_error(bytes, length, "test.rvg: section table: there is no 'alike ranks' section", "version 8 or 9");
+    }
     put_le(bytes + 8, 6, 4);
     fix_checksums(bytes, length);
     expect_load_error(bytes, length, "test.rvg: format version 6 predates the operators' arguments", "version 6");
@@ -874,6 +876,25 @@ static void apply_forgery(const guint8 *bytes, gsize length, const forgery *f)
 
 /* Three ranks of the hand-built graph, each with an all-reduce they meet
  * at, their times their own: a job the writer holds once. */
+static rv_graph *alike_job(void);
+
+/* alike_job with every rank from `first` on given its own first call's
+ * name: ranks 0 .. first - 1 alike, the rest each unlike every other. */
+static rv_graph *unlike_job(int32_t first)
+{
+    rv_graph *joint = alike_job();
+    for (int32_t rank = first; rank < 3; rank++)
+        for (int32_t t = 0; t < rv_graph_task_count(joint); t++) {
+            rv_task *task = rv_graph_task(joint, t);
+            if (rv_task_rank_index(joint, task) != rank || task->kind != RV_TASK_CPU) continue;
+            char *name = g_strdup_printf("rank %d's own call", rank);
+            task->name = rv_strings_intern(joint->strings, name);
+            g_free(name);
+            break;
+        }
+    return joint;
+}
+
 static rv_graph *alike_job(void)
 {
     GPtrArray *ranks = g_ptr_array_new_with_free_func((GDestroyNotify)rv_graph_free);
@@ -936,13 +957,51 @@ START_TEST(unlike_ranks_stay_flat)
     ck_assert_uint_eq(le32(bytes + 8), 7);
     g_free(bytes);
     rv_graph_free(graph);
-    rv_graph *joint = alike_job();
-    rv_graph_task(joint, 1)->name = rv_strings_intern(joint->strings, "another call");
+    /* every rank another program: nothing to share */
+    rv_graph *joint = unlike_job(1);
     bytes = save_bytes(joint, &length);
     ck_assert_uint_eq(le32(bytes + 8), 7);
     g_free(bytes);
     assert_round_trip(joint);
     rv_graph_free(joint);
+}
+END_TEST
+
+/* One rank unlike the others: two classes, version 9, and back as it was. */
+START_TEST(round_trip_classes)
+{
+    rv_graph *joint = unlike_job(2);
+    gsize length;
+    guint8 *bytes = save_bytes(joint, &length);
+    ck_assert_uint_eq(le32(bytes + 8), 9);
+    g_free(bytes);
+    assert_round_trip(joint);
+    rv_graph_free(joint);
+}
+END_TEST
+
+/* The classes of a version 9 file forged with valid checksums: after u32
+ * ranks, u32 classes, u32 columns, each class's i32 tasks, threads and
+ * streams, steps, u32 edges, u32 members and the members (here ranks 0
+ * and 1, then 2). */
+START_TEST(forged_classes)
+{
+    rv_graph *joint = unlike_job(2);
+    gsize length;
+    guint8 *bytes = save_bytes(joint, &length);
+    rv_graph_free(joint);
+    const forgery forged[] = {
+        { SEC_ALIKE, 4, 0, 4, "its ranks and classes are not the ranks section's" },
+        { SEC_ALIKE, 4, 4, 4, "its ranks and classes are not the ranks section's" },
+        { SEC_ALIKE, 28, 3, 4, "its ranks and classes are not the ranks section's" }, /* more members than ranks left */
+        { SEC_ALIKE, 36, 0, 4, "a class's members are not ranks, in order, each once" },
+        { SEC_ALIKE, 36, 7, 4, "a class's members are not ranks, in order, each once" },
+        { SEC_ALIKE, 60, 0, 4, "its classes are out of order" },
+        { SEC_ALIKE, 12, 0x7fffffff, 4, "its tasks per rank do not fit the tasks section" },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(forged); i++) apply_forgery(bytes, length, &forged[i]);
+    every_truncation_fails(bytes, length);
+    g_free(bytes);
 }
 END_TEST
 
@@ -1230,6 +1289,7 @@ static Suite *store_suite(void)
     tcase_add_test(trips, is_graph_file_reads_content);
     tcase_add_test(trips, round_trip_alike_job);
     tcase_add_test(trips, unlike_ranks_stay_flat);
+    tcase_add_test(trips, round_trip_classes);
     suite_add_tcase(suite, trips);
     TCase *damage = tcase_create("damage");
     tcase_set_timeout(damage, 600);
@@ -1251,6 +1311,7 @@ static Suite *store_suite(void)
     tcase_add_test(damage, save_refuses_a_target_that_is_not_a_file);
     tcase_add_test(damage, fuzz_regressions_fail_cleanly);
     tcase_add_test(damage, truncated_and_flipped_alike_job);
+    tcase_add_test(damage, forged_classes);
     tcase_add_test(damage, forged_alike_shape);
     suite_add_tcase(suite, damage);
     return suite;

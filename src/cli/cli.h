@@ -79,10 +79,12 @@ void rv_cli_print_rank_table(const rv_graph *graph, const rv_replay *replay);
 void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, const rv_replay *predicted);
 /* info: the ranks, their clock offsets, and the collectives matched by each rule. */
 void rv_cli_print_job_summary(const rv_graph *graph);
-/* Whether a job's ranks are alike (alike.h: saved once, replayed in
- * lockstep), and if not the first difference (*why, g_free; NULL when
- * alike). */
-gboolean rv_cli_ranks_alike(const rv_graph *graph, char **why);
+/* How a job's ranks are held (alike.h): the classes of alike ranks (0:
+ * rank by rank) and their largest, and the first difference between rank
+ * index 0 and another rank (*why, g_free; NULL when every rank is alike). */
+guint rv_cli_rank_classes(const rv_graph *graph, guint *largest, char **why);
+/* One phrase of it, for import and info (g_free). */
+char *rv_cli_rank_classes_text(const rv_graph *graph);
 void *rv_cli_json_job_summary(const rv_graph *graph);
 
 /* "reverie: note: ..." on stderr; from an isolated child, sent to the

@@ -42,12 +42,9 @@ static void print_summary(const rv_graph *graph, const char *path, guint64 bytes
     fprintf(report, ", %u edges, %u steps, %.1f MB in %.2f s\n", graph->edges->len, graph->steps->len, bytes / 1e6,
             seconds);
     if (rv_cli_is_job(graph)) { /* how the file holds the job (store.h) */
-        char *why = NULL;
-        if (rv_cli_ranks_alike(graph, &why))
-            fprintf(report, "  %u ranks alike: saved once (one rank's tasks, every rank's times)\n", graph->ranks->len);
-        else
-            fprintf(report, "  %u ranks, not alike (%s): saved rank by rank\n", graph->ranks->len, why);
-        g_free(why);
+        char *text = rv_cli_rank_classes_text(graph);
+        fprintf(report, "  ranks alike: %s\n", text);
+        g_free(text);
     }
     g_free(shown);
 }

@@ -129,23 +129,39 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
 
 /* ---- what the join found, for info -------------------------------------- */
 
-gboolean rv_cli_ranks_alike(const rv_graph *graph, char **why)
+guint rv_cli_rank_classes(const rv_graph *graph, guint *largest, char **why)
 {
     GError *error = NULL;
-    gboolean alike = rv_alike_check(graph, &error);
-    *why = error ? g_strdup(error->message) : NULL;
+    rv_alike_verdict verdict = { 0 };
+    guint classes = rv_alike_check(graph, &verdict, &error) ? verdict.class_count : 0;
+    *largest = verdict.largest_class;
+    *why = error ? g_strdup(error->message) : g_strdup(verdict.unlike_because);
     g_clear_error(&error);
-    return alike;
+    rv_alike_verdict_clear(&verdict);
+    return classes;
+}
+
+char *rv_cli_rank_classes_text(const rv_graph *graph)
+{
+    guint largest = 0;
+    char *why = NULL, *text;
+    guint classes = rv_cli_rank_classes(graph, &largest, &why);
+    if (classes == 1)
+        text = g_strdup("yes (one program, times of their own): saved once, replayed in lockstep");
+    else if (classes > 1)
+        text = g_strdup_printf("%u classes, the largest of %u ranks (%s): each class saved once, replayed in lockstep",
+                               classes, largest, rv_cli_shown(why));
+    else
+        text = g_strdup_printf("no (%s): saved and replayed rank by rank", rv_cli_shown(why));
+    g_free(why);
+    return text;
 }
 
 static void print_alike(const rv_graph *graph)
 {
-    char *why = NULL;
-    if (rv_cli_ranks_alike(graph, &why))
-        printf("ranks alike: yes (one program, times of their own): saved once, replayed in lockstep\n");
-    else
-        printf("ranks alike: no (%s): saved and replayed rank by rank\n", rv_cli_shown(why));
-    g_free(why);
+    char *text = rv_cli_rank_classes_text(graph);
+    printf("ranks alike: %s\n", text);
+    g_free(text);
 }
 
 void rv_cli_print_job_summary(const rv_graph *graph)
@@ -203,12 +219,12 @@ void *rv_cli_json_job_summary(const rv_graph *graph)
                                                rank->offset_samples));
     }
     char *why = NULL;
-    gboolean alike = rv_cli_ranks_alike(graph, &why);
-    json_t *summary = json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:b,s:o}", "ranks", ranks, "world_size",
+    guint largest = 0, classes = rv_cli_rank_classes(graph, &largest, &why);
+    json_t *summary = json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:b,s:I,s:o}", "ranks", ranks, "world_size",
                                 (json_int_t)graph->world_size, "collectives_matched", (json_int_t)matched,
                                 "kernels_unmatched", (json_int_t)unmatched, "matched_by", rules, "parallelism",
-                                parallelism, "ranks_alike", alike, "unlike_because",
-                                why ? rv_json_text(why) : json_null());
+                                parallelism, "ranks_alike", classes == 1, "rank_classes", (json_int_t)classes,
+                                "unlike_because", why ? rv_json_text(why) : json_null());
     g_free(why);
     return summary;
 }

@@ -1,12 +1,13 @@
 /*
- * alike.c - find whether a joint graph's ranks are alike, hold them once,
- * and give the joint graph back (alike.h).
+ * alike.c - find a joint graph's classes of alike ranks, hold the job once
+ * per class, and give the joint graph back (alike.h).
  *
- * The join puts each rank's tasks and edges in one block (job.c), so rank
- * r's k-th task is joint task r * n + k and alike ranks number alike.  The
- * comparison walks every rank's block against rank 0's; what may differ
- * goes to a column, everything else must agree, so that rv_alike_to_job
- * rebuilds the joint graph exactly.
+ * The join puts each rank's tasks, threads and streams, steps and edges in
+ * one block each (job.c), ranks in order, the job's own last.  Each rank
+ * is compared with the first member of every class found so far, and
+ * joins the first it agrees with; else it starts a class.  What may differ
+ * between members goes to a column, everything else must agree, so that
+ * rv_alike_to_job rebuilds the joint graph exactly.
  */
 #include "reverie/alike.h"
 #include "reverie/error.h"
@@ -14,49 +15,31 @@
 #include "../util/columns.h"
 #include <string.h>
 
+/* A rank compared in full with this many classes' first members without
+ * agreeing with any is held as a class of its own, unmatched with the
+ * rest: a job of very many unlike ranks costs ranks x 64 comparisons, not
+ * ranks squared.  Comparing two ranks' counts first is cheap and not
+ * counted; two unlike programs differ within their first tasks. */
+#define CLASSES_COMPARED_MAX 64
+
 /* ---- the blocks -------------------------------------------------------------- */
 
 typedef struct {
+    int32_t first, count;
+} span;
+
+/* Each rank's blocks of tasks, resources, steps and edges, and where the
+ * job's own begin. */
+typedef struct {
     const rv_graph *joint;
     guint ranks;
-    int32_t n, m, s;      /* tasks, resources and steps per rank */
-    guint rank_edges;     /* edges per rank */
+    span *tasks, *resources, *steps, *edges;  /* per rank */
+    int32_t job_tasks, job_resources, job_edges; /* the first of the job's */
 } blocks;
 
 static int32_t task_rank(const rv_graph *joint, int32_t t)
 {
     return rv_task_rank_index(joint, &g_array_index(joint->tasks, rv_task, t));
-}
-
-/* The length of each rank's block, the same for every rank, and that the
- * blocks come in rank order, the job's last: `rank_of(i)` for i in [0,
- * count).  The error names what differs first: a rank with more or fewer
- * items, or items out of blocks (a graph joined before blocks). */
-static gboolean block_length(guint ranks, guint count, int32_t (*rank_of)(const rv_graph *, int32_t),
-                             const rv_graph *joint, const char *what, int32_t *length, GError **error)
-{
-    guint *per_rank = g_new0(guint, ranks + 1);
-    for (guint i = 0; i < count; i++) {
-        int32_t r = rank_of(joint, (int32_t)i);
-        per_rank[r >= 0 && (guint)r < ranks ? (guint)r : ranks]++;
-    }
-    *length = (int32_t)per_rank[0];
-    gboolean ok = TRUE;
-    for (guint r = 1; r < ranks && ok; r++)
-        if (per_rank[r] != per_rank[0]) {
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u has %u %s, rank index 0 %u", r, per_rank[r], what,
-                        per_rank[0]);
-            ok = FALSE;
-        }
-    for (guint i = 0; i < count && ok; i++) {
-        int32_t expected = i < per_rank[0] * ranks ? (int32_t)(i / MAX(per_rank[0], 1)) : -1;
-        if (rank_of(joint, (int32_t)i) == expected) continue;
-        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "the ranks' %s are not in blocks, rank by rank (saved before "
-                    "reverie numbered them so: import the traces again)", what);
-        ok = FALSE;
-    }
-    g_free(per_rank);
-    return ok;
 }
 
 static int32_t resource_rank(const rv_graph *joint, int32_t resource)
@@ -74,49 +57,126 @@ static int32_t edge_rank(const rv_graph *joint, int32_t e)
     return rv_edge_rank_index(joint, &g_array_index(joint->edges, rv_edge, e));
 }
 
-static gboolean find_blocks(blocks *b, GError **error)
+/* Each rank's span of items [0, count) by `rank_of`, which must come in
+ * rank order, each rank's together, the job's (-1) last; *job_first: where
+ * the job's begin.  FALSE where they do not (a graph joined before blocks). */
+static gboolean find_spans(guint ranks, guint count, int32_t (*rank_of)(const rv_graph *, int32_t), const rv_graph *joint,
+                           const char *what, span *spans, int32_t *job_first, GError **error)
 {
-    const rv_graph *joint = b->joint;
-    int32_t edges_per_rank = 0;
-    if (!block_length(b->ranks, (guint)rv_graph_task_count(joint), task_rank, joint, "tasks", &b->n, error) ||
-        !block_length(b->ranks, joint->resources->len, resource_rank, joint, "threads and streams", &b->m, error) ||
-        !block_length(b->ranks, joint->steps->len, step_rank, joint, "steps", &b->s, error) ||
-        !block_length(b->ranks, joint->edges->len, edge_rank, joint, "edges", &edges_per_rank, error))
+    int32_t previous = 0;
+    for (guint r = 0; r < ranks; r++) spans[r] = (span){ 0, 0 };
+    *job_first = (int32_t)count;
+    for (guint i = 0; i < count; i++) {
+        int32_t r = rank_of(joint, (int32_t)i);
+        gboolean in_order = r >= previous && (guint)r < ranks;
+        if (r < 0 && *job_first == (int32_t)count) *job_first = (int32_t)i;
+        if (r < 0) previous = G_MAXINT32; /* nothing of a rank's after the job's */
+        else if (in_order && spans[r].count++ == 0) spans[r].first = (int32_t)i;
+        if (in_order) previous = r;
+        if (in_order || r < 0) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "the ranks' %s are not in blocks, rank by rank (saved before "
+                    "reverie numbered them so: import the traces again)", what);
         return FALSE;
-    b->rank_edges = (guint)edges_per_rank;
+    }
     return TRUE;
 }
 
-/* ---- the comparison ------------------------------------------------------------ */
-
-/* A place in rank 0's numbering: a rank's task or resource shifted to rank
- * 0's block; the job's as they are. */
-static int32_t task_place(const blocks *b, int32_t t)
+static gboolean find_blocks(blocks *b, GError **error)
 {
-    return t < (int32_t)b->ranks * b->n ? t % b->n : t - ((int32_t)b->ranks - 1) * b->n;
+    const rv_graph *joint = b->joint;
+    int32_t job_steps;
+    return find_spans(b->ranks, (guint)rv_graph_task_count(joint), task_rank, joint, "tasks", b->tasks, &b->job_tasks, error) &&
+           find_spans(b->ranks, joint->resources->len, resource_rank, joint, "threads and streams", b->resources,
+                      &b->job_resources, error) &&
+           find_spans(b->ranks, joint->steps->len, step_rank, joint, "steps", b->steps, &job_steps, error) &&
+           find_spans(b->ranks, joint->edges->len, edge_rank, joint, "edges", b->edges, &b->job_edges, error) &&
+           (job_steps == (int32_t)joint->steps->len ||
+            (g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "a step begins at one of the job's own tasks"), FALSE));
 }
 
-static int32_t resource_place(const blocks *b, int32_t res)
+static void blocks_init(blocks *b, const rv_graph *joint)
 {
-    return res < (int32_t)b->ranks * b->m ? res % b->m : res - ((int32_t)b->ranks - 1) * b->m;
+    b->joint = joint;
+    b->ranks = rv_graph_rank_count(joint);
+    b->tasks = g_new0(span, b->ranks);
+    b->resources = g_new0(span, b->ranks);
+    b->steps = g_new0(span, b->ranks);
+    b->edges = g_new0(span, b->ranks);
 }
 
-static int32_t step_place(const blocks *b, int32_t step)
+static void blocks_clear(blocks *b)
 {
-    return step < 0 ? -1 : step % MAX(b->s, 1);
+    g_free(b->tasks);
+    g_free(b->resources);
+    g_free(b->steps);
+    g_free(b->edges);
+}
+
+/* ---- one rank against another ---------------------------------------------------- */
+
+/* A task's place as seen from rank r: its offset in r's block, the job's
+ * task j as -1 - j, and another rank's as G_MININT64 (which no edge of
+ * alike ranks has: ends_in refuses it). */
+static int64_t task_place(const blocks *b, int32_t t, guint r)
+{
+    const span *own = &b->tasks[r];
+    if (t >= own->first && t < own->first + own->count) return t - own->first;
+    return t >= b->job_tasks ? -1 - (int64_t)(t - b->job_tasks) : G_MININT64;
+}
+
+static int32_t resource_place(const blocks *b, int32_t res, guint r)
+{
+    return res - b->resources[r].first;
+}
+
+static int32_t step_place(const blocks *b, int32_t step, guint r)
+{
+    return step < 0 ? -1 : step - b->steps[r].first;
+}
+
+/* Which of the optional columns some member needs. */
+typedef struct {
+    gboolean correlation, bytes, step, collective;
+} varying;
+
+/* Ranks a (a class's first member) and x, compared; why is set to the
+ * first difference. */
+typedef struct {
+    const blocks *b;
+    guint a, x;
+    char *why;
+} pair;
+
+static gboolean differ(pair *p, char *why)
+{
+    p->why = why;
+    return FALSE;
+}
+
+static gboolean same_counts(pair *p)
+{
+    const blocks *b = p->b;
+    static const char *const what[] = { "tasks", "threads and streams", "steps", "edges" };
+    const span *spans[] = { b->tasks, b->resources, b->steps, b->edges };
+    for (guint i = 0; i < G_N_ELEMENTS(spans); i++)
+        if (spans[i][p->x].count != spans[i][p->a].count)
+            return differ(p, g_strdup_printf("rank index %u has %d %s, rank index %u %d", p->x, spans[i][p->x].count,
+                                              what[i], p->a, spans[i][p->a].count));
+    return TRUE;
 }
 
 /* What must agree between the k-th tasks of two ranks; NULL if all does. */
-static const char *task_difference(const blocks *b, const rv_task *a, const rv_task *x)
+static const char *task_difference(const pair *p, const rv_task *a, const rv_task *x)
 {
     if (a->kind != x->kind || a->phase != x->phase) return "kind";
     if (a->flags != x->flags) return "flags (GPU, blocking, removed, rendezvous)";
     if (a->name != x->name || a->op != x->op || a->layer != x->layer || a->input_dims != x->input_dims) return "name";
-    if (resource_place(b, a->resource) != resource_place(b, x->resource)) return "thread or stream";
+    if (resource_place(p->b, a->resource, p->a) != resource_place(p->b, x->resource, p->x)) return "thread or stream";
     return NULL;
 }
 
-/* Per-task side arrays (graph.h) must agree too: the structure keeps rank 0's. */
+/* Per-task side arrays (graph.h) must agree too: the structure keeps the
+ * first member's. */
 static gboolean same_side_values(const rv_graph *joint, int32_t a, int32_t x)
 {
     const rv_launch *la = rv_task_launch(joint, a), *lx = rv_task_launch(joint, x);
@@ -129,92 +189,99 @@ static gboolean same_side_values(const rv_graph *joint, int32_t a, int32_t x)
            rv_task_op_args(joint, a) == rv_task_op_args(joint, x);
 }
 
-/* Which of the optional columns some rank needs. */
-typedef struct {
-    gboolean correlation, bytes, step, collective;
-} varying;
-
-static gboolean compare_tasks(const blocks *b, varying *varies, GError **error)
+static gboolean same_tasks(pair *p, varying *varies)
 {
+    const blocks *b = p->b;
     const rv_task *tasks = (const rv_task *)b->joint->tasks->data;
-    for (guint r = 1; r < b->ranks; r++)
-        for (int32_t k = 0; k < b->n; k++) {
-            int32_t id = (int32_t)r * b->n + k;
-            const rv_task *first = &tasks[k], *other = &tasks[id];
-            const char *what = task_difference(b, first, other);
-            if (what == NULL && !same_side_values(b->joint, k, id)) what = "launch or recorded operators";
-            if (what != NULL) {
-                g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's task %d (%s) differs from rank index 0's in its %s",
-                            r, k, rv_strings_get(b->joint->strings, other->name), what);
-                return FALSE;
-            }
-            varies->correlation |= first->correlation != other->correlation;
-            varies->bytes |= first->bytes != other->bytes;
-            varies->step |= step_place(b, first->step) != step_place(b, other->step);
-            varies->collective |= first->collective != other->collective;
-        }
+    for (int32_t k = 0; k < b->tasks[p->a].count; k++) {
+        int32_t ia = b->tasks[p->a].first + k, ix = b->tasks[p->x].first + k;
+        const rv_task *first = &tasks[ia], *other = &tasks[ix];
+        const char *what = task_difference(p, first, other);
+        if (what == NULL && !same_side_values(b->joint, ia, ix)) what = "launch or recorded operators";
+        if (what != NULL)
+            return differ(p, g_strdup_printf("rank index %u's task %d (%s) differs from rank index %u's in its %s", p->x, k,
+                                             rv_strings_get(b->joint->strings, other->name), p->a, what));
+        varies->correlation |= first->correlation != other->correlation;
+        varies->bytes |= first->bytes != other->bytes;
+        varies->step |= step_place(b, first->step, p->a) != step_place(b, other->step, p->x);
+        varies->collective |= first->collective != other->collective;
+    }
     return TRUE;
 }
 
-static gboolean compare_resources(const blocks *b, GError **error)
+static gboolean same_resources(pair *p)
 {
+    const blocks *b = p->b;
     const rv_resource *resources = (const rv_resource *)b->joint->resources->data;
-    for (guint r = 1; r < b->ranks; r++)
-        for (int32_t k = 0; k < b->m; k++) {
-            const rv_resource *a = &resources[k], *x = &resources[(int32_t)r * b->m + k];
-            if (a->kind == x->kind && a->queue_depth == x->queue_depth) continue;
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s differs from %s in its kind or launch-queue depth",
-                        rv_strings_get(b->joint->strings, x->name), rv_strings_get(b->joint->strings, a->name));
-            return FALSE;
-        }
+    for (int32_t k = 0; k < b->resources[p->a].count; k++) {
+        const rv_resource *a = &resources[b->resources[p->a].first + k], *x = &resources[b->resources[p->x].first + k];
+        if (a->kind == x->kind && a->queue_depth == x->queue_depth) continue;
+        return differ(p, g_strdup_printf("%s differs from %s in its kind or launch-queue depth",
+                                         rv_strings_get(b->joint->strings, x->name), rv_strings_get(b->joint->strings, a->name)));
+    }
     return TRUE;
 }
 
 /* Both ends of rank r's edge are rank r's tasks or the job's. */
 static gboolean ends_in(const blocks *b, const rv_edge *edge, guint r)
 {
-    int32_t from = task_rank(b->joint, edge->from), to = task_rank(b->joint, edge->to);
-    return (from < 0 || (guint)from == r) && (to < 0 || (guint)to == r);
+    return task_place(b, edge->from, r) != G_MININT64 && task_place(b, edge->to, r) != G_MININT64;
 }
 
-static gboolean compare_edges(const blocks *b, GError **error)
+static gboolean same_edges(pair *p)
 {
+    const blocks *b = p->b;
     const rv_edge *edges = (const rv_edge *)b->joint->edges->data;
-    for (guint r = 0; r < b->ranks; r++)
-        for (guint i = 0; i < b->rank_edges; i++) {
-            const rv_edge *a = &edges[i], *x = &edges[r * b->rank_edges + i];
-            if (task_place(b, a->from) == task_place(b, x->from) && task_place(b, a->to) == task_place(b, x->to) &&
-                a->kind == x->kind && a->from_start == x->from_start && ends_in(b, x, r))
-                continue;
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's edge %u differs from rank index 0's, or joins "
-                        "two ranks", r, i);
-            return FALSE;
-        }
+    for (int32_t i = 0; i < b->edges[p->a].count; i++) {
+        const rv_edge *a = &edges[b->edges[p->a].first + i], *x = &edges[b->edges[p->x].first + i];
+        if (task_place(b, a->from, p->a) == task_place(b, x->from, p->x) && task_place(b, a->to, p->a) == task_place(b, x->to, p->x) &&
+            a->kind == x->kind && a->from_start == x->from_start && ends_in(b, x, p->x) && ends_in(b, a, p->a))
+            continue;
+        return differ(p, g_strdup_printf("rank index %u's edge %d differs from rank index %u's, or joins two ranks", p->x,
+                                         i, p->a));
+    }
     return TRUE;
 }
 
-static gboolean compare_steps(const blocks *b, GError **error)
+static gboolean same_steps(pair *p)
 {
+    const blocks *b = p->b;
     const rv_step *steps = (const rv_step *)b->joint->steps->data;
-    for (guint r = 1; r < b->ranks; r++)
-        for (int32_t k = 0; k < b->s; k++) {
-            const rv_step *a = &steps[k], *x = &steps[(int32_t)r * b->s + k];
-            if (x->begin_marker == a->begin_marker + (int32_t)r * b->n && x->end_marker == a->end_marker + (int32_t)r * b->n)
-                continue;
-            g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u's step %d begins or ends elsewhere than rank index 0's",
-                        r, k);
-            return FALSE;
-        }
+    for (int32_t k = 0; k < b->steps[p->a].count; k++) {
+        const rv_step *a = &steps[b->steps[p->a].first + k], *x = &steps[b->steps[p->x].first + k];
+        if (task_place(b, x->begin_marker, p->x) == task_place(b, a->begin_marker, p->a) &&
+            task_place(b, x->end_marker, p->x) == task_place(b, a->end_marker, p->a) &&
+            task_place(b, x->begin_marker, p->x) >= 0 && task_place(b, x->end_marker, p->x) >= 0)
+            continue;
+        return differ(p, g_strdup_printf("rank index %u's step %d begins or ends elsewhere than rank index %u's", p->x, k,
+                                         p->a));
+    }
     return TRUE;
 }
+
+/* Are ranks a and x alike?  The columns x needs beyond a's go to varies. */
+static gboolean alike_ranks(pair *p, varying *varies)
+{
+    varying seen = { FALSE, FALSE, FALSE, FALSE };
+    if (!same_counts(p) || !same_resources(p) || !same_steps(p) || !same_tasks(p, &seen) || !same_edges(p)) return FALSE;
+    varies->correlation |= seen.correlation;
+    varies->bytes |= seen.bytes;
+    varies->step |= seen.step;
+    varies->collective |= seen.collective;
+    return TRUE;
+}
+
+/* ---- what the whole job must be -------------------------------------------------- */
 
 /* The lockstep replay keeps no free time for the job's own resources. */
 static gboolean job_tasks_are_instants(const blocks *b, GError **error)
 {
-    for (int32_t t = (int32_t)b->ranks * b->n; t < rv_graph_task_count(b->joint); t++) {
+    for (int32_t t = b->job_tasks; t < rv_graph_task_count(b->joint); t++) {
         const rv_task *task = &g_array_index(b->joint->tasks, rv_task, t);
         const rv_resource *on = &g_array_index(b->joint->resources, rv_resource, task->resource);
-        if (task->duration_ns == 0 && task->host_overhead_ns == 0 && on->idle_gap_ns == 0 && task->step < 0) continue;
+        if (task->duration_ns == 0 && task->host_overhead_ns == 0 && on->idle_gap_ns == 0 && on->launch_latency_ns == 0 &&
+            task->step < 0)
+            continue;
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "the job's task %s takes time (only instants are shared by the ranks)",
                     rv_strings_get(b->joint->strings, task->name));
         return FALSE;
@@ -231,38 +298,219 @@ static gboolean unchanged_by_plugins(const rv_graph *joint, GError **error)
     return FALSE;
 }
 
-/* A collective's meeting point is one of the job's tasks (or rank 0's): a
- * place the structure can name. */
+/* A collective's meeting point is one of the job's tasks (or rank index
+ * 0's, which the structure holds as it is): a place the structure can
+ * name. */
 static gboolean meetings_are_the_jobs(const blocks *b, GError **error)
 {
     for (guint c = 0; c < b->joint->collectives->len; c++) {
         int32_t meeting = g_array_index(b->joint->collectives, rv_collective_info, c).rendezvous;
-        if (meeting < b->n || meeting >= (int32_t)b->ranks * b->n) continue;
+        if (meeting < b->tasks[0].count || meeting >= b->job_tasks) continue;
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "collective %u meets at a rank's task", c);
         return FALSE;
     }
     return TRUE;
 }
 
-static gboolean compare(blocks *b, varying *varies, GError **error)
+/* A rank's edges join its own tasks or the job's, its steps begin and end
+ * at its own tasks, its tasks belong to its own steps: what a class of one,
+ * compared with no other, must hold too. */
+static gboolean ranks_keep_to_themselves(const blocks *b, GError **error)
 {
-    return unchanged_by_plugins(b->joint, error) && find_blocks(b, error) && compare_resources(b, error) &&
-           compare_steps(b, error) && compare_tasks(b, varies, error) && compare_edges(b, error) &&
-           job_tasks_are_instants(b, error) && meetings_are_the_jobs(b, error);
+    const rv_graph *joint = b->joint;
+    for (guint r = 0; r < b->ranks; r++) {
+        const char *what = NULL;
+        for (int32_t e = b->edges[r].first; e < b->edges[r].first + b->edges[r].count && !what; e++)
+            if (!ends_in(b, &g_array_index(joint->edges, rv_edge, e), r)) what = "an edge joins it to another rank";
+        for (int32_t s = b->steps[r].first; s < b->steps[r].first + b->steps[r].count && !what; s++) {
+            const rv_step *step = &g_array_index(joint->steps, rv_step, s);
+            if (task_place(b, step->begin_marker, r) < 0 || task_place(b, step->end_marker, r) < 0)
+                what = "a step of its begins or ends at another's task";
+        }
+        for (int32_t t = b->tasks[r].first; t < b->tasks[r].first + b->tasks[r].count && !what; t++) {
+            int32_t step = step_place(b, g_array_index(joint->tasks, rv_task, t).step, r);
+            if (step < -1 || step >= b->steps[r].count) what = "a task of its belongs to another's step";
+        }
+        if (what == NULL) continue;
+        g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "rank index %u is not one block: %s", r, what);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---- the classes ------------------------------------------------------------------ */
+
+/* A class being found: its members, in rank order. */
+typedef struct {
+    GArray *members;  /* guint */
+} found_class;
+
+/* Put every rank in a class: the first whose first member it agrees with.
+ * verdict->unlike_because: rank index 0's first difference with a rank
+ * that did not join it. */
+static GArray *find_classes(const blocks *b, varying *varies, rv_alike_verdict *verdict)
+{
+    GArray *classes = g_array_new(FALSE, FALSE, sizeof(found_class));
+    for (guint r = 0; r < b->ranks; r++) {
+        guint c = 0, compared = 0;
+        gboolean joined = FALSE;
+        for (; c < classes->len && compared < CLASSES_COMPARED_MAX && !joined; c++) {
+            found_class *cls = &g_array_index(classes, found_class, c);
+            pair p = { b, g_array_index(cls->members, guint, 0), r, NULL };
+            gboolean counts_agree = same_counts(&p);
+            if (counts_agree) compared++;
+            joined = counts_agree && alike_ranks(&p, varies);
+            if (!joined && c == 0 && verdict->unlike_because == NULL) verdict->unlike_because = g_strdup(p.why);
+            g_free(p.why);
+        }
+        if (joined) c--;
+        else {
+            found_class fresh = { g_array_new(FALSE, FALSE, sizeof(guint)) };
+            g_array_append_val(classes, fresh);
+            c = classes->len - 1;
+        }
+        g_array_append_val(g_array_index(classes, found_class, c).members, r);
+    }
+    return classes;
+}
+
+static void found_classes_free(GArray *classes)
+{
+    for (guint c = 0; c < classes->len; c++) g_array_unref(g_array_index(classes, found_class, c).members);
+    g_array_unref(classes);
+}
+
+static void fill_verdict(rv_alike_verdict *verdict, const GArray *classes)
+{
+    verdict->class_count = classes->len;
+    verdict->largest_class = 0;
+    for (guint c = 0; c < classes->len; c++)
+        verdict->largest_class = MAX(verdict->largest_class, g_array_index(classes, found_class, c).members->len);
+}
+
+/* The whole job's checks, then the classes; FALSE where it cannot be held
+ * once (no two ranks alike included). */
+static gboolean classify(blocks *b, varying *varies, rv_alike_verdict *verdict, GArray **classes, GError **error)
+{
+    *classes = NULL;
+    if (!unchanged_by_plugins(b->joint, error) || !find_blocks(b, error) || !ranks_keep_to_themselves(b, error) ||
+        !job_tasks_are_instants(b, error) || !meetings_are_the_jobs(b, error))
+        return FALSE;
+    *classes = find_classes(b, varies, verdict);
+    fill_verdict(verdict, *classes);
+    if (verdict->largest_class > 1) return TRUE;
+    g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s", verdict->unlike_because ? verdict->unlike_because : "one rank");
+    found_classes_free(*classes);
+    *classes = NULL;
+    return FALSE;
+}
+
+void rv_alike_verdict_clear(rv_alike_verdict *verdict)
+{
+    if (verdict == NULL) return;
+    g_free(verdict->unlike_because);
+    memset(verdict, 0, sizeof *verdict);
+}
+
+gboolean rv_alike_check(const rv_graph *joint, rv_alike_verdict *verdict, GError **error)
+{
+    blocks b;
+    blocks_init(&b, joint);
+    varying varies = { FALSE, FALSE, FALSE, FALSE };
+    rv_alike_verdict found = { 0 };
+    GArray *classes = NULL;
+    gboolean ok = classify(&b, &varies, &found, &classes, error);
+    if (classes) found_classes_free(classes);
+    blocks_clear(&b);
+    if (ok && verdict) *verdict = found;
+    else rv_alike_verdict_clear(&found);
+    return ok;
+}
+
+/* ---- the layout: where each class and rank lies ------------------------------------ */
+
+/* From each class's counts and members: the classes' places in the
+ * structure and in the columns, each rank's class and member, its blocks
+ * in the joint graph, and the class of every class task. */
+static void lay_out(rv_alike_job *alike)
+{
+    int32_t task = 0, resource = 0, step = 0;
+    guint edge = 0;
+    gsize cell = 0, resource_cell = 0;
+    alike->ranks = g_new0(rv_alike_rank, alike->rank_count);
+    for (guint c = 0; c < alike->class_count; c++) {
+        rv_alike_class *cls = &alike->classes[c];
+        cls->first_task = task;
+        cls->first_resource = resource;
+        cls->first_step = step;
+        cls->first_edge = edge;
+        cls->first_cell = cell;
+        cls->first_resource_cell = resource_cell;
+        task += cls->task_count;
+        resource += cls->resource_count;
+        step += cls->step_count;
+        edge += cls->edge_count;
+        cell += (gsize)cls->task_count * cls->member_count;
+        resource_cell += (gsize)cls->resource_count * cls->member_count;
+        for (guint m = 0; m < cls->member_count; m++)
+            alike->ranks[cls->members[m]] = (rv_alike_rank){ c, m, 0, 0, 0, 0 };
+    }
+    alike->class_task_count = task;
+    alike->class_resource_count = resource;
+    alike->class_step_count = step;
+    alike->class_edge_count = edge;
+    alike->cell_count = cell;
+    rv_alike_rank joint = { 0, 0, 0, 0, 0, 0 };
+    for (guint r = 0; r < alike->rank_count; r++) {
+        const rv_alike_class *cls = rv_alike_rank_class(alike, r);
+        alike->ranks[r].first_task = joint.first_task;
+        alike->ranks[r].first_resource = joint.first_resource;
+        alike->ranks[r].first_step = joint.first_step;
+        alike->ranks[r].first_edge = joint.first_edge;
+        joint.first_task += cls->task_count;
+        joint.first_resource += cls->resource_count;
+        joint.first_step += cls->step_count;
+        joint.first_edge += cls->edge_count;
+    }
+    alike->task_class = g_new(int32_t, (gsize)task + 1);
+    for (guint c = 0; c < alike->class_count; c++)
+        for (int32_t k = 0; k < alike->classes[c].task_count; k++) alike->task_class[alike->classes[c].first_task + k] = (int32_t)c;
+}
+
+/* The joint graph's first task of the job's own: after every rank's. */
+static int32_t joint_job_task(const rv_alike_job *alike)
+{
+    return (int32_t)alike->cell_count;
+}
+
+gsize rv_alike_resource_cell_count(const rv_alike_job *alike)
+{
+    gsize cells = 0;
+    for (guint c = 0; c < alike->class_count; c++) cells += (gsize)alike->classes[c].resource_count * alike->classes[c].member_count;
+    return cells;
+}
+
+static int32_t joint_job_resource(const rv_alike_job *alike)
+{
+    return (int32_t)rv_alike_resource_cell_count(alike);
+}
+
+/* The joint graph's id of the structure's task t for rank index r (the
+ * job's tasks: r is ignored). */
+static int32_t joint_task(const rv_alike_job *alike, int32_t t, guint r)
+{
+    if (t >= alike->class_task_count) return joint_job_task(alike) + (t - alike->class_task_count);
+    return alike->ranks[r].first_task + (t - rv_alike_class_of(alike, t)->first_task);
 }
 
 /* ---- the structure and the columns -------------------------------------------- */
 
-/* The structure's numbering of a joint graph's resource, step or task:
- * rank 0's as they are, the job's after rank 0's. */
-static GArray *rank_zero_and_job(const GArray *joint, guint ranks, guint per_rank)
+/* The structure's id of joint task t: rank r's (r the first member of its
+ * class) or the job's. */
+static int32_t structure_task(const rv_alike_job *alike, const blocks *b, int32_t t, guint r)
 {
-    guint size = g_array_get_element_size((GArray *)joint);
-    GArray *kept = g_array_new(FALSE, FALSE, size);
-    g_array_append_vals(kept, joint->data, per_rank);
-    if (joint->len > ranks * per_rank)
-        g_array_append_vals(kept, joint->data + (gsize)ranks * per_rank * size, joint->len - ranks * per_rank);
-    return kept;
+    if (t >= b->job_tasks) return alike->class_task_count + (t - b->job_tasks);
+    return rv_alike_rank_class(alike, r)->first_task + (t - b->tasks[r].first);
 }
 
 /* The job's metadata, ranks and memory records (a fresh `to`). */
@@ -290,39 +538,65 @@ static void copy_side_values(rv_graph *to, int32_t to_task, const rv_graph *from
     if (rv_task_op_args(from, from_task)) rv_task_set_op_args(to, to_task, rv_task_op_args(from, from_task));
 }
 
-/* The structure's task k (rank 0's, or the job's) from the joint graph's. */
-static void fill_structure_tasks(rv_graph *structure, const blocks *b)
+/* Each class's first member's tasks, then the job's, renumbered. */
+static void fill_structure_tasks(rv_graph *structure, const rv_alike_job *alike, const blocks *b)
 {
-    int32_t total = rv_graph_task_count(b->joint), ranks = (int32_t)b->ranks;
-    for (int32_t t = 0; t < total; t++) {
-        if (t >= b->n && t < ranks * b->n) t = ranks * b->n; /* past the other ranks' blocks */
-        if (t >= total) break;
-        int32_t k = task_place(b, t);
-        rv_task task = g_array_index(b->joint->tasks, rv_task, t);
-        task.resource = resource_place(b, task.resource);
-        task.step = step_place(b, task.step);
+    const rv_graph *joint = b->joint;
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        guint a = cls->members[0];
+        for (int32_t k = 0; k < cls->task_count; k++) {
+            int32_t t = b->tasks[a].first + k;
+            rv_task task = g_array_index(joint->tasks, rv_task, t);
+            task.resource = cls->first_resource + resource_place(b, task.resource, a);
+            task.step = task.step < 0 ? -1 : cls->first_step + step_place(b, task.step, a);
+            g_array_append_val(structure->tasks, task);
+            copy_side_values(structure, cls->first_task + k, joint, t);
+        }
+    }
+    for (int32_t t = b->job_tasks; t < rv_graph_task_count(joint); t++) {
+        rv_task task = g_array_index(joint->tasks, rv_task, t);
+        task.resource = alike->class_resource_count + (task.resource - b->job_resources);
         g_array_append_val(structure->tasks, task);
-        copy_side_values(structure, k, b->joint, t);
+        copy_side_values(structure, structure_task(alike, b, t, 0), joint, t);
     }
 }
 
-static void fill_structure(rv_graph *structure, const blocks *b)
+static void append_edge(rv_graph *structure, const rv_alike_job *alike, const blocks *b, int32_t e, guint r)
+{
+    rv_edge edge = g_array_index(b->joint->edges, rv_edge, e);
+    edge.from = structure_task(alike, b, edge.from, r);
+    edge.to = structure_task(alike, b, edge.to, r);
+    g_array_append_val(structure->edges, edge);
+}
+
+static void fill_structure(rv_graph *structure, const rv_alike_job *alike, const blocks *b)
 {
     const rv_graph *joint = b->joint;
-    g_array_unref(structure->resources);
-    structure->resources = rank_zero_and_job(joint->resources, b->ranks, (guint)b->m);
-    fill_structure_tasks(structure, b);
-    for (guint e = 0; e < joint->edges->len; e++) {
-        if (e >= b->rank_edges && e < b->ranks * b->rank_edges) continue;
-        rv_edge edge = g_array_index(joint->edges, rv_edge, e);
-        edge.from = task_place(b, edge.from);
-        edge.to = task_place(b, edge.to);
-        g_array_append_val(structure->edges, edge);
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        guint a = cls->members[0];
+        g_array_append_vals(structure->resources, &g_array_index(joint->resources, rv_resource, b->resources[a].first),
+                            (guint)cls->resource_count);
+        for (int32_t s = 0; s < cls->step_count; s++) {
+            rv_step step = g_array_index(joint->steps, rv_step, b->steps[a].first + s);
+            step.begin_marker = structure_task(alike, b, step.begin_marker, a);
+            step.end_marker = structure_task(alike, b, step.end_marker, a);
+            g_array_append_val(structure->steps, step);
+        }
     }
-    for (int32_t s = 0; s < b->s; s++) g_array_append_val(structure->steps, g_array_index(joint->steps, rv_step, s));
+    if ((guint)b->job_resources < joint->resources->len)
+        g_array_append_vals(structure->resources, &g_array_index(joint->resources, rv_resource, b->job_resources),
+                            joint->resources->len - (guint)b->job_resources);
+    fill_structure_tasks(structure, alike, b);
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        for (guint i = 0; i < cls->edge_count; i++) append_edge(structure, alike, b, b->edges[cls->members[0]].first + (int32_t)i, cls->members[0]);
+    }
+    for (guint e = (guint)b->job_edges; e < joint->edges->len; e++) append_edge(structure, alike, b, (int32_t)e, 0);
     for (guint c = 0; c < joint->collectives->len; c++) {
         rv_collective_info info = g_array_index(joint->collectives, rv_collective_info, c);
-        if (info.rendezvous >= 0) info.rendezvous = task_place(b, info.rendezvous);
+        if (info.rendezvous >= 0) info.rendezvous = structure_task(alike, b, info.rendezvous, 0);
         g_array_append_val(structure->collectives, info);
     }
     copy_metadata(structure, joint);
@@ -330,7 +604,7 @@ static void fill_structure(rv_graph *structure, const blocks *b)
 
 static void fill_columns(rv_alike_job *alike, const blocks *b, const varying *varies)
 {
-    gsize cells = (gsize)b->n * b->ranks;
+    gsize cells = alike->cell_count;
     alike->duration_ns = rv_column_new(cells, sizeof(int64_t));
     alike->host_overhead_ns = rv_column_new(cells, sizeof(int64_t));
     alike->recorded_start_ns = rv_column_new(cells, sizeof(int64_t));
@@ -339,107 +613,130 @@ static void fill_columns(rv_alike_job *alike, const blocks *b, const varying *va
     if (varies->step) alike->step = rv_column_new(cells, sizeof(int32_t));
     if (varies->collective) alike->collective = rv_column_new(cells, sizeof(int32_t));
     const rv_task *tasks = (const rv_task *)b->joint->tasks->data;
-    for (guint r = 0; r < b->ranks; r++)
-        for (int32_t k = 0; k < b->n; k++) {
-            const rv_task *task = &tasks[(gsize)r * (guint)b->n + (guint)k];
-            gsize at = (gsize)k * b->ranks + r;
+    for (guint r = 0; r < alike->rank_count; r++) {
+        const rv_alike_class *cls = rv_alike_rank_class(alike, r);
+        for (int32_t k = 0; k < cls->task_count; k++) {
+            const rv_task *task = &tasks[b->tasks[r].first + k];
+            gsize at = rv_alike_rank_cell(alike, cls->first_task + k, r);
             alike->duration_ns[at] = task->duration_ns;
             alike->host_overhead_ns[at] = task->host_overhead_ns;
             alike->recorded_start_ns[at] = task->recorded_start_ns;
             if (alike->correlation) alike->correlation[at] = task->correlation;
             if (alike->bytes) alike->bytes[at] = task->bytes;
-            if (alike->step) alike->step[at] = step_place(b, task->step);
+            if (alike->step) alike->step[at] = step_place(b, task->step, r);
             if (alike->collective) alike->collective[at] = task->collective;
         }
+    }
 }
 
-gboolean rv_alike_check(const rv_graph *joint, GError **error)
+/* The classes found, with their blocks' sizes from their first members. */
+static void take_classes(rv_alike_job *alike, const blocks *b, GArray *found)
 {
-    blocks b = { joint, rv_graph_rank_count(joint), 0, 0, 0, 0 };
-    varying varies = { FALSE, FALSE, FALSE, FALSE };
-    return compare(&b, &varies, error);
+    alike->class_count = found->len;
+    alike->classes = g_new0(rv_alike_class, found->len);
+    for (guint c = 0; c < found->len; c++) {
+        GArray *members = g_array_index(found, found_class, c).members;
+        rv_alike_class *cls = &alike->classes[c];
+        guint a = g_array_index(members, guint, 0);
+        cls->task_count = b->tasks[a].count;
+        cls->resource_count = b->resources[a].count;
+        cls->step_count = b->steps[a].count;
+        cls->edge_count = (guint)b->edges[a].count;
+        cls->member_count = members->len;
+        cls->members = (guint *)g_array_free(members, FALSE);
+    }
+    g_array_unref(found);
 }
 
 rv_alike_job *rv_alike_from_job(const rv_graph *joint, GError **error)
 {
-    blocks b = { joint, rv_graph_rank_count(joint), 0, 0, 0, 0 };
+    blocks b;
+    blocks_init(&b, joint);
     varying varies = { FALSE, FALSE, FALSE, FALSE };
-    if (!compare(&b, &varies, error)) return NULL;
+    rv_alike_verdict verdict = { 0 };
+    GArray *found = NULL;
+    gboolean ok = classify(&b, &varies, &verdict, &found, error);
+    rv_alike_verdict_clear(&verdict);
+    if (!ok) {
+        blocks_clear(&b);
+        return NULL;
+    }
     rv_alike_job *alike = g_new0(rv_alike_job, 1);
     alike->structure = rv_graph_new(joint->strings, joint->source);
     alike->rank_count = b.ranks;
-    alike->rank_task_count = b.n;
-    alike->rank_resource_count = b.m;
-    alike->rank_step_count = b.s;
-    alike->rank_edge_count = b.rank_edges;
+    take_classes(alike, &b, found);
+    lay_out(alike);
     alike->resources = g_array_copy(joint->resources);
     alike->steps = g_array_copy(joint->steps);
-    fill_structure(alike->structure, &b);
+    fill_structure(alike->structure, alike, &b);
     fill_columns(alike, &b, &varies);
+    blocks_clear(&b);
     return alike;
 }
 
 /* ---- the joint graph back --------------------------------------------------------- */
 
-static void expand_task(const rv_alike_job *alike, int32_t k, guint r, rv_task *task)
+/* Rank r's own step index of its class's task t, or -1. */
+static int32_t own_step(const rv_alike_job *alike, int32_t t, gsize at)
 {
-    *task = g_array_index(alike->structure->tasks, rv_task, k);
-    int32_t n = alike->rank_task_count, m = alike->rank_resource_count, ranks = (int32_t)alike->rank_count;
-    if (k >= n) { /* one of the job's: only its numbers move */
-        task->resource += (ranks - 1) * m;
+    if (alike->step) return alike->step[at];
+    int32_t step = g_array_index(alike->structure->tasks, rv_task, t).step;
+    return step < 0 ? -1 : step - rv_alike_class_of(alike, t)->first_step;
+}
+
+static void expand_task(const rv_alike_job *alike, int32_t t, guint r, rv_task *task)
+{
+    *task = g_array_index(alike->structure->tasks, rv_task, t);
+    if (t >= alike->class_task_count) { /* one of the job's: only its numbers move */
+        task->resource = joint_job_resource(alike) + (task->resource - alike->class_resource_count);
         return;
     }
-    gsize at = rv_alike_at(alike, k, r);
-    task->resource += (int32_t)r * m;
+    gsize at = rv_alike_rank_cell(alike, t, r);
+    int32_t step = own_step(alike, t, at);
+    task->resource = alike->ranks[r].first_resource + (task->resource - rv_alike_class_of(alike, t)->first_resource);
     task->duration_ns = alike->duration_ns[at];
     task->host_overhead_ns = alike->host_overhead_ns[at];
     task->recorded_start_ns = alike->recorded_start_ns[at];
     if (alike->correlation) task->correlation = alike->correlation[at];
     if (alike->bytes) task->bytes = alike->bytes[at];
-    if (alike->step) task->step = alike->step[at];
-    if (task->step >= 0) task->step += (int32_t)r * alike->rank_step_count;
+    task->step = step < 0 ? -1 : alike->ranks[r].first_step + step;
     if (alike->collective) task->collective = alike->collective[at];
-}
-
-static int32_t joint_id(const rv_alike_job *alike, int32_t k, guint r)
-{
-    int32_t n = alike->rank_task_count;
-    return k < n ? (int32_t)r * n + k : k + ((int32_t)alike->rank_count - 1) * n;
 }
 
 static void expand_tasks(rv_graph *joint, const rv_alike_job *alike)
 {
-    int32_t n = alike->rank_task_count, total = rv_graph_task_count(alike->structure);
-    g_array_set_size(joint->tasks, (guint)(n * (int32_t)alike->rank_count + (total - n)));
-    for (guint r = 0; r < alike->rank_count; r++)
-        for (int32_t k = 0; k < n; k++) {
-            int32_t id = joint_id(alike, k, r);
-            expand_task(alike, k, r, &g_array_index(joint->tasks, rv_task, id));
-            copy_side_values(joint, id, alike->structure, k);
+    int32_t total = rv_graph_task_count(alike->structure);
+    g_array_set_size(joint->tasks, (guint)(joint_job_task(alike) + (total - alike->class_task_count)));
+    for (guint r = 0; r < alike->rank_count; r++) {
+        const rv_alike_class *cls = rv_alike_rank_class(alike, r);
+        for (int32_t t = cls->first_task; t < cls->first_task + cls->task_count; t++) {
+            int32_t id = joint_task(alike, t, r);
+            expand_task(alike, t, r, &g_array_index(joint->tasks, rv_task, id));
+            copy_side_values(joint, id, alike->structure, t);
         }
-    for (int32_t k = n; k < total; k++) {
-        int32_t id = joint_id(alike, k, 0);
-        expand_task(alike, k, 0, &g_array_index(joint->tasks, rv_task, id));
-        copy_side_values(joint, id, alike->structure, k);
     }
+    for (int32_t t = alike->class_task_count; t < total; t++) {
+        int32_t id = joint_task(alike, t, 0);
+        expand_task(alike, t, 0, &g_array_index(joint->tasks, rv_task, id));
+        copy_side_values(joint, id, alike->structure, t);
+    }
+}
+
+static void expand_edge(rv_graph *joint, const rv_alike_job *alike, guint e, guint r)
+{
+    rv_edge edge = g_array_index(alike->structure->edges, rv_edge, e);
+    edge.from = joint_task(alike, edge.from, r);
+    edge.to = joint_task(alike, edge.to, r);
+    g_array_append_val(joint->edges, edge);
 }
 
 static void expand_edges(rv_graph *joint, const rv_alike_job *alike)
 {
-    const rv_graph *structure = alike->structure;
-    for (guint r = 0; r < alike->rank_count; r++)
-        for (guint e = 0; e < alike->rank_edge_count; e++) {
-            rv_edge edge = g_array_index(structure->edges, rv_edge, e);
-            edge.from = joint_id(alike, edge.from, r);
-            edge.to = joint_id(alike, edge.to, r);
-            g_array_append_val(joint->edges, edge);
-        }
-    for (guint e = alike->rank_edge_count; e < structure->edges->len; e++) {
-        rv_edge edge = g_array_index(structure->edges, rv_edge, e);
-        edge.from = joint_id(alike, edge.from, 0);
-        edge.to = joint_id(alike, edge.to, 0);
-        g_array_append_val(joint->edges, edge);
+    for (guint r = 0; r < alike->rank_count; r++) {
+        const rv_alike_class *cls = rv_alike_rank_class(alike, r);
+        for (guint e = cls->first_edge; e < cls->first_edge + cls->edge_count; e++) expand_edge(joint, alike, e, r);
     }
+    for (guint e = alike->class_edge_count; e < alike->structure->edges->len; e++) expand_edge(joint, alike, e, 0);
 }
 
 rv_graph *rv_alike_to_job(const rv_alike_job *alike)
@@ -453,7 +750,7 @@ rv_graph *rv_alike_to_job(const rv_alike_job *alike)
     expand_edges(joint, alike);
     for (guint c = 0; c < structure->collectives->len; c++) {
         rv_collective_info info = g_array_index(structure->collectives, rv_collective_info, c);
-        if (info.rendezvous >= 0) info.rendezvous = joint_id(alike, info.rendezvous, 0);
+        if (info.rendezvous >= 0) info.rendezvous = joint_task(alike, info.rendezvous, 0);
         g_array_append_val(joint->collectives, info);
     }
     return joint;
@@ -463,71 +760,171 @@ rv_graph *rv_alike_to_job(const rv_alike_job *alike)
 
 rv_alike_shape rv_alike_shape_of(const rv_alike_job *alike)
 {
-    rv_alike_shape shape = { alike->rank_count, alike->rank_task_count, alike->rank_resource_count,
-                             alike->rank_step_count, alike->rank_edge_count };
+    rv_alike_shape shape = { alike->rank_count, alike->class_count, g_new0(rv_alike_class_shape, alike->class_count) };
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        shape.classes[c] = (rv_alike_class_shape){ cls->task_count, cls->resource_count, cls->step_count, cls->edge_count,
+                                                   cls->member_count, cls->members };
+    }
     return shape;
+}
+
+void rv_alike_shape_clear(rv_alike_shape *shape)
+{
+    g_free(shape->classes);
+    memset(shape, 0, sizeof *shape);
+}
+
+/* A shape's sums over its classes (64 bits: a forged file's counts must
+ * not wrap before they are compared with what it holds). */
+typedef struct {
+    uint64_t tasks, cells, resources, resource_cells, step_cells, edges, members;
+} shape_totals;
+
+static shape_totals totals_of(const rv_alike_shape *shape)
+{
+    shape_totals sum = { 0, 0, 0, 0, 0, 0, 0 };
+    for (guint c = 0; c < shape->class_count; c++) {
+        const rv_alike_class_shape *cls = &shape->classes[c];
+        uint64_t members = cls->member_count;
+        sum.tasks += (uint64_t)MAX(cls->task_count, 0);
+        sum.cells += (uint64_t)MAX(cls->task_count, 0) * members;
+        sum.resources += (uint64_t)MAX(cls->resource_count, 0);
+        sum.resource_cells += (uint64_t)MAX(cls->resource_count, 0) * members;
+        sum.step_cells += (uint64_t)MAX(cls->step_count, 0) * members;
+        sum.edges += cls->edge_count;
+        sum.members += members;
+    }
+    return sum;
+}
+
+gsize rv_alike_shape_cells(const rv_alike_shape *shape)
+{
+    return (gsize)totals_of(shape).cells;
+}
+
+/* Every rank in one class, members ascending, classes in the order of
+ * their first members (so rank index 0's is the first). */
+static const char *shape_member_problem(const rv_alike_shape *shape)
+{
+    if (shape->class_count == 0 || shape->class_count > shape->rank_count) return "its class count is not between 1 and its ranks";
+    if (totals_of(shape).members != shape->rank_count) return "its classes' members are not its ranks";
+    guint8 *seen = g_new0(guint8, shape->rank_count);
+    const char *problem = NULL;
+    for (guint c = 0; c < shape->class_count && problem == NULL; c++) {
+        const rv_alike_class_shape *cls = &shape->classes[c];
+        if (cls->member_count == 0) problem = "a class has no members";
+        else if (c > 0 && cls->members[0] <= shape->classes[c - 1].members[0]) problem = "its classes are out of order";
+        for (guint m = 0; m < cls->member_count && problem == NULL; m++) {
+            guint r = cls->members[m];
+            if (r >= shape->rank_count || seen[r]++ || (m > 0 && r <= cls->members[m - 1]))
+                problem = "a class's members are not ranks, in order, each once";
+        }
+    }
+    g_free(seen);
+    return problem;
 }
 
 static const char *shape_count_problem(const rv_graph *stored, const rv_alike_shape *shape)
 {
-    uint64_t ranks = shape->rank_count, n = (uint64_t)MAX(shape->rank_task_count, 0);
-    if (shape->rank_count == 0 || shape->rank_count != stored->ranks->len) return "its rank count is not the ranks section's";
-    if (shape->rank_task_count < 0 || shape->rank_resource_count < 0 || shape->rank_step_count < 0)
-        return "a count is negative";
-    if ((uint64_t)stored->tasks->len < n || ranks * n + (stored->tasks->len - n) > G_MAXINT32)
+    for (guint c = 0; c < shape->class_count; c++) {
+        const rv_alike_class_shape *cls = &shape->classes[c];
+        if (cls->task_count < 0 || cls->resource_count < 0 || cls->step_count < 0) return "a count is negative";
+        if (cls->edge_count > RV_ALIKE_EDGES_PER_TASK_MAX * ((uint64_t)cls->task_count + 1))
+            return "its edges per rank do not fit the edges section";
+    }
+    shape_totals sum = totals_of(shape);
+    if ((uint64_t)stored->tasks->len < sum.tasks || sum.cells + (stored->tasks->len - sum.tasks) > G_MAXINT32)
         return "its tasks per rank do not fit the tasks section";
-    if (ranks * (uint64_t)shape->rank_resource_count > stored->resources->len)
-        return "its threads and streams per rank do not fit the resources section";
-    if (ranks * (uint64_t)shape->rank_step_count != stored->steps->len) return "its steps per rank do not fit the steps section";
-    if (shape->rank_edge_count > stored->edges->len || shape->rank_edge_count > RV_ALIKE_EDGES_PER_TASK_MAX * (n + 1))
-        return "its edges per rank do not fit the edges section";
+    if (sum.resource_cells > stored->resources->len) return "its threads and streams per rank do not fit the resources section";
+    if (sum.step_cells != stored->steps->len) return "its steps per rank do not fit the steps section";
+    if (sum.edges > stored->edges->len) return "its edges per rank do not fit the edges section";
     return NULL;
 }
 
-/* The structure's tasks: a rank's on a rank's thread or stream and in one
- * of its steps; the job's on the job's resources. */
+/* Class c's block in the structure: from `first`, which then moves past
+ * it (the classes are walked in order, so each block's place is a running
+ * sum, not a sum over the classes before it). */
+static rv_alike_class_shape next_block(const rv_alike_shape *shape, guint c, rv_alike_class_shape *first)
+{
+    rv_alike_class_shape block = *first;
+    first->task_count += shape->classes[c].task_count;
+    first->resource_count += shape->classes[c].resource_count;
+    first->step_count += shape->classes[c].step_count;
+    first->edge_count += shape->classes[c].edge_count;
+    return block;
+}
+
+/* The structure's tasks: a class's on its class's threads and streams and
+ * in one of its steps; the job's on the job's resources. */
 static const char *shape_task_problem(const rv_graph *stored, const rv_alike_shape *shape)
 {
-    int32_t m = shape->rank_resource_count;
-    int32_t places = m + (int32_t)(stored->resources->len - shape->rank_count * (guint)m);
-    for (int32_t k = 0; k < rv_graph_task_count(stored); k++) {
-        const rv_task *task = &g_array_index(stored->tasks, rv_task, k);
-        gboolean rank_task = k < shape->rank_task_count;
-        if (task->resource < (rank_task ? 0 : m) || task->resource >= (rank_task ? m : places))
-            return "a task's thread or stream is not its rank's (or the job's)";
-        if (rank_task && (task->step < -1 || task->step >= shape->rank_step_count)) return "a task's step is not its rank's";
+    shape_totals sum = totals_of(shape);
+    int32_t places = (int32_t)(sum.resources + (stored->resources->len - sum.resource_cells));
+    const rv_task *tasks = (const rv_task *)stored->tasks->data;
+    rv_alike_class_shape running = { 0, 0, 0, 0, 0, NULL };
+    for (guint c = 0; c < shape->class_count; c++) {
+        rv_alike_class_shape first = next_block(shape, c, &running);
+        const rv_alike_class_shape *cls = &shape->classes[c];
+        for (int32_t k = first.task_count; k < first.task_count + cls->task_count; k++) {
+            if (tasks[k].resource < first.resource_count || tasks[k].resource >= first.resource_count + cls->resource_count)
+                return "a task's thread or stream is not its rank's (or the job's)";
+            if (tasks[k].step != -1 && (tasks[k].step < first.step_count || tasks[k].step >= first.step_count + cls->step_count))
+                return "a task's step is not its rank's";
+        }
     }
+    for (guint k = (guint)sum.tasks; k < stored->tasks->len; k++)
+        if (tasks[k].resource < (int32_t)sum.resources || tasks[k].resource >= places)
+            return "a task's thread or stream is not its rank's (or the job's)";
     return NULL;
 }
 
+/* Does edge e join tasks of [low, high) or the job's (from `job` on)? */
+static gboolean edge_within(const rv_edge *edge, int32_t low, int32_t high, int32_t job, int32_t total)
+{
+    int32_t ends[2] = { edge->from, edge->to };
+    for (int i = 0; i < 2; i++)
+        if (ends[i] < 0 || ends[i] >= total || (ends[i] < job && (ends[i] < low || ends[i] >= high))) return FALSE;
+    return TRUE;
+}
+
+/* A class's edges join its tasks or the job's; the job's join the job's. */
+static const char *shape_edge_problem(const rv_graph *stored, const rv_alike_shape *shape)
+{
+    int32_t total = rv_graph_task_count(stored), job = (int32_t)totals_of(shape).tasks;
+    const rv_edge *edges = (const rv_edge *)stored->edges->data;
+    rv_alike_class_shape running = { 0, 0, 0, 0, 0, NULL };
+    guint e = 0;
+    for (guint c = 0; c < shape->class_count; c++) {
+        rv_alike_class_shape first = next_block(shape, c, &running);
+        for (; e < running.edge_count; e++)
+            if (!edge_within(&edges[e], first.task_count, running.task_count, job, total))
+                return "an edge joins tasks the structure does not hold, or two ranks";
+    }
+    for (; e < stored->edges->len; e++)
+        if (!edge_within(&edges[e], job, job, job, total)) return "an edge joins tasks the structure does not hold, or two ranks";
+    return NULL;
+}
+
+/* A collective meets at a job's task (or rank index 0's), joint ids. */
 static const char *shape_meeting_problem(const rv_graph *stored, const rv_alike_shape *shape)
 {
-    int64_t n = shape->rank_task_count, joint_tasks = (int64_t)shape->rank_count * n + (stored->tasks->len - n);
+    shape_totals sum = totals_of(shape);
+    int64_t joint_tasks = (int64_t)sum.cells + (stored->tasks->len - (int64_t)sum.tasks);
     for (guint c = 0; c < stored->collectives->len; c++) {
         int64_t meeting = g_array_index(stored->collectives, rv_collective_info, c).rendezvous;
-        if (meeting < n || (meeting >= (int64_t)shape->rank_count * n && meeting < joint_tasks)) continue;
+        if (meeting < shape->classes[0].task_count || (meeting >= (int64_t)sum.cells && meeting < joint_tasks)) continue;
         return "a collective's meeting point is not one of the job's tasks";
-    }
-    return NULL;
-}
-
-/* The structure's edges join its tasks (the joint graph's numbers are
- * worked out from them before the whole graph is checked). */
-static const char *shape_edge_problem(const rv_graph *stored)
-{
-    for (guint e = 0; e < stored->edges->len; e++) {
-        const rv_edge *edge = &g_array_index(stored->edges, rv_edge, e);
-        if (edge->from < 0 || edge->to < 0 || edge->from >= rv_graph_task_count(stored) ||
-            edge->to >= rv_graph_task_count(stored))
-            return "an edge joins tasks the structure does not hold";
     }
     return NULL;
 }
 
 const char *rv_alike_shape_problem(const rv_graph *stored, const rv_alike_shape *shape)
 {
-    const char *problem = shape_count_problem(stored, shape);
-    if (problem == NULL) problem = shape_edge_problem(stored);
+    if (shape->rank_count == 0 || shape->rank_count != stored->ranks->len) return "its rank count is not the ranks section's";
+    const char *problem = shape_member_problem(shape);
+    if (problem == NULL) problem = shape_count_problem(stored, shape);
+    if (problem == NULL) problem = shape_edge_problem(stored, shape);
     if (problem == NULL) problem = shape_task_problem(stored, shape);
     if (problem == NULL) problem = shape_meeting_problem(stored, shape);
     return problem;
@@ -540,15 +937,52 @@ static GArray *take_array(GArray **slot)
     return taken;
 }
 
+/* A joint task id of rank r's block as the structure's (an id a forged
+ * file gives outside the block is out of the structure's range, which its
+ * checks refuse). */
+static int32_t joint_to_structure(const rv_alike_job *alike, int32_t t, guint r)
+{
+    int64_t id = (int64_t)t - alike->ranks[r].first_task + rv_alike_rank_class(alike, r)->first_task;
+    return id >= 0 && id < rv_graph_task_count(alike->structure) ? (int32_t)id : -1;
+}
+
+/* The structure's threads and streams and steps: each class's first
+ * member's, then the job's resources. */
+static void assemble_places(rv_alike_job *alike)
+{
+    rv_graph *structure = alike->structure;
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        guint a = cls->members[0];
+        g_array_append_vals(structure->resources, &g_array_index(alike->resources, rv_resource, alike->ranks[a].first_resource),
+                            (guint)cls->resource_count);
+        for (int32_t s = 0; s < cls->step_count; s++) {
+            rv_step step = *rv_alike_rank_step(alike, a, s);
+            step.begin_marker = joint_to_structure(alike, step.begin_marker, a);
+            step.end_marker = joint_to_structure(alike, step.end_marker, a);
+            g_array_append_val(structure->steps, step);
+        }
+    }
+    guint job = (guint)joint_job_resource(alike);
+    if (job < alike->resources->len)
+        g_array_append_vals(structure->resources, &g_array_index(alike->resources, rv_resource, job), alike->resources->len - job);
+}
+
 rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, int64_t *duration_ns,
                                 int64_t *host_overhead_ns, int64_t *recorded_start_ns)
 {
     rv_alike_job *alike = g_new0(rv_alike_job, 1);
     alike->rank_count = shape->rank_count;
-    alike->rank_task_count = shape->rank_task_count;
-    alike->rank_resource_count = shape->rank_resource_count;
-    alike->rank_step_count = shape->rank_step_count;
-    alike->rank_edge_count = shape->rank_edge_count;
+    alike->class_count = shape->class_count;
+    alike->classes = g_new0(rv_alike_class, shape->class_count);
+    for (guint c = 0; c < shape->class_count; c++) {
+        const rv_alike_class_shape *from = &shape->classes[c];
+        alike->classes[c] = (rv_alike_class){ .task_count = from->task_count, .resource_count = from->resource_count,
+                                              .step_count = from->step_count, .edge_count = from->edge_count,
+                                              .member_count = from->member_count,
+                                              .members = g_memdup2(from->members, sizeof(guint) * from->member_count) };
+    }
+    lay_out(alike);
     alike->duration_ns = duration_ns;
     alike->host_overhead_ns = host_overhead_ns;
     alike->recorded_start_ns = recorded_start_ns;
@@ -556,12 +990,9 @@ rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, i
     copy_metadata(structure, stored);
     alike->resources = take_array(&stored->resources);
     alike->steps = take_array(&stored->steps);
-    GArray *places = rank_zero_and_job(alike->resources, shape->rank_count, (guint)shape->rank_resource_count);
-    g_array_unref(structure->resources);
-    structure->resources = places;
-    g_array_append_vals(structure->steps, alike->steps->data, (guint)shape->rank_step_count);
     g_array_unref(structure->tasks);
     structure->tasks = take_array(&stored->tasks);
+    assemble_places(alike);
     g_array_unref(structure->edges);
     structure->edges = take_array(&stored->edges);
     g_array_unref(structure->launches);
@@ -570,10 +1001,9 @@ rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, i
     structure->host_operators = take_array(&stored->host_operators);
     g_array_unref(structure->op_args);
     structure->op_args = take_array(&stored->op_args);
-    int32_t shift = ((int32_t)shape->rank_count - 1) * shape->rank_task_count;
     for (guint c = 0; c < stored->collectives->len; c++) {
         rv_collective_info info = g_array_index(stored->collectives, rv_collective_info, c);
-        if (info.rendezvous >= shape->rank_task_count) info.rendezvous -= shift;
+        if (info.rendezvous >= joint_job_task(alike)) info.rendezvous += alike->class_task_count - joint_job_task(alike);
         g_array_append_val(structure->collectives, info);
     }
     return alike;
@@ -583,29 +1013,43 @@ rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, i
 
 void rv_alike_stream_delays(const rv_alike_job *alike, int64_t **launch_latency_ns, int64_t **idle_gap_ns)
 {
-    gsize places = (gsize)alike->rank_resource_count * alike->rank_count;
+    gsize places = (gsize)joint_job_resource(alike);
     *launch_latency_ns = g_new(int64_t, places + 1);
     *idle_gap_ns = g_new(int64_t, places + 1);
-    for (int32_t k = 0; k < alike->rank_resource_count; k++)
-        for (guint r = 0; r < alike->rank_count; r++) {
-            (*launch_latency_ns)[rv_alike_at(alike, k, r)] = rv_alike_resource(alike, k, r)->launch_latency_ns;
-            (*idle_gap_ns)[rv_alike_at(alike, k, r)] = rv_alike_resource(alike, k, r)->idle_gap_ns;
-        }
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        for (int32_t k = 0; k < cls->resource_count; k++)
+            for (guint m = 0; m < cls->member_count; m++) {
+                gsize at = cls->first_resource_cell + (gsize)k * cls->member_count + m;
+                const rv_resource *resource = rv_alike_resource(alike, cls->first_resource + k, cls->members[m]);
+                (*launch_latency_ns)[at] = resource->launch_latency_ns;
+                (*idle_gap_ns)[at] = resource->idle_gap_ns;
+            }
+    }
+}
+
+guint rv_alike_widest_class(const rv_alike_job *alike)
+{
+    guint widest = 0;
+    for (guint c = 0; c < alike->class_count; c++) widest = MAX(widest, alike->classes[c].member_count);
+    return widest;
 }
 
 int32_t rv_alike_live_task_count(const rv_alike_job *alike)
 {
     int32_t live = 0;
-    for (int32_t k = 0; k < rv_graph_task_count(alike->structure); k++) {
-        gboolean removed = (g_array_index(alike->structure->tasks, rv_task, k).flags & RV_TASK_FLAG_REMOVED) != 0;
-        if (!removed) live += k < alike->rank_task_count ? (int32_t)alike->rank_count : 1;
+    for (int32_t t = 0; t < rv_graph_task_count(alike->structure); t++) {
+        gboolean removed = (g_array_index(alike->structure->tasks, rv_task, t).flags & RV_TASK_FLAG_REMOVED) != 0;
+        if (!removed) live += t < alike->class_task_count ? (int32_t)rv_alike_class_of(alike, t)->member_count : 1;
     }
     return live;
 }
 
 guint rv_alike_edge_count(const rv_alike_job *alike)
 {
-    return alike->rank_edge_count * alike->rank_count + (alike->structure->edges->len - alike->rank_edge_count);
+    guint edges = alike->structure->edges->len - alike->class_edge_count;
+    for (guint c = 0; c < alike->class_count; c++) edges += alike->classes[c].edge_count * alike->classes[c].member_count;
+    return edges;
 }
 
 void rv_alike_job_free(rv_alike_job *alike)
@@ -614,6 +1058,10 @@ void rv_alike_job_free(rv_alike_job *alike)
     rv_graph_free(alike->structure);
     if (alike->resources) g_array_unref(alike->resources);
     if (alike->steps) g_array_unref(alike->steps);
+    for (guint c = 0; c < alike->class_count && alike->classes; c++) g_free(alike->classes[c].members);
+    g_free(alike->classes);
+    g_free(alike->ranks);
+    g_free(alike->task_class);
     rv_column_free(alike->duration_ns);
     rv_column_free(alike->host_overhead_ns);
     rv_column_free(alike->recorded_start_ns);

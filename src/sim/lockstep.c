@@ -13,8 +13,12 @@
  * rather than pushed to successors, so that a rank's task keeps one
  * number, its end, and nothing else per rank and task lives in the replay.
  *
- * Cost: O(order x ranks + edges x ranks) time; 8 bytes per rank and task of
- * memory beside the columns, plus the structure's own arrays once.
+ * Ranks of several classes (alike.h) meet only at the job's own tasks: a
+ * class's task is replayed for its members, a job's task reads the ends of
+ * its predecessors of every class.
+ *
+ * Cost: O(order x members + edges x members) time; 8 bytes per rank and
+ * task of memory beside the columns, plus the structure's own arrays once.
  */
 #include "reverie/alike.h"
 #include "reverie/error.h"
@@ -60,83 +64,98 @@ typedef struct {
     const rv_alike_job *alike;
     const rv_sim_structure *structure;
     predecessors in;
-    guint ranks;
-    int32_t rank_tasks;
+    int32_t class_tasks;
     int64_t *end;            /* the result's */
-    int64_t *job_end;        /* = end + rank_tasks * ranks */
-    int64_t *resource_free;  /* per rank-local resource and rank */
-    int64_t *latency, *gap;  /* per rank-local resource and rank: each rank's stream's own */
-    int64_t *ready, *released;  /* per rank, of the task at hand */
+    int64_t *job_end;        /* = end + cell_count */
+    int64_t *resource_free;  /* per class resource and member (rv_alike_stream_delays' layout) */
+    int64_t *latency, *gap;  /* likewise: each rank's stream's own */
+    int64_t *ready, *released;  /* per member, of the task at hand */
     gboolean overflow;
 } lockstep;
 
-/* What an edge in from p makes of rank r's readiness of the task on `on`. */
-static inline void ready_from(lockstep *l, int32_t p, uint8_t how, int32_t on)
+/* Where class task t's cells begin, and class resource `on`'s. */
+static inline gsize resource_cell(const rv_alike_class *cls, int32_t on)
+{
+    return cls->first_resource_cell + (gsize)(on - cls->first_resource) * cls->member_count;
+}
+
+/* What an edge in from p makes of the readiness of each of `width`
+ * members of a task on the resource whose cells begin at `on_at`. */
+static inline void ready_from(lockstep *l, int32_t p, uint8_t how, gsize on_at, guint width)
 {
     const rv_alike_job *alike = l->alike;
-    guint ranks = l->ranks;
-    if (p >= l->rank_tasks) { /* one of the job's instants: the same for every rank */
-        int64_t v = l->job_end[p - l->rank_tasks];
-        for (guint r = 0; r < ranks; r++) {
-            if (how == QUEUE_RELEASE) l->released[r] = v;
-            else l->ready[r] = MAX(l->ready[r], v);
+    if (p >= l->class_tasks) { /* one of the job's instants: the same for every member */
+        int64_t v = l->job_end[p - l->class_tasks];
+        for (guint m = 0; m < width; m++) {
+            if (how == QUEUE_RELEASE) l->released[m] = v;
+            else l->ready[m] = MAX(l->ready[m], v);
         }
         return;
     }
-    const int64_t *end = l->end + (gsize)p * ranks, *duration = alike->duration_ns + (gsize)p * ranks;
+    gsize from = rv_alike_cell(alike, p, 0); /* of the same class: a rank's edges stay within it */
+    const int64_t *end = l->end + from, *duration = alike->duration_ns + from;
     switch (how) {
     case READY_AT_END:
-        for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], end[r]);
+        for (guint m = 0; m < width; m++) l->ready[m] = MAX(l->ready[m], end[m]);
         break;
     case READY_AT_START:
-        for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], end[r] - duration[r]);
+        for (guint m = 0; m < width; m++) l->ready[m] = MAX(l->ready[m], end[m] - duration[m]);
         break;
     case READY_AFTER_LAUNCH: {
-        const int64_t *latency = l->latency + (gsize)on * ranks;
-        for (guint r = 0; r < ranks; r++) l->ready[r] = MAX(l->ready[r], add_time(end[r], latency[r]));
+        const int64_t *latency = l->latency + on_at;
+        for (guint m = 0; m < width; m++) l->ready[m] = MAX(l->ready[m], add_time(end[m], latency[m]));
         break;
     }
     case QUEUE_RELEASE:
-        for (guint r = 0; r < ranks; r++) l->released[r] = end[r];
+        for (guint m = 0; m < width; m++) l->released[m] = end[m];
         break;
     default: break;
     }
 }
 
-/* Rank-local task t, every rank: begin = max(max(free, ready) + overhead,
+/* Class task t, every member: begin = max(max(free, ready) + overhead,
  * released); end = begin + duration; free = end + idle gap (none after an
  * arrival). */
-static void run_rank_task(lockstep *l, int32_t t)
+static void run_class_task(lockstep *l, int32_t t)
 {
     const rv_alike_job *alike = l->alike;
-    guint ranks = l->ranks;
-    int32_t on = l->structure->keys[t].resource;
-    memset(l->ready, 0, sizeof(int64_t) * ranks);
-    memset(l->released, 0, sizeof(int64_t) * ranks);
-    for (int32_t slot = l->in.first[t]; slot < l->in.first[t + 1]; slot++) ready_from(l, l->in.from[slot], l->in.how[slot], on);
-    gsize at = (gsize)t * ranks, on_at = (gsize)on * ranks;
+    const rv_alike_class *cls = rv_alike_class_of(alike, t);
+    guint width = cls->member_count;
+    gsize on_at = resource_cell(cls, l->structure->keys[t].resource), at = rv_alike_cell(alike, t, 0);
+    memset(l->ready, 0, sizeof(int64_t) * width);
+    memset(l->released, 0, sizeof(int64_t) * width);
+    for (int32_t slot = l->in.first[t]; slot < l->in.first[t + 1]; slot++)
+        ready_from(l, l->in.from[slot], l->in.how[slot], on_at, width);
     gboolean arrival = l->structure->keys[t].arrival;
-    for (guint r = 0; r < ranks; r++) {
-        int64_t begin = MAX(add_time(MAX(l->resource_free[on_at + r], l->ready[r]), alike->host_overhead_ns[at + r]),
-                            l->released[r]);
-        int64_t end = add_time(begin, alike->duration_ns[at + r]);
-        l->end[at + r] = end;
-        l->resource_free[on_at + r] = add_time(end, arrival ? 0 : l->gap[on_at + r]);
-        if (l->resource_free[on_at + r] > RV_SIM_TIME_MAX_NS) l->overflow = TRUE;
+    for (guint m = 0; m < width; m++) {
+        int64_t begin = MAX(add_time(MAX(l->resource_free[on_at + m], l->ready[m]), alike->host_overhead_ns[at + m]),
+                            l->released[m]);
+        int64_t end = add_time(begin, alike->duration_ns[at + m]);
+        l->end[at + m] = end;
+        l->resource_free[on_at + m] = add_time(end, arrival ? 0 : l->gap[on_at + m]);
+        if (l->resource_free[on_at + m] > RV_SIM_TIME_MAX_NS) l->overflow = TRUE;
     }
 }
 
-/* One of the job's instants: when its last predecessor on any rank is
- * through. */
+/* One of the job's instants: when its last predecessor of any rank is
+ * through (its resource has no launch latency: alike.c checks). */
 static void run_job_task(lockstep *l, int32_t t)
 {
-    memset(l->ready, 0, sizeof(int64_t) * l->ranks);
-    memset(l->released, 0, sizeof(int64_t) * l->ranks);
-    for (int32_t slot = l->in.first[t]; slot < l->in.first[t + 1]; slot++)
-        ready_from(l, l->in.from[slot], l->in.how[slot], l->structure->keys[t].resource);
     int64_t begin = 0; /* an instant: no host overhead, no duration, no resource to wait for */
-    for (guint r = 0; r < l->ranks; r++) begin = MAX(begin, MAX(l->ready[r], l->released[r]));
-    l->job_end[t - l->rank_tasks] = begin;
+    for (int32_t slot = l->in.first[t]; slot < l->in.first[t + 1]; slot++) {
+        int32_t p = l->in.from[slot];
+        if (l->in.how[slot] == ORDER_ONLY) continue;
+        if (p >= l->class_tasks) {
+            begin = MAX(begin, l->job_end[p - l->class_tasks]);
+            continue;
+        }
+        const rv_alike_class *cls = rv_alike_class_of(l->alike, p);
+        gsize from = rv_alike_cell(l->alike, p, 0);
+        gboolean at_start = l->in.how[slot] == READY_AT_START;
+        for (guint m = 0; m < cls->member_count; m++)
+            begin = MAX(begin, l->end[from + m] - (at_start ? l->alike->duration_ns[from + m] : 0));
+    }
+    l->job_end[t - l->class_tasks] = begin;
 }
 
 /* Every rank resource must be a chain for the edge order to give the
@@ -145,7 +164,7 @@ static gboolean chained(const lockstep *l, GError **error)
 {
     const adjacency *adj = &l->structure->adj;
     for (int32_t i = 0; i < adj->unchained_count; i++) {
-        if (adj->unchained[i] >= l->alike->rank_resource_count) continue;
+        if (adj->unchained[i] >= l->alike->class_resource_count) continue;
         g_set_error(error, RV_ERROR, RV_ERROR_INPUT,
                     "%s: a rank's thread or stream whose tasks are not one chain: replay the joint graph instead",
                     l->alike->structure->source);
@@ -163,8 +182,7 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
     memset(result, 0, sizeof *result);
     lockstep l = { 0 };
     l.alike = alike;
-    l.ranks = alike->rank_count;
-    l.rank_tasks = alike->rank_task_count;
+    l.class_tasks = alike->class_task_count;
     rv_sim_structure *structure = rv_sim_structure_new(alike->structure);
     l.structure = structure;
     if (!chained(&l, error)) {
@@ -172,18 +190,19 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
         return FALSE;
     }
     invert(structure, &l.in);
-    gsize job_tasks = (gsize)(structure->tasks - l.rank_tasks);
-    result->count = (gsize)l.rank_tasks * l.ranks + job_tasks;
+    gsize job_tasks = (gsize)(structure->tasks - l.class_tasks);
+    result->count = alike->cell_count + job_tasks;
     l.end = rv_column_new(result->count, sizeof(int64_t));
     for (gsize i = 0; i < result->count; i++) l.end[i] = -1; /* removed tasks keep -1 */
-    l.job_end = l.end + (gsize)l.rank_tasks * l.ranks;
-    l.resource_free = g_new0(int64_t, (gsize)alike->rank_resource_count * l.ranks + 1);
+    l.job_end = l.end + alike->cell_count;
     rv_alike_stream_delays(alike, &l.latency, &l.gap);
-    l.ready = g_new(int64_t, l.ranks + 1);
-    l.released = g_new(int64_t, l.ranks + 1);
+    l.resource_free = g_new0(int64_t, rv_alike_resource_cell_count(alike) + 1);
+    guint widest = rv_alike_widest_class(alike);
+    l.ready = g_new(int64_t, widest + 1);
+    l.released = g_new(int64_t, widest + 1);
     for (int32_t i = 0; i < structure->order_count && !l.overflow; i++) {
         int32_t t = structure->order[i];
-        if (t < l.rank_tasks) run_rank_task(&l, t);
+        if (t < l.class_tasks) run_class_task(&l, t);
         else run_job_task(&l, t);
     }
     predecessors_clear(&l.in);

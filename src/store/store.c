@@ -13,7 +13,7 @@
  * names the file, the section and the problem, never a crash and never a
  * graph that differs from the one saved.
  *
- * FILE FORMAT, VERSIONS 7 AND 8 (version 1 held per-task gaps and lags derived
+ * FILE FORMAT, VERSIONS 7 TO 9 (version 1 held per-task gaps and lags derived
  * from recorded starts; version 2 holds the rules-only timing of graph.h;
  * version 3 adds the ranks of a job and its collectives, job.h; version 4
  * the recorded memory peaks, memory.h; version 5 each timing estimate with
@@ -21,8 +21,10 @@
  * version 6 the profiler's per-operator cost and each call's operators;
  * version 7 the operators' arguments, a convolution's geometry; version 8,
  * written only for a job whose ranks are alike, holds them once: section
- * 13 below.  Every other graph is written as version 7, so that readers
- * before version 8 still read it)
+ * 13 below; version 9, written only for a job of several classes of alike
+ * ranks, holds each class once.  A job of one class is still written as
+ * version 8 and every other graph as version 7, so that older readers
+ * still read them)
  *
  * Integers are little-endian and fixed-width (u8 .. u64 unsigned, i32/i64
  * two's complement).  Nothing is padded and no C struct is written as it
@@ -32,8 +34,10 @@
  *
  * Header: 24 bytes at offset 0.
  *    0   8  magic "RVGRAPH" and a NUL byte: 52 56 47 52 41 50 48 00
- *    8   4  u32 format version: 7, or 8 for a job of alike ranks
- *   12   4  u32 section count N, 1 to 64 (version 7 writes 12, version 8 13)
+ *    8   4  u32 format version: 7, 8 for a job of alike ranks, 9 for a
+ *           job of several classes of alike ranks
+ *   12   4  u32 section count N, 1 to 64 (version 7 writes 12, versions 8
+ *           and 9 13)
  *   16   4  u32 CRC-32 of the header and the section table, with these
  *           four bytes counted as zero
  *   20   4  u32 reserved: 0
@@ -125,23 +129,36 @@
  *                r * n + k, the job's after all ranks', rank r's resources
  *                and steps at r * m and r * S, and each rank's edges in
  *                turn, then the job's (alike.c, rv_alike_to_job).
+ *                Version 9 (classes of alike ranks, alike.h): u32 ranks
+ *                R, u32 classes C, u32 columns (as above); then for each
+ *                class, in the order of their first members: i32 tasks
+ *                n, i32 threads and streams m, i32 steps S, u32 edges,
+ *                u32 members M, then M x u32 rank indices, ascending;
+ *                then the columns, class by class, each for every class
+ *                task k and member i in the order k * M + i.  The
+ *                structure holds each class's first member's block, class
+ *                by class, then the job's; a task's step is its class's
+ *                (its block of steps); the joint graph holds each rank's
+ *                block, of its class's sizes, in rank order.
  *
  * Invariants that a reader checks, rejecting the file otherwise:
- *   - the magic matches and the version is 7 or 8 (a newer version asks the
+ *   - the magic matches and the version is 7, 8 or 9 (a newer version asks the
  *     user to update reverie, the older versions 1 to 6 to re-import the
  *     trace);
  *   - the header CRC matches and the reserved field is 0;
- *   - each of the twelve ids (version 8: thirteen) appears exactly once and
+ *   - each of the twelve ids (versions 8 and 9: thirteen) appears exactly once and
  *     no other id appears;
- *   - version 8: the alike ranks section's counts fit the sections before
- *     it (R is the ranks section's count; R * n plus the job's tasks fit
- *     an int32; R * m resources and R * S steps are there; the edges per
- *     rank are at most the edges section's and at most 16 per task), the
- *     structure's edges join its tasks, its tasks run on their rank's (or the job's) resources and
- *     in rank 0's steps, every meeting point is the job's task, the
- *     columns fill the rest of the section exactly, and every step column
- *     value is -1 or below S; then the joint graph it stands for passes
- *     every check below;
+ *   - versions 8 and 9: the alike ranks section's counts fit the sections
+ *     before it (R is the ranks section's count; every rank is in one
+ *     class, members ascending, classes in the order of their first
+ *     members; the ranks' tasks plus the job's fit an int32; the ranks'
+ *     resources and steps are there; a class's edges are at most the edges
+ *     section's and at most 16 per task), a class's edges join its tasks
+ *     or the job's and the job's the job's, its tasks run on its
+ *     resources (the job's on the job's) and in its steps, every meeting
+ *     point is the job's task, the columns fill the rest of the section
+ *     exactly, and every step column value is -1 or one of its class's;
+ *     then the joint graph it stands for passes every check below;
  *   - the sections follow the table in table order with no gaps or
  *     overlaps, and the file ends exactly where the last section ends;
  *   - every section's CRC matches;
@@ -193,7 +210,8 @@
 #include <sys/types.h>
 #include <zlib.h>
 
-#define RVG_VERSION 8u         /* a job of alike ranks, held once (alike.h) */
+#define RVG_VERSION 9u         /* a job of several classes of alike ranks, held once per class (alike.h) */
+#define RVG_ALIKE_VERSION 8u   /* a job of one class of alike ranks: the layout of version 8, which older readers read */
 #define RVG_FLAT_VERSION 7u    /* every other graph: the layout of version 7, which older readers read */
 #define RVG_HEADER_SIZE 24u
 #define RVG_ENTRY_SIZE 24u
@@ -238,7 +256,7 @@ enum {
     SECTION_HOST_OPERATORS,
     SECTION_OP_ARGS,
     SECTION_COUNT = SECTION_OP_ARGS,  /* the sections of every file */
-    SECTION_ALIKE,                    /* version 8 only */
+    SECTION_ALIKE,                    /* versions 8 and 9 only */
     SECTION_MAX = SECTION_ALIKE
 };
 
@@ -911,16 +929,45 @@ static uint32_t alike_columns(const rv_alike_job *alike)
            (alike->step ? ALIKE_STEP : 0) | (alike->collective ? ALIKE_COLLECTIVE : 0);
 }
 
+/* Version 8's shape: one class of every rank. */
+static void put_one_class(GString *out, const rv_alike_job *alike)
+{
+    const rv_alike_class *only = &alike->classes[0];
+    put_u32(out, alike->rank_count);
+    put_i32(out, only->task_count);
+    put_i32(out, only->resource_count);
+    put_i32(out, only->step_count);
+    put_u32(out, only->edge_count);
+    put_u32(out, alike_columns(alike));
+}
+
+/* Version 9's: each class's sizes and members. */
+static void put_classes(GString *out, const rv_alike_job *alike)
+{
+    put_u32(out, alike->rank_count);
+    put_u32(out, alike->class_count);
+    put_u32(out, alike_columns(alike));
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        put_i32(out, cls->task_count);
+        put_i32(out, cls->resource_count);
+        put_i32(out, cls->step_count);
+        put_u32(out, cls->edge_count);
+        put_u32(out, cls->member_count);
+        for (guint m = 0; m < cls->member_count; m++) put_u32(out, cls->members[m]);
+    }
+}
+
+static uint32_t version_of(const rv_alike_job *alike)
+{
+    return alike == NULL ? RVG_FLAT_VERSION : alike->class_count == 1 ? RVG_ALIKE_VERSION : RVG_VERSION;
+}
+
 static void write_alike(rvg_sink *sink, const rv_alike_job *alike)
 {
-    GString *out = sink->buffer;
-    put_u32(out, alike->rank_count);
-    put_i32(out, alike->rank_task_count);
-    put_i32(out, alike->rank_resource_count);
-    put_i32(out, alike->rank_step_count);
-    put_u32(out, alike->rank_edge_count);
-    put_u32(out, alike_columns(alike));
-    gsize cells = (gsize)alike->rank_task_count * alike->rank_count;
+    if (version_of(alike) == RVG_ALIKE_VERSION) put_one_class(sink->buffer, alike);
+    else put_classes(sink->buffer, alike);
+    gsize cells = alike->cell_count;
     put_column_i64(sink, alike->duration_ns, cells);
     put_column_i64(sink, alike->host_overhead_ns, cells);
     put_column_i64(sink, alike->recorded_start_ns, cells);
@@ -981,7 +1028,7 @@ static GString *encode_front(const rvg_content *content, const uint32_t *crcs, c
     gsize table_end = RVG_HEADER_SIZE + RVG_ENTRY_SIZE * (gsize)count;
     GString *out = g_string_sized_new(table_end);
     g_string_append_len(out, (const char *)rvg_magic, sizeof rvg_magic);
-    put_u32(out, content->alike ? RVG_VERSION : RVG_FLAT_VERSION);
+    put_u32(out, version_of(content->alike));
     put_u32(out, count);
     put_u32(out, 0); /* header CRC, patched below */
     put_u32(out, 0); /* reserved */
@@ -1184,13 +1231,13 @@ typedef struct {
     section_entry sections[SECTION_MAX + 1];  /* by id */
     GError **error;
     section_source *file;       /* NULL: data holds every section */
-    uint32_t version;           /* RVG_FLAT_VERSION or RVG_VERSION */
+    uint32_t version;           /* RVG_FLAT_VERSION, RVG_ALIKE_VERSION or RVG_VERSION */
 } reader;
 
 /* The sections a file of the reader's version holds: 1 to this. */
 static uint32_t sections_of(const reader *r)
 {
-    return r->version == RVG_VERSION ? SECTION_MAX : SECTION_COUNT;
+    return r->version == RVG_FLAT_VERSION ? SECTION_COUNT : SECTION_MAX;
 }
 
 static gboolean fail(reader *r, const char *section, const char *format, ...) G_GNUC_PRINTF(3, 4);
@@ -1248,8 +1295,8 @@ static gboolean read_header(reader *r, uint32_t *section_count)
     if (version == 1)
         return fail(r, NULL, "format version 1 holds an older timing model that this reverie no longer "
                     "replays; import the trace again");
-    if (version != RVG_VERSION && version != RVG_FLAT_VERSION)
-        return fail(r, NULL, "format version %u was never written by reverie (this one reads versions %u and %u)",
+    if (version != RVG_VERSION && version != RVG_ALIKE_VERSION && version != RVG_FLAT_VERSION)
+        return fail(r, NULL, "format version %u was never written by reverie (this one reads versions %u to %u)",
                     version, RVG_FLAT_VERSION, RVG_VERSION);
     r->version = version;
     *section_count = read_u32_at(r->data + 12);
@@ -1825,39 +1872,127 @@ static gsize column_bytes(uint32_t columns)
            (columns & ALIKE_STEP ? 4 : 0) + (columns & ALIKE_COLLECTIVE ? 4 : 0);
 }
 
+/* A shape's members as read (the shape's classes point into them). */
+typedef struct {
+    rv_alike_shape shape;
+    guint *members;
+} shape_read;
+
+static void shape_read_clear(shape_read *read)
+{
+    rv_alike_shape_clear(&read->shape);
+    g_free(read->members);
+    read->members = NULL;
+}
+
+/* Version 8: one class of every rank. */
+static void get_one_class(cursor *c, shape_read *read, uint32_t *columns, guint ranks)
+{
+    rv_alike_shape *shape = &read->shape;
+    shape->rank_count = get_u32(c);
+    shape->class_count = 1;
+    shape->classes = g_new0(rv_alike_class_shape, 1);
+    rv_alike_class_shape *only = &shape->classes[0];
+    only->task_count = get_i32(c);
+    only->resource_count = get_i32(c);
+    only->step_count = get_i32(c);
+    only->edge_count = get_u32(c);
+    *columns = get_u32(c);
+    only->member_count = shape->rank_count == ranks ? ranks : 0; /* else refused by the shape's checks */
+    read->members = g_new(guint, only->member_count + 1);
+    for (guint m = 0; m < only->member_count; m++) read->members[m] = m;
+    only->members = read->members;
+}
+
+/* Version 9: each class's sizes and members; FALSE where the counts could
+ * not be a shape of this file's ranks (before anything is sized by them). */
+static gboolean get_classes(cursor *c, shape_read *read, uint32_t *columns, guint ranks)
+{
+    rv_alike_shape *shape = &read->shape;
+    shape->rank_count = get_u32(c);
+    shape->class_count = get_u32(c);
+    *columns = get_u32(c);
+    if (c->overrun || shape->rank_count != ranks || shape->class_count == 0 || shape->class_count > ranks) return FALSE;
+    shape->classes = g_new0(rv_alike_class_shape, shape->class_count);
+    read->members = g_new(guint, ranks + 1);
+    guint used = 0;
+    for (guint k = 0; k < shape->class_count && !c->overrun; k++) {
+        rv_alike_class_shape *cls = &shape->classes[k];
+        cls->task_count = get_i32(c);
+        cls->resource_count = get_i32(c);
+        cls->step_count = get_i32(c);
+        cls->edge_count = get_u32(c);
+        cls->member_count = get_u32(c);
+        if (cls->member_count > ranks - used) return FALSE;
+        cls->members = read->members + used;
+        for (guint m = 0; m < cls->member_count; m++) cls->members[m] = get_u32(c);
+        used += cls->member_count;
+    }
+    return !c->overrun;
+}
+
 /* The shape at the front of section 13, checked against the sections read
  * before it; the cursor then at the first column. */
-static gboolean read_alike_shape(reader *r, cursor *c, const rv_graph *stored, rv_alike_shape *shape,
-                                 uint32_t *columns)
+static gboolean read_alike_shape(reader *r, cursor *c, const rv_graph *stored, shape_read *read, uint32_t *columns)
 {
     const char *section = section_names[SECTION_ALIKE];
     *c = section_cursor(r, SECTION_ALIKE);
-    shape->rank_count = get_u32(c);
-    shape->rank_task_count = get_i32(c);
-    shape->rank_resource_count = get_i32(c);
-    shape->rank_step_count = get_i32(c);
-    shape->rank_edge_count = get_u32(c);
-    *columns = get_u32(c);
+    gboolean counts_ok = TRUE;
+    if (r->version == RVG_ALIKE_VERSION) get_one_class(c, read, columns, stored->ranks->len);
+    else counts_ok = get_classes(c, read, columns, stored->ranks->len);
     if (c->overrun) return fail(r, section, "the section is %zu bytes, too short for its shape", (size_t)c->section_length);
+    if (!counts_ok) return fail(r, section, "its ranks and classes are not the ranks section's");
     if (*columns & ~(uint32_t)ALIKE_COLUMNS) return fail(r, section, "unknown columns 0x%x", *columns & ~(uint32_t)ALIKE_COLUMNS);
-    const char *problem = rv_alike_shape_problem(stored, shape);
+    const char *problem = rv_alike_shape_problem(stored, &read->shape);
     if (problem != NULL) return fail(r, section, "%s", problem);
-    uint64_t cells = (uint64_t)shape->rank_task_count * shape->rank_count;
+    uint64_t cells = rv_alike_shape_cells(&read->shape);
     if (cells * column_bytes(*columns) != remaining(c))
         return fail(r, section, "%" G_GUINT64_FORMAT " tasks' columns need %" G_GUINT64_FORMAT " bytes but %zu follow the "
                     "shape", cells, cells * column_bytes(*columns), (size_t)remaining(c));
     return TRUE;
 }
 
-/* A step column: each rank's own step of the task, or -1. */
+/* A column value's rank and task, for a message. */
+static char *cell_text(const rv_alike_job *alike, gsize cell)
+{
+    for (guint c = 0; c < alike->class_count; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        gsize cells = (gsize)cls->task_count * cls->member_count;
+        if (cell >= cls->first_cell + cells) continue;
+        gsize within = cell - cls->first_cell;
+        return g_strdup_printf("task %zu of rank index %u", within / cls->member_count, cls->members[within % cls->member_count]);
+    }
+    return g_strdup_printf("cell %zu", cell);
+}
+
+static gboolean fail_at_cell(reader *r, const rv_alike_job *alike, gsize cell, const char *what)
+{
+    char *where = cell_text(alike, cell);
+    fail(r, section_names[SECTION_ALIKE], "%s %s", where, what);
+    g_free(where);
+    return FALSE;
+}
+
+/* A step column: each rank's own step of the task (of its class's), or -1. */
 static gboolean steps_stand(reader *r, const rv_alike_job *alike)
 {
-    gsize cells = (gsize)alike->rank_task_count * alike->rank_count;
-    for (gsize i = 0; alike->step && i < cells; i++)
-        if (alike->step[i] < -1 || alike->step[i] >= alike->rank_step_count)
-            return fail(r, section_names[SECTION_ALIKE], "task %zu of rank index %zu belongs to step %d (a rank has %d)",
-                        i / alike->rank_count, i % alike->rank_count, alike->step[i], alike->rank_step_count);
+    for (guint c = 0; c < alike->class_count && alike->step; c++) {
+        const rv_alike_class *cls = &alike->classes[c];
+        gsize end = cls->first_cell + (gsize)cls->task_count * cls->member_count;
+        for (gsize i = cls->first_cell; i < end; i++)
+            if (alike->step[i] < -1 || alike->step[i] >= cls->step_count)
+                return fail_at_cell(r, alike, i, "belongs to a step its rank does not have");
+    }
     return TRUE;
+}
+
+/* Does some class have no steps (its ranks' windows need the recorded
+ * starts)? */
+static gboolean some_class_without_steps(const rv_alike_shape *shape)
+{
+    for (guint c = 0; c < shape->class_count; c++)
+        if (shape->classes[c].step_count == 0) return TRUE;
+    return FALSE;
 }
 
 /* Past count values of `width` bytes: read (the checksum covered them)
@@ -1886,17 +2021,21 @@ static int64_t *get_or_skip_i64(cursor *c, gsize count, gboolean keep)
 static rv_alike_job *read_alike_job(reader *r, rv_graph *stored, column_use use)
 {
     cursor c;
-    rv_alike_shape shape;
+    shape_read read = { { 0, 0, NULL }, NULL };
     uint32_t columns;
     GString *why = g_string_new(NULL);
     gboolean resources_ok = check_resources(stored, rv_strings_count(stored->strings), why);
     if (!resources_ok) fail(r, section_names[SECTION_RESOURCES], "%s", why->str);
     g_string_free(why, TRUE);
-    if (!resources_ok || !read_alike_shape(r, &c, stored, &shape, &columns)) return NULL;
-    gsize cells = (gsize)shape.rank_task_count * shape.rank_count;
+    if (!resources_ok || !read_alike_shape(r, &c, stored, &read, &columns)) {
+        shape_read_clear(&read);
+        return NULL;
+    }
+    gsize cells = rv_alike_shape_cells(&read.shape);
     int64_t *duration = get_column_i64(&c, cells), *overhead = get_column_i64(&c, cells);
-    gboolean recorded = use != KEEP_FOR_REPLAY || shape.rank_step_count == 0;
-    rv_alike_job *alike = rv_alike_assemble(stored, &shape, duration, overhead, get_or_skip_i64(&c, cells, recorded));
+    gboolean recorded = use != KEEP_FOR_REPLAY || some_class_without_steps(&read.shape);
+    rv_alike_job *alike = rv_alike_assemble(stored, &read.shape, duration, overhead, get_or_skip_i64(&c, cells, recorded));
+    shape_read_clear(&read);
     if (columns & ALIKE_CORRELATION) alike->correlation = get_or_skip_i64(&c, cells, use == KEEP_ALL);
     if (columns & ALIKE_BYTES) alike->bytes = get_or_skip_i64(&c, cells, use == KEEP_ALL);
     if (columns & ALIKE_STEP) alike->step = get_column_i32(&c, cells);
@@ -1926,7 +2065,7 @@ static rv_graph *load_graph(reader *r)
     if (!read_header(r, &section_count) || !read_table(r, section_count)) return NULL;
     rv_graph *graph = rv_graph_new(NULL, NULL), *loaded = NULL;
     if (read_sections(r, graph))
-        loaded = r->version == RVG_VERSION ? load_alike_as_job(r, graph) : check_loaded(r, graph) ? graph : NULL;
+        loaded = r->version != RVG_FLAT_VERSION ? load_alike_as_job(r, graph) : check_loaded(r, graph) ? graph : NULL;
     if (loaded != graph) rv_graph_free(graph);
     return loaded;
 }
@@ -1940,21 +2079,18 @@ static rv_graph *load_graph(reader *r)
 static gboolean columns_stand(reader *r, const rv_alike_job *alike)
 {
     const char *section = section_names[SECTION_ALIKE];
-    gsize cells = (gsize)alike->rank_task_count * alike->rank_count;
+    gsize cells = alike->cell_count;
     uint64_t work = 0;
     for (gsize i = 0; i < cells; i++) {
         int64_t duration = alike->duration_ns[i], overhead = alike->host_overhead_ns[i];
         if (duration < 0 || overhead < 0 || duration > RV_MAX_DURATION_NS || overhead > RV_MAX_DURATION_NS ||
             (alike->recorded_start_ns && !recorded_time_ok(alike->recorded_start_ns[i])))
-            return fail(r, section, "task %zu of rank index %zu has an impossible time", i / alike->rank_count,
-                        i % alike->rank_count);
+            return fail_at_cell(r, alike, i, "has an impossible time");
         work += (uint64_t)duration + (uint64_t)overhead;
         if (work > (uint64_t)RV_MAX_WORK_NS)
             return fail(r, section, "the durations and host overheads add up to more than 2^61 ns");
         if (alike->collective && (alike->collective[i] < 0 || (guint)alike->collective[i] > alike->structure->collectives->len))
-            return fail(r, section, "task %zu of rank index %zu belongs to collective %d (there are %u)",
-                        i / alike->rank_count, i % alike->rank_count, alike->collective[i],
-                        alike->structure->collectives->len);
+            return fail_at_cell(r, alike, i, "belongs to a collective the job does not have");
     }
     for (guint s = 0; s < alike->steps->len; s++) {
         const rv_step *step = &g_array_index(alike->steps, rv_step, s);
@@ -1971,7 +2107,7 @@ static rv_alike_job *load_alike(reader *r, column_use use, gboolean *held)
     uint32_t section_count = 0;
     *held = FALSE;
     if (!read_header(r, &section_count)) return NULL;
-    if (r->version != RVG_VERSION) return NULL;
+    if (r->version == RVG_FLAT_VERSION) return NULL;
     *held = TRUE;
     if (!read_table(r, section_count)) return NULL;
     rv_graph *stored = rv_graph_new(NULL, NULL);

@@ -379,6 +379,7 @@ typedef struct {
   gboolean single_gpu;       /* no DDP: no all-reduce, no wait for one */
   gboolean profile_memory;   /* write [memory] events */
   int rank, world;           /* this rank of the data-parallel job */
+  int unlike_rank;           /* this rank's first kernel has a name no other rank's has; -1: none */
 } Model;
 
 static LayerKind layer_kind(const Model *model, int layer) {
@@ -449,6 +450,7 @@ typedef struct {
   Stream compute;
   Stream nccl;
   gint64 next_external_id;
+  gint64 kernels_emitted;
   gint64 next_correlation;
   gint64 next_sequence;
   gint64 next_python_id;
@@ -691,7 +693,10 @@ static void emit_kernel(Sim *sim, const Kernel *kernel, const Stream *stream,
              call->external_id, stream->id, call->correlation,
              kernel->registers, kernel->shared_memory, blocks_per_sm,
              warps_per_sm, kernel->grid, kernel->block, occupancy);
-  emit_complete(sim->out, "kernel", kernel->name, GPU_PID, stream->id, start,
+  /* --unlike-rank: that rank runs another program, as a rank that logs or
+   * a pipeline's other stage does (one name is enough to tell them apart) */
+  gboolean unlike = sim->model->rank == sim->model->unlike_rank && sim->kernels_emitted++ == 0;
+  emit_complete(sim->out, "kernel", unlike ? "rank_own_kernel" : kernel->name, GPU_PID, stream->id, start,
                 kernel->duration, args);
 }
 
@@ -1645,6 +1650,7 @@ typedef struct {
   gint64 clock_skew_us; /* rank r's host clock is r times this ahead */
   gint64 entry_spread_us;
   char *lengths;        /* "LO..HI": each step's batch drawn from that range */
+  int unlike_rank;      /* -1: every rank alike */
 } Options;
 
 /* ---- a job of several ranks ---- */
@@ -1741,6 +1747,9 @@ static gboolean parse_options(int argc, char **argv, Options *options,
        "With --ranks: rank r's host clock is r times this many us ahead (default 0)", "US"},
       {"entry-spread-us", 0, 0, G_OPTION_ARG_INT64, &options->entry_spread_us,
        "With --ranks: ranks enter the recorded window up to this many us apart (default 3000)", "US"},
+      {"unlike-rank", 0, 0, G_OPTION_ARG_INT, &options->unlike_rank,
+       "With --ranks: rank R's first kernel has a name the others' lack, so R runs another program "
+       "(default -1: none)", "R"},
       {"lengths", 0, 0, G_OPTION_ARG_STRING, &options->lengths,
        "Each step's batch (a sequence model's input length) drawn from LO..HI, GEMM times following it",
        "LO..HI"},
@@ -1787,6 +1796,10 @@ static gboolean parse_options(int argc, char **argv, Options *options,
                 "--entry-spread-us from 0 to 1000000000");
     return FALSE;
   }
+  if (ok && options->unlike_rank != -1 && (options->unlike_rank < 0 || options->unlike_rank >= options->ranks)) {
+    g_set_error_literal(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--unlike-rank must be one of the --ranks");
+    return FALSE;
+  }
   if (ok && options->lengths &&
       (sscanf(options->lengths, "%d..%d", &varying_lo, &varying_hi) != 2 || varying_lo < 1 ||
        varying_hi < varying_lo || varying_hi > 1000000 || options->ranks || options->profile_memory)) {
@@ -1800,7 +1813,7 @@ static gboolean parse_options(int argc, char **argv, Options *options,
 }
 
 int main(int argc, char **argv) {
-  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, FALSE, 64, 0, 0, 3000, NULL};
+  Options options = {NULL, 3, 8, 0, 1, FALSE, FALSE, FALSE, 64, 0, 0, 3000, NULL, -1};
   GError *error = NULL;
   /* Only the character set: numbers in the JSON must keep a '.' point. */
   setlocale(LC_CTYPE, "");
@@ -1817,6 +1830,7 @@ int main(int argc, char **argv) {
   batch_size = options.batch;
   model.rank = 0;
   model.world = options.ranks > 0 ? options.ranks : WORLD_SIZE;
+  model.unlike_rank = options.unlike_rank;
   if (options.events > 0)
     options.steps = steps_for_events(&model, options.events, options.seed);
   if (options.ranks > 0) {
