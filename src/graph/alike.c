@@ -412,19 +412,32 @@ void rv_alike_verdict_clear(rv_alike_verdict *verdict)
     memset(verdict, 0, sizeof *verdict);
 }
 
+/* A joint graph's blocks and classes (b cleared again where it cannot be
+ * held once). */
+static gboolean examine(const rv_graph *joint, blocks *b, varying *varies, rv_alike_verdict *verdict, GArray **classes,
+                        GError **error)
+{
+    blocks_init(b, joint);
+    memset(varies, 0, sizeof *varies);
+    memset(verdict, 0, sizeof *verdict);
+    if (classify(b, varies, verdict, classes, error)) return TRUE;
+    blocks_clear(b);
+    rv_alike_verdict_clear(verdict);
+    return FALSE;
+}
+
 gboolean rv_alike_check(const rv_graph *joint, rv_alike_verdict *verdict, GError **error)
 {
     blocks b;
-    blocks_init(&b, joint);
-    varying varies = { FALSE, FALSE, FALSE, FALSE };
-    rv_alike_verdict found = { 0 };
+    varying varies;
+    rv_alike_verdict found;
     GArray *classes = NULL;
-    gboolean ok = classify(&b, &varies, &found, &classes, error);
-    if (classes) found_classes_free(classes);
+    if (!examine(joint, &b, &varies, &found, &classes, error)) return FALSE;
+    found_classes_free(classes);
     blocks_clear(&b);
-    if (ok && verdict) *verdict = found;
+    if (verdict) *verdict = found;
     else rv_alike_verdict_clear(&found);
-    return ok;
+    return TRUE;
 }
 
 /* ---- the layout: where each class and rank lies ------------------------------------ */
@@ -651,16 +664,11 @@ static void take_classes(rv_alike_job *alike, const blocks *b, GArray *found)
 rv_alike_job *rv_alike_from_job(const rv_graph *joint, GError **error)
 {
     blocks b;
-    blocks_init(&b, joint);
-    varying varies = { FALSE, FALSE, FALSE, FALSE };
-    rv_alike_verdict verdict = { 0 };
+    varying varies;
+    rv_alike_verdict verdict;
     GArray *found = NULL;
-    gboolean ok = classify(&b, &varies, &verdict, &found, error);
+    if (!examine(joint, &b, &varies, &verdict, &found, error)) return NULL;
     rv_alike_verdict_clear(&verdict);
-    if (!ok) {
-        blocks_clear(&b);
-        return NULL;
-    }
     rv_alike_job *alike = g_new0(rv_alike_job, 1);
     alike->structure = rv_graph_new(joint->strings, joint->source);
     alike->rank_count = b.ranks;

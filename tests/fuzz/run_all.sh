@@ -41,6 +41,11 @@ seed_store() {
         "$build/reverie" import --quiet --force "$1/job" -o "$1/seed-alike-job.rvg" || true
     fi
     rm -rf "$1/job"
+    # a job of two classes of alike ranks, rank 1 the other (format version 9)
+    if "$build/tests/gen/reverie-gentrace" --ranks 3 --steps 1 --layers 2 --unlike-rank 1 -o "$1/job" 2>/dev/null; then
+        "$build/reverie" import --quiet --force "$1/job" -o "$1/seed-classes-job.rvg" || true
+    fi
+    rm -rf "$1/job"
     cp "$regressions"/overflow-* "$1/" 2>/dev/null || true
     return 0
 }
