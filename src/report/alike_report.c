@@ -244,7 +244,7 @@ static gboolean counts(const rv_task *task)
     return (task->flags & (RV_TASK_FLAG_GPU | RV_TASK_FLAG_REMOVED | RV_TASK_FLAG_INSERTED)) == RV_TASK_FLAG_GPU;
 }
 
-/* The structure's edges of a rank into each rank-local task: [first[k],
+/* The structure's edges of a class into each class task: [first[k],
  * first[k + 1]) of `edge`. */
 typedef struct {
     int32_t *first;

@@ -1,12 +1,12 @@
 /*
- * lockstep.c - the replay of a job whose ranks are alike (alike.h), every
- * rank of one task at a time.
+ * lockstep.c - the replay of a job held once per class of alike ranks
+ * (alike.h), one task for every member of its class at a time.
  *
  * The structure's order (structure.h, find_order in sim.c) is an order its
- * edges allow; every rank has the structure's edges between the same ids,
+ * edges allow; every member has its class's edges between the same ids,
  * and the job's own tasks (the rendezvous) come after all of their
  * predecessors in it.  So walking that order and, at each task, working
- * out its times for every rank is an order the joint graph's edges allow
+ * out its times for every member is an order the joint graph's edges allow
  * too, and - every resource a chain, as sim.c's edge-order replay requires
  * - gives rv_simulate's times: graph.h's rules, read from predecessors
  * (each task's edges in, inverted once from the structure's edges out)
