@@ -138,8 +138,10 @@ if [ -n "$gentrace" ]; then
         fail "reverie-gentrace --unlike-rank failed"
     expect_status 0 "$reverie" import --quiet "$work/unlike" -o "$work/unlike.rvg"
     [ "$(format_version "$work/unlike.rvg")" = 9 ] || fail "the job of an unlike rank was not saved as version 9"
-    "$reverie" info "$work/unlike.rvg" | grep -q "^ranks alike: 2 classes, the largest of 3 ranks (rank index 1's task" ||
+    "$reverie" info "$work/unlike.rvg" | grep -q "^ranks alike: 2 classes, the largest of 3 ranks: {0} {1-3} (rank index 1's task" ||
         fail "info does not say the ranks are in two classes"
+    "$reverie" info --json "$work/unlike.rvg" | python3 -c "import json, sys; job = json.load(sys.stdin)['job']; sys.exit(job['rank_classes'] != 2 or job['rank_class'] != [0, 1, 1, 1])" ||
+        fail "info --json does not give each rank's class"
     same_as_traces "$work/unlike" "$work/unlike.rvg"
     [ "$(stat -c %s "$work/unlike.rvg")" -lt $(($(stat -c %s "$work/job.rvg") * 3)) ] ||
         fail "the job of an unlike rank takes more than three times the alike job's file"

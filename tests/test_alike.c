@@ -313,6 +313,7 @@ static void assert_classes(const rv_graph *joint, const char *expected, const ch
     rv_alike_verdict verdict;
     ck_assert(rv_alike_check(joint, &verdict, NULL));
     ck_assert_uint_eq(verdict.class_count, alike->class_count);
+    for (guint r = 0; r < alike->rank_count; r++) ck_assert_uint_eq(verdict.rank_class[r], alike->ranks[r].class_index);
     ck_assert_msg(verdict.unlike_because && strstr(verdict.unlike_because, because), "verdict: %s",
                   verdict.unlike_because ? verdict.unlike_because : "(none)");
     rv_alike_verdict_clear(&verdict);

@@ -104,6 +104,7 @@ typedef struct {
 typedef struct {
     guint class_count;
     guint largest_class;    /* members of the largest class */
+    guint *rank_class;      /* per rank index, its class (classes in the order of their first members); g_free */
     char *unlike_because;   /* the first difference found between rank index 0 and a rank, or NULL; g_free */
 } rv_alike_verdict;
 

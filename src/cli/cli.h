@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "reverie/error.h"
 #include "reverie/explain.h"
+#include "reverie/alike.h"
 #include "reverie/graph.h"
 #include "reverie/memory.h"
 #include "reverie/sim.h"
@@ -80,9 +81,10 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
 /* info: the ranks, their clock offsets, and the collectives matched by each rule. */
 void rv_cli_print_job_summary(const rv_graph *graph);
 /* How a job's ranks are held (alike.h): the classes of alike ranks (0:
- * rank by rank) and their largest, and the first difference between rank
- * index 0 and another rank (*why, g_free; NULL when every rank is alike). */
-guint rv_cli_rank_classes(const rv_graph *graph, guint *largest, char **why);
+ * rank by rank) with `verdict` (clear it with rv_alike_verdict_clear), and
+ * the first difference between rank index 0 and another rank (*why,
+ * g_free; NULL when every rank is alike). */
+guint rv_cli_rank_classes(const rv_graph *graph, rv_alike_verdict *verdict, char **why);
 /* One phrase of it, for import and info (g_free). */
 char *rv_cli_rank_classes_text(const rv_graph *graph);
 void *rv_cli_json_job_summary(const rv_graph *graph);

@@ -129,32 +129,55 @@ void rv_cli_print_rank_whatif(const rv_graph *graph, const rv_replay *baseline, 
 
 /* ---- what the join found, for info -------------------------------------- */
 
-guint rv_cli_rank_classes(const rv_graph *graph, guint *largest, char **why)
+guint rv_cli_rank_classes(const rv_graph *graph, rv_alike_verdict *verdict, char **why)
 {
     GError *error = NULL;
-    rv_alike_verdict verdict = { 0 };
-    guint classes = rv_alike_check(graph, &verdict, &error) ? verdict.class_count : 0;
-    *largest = verdict.largest_class;
-    *why = error ? g_strdup(error->message) : g_strdup(verdict.unlike_because);
+    memset(verdict, 0, sizeof *verdict);
+    guint classes = rv_alike_check(graph, verdict, &error) ? verdict->class_count : 0;
+    *why = error ? g_strdup(error->message) : g_strdup(verdict->unlike_because);
     g_clear_error(&error);
-    rv_alike_verdict_clear(&verdict);
     return classes;
+}
+
+/* The classes shown in a line: past this many, how many more. */
+#define CLASSES_SHOWN_MAX 8
+
+/* Class c's members as runs of rank indices: "0 2-5 9". */
+static void append_members(GString *out, const rv_alike_verdict *verdict, guint ranks, guint c)
+{
+    const char *gap = "";
+    for (guint r = 0; r < ranks; r++) {
+        if (verdict->rank_class[r] != c) continue;
+        guint last = r;
+        while (last + 1 < ranks && verdict->rank_class[last + 1] == c) last++;
+        g_string_append_printf(out, last > r ? "%s%u-%u" : "%s%u", gap, r, last);
+        gap = " ";
+        r = last;
+    }
 }
 
 char *rv_cli_rank_classes_text(const rv_graph *graph)
 {
-    guint largest = 0;
-    char *why = NULL, *text;
-    guint classes = rv_cli_rank_classes(graph, &largest, &why);
+    rv_alike_verdict verdict;
+    char *why = NULL;
+    guint classes = rv_cli_rank_classes(graph, &verdict, &why);
+    GString *text = g_string_new(NULL);
     if (classes == 1)
-        text = g_strdup("yes (one program, times of their own): saved once, replayed in lockstep");
-    else if (classes > 1)
-        text = g_strdup_printf("%u classes, the largest of %u ranks (%s): each class saved once, replayed in lockstep",
-                               classes, largest, rv_cli_shown(why));
-    else
-        text = g_strdup_printf("no (%s): saved and replayed rank by rank", rv_cli_shown(why));
+        g_string_append(text, "yes (one program, times of their own): saved once, replayed in lockstep");
+    else if (classes > 1) {
+        g_string_append_printf(text, "%u classes, the largest of %u ranks:", classes, verdict.largest_class);
+        for (guint c = 0; c < MIN(classes, CLASSES_SHOWN_MAX); c++) {
+            g_string_append(text, " {");
+            append_members(text, &verdict, graph->ranks->len, c);
+            g_string_append(text, "}");
+        }
+        if (classes > CLASSES_SHOWN_MAX) g_string_append_printf(text, " and %u more", classes - CLASSES_SHOWN_MAX);
+        g_string_append_printf(text, " (%s): each class saved once, replayed in lockstep", rv_cli_shown(why));
+    } else
+        g_string_append_printf(text, "no (%s): saved and replayed rank by rank", rv_cli_shown(why));
     g_free(why);
-    return text;
+    rv_alike_verdict_clear(&verdict);
+    return g_string_free(text, FALSE);
 }
 
 static void print_alike(const rv_graph *graph)
@@ -219,12 +242,17 @@ void *rv_cli_json_job_summary(const rv_graph *graph)
                                                rank->offset_samples));
     }
     char *why = NULL;
-    guint largest = 0, classes = rv_cli_rank_classes(graph, &largest, &why);
-    json_t *summary = json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:b,s:I,s:o}", "ranks", ranks, "world_size",
+    rv_alike_verdict verdict;
+    guint classes = rv_cli_rank_classes(graph, &verdict, &why);
+    json_t *rank_class = classes > 0 ? json_array() : json_null();
+    for (guint r = 0; classes > 0 && r < graph->ranks->len; r++)
+        json_array_append_new(rank_class, json_integer(verdict.rank_class[r]));
+    rv_alike_verdict_clear(&verdict);
+    json_t *summary = json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:b,s:I,s:o,s:o}", "ranks", ranks, "world_size",
                                 (json_int_t)graph->world_size, "collectives_matched", (json_int_t)matched,
                                 "kernels_unmatched", (json_int_t)unmatched, "matched_by", rules, "parallelism",
                                 parallelism, "ranks_alike", classes == 1, "rank_classes", (json_int_t)classes,
-                                "unlike_because", why ? rv_json_text(why) : json_null());
+                                "rank_class", rank_class, "unlike_because", why ? rv_json_text(why) : json_null());
     g_free(why);
     return summary;
 }

@@ -380,12 +380,16 @@ static void found_classes_free(GArray *classes)
     g_array_unref(classes);
 }
 
-static void fill_verdict(rv_alike_verdict *verdict, const GArray *classes)
+static void fill_verdict(rv_alike_verdict *verdict, const GArray *classes, guint ranks)
 {
     verdict->class_count = classes->len;
     verdict->largest_class = 0;
-    for (guint c = 0; c < classes->len; c++)
-        verdict->largest_class = MAX(verdict->largest_class, g_array_index(classes, found_class, c).members->len);
+    verdict->rank_class = g_new0(guint, ranks + 1);
+    for (guint c = 0; c < classes->len; c++) {
+        const GArray *members = g_array_index(classes, found_class, c).members;
+        verdict->largest_class = MAX(verdict->largest_class, members->len);
+        for (guint m = 0; m < members->len; m++) verdict->rank_class[g_array_index(members, guint, m)] = c;
+    }
 }
 
 /* The whole job's checks, then the classes; FALSE where it cannot be held
@@ -397,7 +401,7 @@ static gboolean classify(blocks *b, varying *varies, rv_alike_verdict *verdict, 
         !job_tasks_are_instants(b, error) || !meetings_are_the_jobs(b, error))
         return FALSE;
     *classes = find_classes(b, varies, verdict);
-    fill_verdict(verdict, *classes);
+    fill_verdict(verdict, *classes, b->ranks);
     if (verdict->largest_class > 1) return TRUE;
     g_set_error(error, RV_ERROR, RV_ERROR_INPUT, "%s", verdict->unlike_because ? verdict->unlike_because : "one rank");
     found_classes_free(*classes);
@@ -408,6 +412,7 @@ static gboolean classify(blocks *b, varying *varies, rv_alike_verdict *verdict, 
 void rv_alike_verdict_clear(rv_alike_verdict *verdict)
 {
     if (verdict == NULL) return;
+    g_free(verdict->rank_class);
     g_free(verdict->unlike_because);
     memset(verdict, 0, sizeof *verdict);
 }
