@@ -88,6 +88,7 @@ typedef struct {
     int32_t class_step_count;     /* the structure's steps: all the classes' */
     guint class_edge_count;       /* the structure's first edges: the classes'; the rest the job's */
     gsize cell_count;             /* cells per column: every rank's tasks */
+    gsize resource_cell_count;    /* cells per resource table (rv_alike_stream_delays): every rank's threads and streams */
     GArray *resources;            /* rv_resource, the joint graph's */
     GArray *steps;                /* rv_step, the joint graph's */
     /* per class task and member (see above) */
@@ -171,6 +172,12 @@ static inline const rv_alike_class *rv_alike_class_of(const rv_alike_job *alike,
 {
     return &alike->classes[alike->task_class[t]];
 }
+/* Where the structure's resource `resource`, one of class cls's, has its
+ * first member's cell in a per-resource table (rv_alike_stream_delays). */
+static inline gsize rv_alike_resource_cell(const rv_alike_class *cls, int32_t resource)
+{
+    return cls->first_resource_cell + (gsize)(resource - cls->first_resource) * cls->member_count;
+}
 /* The column index of class task t for the m-th member of its class. */
 static inline gsize rv_alike_cell(const rv_alike_job *alike, int32_t t, guint member)
 {
@@ -204,8 +211,6 @@ static inline const rv_step *rv_alike_rank_step(const rv_alike_job *alike, guint
  * first_resource) * member_count + m, the launch latency and the idle gap
  * (0 off GPU streams).  g_free both. */
 void rv_alike_stream_delays(const rv_alike_job *alike, int64_t **launch_latency_ns, int64_t **idle_gap_ns);
-/* Cells of such a per-resource table: every rank's threads and streams. */
-gsize rv_alike_resource_cell_count(const rv_alike_job *alike);
 /* Members of the largest class (the lockstep replay's scratch per task). */
 guint rv_alike_widest_class(const rv_alike_job *alike);
 /* Live tasks and edges of the whole job. */

@@ -478,6 +478,7 @@ static void lay_out(rv_alike_job *alike)
     alike->class_step_count = step;
     alike->class_edge_count = edge;
     alike->cell_count = cell;
+    alike->resource_cell_count = resource_cell;
     rv_alike_rank joint = { 0, 0, 0, 0, 0, 0 };
     for (guint r = 0; r < alike->rank_count; r++) {
         const rv_alike_class *cls = rv_alike_rank_class(alike, r);
@@ -501,16 +502,10 @@ static int32_t joint_job_task(const rv_alike_job *alike)
     return (int32_t)alike->cell_count;
 }
 
-gsize rv_alike_resource_cell_count(const rv_alike_job *alike)
-{
-    gsize cells = 0;
-    for (guint c = 0; c < alike->class_count; c++) cells += (gsize)alike->classes[c].resource_count * alike->classes[c].member_count;
-    return cells;
-}
-
+/* The joint graph's first resource of the job's own: after every rank's. */
 static int32_t joint_job_resource(const rv_alike_job *alike)
 {
-    return (int32_t)rv_alike_resource_cell_count(alike);
+    return (int32_t)alike->resource_cell_count;
 }
 
 /* The joint graph's id of the structure's task t for rank index r (the
@@ -588,25 +583,45 @@ static void append_edge(rv_graph *structure, const rv_alike_job *alike, const bl
     g_array_append_val(structure->edges, edge);
 }
 
-static void fill_structure(rv_graph *structure, const rv_alike_job *alike, const blocks *b)
+/* A joint task id of rank r's block as the structure's (an id a forged
+ * file gives outside the block is out of the structure's range, which its
+ * checks refuse). */
+static int32_t joint_to_structure(const rv_alike_job *alike, int32_t t, guint r)
 {
-    const rv_graph *joint = b->joint;
+    int64_t id = (int64_t)t - alike->ranks[r].first_task + rv_alike_rank_class(alike, r)->first_task;
+    return id >= 0 && id < rv_graph_task_count(alike->structure) ? (int32_t)id : -1;
+}
+
+/* The structure's threads and streams and steps: each class's first
+ * member's, then the job's resources (from the joint graph's, which
+ * alike->resources and alike->steps hold; the structure's tasks already
+ * there, for the steps' markers). */
+static void fill_places(rv_alike_job *alike)
+{
+    rv_graph *structure = alike->structure;
     for (guint c = 0; c < alike->class_count; c++) {
         const rv_alike_class *cls = &alike->classes[c];
         guint a = cls->members[0];
-        g_array_append_vals(structure->resources, &g_array_index(joint->resources, rv_resource, b->resources[a].first),
+        g_array_append_vals(structure->resources, &g_array_index(alike->resources, rv_resource, alike->ranks[a].first_resource),
                             (guint)cls->resource_count);
         for (int32_t s = 0; s < cls->step_count; s++) {
-            rv_step step = g_array_index(joint->steps, rv_step, b->steps[a].first + s);
-            step.begin_marker = structure_task(alike, b, step.begin_marker, a);
-            step.end_marker = structure_task(alike, b, step.end_marker, a);
+            rv_step step = *rv_alike_rank_step(alike, a, s);
+            step.begin_marker = joint_to_structure(alike, step.begin_marker, a);
+            step.end_marker = joint_to_structure(alike, step.end_marker, a);
             g_array_append_val(structure->steps, step);
         }
     }
-    if ((guint)b->job_resources < joint->resources->len)
-        g_array_append_vals(structure->resources, &g_array_index(joint->resources, rv_resource, b->job_resources),
-                            joint->resources->len - (guint)b->job_resources);
+    guint job = (guint)joint_job_resource(alike);
+    if (job < alike->resources->len)
+        g_array_append_vals(structure->resources, &g_array_index(alike->resources, rv_resource, job), alike->resources->len - job);
+}
+
+static void fill_structure(rv_alike_job *alike, const blocks *b)
+{
+    const rv_graph *joint = b->joint;
+    rv_graph *structure = alike->structure;
     fill_structure_tasks(structure, alike, b);
+    fill_places(alike);
     for (guint c = 0; c < alike->class_count; c++) {
         const rv_alike_class *cls = &alike->classes[c];
         for (guint i = 0; i < cls->edge_count; i++) append_edge(structure, alike, b, b->edges[cls->members[0]].first + (int32_t)i, cls->members[0]);
@@ -681,7 +696,7 @@ rv_alike_job *rv_alike_from_job(const rv_graph *joint, GError **error)
     lay_out(alike);
     alike->resources = g_array_copy(joint->resources);
     alike->steps = g_array_copy(joint->steps);
-    fill_structure(alike->structure, alike, &b);
+    fill_structure(alike, &b);
     fill_columns(alike, &b, &varies);
     blocks_clear(&b);
     return alike;
@@ -818,10 +833,10 @@ gsize rv_alike_shape_cells(const rv_alike_shape *shape)
 
 /* Every rank in one class, members ascending, classes in the order of
  * their first members (so rank index 0's is the first). */
-static const char *shape_member_problem(const rv_alike_shape *shape)
+static const char *shape_member_problem(const rv_alike_shape *shape, const shape_totals *sum)
 {
     if (shape->class_count == 0 || shape->class_count > shape->rank_count) return "its class count is not between 1 and its ranks";
-    if (totals_of(shape).members != shape->rank_count) return "its classes' members are not its ranks";
+    if (sum->members != shape->rank_count) return "its classes' members are not its ranks";
     guint8 *seen = g_new0(guint8, shape->rank_count);
     const char *problem = NULL;
     for (guint c = 0; c < shape->class_count && problem == NULL; c++) {
@@ -838,7 +853,7 @@ static const char *shape_member_problem(const rv_alike_shape *shape)
     return problem;
 }
 
-static const char *shape_count_problem(const rv_graph *stored, const rv_alike_shape *shape)
+static const char *shape_count_problem(const rv_graph *stored, const rv_alike_shape *shape, const shape_totals *sum)
 {
     for (guint c = 0; c < shape->class_count; c++) {
         const rv_alike_class_shape *cls = &shape->classes[c];
@@ -846,12 +861,11 @@ static const char *shape_count_problem(const rv_graph *stored, const rv_alike_sh
         if (cls->edge_count > RV_ALIKE_EDGES_PER_TASK_MAX * ((uint64_t)cls->task_count + 1))
             return "its edges per rank do not fit the edges section";
     }
-    shape_totals sum = totals_of(shape);
-    if ((uint64_t)stored->tasks->len < sum.tasks || sum.cells + (stored->tasks->len - sum.tasks) > G_MAXINT32)
+    if ((uint64_t)stored->tasks->len < sum->tasks || sum->cells + (stored->tasks->len - sum->tasks) > G_MAXINT32)
         return "its tasks per rank do not fit the tasks section";
-    if (sum.resource_cells > stored->resources->len) return "its threads and streams per rank do not fit the resources section";
-    if (sum.step_cells != stored->steps->len) return "its steps per rank do not fit the steps section";
-    if (sum.edges > stored->edges->len) return "its edges per rank do not fit the edges section";
+    if (sum->resource_cells > stored->resources->len) return "its threads and streams per rank do not fit the resources section";
+    if (sum->step_cells != stored->steps->len) return "its steps per rank do not fit the steps section";
+    if (sum->edges > stored->edges->len) return "its edges per rank do not fit the edges section";
     return NULL;
 }
 
@@ -870,10 +884,9 @@ static rv_alike_class_shape next_block(const rv_alike_shape *shape, guint c, rv_
 
 /* The structure's tasks: a class's on its class's threads and streams and
  * in one of its steps; the job's on the job's resources. */
-static const char *shape_task_problem(const rv_graph *stored, const rv_alike_shape *shape)
+static const char *shape_task_problem(const rv_graph *stored, const rv_alike_shape *shape, const shape_totals *sum)
 {
-    shape_totals sum = totals_of(shape);
-    int32_t places = (int32_t)(sum.resources + (stored->resources->len - sum.resource_cells));
+    int32_t places = (int32_t)(sum->resources + (stored->resources->len - sum->resource_cells));
     const rv_task *tasks = (const rv_task *)stored->tasks->data;
     rv_alike_class_shape running = { 0, 0, 0, 0, 0, NULL };
     for (guint c = 0; c < shape->class_count; c++) {
@@ -886,8 +899,8 @@ static const char *shape_task_problem(const rv_graph *stored, const rv_alike_sha
                 return "a task's step is not its rank's";
         }
     }
-    for (guint k = (guint)sum.tasks; k < stored->tasks->len; k++)
-        if (tasks[k].resource < (int32_t)sum.resources || tasks[k].resource >= places)
+    for (guint k = (guint)sum->tasks; k < stored->tasks->len; k++)
+        if (tasks[k].resource < (int32_t)sum->resources || tasks[k].resource >= places)
             return "a task's thread or stream is not its rank's (or the job's)";
     return NULL;
 }
@@ -902,9 +915,9 @@ static gboolean edge_within(const rv_edge *edge, int32_t low, int32_t high, int3
 }
 
 /* A class's edges join its tasks or the job's; the job's join the job's. */
-static const char *shape_edge_problem(const rv_graph *stored, const rv_alike_shape *shape)
+static const char *shape_edge_problem(const rv_graph *stored, const rv_alike_shape *shape, const shape_totals *sum)
 {
-    int32_t total = rv_graph_task_count(stored), job = (int32_t)totals_of(shape).tasks;
+    int32_t total = rv_graph_task_count(stored), job = (int32_t)sum->tasks;
     const rv_edge *edges = (const rv_edge *)stored->edges->data;
     rv_alike_class_shape running = { 0, 0, 0, 0, 0, NULL };
     guint e = 0;
@@ -920,13 +933,12 @@ static const char *shape_edge_problem(const rv_graph *stored, const rv_alike_sha
 }
 
 /* A collective meets at a job's task (or rank index 0's), joint ids. */
-static const char *shape_meeting_problem(const rv_graph *stored, const rv_alike_shape *shape)
+static const char *shape_meeting_problem(const rv_graph *stored, const rv_alike_shape *shape, const shape_totals *sum)
 {
-    shape_totals sum = totals_of(shape);
-    int64_t joint_tasks = (int64_t)sum.cells + (stored->tasks->len - (int64_t)sum.tasks);
+    int64_t joint_tasks = (int64_t)sum->cells + (stored->tasks->len - (int64_t)sum->tasks);
     for (guint c = 0; c < stored->collectives->len; c++) {
         int64_t meeting = g_array_index(stored->collectives, rv_collective_info, c).rendezvous;
-        if (meeting < shape->classes[0].task_count || (meeting >= (int64_t)sum.cells && meeting < joint_tasks)) continue;
+        if (meeting < shape->classes[0].task_count || (meeting >= (int64_t)sum->cells && meeting < joint_tasks)) continue;
         return "a collective's meeting point is not one of the job's tasks";
     }
     return NULL;
@@ -935,11 +947,12 @@ static const char *shape_meeting_problem(const rv_graph *stored, const rv_alike_
 const char *rv_alike_shape_problem(const rv_graph *stored, const rv_alike_shape *shape)
 {
     if (shape->rank_count == 0 || shape->rank_count != stored->ranks->len) return "its rank count is not the ranks section's";
-    const char *problem = shape_member_problem(shape);
-    if (problem == NULL) problem = shape_count_problem(stored, shape);
-    if (problem == NULL) problem = shape_edge_problem(stored, shape);
-    if (problem == NULL) problem = shape_task_problem(stored, shape);
-    if (problem == NULL) problem = shape_meeting_problem(stored, shape);
+    shape_totals sum = totals_of(shape);
+    const char *problem = shape_member_problem(shape, &sum);
+    if (problem == NULL) problem = shape_count_problem(stored, shape, &sum);
+    if (problem == NULL) problem = shape_edge_problem(stored, shape, &sum);
+    if (problem == NULL) problem = shape_task_problem(stored, shape, &sum);
+    if (problem == NULL) problem = shape_meeting_problem(stored, shape, &sum);
     return problem;
 }
 
@@ -948,37 +961,6 @@ static GArray *take_array(GArray **slot)
     GArray *taken = *slot;
     *slot = g_array_new(FALSE, TRUE, g_array_get_element_size(taken));
     return taken;
-}
-
-/* A joint task id of rank r's block as the structure's (an id a forged
- * file gives outside the block is out of the structure's range, which its
- * checks refuse). */
-static int32_t joint_to_structure(const rv_alike_job *alike, int32_t t, guint r)
-{
-    int64_t id = (int64_t)t - alike->ranks[r].first_task + rv_alike_rank_class(alike, r)->first_task;
-    return id >= 0 && id < rv_graph_task_count(alike->structure) ? (int32_t)id : -1;
-}
-
-/* The structure's threads and streams and steps: each class's first
- * member's, then the job's resources. */
-static void assemble_places(rv_alike_job *alike)
-{
-    rv_graph *structure = alike->structure;
-    for (guint c = 0; c < alike->class_count; c++) {
-        const rv_alike_class *cls = &alike->classes[c];
-        guint a = cls->members[0];
-        g_array_append_vals(structure->resources, &g_array_index(alike->resources, rv_resource, alike->ranks[a].first_resource),
-                            (guint)cls->resource_count);
-        for (int32_t s = 0; s < cls->step_count; s++) {
-            rv_step step = *rv_alike_rank_step(alike, a, s);
-            step.begin_marker = joint_to_structure(alike, step.begin_marker, a);
-            step.end_marker = joint_to_structure(alike, step.end_marker, a);
-            g_array_append_val(structure->steps, step);
-        }
-    }
-    guint job = (guint)joint_job_resource(alike);
-    if (job < alike->resources->len)
-        g_array_append_vals(structure->resources, &g_array_index(alike->resources, rv_resource, job), alike->resources->len - job);
 }
 
 rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, int64_t *duration_ns,
@@ -1005,7 +987,7 @@ rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, i
     alike->steps = take_array(&stored->steps);
     g_array_unref(structure->tasks);
     structure->tasks = take_array(&stored->tasks);
-    assemble_places(alike);
+    fill_places(alike);
     g_array_unref(structure->edges);
     structure->edges = take_array(&stored->edges);
     g_array_unref(structure->launches);
@@ -1026,14 +1008,14 @@ rv_alike_job *rv_alike_assemble(rv_graph *stored, const rv_alike_shape *shape, i
 
 void rv_alike_stream_delays(const rv_alike_job *alike, int64_t **launch_latency_ns, int64_t **idle_gap_ns)
 {
-    gsize places = (gsize)joint_job_resource(alike);
+    gsize places = alike->resource_cell_count;
     *launch_latency_ns = g_new(int64_t, places + 1);
     *idle_gap_ns = g_new(int64_t, places + 1);
     for (guint c = 0; c < alike->class_count; c++) {
         const rv_alike_class *cls = &alike->classes[c];
         for (int32_t k = 0; k < cls->resource_count; k++)
             for (guint m = 0; m < cls->member_count; m++) {
-                gsize at = cls->first_resource_cell + (gsize)k * cls->member_count + m;
+                gsize at = rv_alike_resource_cell(cls, cls->first_resource + k) + m;
                 const rv_resource *resource = rv_alike_resource(alike, cls->first_resource + k, cls->members[m]);
                 (*launch_latency_ns)[at] = resource->launch_latency_ns;
                 (*idle_gap_ns)[at] = resource->idle_gap_ns;

@@ -309,7 +309,7 @@ static void rule_starts(const rv_alike_job *alike, const edges_in *in, const str
     const rv_alike_class *cls = rv_alike_class_of(alike, k);
     guint width = cls->member_count;
     for (guint m = 0; m < width; m++) ready[m] = G_MININT64;
-    gsize on = cls->first_resource_cell + (gsize)(template_task(alike, k)->resource - cls->first_resource) * width;
+    gsize on = rv_alike_resource_cell(cls, template_task(alike, k)->resource);
     const int64_t *gap = delays->gap + on, *latency = delays->latency + on;
     for (int32_t slot = in->first[k]; slot < in->first[k + 1]; slot++) {
         const rv_edge *edge = &g_array_index(alike->structure->edges, rv_edge, in->edge[slot]);

@@ -73,12 +73,6 @@ typedef struct {
     gboolean overflow;
 } lockstep;
 
-/* Where class task t's cells begin, and class resource `on`'s. */
-static inline gsize resource_cell(const rv_alike_class *cls, int32_t on)
-{
-    return cls->first_resource_cell + (gsize)(on - cls->first_resource) * cls->member_count;
-}
-
 /* What an edge in from p makes of the readiness of each of `width`
  * members of a task on the resource whose cells begin at `on_at`. */
 static inline void ready_from(lockstep *l, int32_t p, uint8_t how, gsize on_at, guint width)
@@ -121,7 +115,7 @@ static void run_class_task(lockstep *l, int32_t t)
     const rv_alike_job *alike = l->alike;
     const rv_alike_class *cls = rv_alike_class_of(alike, t);
     guint width = cls->member_count;
-    gsize on_at = resource_cell(cls, l->structure->keys[t].resource), at = rv_alike_cell(alike, t, 0);
+    gsize on_at = rv_alike_resource_cell(cls, l->structure->keys[t].resource), at = rv_alike_cell(alike, t, 0);
     memset(l->ready, 0, sizeof(int64_t) * width);
     memset(l->released, 0, sizeof(int64_t) * width);
     for (int32_t slot = l->in.first[t]; slot < l->in.first[t + 1]; slot++)
@@ -196,7 +190,7 @@ gboolean rv_alike_simulate(const rv_alike_job *alike, rv_alike_result *result, G
     for (gsize i = 0; i < result->count; i++) l.end[i] = -1; /* removed tasks keep -1 */
     l.job_end = l.end + alike->cell_count;
     rv_alike_stream_delays(alike, &l.latency, &l.gap);
-    l.resource_free = g_new0(int64_t, rv_alike_resource_cell_count(alike) + 1);
+    l.resource_free = g_new0(int64_t, alike->resource_cell_count + 1);
     guint widest = rv_alike_widest_class(alike);
     l.ready = g_new(int64_t, widest + 1);
     l.released = g_new(int64_t, widest + 1);
