@@ -1965,11 +1965,18 @@ static char *cell_text(const rv_alike_job *alike, gsize cell)
     return g_strdup_printf("cell %zu", cell);
 }
 
-static gboolean fail_at_cell(reader *r, const rv_alike_job *alike, gsize cell, const char *what)
+static gboolean fail_at_cell(reader *r, const rv_alike_job *alike, gsize cell, const char *format, ...)
+    G_GNUC_PRINTF(4, 5);
+static gboolean fail_at_cell(reader *r, const rv_alike_job *alike, gsize cell, const char *format, ...)
 {
+    va_list args;
+    va_start(args, format);
+    char *what = g_strdup_vprintf(format, args);
+    va_end(args);
     char *where = cell_text(alike, cell);
     fail(r, section_names[SECTION_ALIKE], "%s %s", where, what);
     g_free(where);
+    g_free(what);
     return FALSE;
 }
 
@@ -1981,7 +1988,7 @@ static gboolean steps_stand(reader *r, const rv_alike_job *alike)
         gsize end = cls->first_cell + (gsize)cls->task_count * cls->member_count;
         for (gsize i = cls->first_cell; i < end; i++)
             if (alike->step[i] < -1 || alike->step[i] >= cls->step_count)
-                return fail_at_cell(r, alike, i, "belongs to a step its rank does not have");
+                return fail_at_cell(r, alike, i, "belongs to step %d (its rank has %d)", alike->step[i], cls->step_count);
     }
     return TRUE;
 }
@@ -2090,7 +2097,8 @@ static gboolean columns_stand(reader *r, const rv_alike_job *alike)
         if (work > (uint64_t)RV_MAX_WORK_NS)
             return fail(r, section, "the durations and host overheads add up to more than 2^61 ns");
         if (alike->collective && (alike->collective[i] < 0 || (guint)alike->collective[i] > alike->structure->collectives->len))
-            return fail_at_cell(r, alike, i, "belongs to a collective the job does not have");
+            return fail_at_cell(r, alike, i, "belongs to collective %d (there are %u)", alike->collective[i],
+                                alike->structure->collectives->len);
     }
     for (guint s = 0; s < alike->steps->len; s++) {
         const rv_step *step = &g_array_index(alike->steps, rv_step, s);
