@@ -20,13 +20,15 @@
  *     which connects to the worker for each tensor's file descriptor: a
  *     near-fixed cost, measured by tests/bench/dataloader_handoff.py);
  *   - with pin_memory=True (the recording's batch copies read pinned
- *     memory, or pin_memory=on) that hand-off and the pinning run on the
- *     training process's pin_memory thread, one batch after another, and
- *     the training loop only takes the pinned batch from that thread's
- *     queue (`pinned_get`);
+ *     memory, or pin_memory=on) that hand-off runs on the training
+ *     process's pin_memory thread, one batch after another, and the
+ *     training loop only takes the pinned batch from that thread's queue
+ *     (`pinned_get`); the recorded pinning stays in the batch's load, which
+ *     comes before it either way;
  *   - the batch arrives in shared memory the training process has never
  *     touched, so the first copy that reads it (its pageable host-to-device
- *     copy) pays a minor page fault per 4 KiB page (`page_fault`);
+ *     copy) pays a minor page fault per 4 KiB page (`page_fault`; none with
+ *     pin_memory, whose thread touches the pages as it pins them);
  *   - the window is a sample of a long run (start=steady): the workers have
  *     been loading since before it, each one batch further through its
  *     cycle than the one before, so worker w's first batch in the window has
@@ -53,7 +55,7 @@
  *     `interference` while they load: by interference x the fraction of
  *     the step that workers are loading (loading time / the rest of the
  *     step, at most 1).  The recordings show the slowdown barely growing
- *     from 2 to 8 workers, so it is taken per loading step, not per
+ *     from 2 to 8 workers, so it is taken while workers load, not per
  *     worker.  How much (shared cores, caches, memory bandwidth, turbo
  *     bins) is a property of the host that a num_workers=0 trace cannot
  *     show, so the default is a prior: the median over the variants the
