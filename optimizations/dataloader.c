@@ -398,8 +398,9 @@ static gboolean is_pageable_host_to_device(const rv_graph *graph, const rv_task 
 
 /* Whether the recording pinned its batches (PyTorch's pin_memory=True): its
  * steps' host-to-device copies read more bytes from pinned memory than
- * from pageable memory.  The names are CUPTI's and ROCm's ("Memcpy HtoD
- * (Pinned -> Device)"). */
+ * from pageable memory (a copy whose size the trace does not give counts
+ * as one byte).  The names are CUPTI's and ROCm's ("Memcpy HtoD (Pinned ->
+ * Device)"). */
 static gboolean recorded_pinned(rv_graph *graph)
 {
     int64_t pinned = 0, pageable = 0;
@@ -408,8 +409,9 @@ static gboolean recorded_pinned(rv_graph *graph)
         if (copy->step < 0 || copy->kind != RV_TASK_MEMCPY || (copy->flags & RV_TASK_FLAG_REMOVED)) continue;
         const char *name = rv_strings_get(graph->strings, copy->name);
         if (strstr(name, "HtoD") == NULL) continue;
-        if (strstr(name, "Pinned") != NULL) pinned += copy->bytes;
-        else if (strstr(name, "Pageable") != NULL) pageable += copy->bytes;
+        int64_t bytes = MAX(copy->bytes, 1);
+        if (strstr(name, "Pinned") != NULL) pinned += bytes;
+        else if (strstr(name, "Pageable") != NULL) pageable += bytes;
     }
     return pinned > pageable;
 }
