@@ -49,13 +49,16 @@ import subprocess
 import sys
 
 @functools.lru_cache(maxsize=None)
-def read_events(path):
-    """A trace's complete events (cached: one baseline serves each of its run's variants)."""
+def read_trace(path):
+    """A trace's complete events and its GPU's name ("" when it names none;
+    cached: one baseline serves each of its run's variants)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as stream:
         document = json.load(stream)
     events = document["traceEvents"] if isinstance(document, dict) else document
-    return [e for e in events if e.get("ph") == "X" and "dur" in e and "ts" in e]
+    devices = document.get("deviceProperties") if isinstance(document, dict) else None
+    gpu = devices[0].get("name", "") if devices else ""
+    return [e for e in events if e.get("ph") == "X" and "dur" in e and "ts" in e], gpu
 
 
 def loading_spans(events):
@@ -81,7 +84,7 @@ def loop_times(events):
 
 
 def measure(baseline_path, variant_path, workers):
-    base_events, variant_events = read_events(baseline_path), read_events(variant_path)
+    (base_events, gpu), (variant_events, _) = read_trace(baseline_path), read_trace(variant_path)
     base_loops, variant_loops = loop_times(base_events), loop_times(variant_events)
     loads = [b - a for a, b in loading_spans(base_events)]
     steps = [e["dur"] for e in steps_of(variant_events)][1:]
@@ -90,7 +93,7 @@ def measure(baseline_path, variant_path, workers):
     host = statistics.median(variant_loops) / statistics.median(base_loops)
     busy = min(1.0, statistics.median(loads) / statistics.mean(steps))
     takes = sorted(b - a for a, b in loading_spans(variant_events))
-    return {"baseline": baseline_path, "variant": variant_path, "workers": workers,
+    return {"baseline": baseline_path, "variant": variant_path, "gpu": gpu, "workers": workers,
             "baseline_loop_ms": statistics.median(base_loops) / 1e3,
             "variant_loop_ms": statistics.median(variant_loops) / 1e3, "host_slowdown": host,
             "loading_ms": statistics.median(loads) / 1e3, "variant_step_ms": statistics.mean(steps) / 1e3,
@@ -145,6 +148,9 @@ def main():
         print_table(rows, args.traces)
         print(f"host slowdown while workers load, over {len(recorded)} recorded variants: median {median:.3f}, "
               f"quartiles {low:.3f}-{high:.3f}")
+        for gpu in sorted({r["gpu"] for r in recorded}):
+            mine = [r["interference"] for r in recorded if r["gpu"] == gpu]
+            print(f"  on the {gpu or 'unnamed'} host alone: median {statistics.median(mine):.3f} ({len(mine)} variants)")
         if takes:
             print(f"a ready batch's next() (10th percentile), over the same: median {take_ms:.3f} ms, "
                   f"{min(takes):.3f}-{max(takes):.3f} ms")
