@@ -263,20 +263,29 @@ static double profiler_share(const step_loading *loading, const worker_model *mo
     return MIN(0.9, (double)loading->operators * (double)model->profiler_op_ns / (double)loading->work_ns);
 }
 
+/* A task of the DataLoader's on one of its channels, after `after` there:
+ * the hand-off task's step, phase and rank, its own duration and name. */
+static int32_t insert_loader_task(rv_graph *graph, int32_t channel, int32_t after, const step_loading *loading,
+                                  int64_t duration_ns, const char *name, GError **error)
+{
+    rv_insert_spec spec = { { 0 }, after, -1 };
+    spec.task = *rv_graph_task(graph, loading->handoff_task);
+    spec.task.resource = channel;
+    spec.task.duration_ns = duration_ns;
+    spec.task.host_overhead_ns = 0;
+    spec.task.correlation = -1;
+    spec.task.flags = 0;
+    spec.task.name = rv_strings_intern(graph->strings, name);
+    return rv_transform_insert(graph, &spec, error);
+}
+
 /* The loading of one batch on its worker, after that worker's previous batch. */
 static int32_t insert_worker_load(rv_graph *graph, int32_t channel, int32_t after, const step_loading *loading,
                                   double share_left, const worker_model *model, GError **error)
 {
-    rv_insert_spec spec = { { 0 }, after, -1 };
-    const rv_task *handoff = rv_graph_task(graph, loading->handoff_task);
-    spec.task = *handoff;
-    spec.task.resource = channel;
-    spec.task.duration_ns = (int64_t)llround((double)loading->work_ns * model->worker_slowdown * share_left);
-    spec.task.host_overhead_ns = 0;
-    spec.task.correlation = -1;
-    spec.task.flags = 0;
-    spec.task.name = rv_strings_intern(graph->strings, "DataLoader worker: load and collate a batch");
-    int32_t load = rv_transform_insert(graph, &spec, error);
+    int64_t duration_ns = (int64_t)llround((double)loading->work_ns * model->worker_slowdown * share_left);
+    int32_t load = insert_loader_task(graph, channel, after, loading, duration_ns,
+                                      "DataLoader worker: load and collate a batch", error);
     /* How much the recorded process's intra-op threads helped, and whether
      * the workers paid the profiler, are what the trace cannot show: the
      * range carries them to the reports. */
@@ -316,15 +325,8 @@ static int32_t *worker_channels(rv_graph *graph, int32_t rank, int64_t workers)
 static int32_t insert_pin(rv_graph *graph, int32_t channel, int32_t after, int32_t load, const step_loading *loading,
                           const worker_model *model, GError **error)
 {
-    rv_insert_spec spec = { { 0 }, after, -1 };
-    spec.task = *rv_graph_task(graph, loading->handoff_task);
-    spec.task.resource = channel;
-    spec.task.duration_ns = model->handoff_ns;
-    spec.task.host_overhead_ns = 0;
-    spec.task.correlation = -1;
-    spec.task.flags = 0;
-    spec.task.name = rv_strings_intern(graph->strings, "DataLoader pin_memory thread: receive and pin a batch");
-    int32_t pin = rv_transform_insert(graph, &spec, error);
+    int32_t pin = insert_loader_task(graph, channel, after, loading, model->handoff_ns,
+                                     "DataLoader pin_memory thread: receive and pin a batch", error);
     if (pin >= 0) rv_transform_add_edge(graph, load, pin);
     return pin;
 }
@@ -390,28 +392,32 @@ static gboolean move_to_workers(rv_graph *graph, GArray *loadings, const worker_
     return ok;
 }
 
-static gboolean is_pageable_host_to_device(const rv_graph *graph, const rv_task *task)
+typedef enum { HOST_COPY_OTHER, HOST_COPY_PINNED, HOST_COPY_PAGEABLE } host_copy_source;
+
+/* Where a host-to-device copy reads from, by CUPTI's and ROCm's names
+ * ("Memcpy HtoD (Pinned -> Device)"); HOST_COPY_OTHER for any other task. */
+static host_copy_source host_to_device_source(const rv_graph *graph, const rv_task *task)
 {
+    if (task->kind != RV_TASK_MEMCPY) return HOST_COPY_OTHER;
     const char *name = rv_strings_get(graph->strings, task->name);
-    return task->kind == RV_TASK_MEMCPY && strstr(name, "HtoD") != NULL && strstr(name, "Pageable") != NULL;
+    if (strstr(name, "HtoD") == NULL) return HOST_COPY_OTHER;
+    if (strstr(name, "Pinned") != NULL) return HOST_COPY_PINNED;
+    return strstr(name, "Pageable") != NULL ? HOST_COPY_PAGEABLE : HOST_COPY_OTHER;
 }
 
 /* Whether the recording pinned its batches (PyTorch's pin_memory=True): its
  * steps' host-to-device copies read more bytes from pinned memory than
  * from pageable memory (a copy whose size the trace does not give counts
- * as one byte).  The names are CUPTI's and ROCm's ("Memcpy HtoD (Pinned ->
- * Device)"). */
+ * as one byte). */
 static gboolean recorded_pinned(rv_graph *graph)
 {
     int64_t pinned = 0, pageable = 0;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *copy = rv_graph_task(graph, id);
-        if (copy->step < 0 || copy->kind != RV_TASK_MEMCPY || (copy->flags & RV_TASK_FLAG_REMOVED)) continue;
-        const char *name = rv_strings_get(graph->strings, copy->name);
-        if (strstr(name, "HtoD") == NULL) continue;
-        int64_t bytes = MAX(copy->bytes, 1);
-        if (strstr(name, "Pinned") != NULL) pinned += bytes;
-        else if (strstr(name, "Pageable") != NULL) pageable += bytes;
+        if (copy->step < 0 || (copy->flags & RV_TASK_FLAG_REMOVED)) continue;
+        host_copy_source source = host_to_device_source(graph, copy);
+        if (source == HOST_COPY_PINNED) pinned += MAX(copy->bytes, 1);
+        else if (source == HOST_COPY_PAGEABLE) pageable += MAX(copy->bytes, 1);
     }
     return pinned > pageable;
 }
@@ -426,7 +432,8 @@ static int64_t add_page_faults(rv_graph *graph, const worker_model *model)
     if (model->pinned) return 0;
     for (int32_t id = 0; id < rv_graph_task_count(graph); id++) {
         const rv_task *copy = rv_graph_task(graph, id);
-        if (copy->step < 0 || (copy->flags & RV_TASK_FLAG_REMOVED) || !is_pageable_host_to_device(graph, copy)) continue;
+        if (copy->step < 0 || (copy->flags & RV_TASK_FLAG_REMOVED)) continue;
+        if (host_to_device_source(graph, copy) != HOST_COPY_PAGEABLE) continue;
         int32_t call = rv_graph_launch_of(graph, id);
         if (call < 0) continue;
         int64_t pages = (copy->bytes + PAGE_BYTES - 1) / PAGE_BYTES;
